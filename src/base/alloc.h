@@ -1,0 +1,30 @@
+/* alloc.h - every heap allocation in libg4v goes through here.
+ *
+ * Why: (1) allocation-failure injection for tests (the N-th allocation fails, as SQLite does),
+ * compiled in only with G4V_FAULT_INJECTION; (2) large buffers are 64-byte aligned and advised
+ * for transparent huge pages, because first touch of a fresh 4 KiB page costs ~11.5 us on our
+ * machines (DESIGN.md). All functions return NULL on failure (or on an injected failure).
+ * Sizes are checked for multiplication overflow in g4v_calloc / g4v_malloc_array.
+ */
+#ifndef G4V_BASE_ALLOC_H
+#define G4V_BASE_ALLOC_H
+
+#include <stddef.h>
+
+void *g4v_malloc(size_t n);
+void *g4v_calloc(size_t count, size_t size);
+void *g4v_malloc_array(size_t count, size_t size); /* NULL if count*size overflows */
+void *g4v_realloc(void *p, size_t n);
+void g4v_free(void *p);
+
+/* 64-byte aligned; buffers >= 2 MiB are madvise(MADV_HUGEPAGE)d. Free with g4v_free_large. */
+void *g4v_malloc_large(size_t n);
+void g4v_free_large(void *p);
+
+/* Fault injection (no-ops unless built with G4V_FAULT_INJECTION):
+ * g4v_alloc_fail_after(n): allocations number n, n+1, ... (0-based, counted from this call)
+ * fail; n < 0 disables. g4v_alloc_count(): allocations attempted since the last call. */
+void g4v_alloc_fail_after(long n);
+long g4v_alloc_count(void);
+
+#endif

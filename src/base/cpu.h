@@ -1,0 +1,22 @@
+/* cpu.h - which SIMD paths this CPU can run, decided once from CPUID.
+ *
+ * The environment variable G4V_ISA caps the choice (values: portable, avx2, avx512), so tests and
+ * CI can force the portable path on an AVX-512 machine. Unknown values are treated as portable.
+ */
+#ifndef G4V_BASE_CPU_H
+#define G4V_BASE_CPU_H
+
+enum {
+    G4V_CPU_AVX2 = 1 << 0,      /* AVX2 + FMA */
+    G4V_CPU_AVX512 = 1 << 1,    /* AVX-512 F, BW, VL, DQ */
+    G4V_CPU_AVX512BF16 = 1 << 2,
+    G4V_CPU_AVX512VNNI = 1 << 3
+};
+
+/* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */
+unsigned g4v_cpu_features(void);
+
+/* The best ISA level name after masking: "avx512-bf16", "avx512", "avx2" or "portable". */
+const char *g4v_cpu_isa_name(void);
+
+#endif

@@ -1,0 +1,99 @@
+/* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower.
+ *
+ * g4v_checkpoint_open() reads config.json, finds the vision tensors (model.safetensors, a sharded
+ * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; names with or without the
+ * "model." prefix), memory-maps only the files that hold them, validates every tensor it uses
+ * (dtype, shape against the config, offsets inside the data section, no overlap) and exposes them
+ * as read-only views. Text/audio tensors are never read. The result is immutable and may be shared
+ * by any number of threads. SPEC.md section A is the contract.
+ */
+#ifndef G4V_IO_CHECKPOINT_H
+#define G4V_IO_CHECKPOINT_H
+
+#include "base/error.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum g4v_dtype { G4V_DT_BF16 = 0, G4V_DT_F16 = 1, G4V_DT_F32 = 2 } g4v_dtype;
+
+size_t g4v_dtype_size(g4v_dtype dt);
+const char *g4v_dtype_name(g4v_dtype dt); /* "BF16", "F16", "F32" */
+
+/* A read-only view of one tensor inside a mapped file. safetensors guarantees no alignment:
+ * data may be odd-addressed, so read elements with memcpy (or g4v_tensor_get). */
+typedef struct g4v_tensor {
+    g4v_dtype dtype;
+    int ndim;           /* 0..4 */
+    int64_t shape[4];
+    const void *data;   /* NULL when the tensor is absent (optional tensors only) */
+    size_t nbytes;
+} g4v_tensor;
+
+/* Reads element i of t as float (exact for every supported dtype). */
+float g4v_tensor_get(const g4v_tensor *t, size_t i);
+
+/* The seven clippable linears of a layer, in this order. */
+enum { G4V_LIN_Q, G4V_LIN_K, G4V_LIN_V, G4V_LIN_O, G4V_LIN_GATE, G4V_LIN_UP, G4V_LIN_DOWN, G4V_LIN_COUNT };
+
+typedef struct g4v_clip {
+    /* -INFINITY/+INFINITY when the model has no clipped linears (SPEC C.3). */
+    float in_min, in_max, out_min, out_max;
+} g4v_clip;
+
+typedef struct g4v_layer_weights {
+    g4v_tensor lin[G4V_LIN_COUNT]; /* W[out, in]: q [H*d, D], k/v [Hkv*d, D], o [D, H*d],
+                                      gate/up [I, D], down [D, I] */
+    g4v_clip clip[G4V_LIN_COUNT];
+    g4v_tensor input_layernorm, post_attention_layernorm; /* [D] */
+    g4v_tensor pre_feedforward_layernorm, post_feedforward_layernorm; /* [D] */
+    g4v_tensor q_norm, k_norm; /* [d] */
+} g4v_layer_weights;
+
+typedef struct g4v_vision_config {
+    char variant[32];           /* "e2b", "e4b", "26b-a4b", "31b" or "custom" (guessed from shapes) */
+    int hidden_size;            /* D */
+    int intermediate_size;      /* I */
+    int num_layers;
+    int num_heads;              /* H */
+    int num_kv_heads;           /* Hkv, divides H */
+    int head_dim;               /* d */
+    int patch_size;             /* 16 */
+    int pooling_kernel_size;    /* 3 */
+    int position_embedding_size;/* P, rows per axis of the position table */
+    int default_output_length;  /* 280 */
+    int text_hidden_size;       /* T */
+    double rope_theta;          /* 100 */
+    double rms_norm_eps;        /* 1e-6 */
+    int use_clipped_linears;
+    int standardize;
+    /* prompt contract (SPEC E.1), from config.json or the defaults */
+    int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
+} g4v_vision_config;
+
+typedef struct g4v_checkpoint {
+    g4v_vision_config cfg;
+    g4v_tensor input_proj;     /* [D, 3*p*p] */
+    g4v_tensor position_table; /* [2, P, D] */
+    g4v_layer_weights *layers; /* cfg.num_layers entries */
+    g4v_tensor std_bias, std_scale; /* [D]; data NULL unless cfg.standardize */
+    g4v_tensor embed_proj;     /* [T, D] */
+    int64_t param_count;       /* vision parameters in the tensors above */
+    size_t weight_bytes;       /* their bytes as stored */
+    struct g4v_checkpoint_files *files; /* private: the mappings */
+} g4v_checkpoint;
+
+typedef struct g4v_checkpoint_limits {
+    uint64_t max_header_bytes;  /* safetensors JSON header; default 100 MB */
+    uint64_t max_tensor_count;  /* entries in one header; default 1,000,000 */
+    uint64_t max_config_bytes;  /* config.json / index.json; default 16 MB */
+} g4v_checkpoint_limits;
+
+void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim);
+
+/* Opens dir. lim may be NULL (defaults). On failure *out is NULL and err names the cause. */
+int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
+                        g4v_err *err);
+void g4v_checkpoint_close(g4v_checkpoint *ck);
+
+#endif

@@ -1,0 +1,60 @@
+/* main.c - `g4v`: dispatches to one subcommand per file (cmd_*.c). */
+#include "cli.h"
+#include "g4v.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} subcommand;
+
+static const subcommand commands[] = {
+    {"encode", cmd_encode, "encode images into Gemma 4 soft tokens (.npy / .safetensors)"},
+    {"preprocess", cmd_preprocess, "decode + resize + patchify an image exactly as transformers does"},
+    {"info", cmd_info, "describe a Gemma 4 checkpoint's vision tower"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "g4v %s - Gemma 4 vision embeddings on the CPU\n\n", g4v_version());
+    fprintf(f, "usage: g4v <command> [options]   (g4v <command> --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nexit codes: 0 ok, 1 usage error, 2 input error, 3 model error, 4 output error,\n"
+               "            5 internal error\n");
+}
+
+int cli_exit_for_status(int status, int model_context) {
+    switch (status) {
+    case G4V_OK: return G4V_EXIT_OK;
+    case G4V_ERR_ARG: return G4V_EXIT_USAGE;
+    case G4V_ERR_MODEL: return G4V_EXIT_MODEL;
+    case G4V_ERR_IO: return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
+    case G4V_ERR_IMAGE:
+    case G4V_ERR_LIMIT:
+    case G4V_ERR_UNSUPPORTED: return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
+    default: return G4V_EXIT_INTERNAL;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return G4V_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return G4V_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("g4v %s\n", g4v_version());
+        return G4V_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "g4v: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return G4V_EXIT_USAGE;
+}
