@@ -10,15 +10,11 @@
 #ifndef G4V_IO_CHECKPOINT_H
 #define G4V_IO_CHECKPOINT_H
 
+#include "base/dtype.h"
 #include "base/error.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef enum g4v_dtype { G4V_DT_BF16 = 0, G4V_DT_F16 = 1, G4V_DT_F32 = 2 } g4v_dtype;
-
-size_t g4v_dtype_size(g4v_dtype dt);
-const char *g4v_dtype_name(g4v_dtype dt); /* "BF16", "F16", "F32" */
 
 /* A read-only view of one tensor inside a mapped file. safetensors guarantees no alignment:
  * data may be odd-addressed, so read elements with memcpy (or g4v_tensor_get). */
@@ -30,8 +26,10 @@ typedef struct g4v_tensor {
     size_t nbytes;
 } g4v_tensor;
 
-/* Reads element i of t as float (exact for every supported dtype). */
-float g4v_tensor_get(const g4v_tensor *t, size_t i);
+/* Element i of t as float (exact for every supported dtype). */
+static inline float g4v_tensor_get(const g4v_tensor *t, size_t i) {
+    return g4v_load_elem(t->data, t->dtype, i);
+}
 
 /* The seven clippable linears of a layer, in this order. */
 enum { G4V_LIN_Q, G4V_LIN_K, G4V_LIN_V, G4V_LIN_O, G4V_LIN_GATE, G4V_LIN_UP, G4V_LIN_DOWN, G4V_LIN_COUNT };

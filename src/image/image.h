@@ -1,0 +1,57 @@
+/* image.h - from image bytes to the patches the encoder eats, exactly as transformers + Pillow.
+ *
+ * Pipeline (PREPROCESSING.md, SPEC.md section B):
+ *   g4v_image_decode   bytes -> (format by magic bytes) -> decode -> EXIF orientation -> RGB8
+ *   g4v_target_size    (h, w, budget) -> (th, tw), multiples of 48, doubles in transformers' order
+ *   g4v_image_resize   Pillow's 8-bit BICUBIC, byte for byte (skipped when the size matches)
+ *   g4v_patchify       RGB8 (th x tw) -> patches [L, 768] f32 + positions [L, 2] (x, y)
+ * Limits are checked before any pixel buffer is allocated.
+ */
+#ifndef G4V_IMAGE_IMAGE_H
+#define G4V_IMAGE_IMAGE_H
+
+#include "base/error.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tightly packed RGB8 (row stride 3*width), owned: release with g4v_image_free. */
+typedef struct g4v_image {
+    int width, height;
+    uint8_t *rgb;
+} g4v_image;
+
+typedef enum g4v_resize_order {
+    G4V_RESIZE_PILLOW_9 = 0,   /* horizontal pass first always (Pillow 9.0 - 12.1; default) */
+    G4V_RESIZE_PILLOW_12_2 = 1 /* Pillow >= 12.2: vertical first when h > 100*w and h shrinks */
+} g4v_resize_order;
+
+typedef struct g4v_image_opts {
+    uint64_t max_pixels;  /* default 178,956,970 (Pillow's decompression-bomb limit x2) */
+    int max_dimension;    /* longest side; default 65,500 */
+    int apply_exif;       /* default 1, as transformers' load_image */
+    g4v_resize_order resize_order;
+} g4v_image_opts;
+
+void g4v_image_opts_default(g4v_image_opts *o);
+
+/* Decodes JPEG/PNG/WebP/GIF/BMP (chosen by content), applies EXIF orientation if asked, converts
+ * to RGB with Pillow's rules. On failure out->rgb is NULL and err says why. */
+int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
+                     g4v_err *err);
+
+/* Target size for a budget in {70, 140, 280, 560, 1120}; anything else is G4V_ERR_ARG. */
+int g4v_target_size(int height, int width, int budget, int *th, int *tw, g4v_err *err);
+
+/* Pillow BICUBIC resize of src (RGB8, row stride src_stride bytes) to dst (allocated here). */
+int g4v_image_resize(const uint8_t *src, int width, int height, size_t src_stride, int out_width,
+                     int out_height, g4v_resize_order order, g4v_image *dst, g4v_err *err);
+
+/* Patches in (dy, dx, c) order with values (float)((double)u / 255.0), row-major over the
+ * (height/16) x (width/16) grid; positions[l] = (x, y). height, width multiples of 16. */
+void g4v_patchify(const uint8_t *rgb, int width, int height, size_t stride, float *patches,
+                  int32_t *positions);
+
+void g4v_image_free(g4v_image *img);
+
+#endif

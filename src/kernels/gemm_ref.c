@@ -1,0 +1,31 @@
+/* gemm_ref.c - the portable GEMM: the specification of gemm.h in plain loops.
+ * Slow by design; fast kernels are tested against it. Summation runs k = 0, 1, ..., K-1. */
+#include "gemm.h"
+
+#include <math.h>
+
+g4v_gemm_epi g4v_gemm_epi_none(void) {
+    g4v_gemm_epi e = {-INFINITY, INFINITY, -INFINITY, INFINITY, 0};
+    return e;
+}
+
+static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void g4v_gemm_ref(const float *X, int m, size_t ldx, const void *w, g4v_dtype dtype, int n, int k,
+                  g4v_math_mode mode, float *Y, size_t ldy, const g4v_gemm_epi *epi) {
+    g4v_gemm_epi e = epi ? *epi : g4v_gemm_epi_none();
+    for (int i = 0; i < m; i++) {
+        const float *x = X + (size_t)i * ldx;
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int t = 0; t < k; t++) {
+                float xv = clampf(x[t], e.in_lo, e.in_hi);
+                if (mode == G4V_MATH_FAST) xv = g4v_round_bf16(xv);
+                acc += xv * g4v_load_elem(w, dtype, (size_t)j * k + t);
+            }
+            float y = clampf(acc, e.out_lo, e.out_hi);
+            float *dst = Y + (size_t)i * ldy + j;
+            *dst = e.accumulate ? *dst + y : y;
+        }
+    }
+}
