@@ -1,0 +1,33 @@
+/* gelu.c - GeGLU with the tanh form of GELU ("gelu_pytorch_tanh", SPEC C.4), in f32:
+ * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Not the erf form, not x*sigmoid(1.702x). */
+#include "kernels.h"
+
+#include "par_rows.h"
+
+#include <math.h>
+
+float g4v_gelu_tanh(float x) {
+    const float k0 = 0.7978845608028654f, k1 = 0.044715f;
+    return 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x)));
+}
+
+typedef struct {
+    float *gate;
+    const float *up;
+    int n;
+    size_t ld;
+} geglu_job;
+
+static void geglu_rows(void *arg, size_t r0, size_t r1) {
+    const geglu_job *j = arg;
+    for (size_t r = r0; r < r1; r++) {
+        float *g = j->gate + r * j->ld;
+        const float *u = j->up + r * j->ld;
+        for (int i = 0; i < j->n; i++) g[i] = g4v_gelu_tanh(g[i]) * u[i];
+    }
+}
+
+void g4v_geglu(g4v_pool *pool, float *gate, const float *up, size_t rows, int n, size_t ld) {
+    geglu_job j = {gate, up, n, ld};
+    g4v_par_rows(pool, rows, (size_t)n, geglu_rows, &j);
+}

@@ -1,0 +1,63 @@
+/* rope2d.c - Gemma 4's 2D rotary position embedding (SPEC C.5a).
+ * A head of d channels is two halves of c = d/2: the first rotates by the patch column, the
+ * second by the patch row, both with inv_freq[j] = 1/theta^(2j/c), j < c/2. Inside a half,
+ * channel t pairs with t + c/2 ("rotate-half" / NeoX pairing), not with t + 1. Angles are f32
+ * (pos * inv_freq, as HF computes them); cos/sin of that f32 angle are taken in double and
+ * rounded once. Tables are indexed by the coordinate value, so one small table serves both axes. */
+#include "kernels.h"
+
+#include "par_rows.h"
+
+#include <math.h>
+
+void g4v_rope2d_table(double theta, int head_dim, int npos, float *cos_t, float *sin_t) {
+    int c = head_dim / 2, half = c / 2;
+    for (int j = 0; j < half; j++) {
+        float inv_freq = (float)(1.0 / pow(theta, (double)(2 * j) / (double)c));
+        for (int p = 0; p < npos; p++) {
+            float ang = (float)p * inv_freq;
+            cos_t[(size_t)p * half + j] = (float)cos((double)ang);
+            sin_t[(size_t)p * half + j] = (float)sin((double)ang);
+        }
+    }
+}
+
+typedef struct {
+    float *x;
+    int heads, d;
+    size_t ld;
+    const int32_t *pos;
+    const float *cos_t, *sin_t;
+} rope_job;
+
+/* Rotates one half (c channels) of one head by the table row for coordinate p. */
+static void rotate_half_part(float *v, int c, const float *cs, const float *sn) {
+    int half = c / 2;
+    for (int t = 0; t < half; t++) {
+        float a = v[t], b = v[t + half];
+        v[t] = a * cs[t] - b * sn[t];
+        v[t + half] = b * cs[t] + a * sn[t];
+    }
+}
+
+static void rope_rows(void *arg, size_t r0, size_t r1) {
+    const rope_job *j = arg;
+    int c = j->d / 2, half = c / 2;
+    for (size_t l = r0; l < r1; l++) {
+        size_t px = (size_t)j->pos[2 * l], py = (size_t)j->pos[2 * l + 1];
+        const float *cx = j->cos_t + px * half, *sx = j->sin_t + px * half;
+        const float *cy = j->cos_t + py * half, *sy = j->sin_t + py * half;
+        float *row = j->x + l * j->ld;
+        for (int h = 0; h < j->heads; h++) {
+            float *v = row + (size_t)h * j->d;
+            rotate_half_part(v, c, cx, sx);     /* channels [0, c): column */
+            rotate_half_part(v + c, c, cy, sy); /* channels [c, 2c): row */
+        }
+    }
+}
+
+void g4v_rope2d_apply(g4v_pool *pool, float *x, int L, int heads, int head_dim, size_t ld,
+                      const int32_t *pos, const float *cos_t, const float *sin_t) {
+    rope_job j = {x, heads, head_dim, ld, pos, cos_t, sin_t};
+    g4v_par_rows(pool, (size_t)L, (size_t)heads * (size_t)head_dim, rope_rows, &j);
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""reference.py - an independent float64 oracle for the Gemma 4 vision encoder (image -> soft tokens).
+
+Written from SPEC.md (sections A, B.4-B.6, C), not from the C code. It reads a checkpoint directory
+with its own small safetensors reader (single file, sharded index, optiq_vision sidecar; names with or
+without "model."; BF16/F16/F32), takes an image that is ALREADY at its target size (both sides
+multiples of 48: a PNG/any Pillow format, or a raw uint8 [H, W, 3] .npy), and computes the soft
+tokens [N, T] with every operation in float64. The only f32 steps are the ones SPEC defines in f32:
+the pixel values (float32)(u/255) and the RoPE angles pos * f32(inv_freq) (HF computes both in f32).
+No bf16 rounding anywhere: this is the ideal the C code's f32 / bf16-GEMM modes are measured against.
+
+Limits: batch 1, unpadded (SPEC C.0), no resize (give it a target-size image). Attention is one
+full [L, L] float64 matrix per head: fine up to L ~ 2500 (50 MB), slow beyond.
+
+Usage: reference.py CHECKPOINT_DIR IMAGE -o OUT.npy [--f32] [--dump DIR]
+  --dump DIR writes per-stage intermediates (embed.npy, layer_NN.npy, pooled.npy, normed.npy).
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoint reading (SPEC A.1, A.3 - A.5)
+
+class Checkpoint:
+    """Vision tensors of a checkpoint directory, looked up by their un-prefixed name."""
+
+    DTYPES = {"BF16": ("<u2", 2), "F16": ("<f2", 2), "F32": ("<f4", 4)}
+
+    def __init__(self, path):
+        self.path = path
+        with open(os.path.join(path, "config.json")) as f:
+            self.config = json.load(f)
+        self.entries = {}  # stored name -> (file, dtype, shape, begin, end)
+        files = []
+        sidecar = os.path.join(path, "optiq_vision.safetensors")
+        index = os.path.join(path, "model.safetensors.index.json")
+        if os.path.exists(sidecar):
+            files.append(sidecar)
+        if os.path.exists(index):
+            with open(index) as f:
+                files += sorted({os.path.join(path, v) for v in json.load(f)["weight_map"].values()})
+        elif os.path.exists(os.path.join(path, "model.safetensors")):
+            files.append(os.path.join(path, "model.safetensors"))
+        if not files:
+            raise SystemExit(f"{path}: no safetensors files")
+        for fn in files:
+            self._read_header(fn)
+
+    def _read_header(self, fn):
+        with open(fn, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+        base = 8 + n
+        for name, e in header.items():
+            if name == "__metadata__":
+                continue
+            b, en = e["data_offsets"]
+            # the first file listed wins (the sidecar before the main weights)
+            self.entries.setdefault(name, (fn, e["dtype"], tuple(e["shape"]), base + b, base + en))
+
+    def has(self, name):
+        return name in self.entries or "model." + name in self.entries
+
+    def get(self, name):
+        """The tensor as float64, exact for every supported dtype."""
+        key = name if name in self.entries else "model." + name
+        if key not in self.entries:
+            raise KeyError(f"{self.path}: tensor {name} not found")
+        fn, dt, shape, b, e = self.entries[key]
+        if dt not in self.DTYPES:
+            raise ValueError(f"{name}: unsupported dtype {dt}")
+        np_dt, size = self.DTYPES[dt]
+        count = int(np.prod(shape, dtype=np.int64))
+        assert e - b == count * size, name
+        raw = np.fromfile(fn, dtype=np_dt, count=count, offset=b)
+        if dt == "BF16":
+            raw = (raw.astype(np.uint32) << 16).view(np.float32)
+        return raw.astype(np.float64).reshape(shape)
+
+
+def vision_config(cfg):
+    """SPEC A.1: the keys that matter, with the class defaults."""
+    v = cfg.get("vision_config", {})
+    rope = v.get("rope_parameters") or {}
+    theta = rope.get("rope_theta", v.get("rope_theta", 100.0))
+    return dict(
+        D=v.get("hidden_size", 768), I=v.get("intermediate_size", 3072),
+        layers=v.get("num_hidden_layers", 16), H=v.get("num_attention_heads", 12),
+        Hkv=v.get("num_key_value_heads", v.get("num_attention_heads", 12)),
+        d=v.get("head_dim", 64), eps=v.get("rms_norm_eps", 1e-6), theta=float(theta),
+        p=v.get("patch_size", 16), k=v.get("pooling_kernel_size", 3),
+        clipped=bool(v.get("use_clipped_linears", False)),
+        standardize=bool(v.get("standardize", False)),
+        T=cfg.get("text_config", {}).get("hidden_size"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The forward pass (SPEC C), float64
+
+def rms_norm(x, w=None, eps=1e-6):
+    """SPEC C.2: x * (mean(x^2) + eps)^-0.5, times w (directly, not 1 + w) when given."""
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    return y if w is None else y * w
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+class Linears:
+    """ClippableLinear (SPEC C.3): clamp input, x W^T, clamp output (bounds only if clipped)."""
+
+    def __init__(self, ck, clipped):
+        self.ck, self.clipped = ck, clipped
+
+    def __call__(self, x, prefix):
+        w = self.ck.get(prefix + ".linear.weight")
+        if self.clipped:
+            x = np.clip(x, self.ck.get(prefix + ".input_min"), self.ck.get(prefix + ".input_max"))
+        y = x @ w.T
+        if self.clipped:
+            y = np.clip(y, self.ck.get(prefix + ".output_min"), self.ck.get(prefix + ".output_max"))
+        return y
+
+
+def rope_tables(pos, d, theta):
+    """SPEC C.5a for one axis: cos/sin [L, d/2] of f32 angles pos * f32(1/theta^(2j/c)), c = d/2,
+    with the angle set repeated twice (emb = concat(ang, ang))."""
+    c = d // 2
+    inv_freq = (1.0 / theta ** (np.arange(0, c, 2, dtype=np.float64) / c)).astype(np.float32)
+    ang = pos.astype(np.float32)[:, None] * inv_freq[None, :]  # f32 product, as HF
+    ang = np.concatenate([ang, ang], axis=-1).astype(np.float64)
+    return np.cos(ang), np.sin(ang)
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def apply_rope2d(x, cos_x, sin_x, cos_y, sin_y):
+    """x [L, heads, d]: first half rotated by the column tables, second half by the row tables,
+    rotate_half inside each half."""
+    c = x.shape[-1] // 2
+    p0, p1 = x[..., :c], x[..., c:]
+    p0 = p0 * cos_x[:, None, :] + rotate_half(p0) * sin_x[:, None, :]
+    p1 = p1 * cos_y[:, None, :] + rotate_half(p1) * sin_y[:, None, :]
+    return np.concatenate([p0, p1], axis=-1)
+
+
+def attention(q, k, v):
+    """q [L, H, d], k/v [L, Hkv, d]; scale 1.0, no mask; query head h uses kv head h // (H/Hkv)."""
+    L, H, d = q.shape
+    n_rep = H // k.shape[1]
+    out = np.empty_like(q)
+    for h in range(H):
+        s = q[:, h, :] @ k[:, h // n_rep, :].T
+        s -= s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=-1, keepdims=True)
+        out[:, h, :] = p @ v[:, h // n_rep, :]
+    return out
+
+
+def encode(ck, img, dump=None):
+    """img: uint8 [H, W, 3] at target size. Returns float64 soft tokens [N, T]."""
+    c = vision_config(ck.config)
+    D, H, Hkv, d, p, k, eps = c["D"], c["H"], c["Hkv"], c["d"], c["p"], c["k"], c["eps"]
+    Hi, Wi, _ = img.shape
+    if Hi % (p * k) or Wi % (p * k):
+        raise SystemExit(f"image {Wi}x{Hi} is not at a target size (multiples of {p * k})")
+    gh, gw = Hi // p, Wi // p
+    L = gh * gw
+
+    def save(name, x):
+        if dump:
+            np.save(os.path.join(dump, name + ".npy"), x)
+
+    # B.4 + B.5 + C.1: (float32)(u/255), then 2(x - 0.5) in float64; patch order (dy, dx, c)
+    x = (img.astype(np.float64) / 255.0).astype(np.float32).astype(np.float64)
+    x = 2.0 * (x - 0.5)
+    patches = x.reshape(gh, p, gw, p, 3).transpose(0, 2, 1, 3, 4).reshape(L, p * p * 3)
+    px = np.tile(np.arange(gw), gh)      # column
+    py = np.repeat(np.arange(gh), gw)    # row
+    pe = "vision_tower.patch_embedder."
+    table = ck.get(pe + "position_embedding_table")
+    h = patches @ ck.get(pe + "input_proj.weight").T + (table[0, px] + table[1, py])
+    save("embed", h)
+
+    lin = Linears(ck, c["clipped"])
+    cos_x, sin_x = rope_tables(px, d, c["theta"])
+    cos_y, sin_y = rope_tables(py, d, c["theta"])
+    for i in range(c["layers"]):
+        pre = f"vision_tower.encoder.layers.{i}."
+        g = lambda n: ck.get(pre + n)  # noqa: E731
+        # C.5 attention with sandwich norms
+        a = rms_norm(h, g("input_layernorm.weight"), eps)
+        q = lin(a, pre + "self_attn.q_proj").reshape(L, H, d)
+        kk = lin(a, pre + "self_attn.k_proj").reshape(L, Hkv, d)
+        v = lin(a, pre + "self_attn.v_proj").reshape(L, Hkv, d)
+        q = rms_norm(q, g("self_attn.q_norm.weight"), eps)
+        kk = rms_norm(kk, g("self_attn.k_norm.weight"), eps)
+        v = rms_norm(v, None, eps)
+        q = apply_rope2d(q, cos_x, sin_x, cos_y, sin_y)
+        kk = apply_rope2d(kk, cos_x, sin_x, cos_y, sin_y)
+        o = attention(q, kk, v).reshape(L, H * d)
+        o = lin(o, pre + "self_attn.o_proj")
+        h = h + rms_norm(o, g("post_attention_layernorm.weight"), eps)
+        # C.4 GeGLU MLP with sandwich norms
+        m = rms_norm(h, g("pre_feedforward_layernorm.weight"), eps)
+        m = gelu_tanh(lin(m, pre + "mlp.gate_proj")) * lin(m, pre + "mlp.up_proj")
+        m = lin(m, pre + "mlp.down_proj")
+        h = h + rms_norm(m, g("post_feedforward_layernorm.weight"), eps)
+        save(f"layer_{i:02d}", h)
+
+    # C.6 pool k x k (row-major pooled grid), x sqrt(D)
+    pooled = h.reshape(gh // k, k, gw // k, k, D).mean(axis=(1, 3)).reshape(-1, D)
+    pooled = pooled * np.sqrt(D)
+    # C.7 standardize
+    if c["standardize"]:
+        pooled = (pooled - ck.get("vision_tower.std_bias")) * ck.get("vision_tower.std_scale")
+    save("pooled", pooled)
+    # C.8 weightless RMSNorm, projection to T
+    n = rms_norm(pooled, None, eps)
+    save("normed", n)
+    return n @ ck.get("embed_vision.embedding_projection.weight").T
+
+
+def load_image(path):
+    if path.endswith(".npy"):
+        img = np.load(path)
+        if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+            raise SystemExit(f"{path}: expected uint8 [H, W, 3], got {img.dtype} {img.shape}")
+        return img
+    from PIL import Image
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint")
+    ap.add_argument("image")
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--f32", action="store_true", help="write float32 instead of float64")
+    ap.add_argument("--dump", help="directory for per-stage intermediates")
+    a = ap.parse_args(argv)
+    if a.dump:
+        os.makedirs(a.dump, exist_ok=True)
+    out = encode(Checkpoint(a.checkpoint), load_image(a.image), a.dump)
+    np.save(a.out, out.astype(np.float32) if a.f32 else out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
