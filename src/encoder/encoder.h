@@ -3,6 +3,19 @@
  * g4v_encoder holds the model prepared for computation (weights packed once); it is immutable
  * and shared by threads. g4v_workspace is per-caller scratch that grows to the largest image seen
  * and is reused, so the hot path never allocates. SPEC.md section C is the computation.
+ *
+ * Numerics: activations and the residual stream are f32 in both modes; weights are used exactly
+ * as stored. G4V_MATH_FAST rounds the inputs of the encoder-block GEMMs to bf16 (bf16 dot
+ * products); G4V_MATH_PRECISE does not. The patch embedding is exact in both modes (it is fed the
+ * integers 2u - 255 and scaled by 1/255 in f32), the final projection is always f32, and
+ * attention logits and probabilities are never rounded. Against the float64 reference
+ * (tests/reference/reference.py) PRECISE lands near 1e-6 relative RMSE and FAST near 3e-3.
+ *
+ * Merge contract (SPEC C.8, E.3): the output rows are the language model's input embeddings for
+ * the image-token positions, used as they are. Splice them into inputs_embeds AFTER the text
+ * embeddings were multiplied by the LM's embed scale (bf16(sqrt(T))) and do not rescale them:
+ * neither multiply nor divide by sqrt(T). Row k goes to the k-th <|image|> token of the span
+ * <|image> <|image|> x N <image|> (boi_token_id, image_token_id, eoi_token_id in the config).
  */
 #ifndef G4V_ENCODER_ENCODER_H
 #define G4V_ENCODER_ENCODER_H
@@ -33,7 +46,10 @@ void g4v_workspace_free(g4v_workspace *ws);
 
 /* Encodes an RGB8 image already at its target size (width, height multiples of
  * patch_size * pooling_kernel_size, i.e. 48). out receives N = (height/48)*(width/48) rows of T
- * floats in row-major pooled-grid order. pool may be NULL (single-threaded). */
+ * floats in row-major pooled-grid order. pool may be NULL (single-threaded); the output is
+ * bit-identical for any pool size. One workspace serves one call at a time; the encoder may be
+ * shared. Errors: G4V_ERR_ARG (size not a multiple of 48, stride, NULL), G4V_ERR_LIMIT (grid
+ * beyond the position table), G4V_ERR_NOMEM (workspace growth). */
 int g4v_encoder_run(const g4v_encoder *enc, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
                     int width, int height, size_t stride, float *out, g4v_err *err);
 

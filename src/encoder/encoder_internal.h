@@ -1,0 +1,45 @@
+/* encoder_internal.h - the prepared model and the workspace layout, shared by the encoder's
+ * files (model.c prepares, workspace.c sizes, encoder.c runs). Not part of any contract. */
+#ifndef G4V_ENCODER_INTERNAL_H
+#define G4V_ENCODER_INTERNAL_H
+
+#include "encoder.h"
+
+typedef struct enc_layer {
+    g4v_wmat *lin[G4V_LIN_COUNT];      /* q, k, v, o, gate, up, down */
+    g4v_gemm_epi epi[G4V_LIN_COUNT];   /* ClippableLinear bounds as GEMM clamps (SPEC C.3) */
+    const float *ln_in, *ln_post_attn; /* [D] block norms, applied as w (SPEC C.2) */
+    const float *ln_pre_ff, *ln_post_ff;
+    const float *q_norm, *k_norm;      /* [d] per-head norms */
+} enc_layer;
+
+struct g4v_encoder {
+    g4v_vision_config cfg;
+    g4v_math_mode mode;
+    g4v_tensor position_table; /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
+    g4v_wmat *input_proj;      /* [D, 3*p*p], fed exact integers 2u - 255 */
+    g4v_wmat *embed_proj;      /* [T, D], always PRECISE */
+    enc_layer *layers;
+    const float *std_bias, *std_scale; /* [D] when cfg.standardize, else NULL */
+    float *vectors;                    /* one block holding every f32 vector above */
+};
+
+/* Pointers into the workspace for one image (every buffer 64-byte aligned). */
+typedef struct enc_buffers {
+    float *h;        /* [L, D] residual stream */
+    float *a;        /* [L, D] normed input / branch output */
+    float *q, *k, *v, *att; /* [L, H*d], [L, Hkv*d] x2, [L, H*d] (attention half) */
+    float *gate, *up;       /* [L, I] x2 (MLP half; shares memory with q/k/v/att) */
+    float *patches;         /* [L, 3*p*p] (patch embedding only; shares that memory too) */
+    float *pooled;          /* [N, D] */
+    int32_t *pos;           /* [L, 2] (column, row) */
+    float *rope_cos, *rope_sin; /* [max(pW, pH), d/4] */
+    float *attn_scratch;        /* per pool worker */
+} enc_buffers;
+
+/* Grows ws (never shrinks) to hold an image with a gh x gw patch grid on nworkers threads and
+ * fills b. Fails with G4V_ERR_LIMIT when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
+int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, int gh, int gw,
+                          int nworkers, enc_buffers *b, g4v_err *err);
+
+#endif

@@ -1,0 +1,211 @@
+/* model.c - g4v_encoder_create: turns an opened checkpoint into a model ready to run.
+ * Every weight matrix is prepared for the GEMM once here (never per image); norm vectors and
+ * the standardize buffers are widened to f32 once. The shapes the forward pass relies on are
+ * checked again here, so a loader bug becomes an error message rather than an out-of-bounds read.
+ * The position table stays in the (mapped) checkpoint: an image touches only a few of its rows. */
+#include "encoder_internal.h"
+
+#include "base/alloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const lin_names[G4V_LIN_COUNT] = {"q_proj", "k_proj", "v_proj", "o_proj",
+                                                     "gate_proj", "up_proj", "down_proj"};
+
+/* Checks t has exactly the given shape (ndim entries of s). */
+static int check_shape(const g4v_tensor *t, const char *name, int layer, int ndim,
+                       const int64_t *s, g4v_err *err) {
+    char where[96];
+    if (layer >= 0)
+        snprintf(where, sizeof where, "layer %d %s", layer, name);
+    else
+        snprintf(where, sizeof where, "%s", name);
+    if (!t->data) return g4v_fail(err, G4V_ERR_MODEL, "encoder: tensor %s is missing", where);
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == s[i];
+    size_t count = 1;
+    for (int i = 0; ok && i < ndim; i++) count *= (size_t)s[i];
+    if (ok && t->nbytes != count * g4v_dtype_size(t->dtype)) ok = 0;
+    if (!ok) {
+        char exp[96] = "", got[96] = "";
+        for (int i = 0; i < ndim; i++)
+            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", i ? "," : "",
+                     (long long)s[i]);
+        for (int i = 0; i < t->ndim && i < 4; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "",
+                     (long long)t->shape[i]);
+        return g4v_fail(err, G4V_ERR_MODEL,
+                        "encoder: tensor %s: expected shape [%s], found [%s] (%zu bytes)", where,
+                        exp, got, t->nbytes);
+    }
+    return G4V_OK;
+}
+
+static int check_config(const g4v_vision_config *c, g4v_err *err) {
+    if (c->hidden_size <= 0 || c->intermediate_size <= 0 || c->num_layers < 0 ||
+        c->num_heads <= 0 || c->num_kv_heads <= 0 || c->head_dim <= 0 || c->patch_size <= 0 ||
+        c->pooling_kernel_size <= 0 || c->position_embedding_size <= 0 ||
+        c->text_hidden_size <= 0)
+        return g4v_fail(err, G4V_ERR_MODEL, "encoder: vision config has a non-positive size");
+    if (c->num_heads % c->num_kv_heads)
+        return g4v_fail(err, G4V_ERR_MODEL,
+                        "encoder: num_attention_heads %d is not a multiple of "
+                        "num_key_value_heads %d", c->num_heads, c->num_kv_heads);
+    if (c->head_dim % 4)
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "encoder: head_dim %d is not a multiple of 4 (2D RoPE rotates pairs "
+                        "inside each half of a head)", c->head_dim);
+    if (c->patch_size > 64 || c->pooling_kernel_size > 64 || c->head_dim > 4096 ||
+        c->hidden_size > (1 << 16) || c->intermediate_size > (1 << 18) ||
+        c->num_heads > 4096 || c->text_hidden_size > (1 << 18))
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED, "encoder: vision config sizes out of range");
+    if (!(c->rope_theta > 0.0) || !(c->rms_norm_eps >= 0.0))
+        return g4v_fail(err, G4V_ERR_MODEL, "encoder: rope_theta %g / rms_norm_eps %g invalid",
+                        c->rope_theta, c->rms_norm_eps);
+    return G4V_OK;
+}
+
+/* Copies a checked [n] tensor to f32 at dst. */
+static const float *widen(const g4v_tensor *t, float *dst, int n) {
+    for (int i = 0; i < n; i++) dst[i] = g4v_tensor_get(t, (size_t)i);
+    return dst;
+}
+
+static int prepare(const g4v_tensor *t, g4v_math_mode mode, g4v_wmat **out, const char *name,
+                   int layer, g4v_err *err) {
+    int st = g4v_wmat_create(t->data, t->dtype, (int)t->shape[0], (int)t->shape[1], mode, out, err);
+    if (st) {
+        if (layer >= 0)
+            g4v_err_prefix(err, "encoder: preparing layer %d %s: ", layer, name);
+        else
+            g4v_err_prefix(err, "encoder: preparing %s: ", name);
+    }
+    return st;
+}
+
+static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, float **vec,
+                         g4v_err *err) {
+    const g4v_vision_config *c = &e->cfg;
+    int64_t D = c->hidden_size, I = c->intermediate_size, d = c->head_dim;
+    int64_t qd = (int64_t)c->num_heads * d, kvd = (int64_t)c->num_kv_heads * d;
+    const int64_t shapes[G4V_LIN_COUNT][2] = {{qd, D}, {kvd, D}, {kvd, D}, {D, qd},
+                                              {I, D},  {I, D},   {D, I}};
+    enc_layer *el = &e->layers[i];
+    for (int j = 0; j < G4V_LIN_COUNT; j++) {
+        int st = check_shape(&w->lin[j], lin_names[j], i, 2, shapes[j], err);
+        if (st) return st;
+    }
+    const g4v_tensor *vecs[6] = {&w->input_layernorm,           &w->post_attention_layernorm,
+                                 &w->pre_feedforward_layernorm, &w->post_feedforward_layernorm,
+                                 &w->q_norm,                    &w->k_norm};
+    static const char *const vec_names[6] = {"input_layernorm", "post_attention_layernorm",
+                                             "pre_feedforward_layernorm",
+                                             "post_feedforward_layernorm", "q_norm", "k_norm"};
+    const float *dst[6];
+    for (int j = 0; j < 6; j++) {
+        int64_t n = j < 4 ? D : d;
+        int st = check_shape(vecs[j], vec_names[j], i, 1, &n, err);
+        if (st) return st;
+        dst[j] = widen(vecs[j], *vec, (int)n);
+        *vec += n;
+    }
+    el->ln_in = dst[0];
+    el->ln_post_attn = dst[1];
+    el->ln_pre_ff = dst[2];
+    el->ln_post_ff = dst[3];
+    el->q_norm = dst[4];
+    el->k_norm = dst[5];
+    for (int j = 0; j < G4V_LIN_COUNT; j++) {
+        const g4v_clip *cl = &w->clip[j];
+        if (isnan(cl->in_min) || isnan(cl->in_max) || isnan(cl->out_min) || isnan(cl->out_max) ||
+            cl->in_min > cl->in_max || cl->out_min > cl->out_max)
+            return g4v_fail(err, G4V_ERR_MODEL,
+                            "encoder: layer %d %s: clip bounds [%g, %g] -> [%g, %g] are invalid",
+                            i, lin_names[j], cl->in_min, cl->in_max, cl->out_min, cl->out_max);
+        el->epi[j] = g4v_gemm_epi_none();
+        el->epi[j].in_lo = cl->in_min;
+        el->epi[j].in_hi = cl->in_max;
+        el->epi[j].out_lo = cl->out_min;
+        el->epi[j].out_hi = cl->out_max;
+        int st = prepare(&w->lin[j], e->mode, &el->lin[j], lin_names[j], i, err);
+        if (st) return st;
+    }
+    return G4V_OK;
+}
+
+static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_err *err) {
+    const g4v_vision_config *c = &e->cfg;
+    int64_t D = c->hidden_size, d = c->head_dim, P = c->position_embedding_size;
+    int64_t pdim = 3 * (int64_t)c->patch_size * c->patch_size;
+    int st;
+    const int64_t s_in[2] = {D, pdim}, s_pos[3] = {2, P, D}, s_proj[2] = {c->text_hidden_size, D};
+    if ((st = check_shape(&ck->input_proj, "patch_embedder.input_proj", -1, 2, s_in, err)) ||
+        (st = check_shape(&ck->position_table, "patch_embedder.position_embedding_table", -1, 3,
+                          s_pos, err)) ||
+        (st = check_shape(&ck->embed_proj, "embed_vision.embedding_projection", -1, 2, s_proj,
+                          err)))
+        return st;
+    if (c->standardize &&
+        ((st = check_shape(&ck->std_bias, "std_bias", -1, 1, &D, err)) ||
+         (st = check_shape(&ck->std_scale, "std_scale", -1, 1, &D, err))))
+        return st;
+    if (c->num_layers > 0 && !ck->layers)
+        return g4v_fail(err, G4V_ERR_MODEL, "encoder: checkpoint has no layer table");
+
+    size_t nvec = (size_t)c->num_layers * (size_t)(4 * D + 2 * d) + 2 * (size_t)D;
+    e->vectors = g4v_malloc_array(nvec, sizeof(float));
+    e->layers = g4v_calloc(c->num_layers > 0 ? (size_t)c->num_layers : 1, sizeof(enc_layer));
+    if (!e->vectors || !e->layers)
+        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %d layers", c->num_layers);
+    float *vec = e->vectors;
+    for (int i = 0; i < c->num_layers; i++)
+        if ((st = prepare_layer(e, &ck->layers[i], i, &vec, err))) return st;
+    if (c->standardize) {
+        e->std_bias = widen(&ck->std_bias, vec, (int)D);
+        e->std_scale = widen(&ck->std_scale, vec + D, (int)D);
+    }
+    e->position_table = ck->position_table;
+    if ((st = prepare(&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, err)))
+        return st;
+    /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
+     * error (DESIGN.md "Numerics"), so it ignores the FAST mode. */
+    return prepare(&ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1,
+                   err);
+}
+
+int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g4v_encoder **out,
+                       g4v_err *err) {
+    *out = NULL;
+    if (!ck) return g4v_fail(err, G4V_ERR_ARG, "encoder: no checkpoint");
+    g4v_math_mode mode = opts ? opts->mode : G4V_MATH_FAST;
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE)
+        return g4v_fail(err, G4V_ERR_ARG, "encoder: unknown math mode %d", (int)mode);
+    int st = check_config(&ck->cfg, err);
+    if (st) return st;
+    g4v_encoder *e = g4v_calloc(1, sizeof *e);
+    if (!e) return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory");
+    e->cfg = ck->cfg;
+    e->mode = mode;
+    if ((st = build(e, ck, err))) {
+        g4v_encoder_free(e);
+        return st;
+    }
+    *out = e;
+    return G4V_OK;
+}
+
+void g4v_encoder_free(g4v_encoder *e) {
+    if (!e) return;
+    if (e->layers)
+        for (int i = 0; i < e->cfg.num_layers; i++)
+            for (int j = 0; j < G4V_LIN_COUNT; j++) g4v_wmat_free(e->layers[i].lin[j]);
+    g4v_wmat_free(e->input_proj);
+    g4v_wmat_free(e->embed_proj);
+    g4v_free(e->layers);
+    g4v_free(e->vectors);
+    g4v_free(e);
+}
+
+const g4v_vision_config *g4v_encoder_config(const g4v_encoder *e) { return &e->cfg; }
