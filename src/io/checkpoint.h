@@ -6,6 +6,16 @@
  * (dtype, shape against the config, offsets inside the data section, no overlap) and exposes them
  * as read-only views. Text/audio tensors are never read. The result is immutable and may be shared
  * by any number of threads. SPEC.md section A is the contract.
+ *
+ * Which files: optiq_vision.safetensors (an mlx-bun sidecar) first if present; tensors still
+ * missing come from the shards that model.safetensors.index.json names for them, else from
+ * model.safetensors. Shards that hold no vision tensor are never opened (and may be absent).
+ * Tensors of other dtypes or unknown names are ignored unless we need them. Clip scalars may be
+ * stored with shape [] or [1]. Limit: a file truncated or rewritten while mapped can still raise
+ * SIGBUS on access, as with any mmap-based loader.
+ * Status: G4V_ERR_IO for missing directory/files, G4V_ERR_MODEL for malformed or inconsistent
+ * content, G4V_ERR_LIMIT above a limit, G4V_ERR_UNSUPPORTED for valid but unhandled content
+ * (e.g. quantized vision weights), G4V_ERR_NOMEM.
  */
 #ifndef G4V_IO_CHECKPOINT_H
 #define G4V_IO_CHECKPOINT_H
@@ -76,8 +86,13 @@ typedef struct g4v_checkpoint {
     g4v_layer_weights *layers; /* cfg.num_layers entries */
     g4v_tensor std_bias, std_scale; /* [D]; data NULL unless cfg.standardize */
     g4v_tensor embed_proj;     /* [T, D] */
-    int64_t param_count;       /* vision parameters in the tensors above */
+    int64_t param_count;       /* elements of every vision tensor loaded: the tensors above plus
+                                  the clip scalars (28 per layer when clipped) */
     size_t weight_bytes;       /* their bytes as stored */
+    char naming[8];            /* "hf" (names had "model."), "mlx" (they did not) or "mixed" */
+    char source[512];          /* the files the tensors came from, e.g. "model.safetensors" or
+                                  "model-00002-of-00003.safetensors (1 of 3 shards, via
+                                  model.safetensors.index.json)"; may be truncated */
     struct g4v_checkpoint_files *files; /* private: the mappings */
 } g4v_checkpoint;
 
@@ -93,5 +108,11 @@ void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim);
 int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
                         g4v_err *err);
 void g4v_checkpoint_close(g4v_checkpoint *ck);
+
+/* Calls fn for every vision tensor loaded (clip scalars included), in name order; name is the
+ * canonical form without the "model." prefix. For tools and tests (dtype census, checksums). */
+void g4v_checkpoint_foreach(const g4v_checkpoint *ck,
+                            void (*fn)(void *user, const char *name, const g4v_tensor *t),
+                            void *user);
 
 #endif

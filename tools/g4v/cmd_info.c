@@ -1,11 +1,192 @@
-/* cmd_info.c - `g4v info`: placeholder until its issue lands; says so and fails. */
+/* cmd_info.c - `g4v info --model DIR [--json]`: opens a checkpoint's vision tower (validating
+ * every tensor it uses, reading no text weights) and describes it: variant, dimensions, options,
+ * parameter count and bytes, dtypes, where the tensors came from, the prompt token ids and the
+ * supported soft-token budgets. --json prints the same fields as one JSON object.
+ */
 #include "cli.h"
+#include "g4v.h"
+#include "io/checkpoint.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int budgets[] = {70, 140, 280, 560, 1120};
+#define NBUDGETS (int)(sizeof budgets / sizeof budgets[0])
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: g4v info --model DIR [--json]\n\n"
+            "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
+            "model.safetensors, model.safetensors.index.json + shards, or an\n"
+            "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix).\n"
+            "Every vision tensor is validated against config.json; text weights are not read.\n\n"
+            "options:\n"
+            "  --model DIR   the checkpoint directory (required)\n"
+            "  --json        print one JSON object instead of text\n"
+            "  -h, --help    this help\n\n"
+            "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
+            "            inconsistent checkpoint), 5 internal error\n");
+}
+
+typedef struct census {
+    int tensors[3];
+    size_t bytes[3];
+} census;
+
+static void count_tensor(void *user, const char *name, const g4v_tensor *t) {
+    (void)name;
+    census *c = user;
+    c->tensors[t->dtype]++;
+    c->bytes[t->dtype] += t->nbytes;
+}
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(long long v, char *buf, size_t cap) {
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%lld", v), o = 0;
+    for (int i = 0; i < n && o + 2 < (int)cap; i++) {
+        if (i && raw[i - 1] != '-' && (n - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c) {
+    const g4v_vision_config *v = &ck->cfg;
+    char a[40];
+    printf("model         %s\n", dir);
+    printf("variant       %s (from hidden size %d and text hidden size %d)\n", v->variant,
+           v->hidden_size, v->text_hidden_size);
+    printf("vision tower  %d layers, hidden %d, intermediate %d, %d heads (%d kv), head_dim %d\n",
+           v->num_layers, v->hidden_size, v->intermediate_size, v->num_heads, v->num_kv_heads,
+           v->head_dim);
+    printf("patches       %d px, pooling %dx%d, position table 2 x %d x %d\n", v->patch_size,
+           v->pooling_kernel_size, v->pooling_kernel_size, v->position_embedding_size,
+           v->hidden_size);
+    printf("options       clipped linears: %s, standardize: %s, rope_theta %g, rms_norm_eps %g\n",
+           v->use_clipped_linears ? "yes" : "no", v->standardize ? "yes" : "no", v->rope_theta,
+           v->rms_norm_eps);
+    printf("text hidden   %d (soft-token width)\n", v->text_hidden_size);
+    printf("parameters    %s", grouped(ck->param_count, a, sizeof a));
+    printf(" (%s bytes = %.1f MiB as stored)\n", grouped((long long)ck->weight_bytes, a, sizeof a),
+           (double)ck->weight_bytes / (1024.0 * 1024.0));
+    printf("dtypes       ");
+    for (int d = 0; d < 3; d++)
+        if (c->tensors[d])
+            printf(" %s: %d tensors, %s bytes;", g4v_dtype_name((g4v_dtype)d), c->tensors[d],
+                   grouped((long long)c->bytes[d], a, sizeof a));
+    printf("\n");
+    printf("files         %s (naming: %s)\n", ck->source, ck->naming);
+    printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id,
+           v->boi_token_id, v->eoi_token_id, v->video_token_id);
+    printf("budgets      ");
+    for (int i = 0; i < NBUDGETS; i++) printf(" %d", budgets[i]);
+    printf(" (soft tokens per image; default %d)\n", v->default_output_length);
+}
+
+static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c) {
+    const g4v_vision_config *v = &ck->cfg;
+    cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
+    int ok = o && dt;
+    const struct {
+        const char *key;
+        double val;
+    } nums[] = {
+        {"hidden_size", v->hidden_size},
+        {"intermediate_size", v->intermediate_size},
+        {"num_layers", v->num_layers},
+        {"num_heads", v->num_heads},
+        {"num_kv_heads", v->num_kv_heads},
+        {"head_dim", v->head_dim},
+        {"patch_size", v->patch_size},
+        {"pooling_kernel_size", v->pooling_kernel_size},
+        {"position_embedding_size", v->position_embedding_size},
+        {"default_output_length", v->default_output_length},
+        {"text_hidden_size", v->text_hidden_size},
+        {"rope_theta", v->rope_theta},
+        {"rms_norm_eps", v->rms_norm_eps},
+        {"param_count", (double)ck->param_count},
+        {"weight_bytes", (double)ck->weight_bytes},
+        {"image_token_id", v->image_token_id},
+        {"boi_token_id", v->boi_token_id},
+        {"eoi_token_id", v->eoi_token_id},
+        {"video_token_id", v->video_token_id},
+    };
+    ok = ok && cJSON_AddStringToObject(o, "model", dir) && cJSON_AddStringToObject(o, "variant", v->variant);
+    for (size_t i = 0; ok && i < sizeof nums / sizeof nums[0]; i++)
+        ok = cJSON_AddNumberToObject(o, nums[i].key, nums[i].val) != NULL;
+    ok = ok && cJSON_AddBoolToObject(o, "use_clipped_linears", v->use_clipped_linears) &&
+         cJSON_AddBoolToObject(o, "standardize", v->standardize);
+    for (int d = 0; ok && d < 3; d++) {
+        if (!c->tensors[d]) continue;
+        cJSON *e = cJSON_AddObjectToObject(dt, g4v_dtype_name((g4v_dtype)d));
+        ok = e && cJSON_AddNumberToObject(e, "tensors", c->tensors[d]) &&
+             cJSON_AddNumberToObject(e, "bytes", (double)c->bytes[d]);
+    }
+    if (ok) {
+        cJSON_AddItemToObject(o, "dtypes", dt);
+        dt = NULL;
+    }
+    ok = ok && cJSON_AddStringToObject(o, "naming", ck->naming) &&
+         cJSON_AddStringToObject(o, "source", ck->source);
+    cJSON *b = ok ? cJSON_CreateIntArray(budgets, NBUDGETS) : NULL;
+    if (b) cJSON_AddItemToObject(o, "budgets", b);
+    char *text = b ? cJSON_Print(o) : NULL;
+    if (text) printf("%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+    cJSON_Delete(dt);
+    if (!text) {
+        fprintf(stderr, "g4v info: out of memory\n");
+        return G4V_EXIT_INTERNAL;
+    }
+    return G4V_EXIT_OK;
+}
 
 int cmd_info(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "g4v info: not implemented yet\n");
-    return G4V_EXIT_INTERNAL;
+    const char *dir = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return G4V_EXIT_OK;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (!strncmp(argv[i], "--model=", 8)) {
+            dir = argv[i] + 8;
+        } else {
+            fprintf(stderr, "g4v info: unexpected argument '%s'\n\n", argv[i]);
+            usage(stderr);
+            return G4V_EXIT_USAGE;
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "g4v info: --model DIR is required\n\n");
+        usage(stderr);
+        return G4V_EXIT_USAGE;
+    }
+    g4v_err err;
+    g4v_err_clear(&err);
+    g4v_checkpoint *ck;
+    int st = g4v_checkpoint_open(dir, NULL, &ck, &err);
+    if (st) {
+        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), err.msg);
+        return cli_exit_for_status(st, 1);
+    }
+    census c = {{0}, {0}};
+    g4v_checkpoint_foreach(ck, count_tensor, &c);
+    int rc = G4V_EXIT_OK;
+    if (json) rc = print_json(dir, ck, &c);
+    else print_text(dir, ck, &c);
+    g4v_checkpoint_close(ck);
+    if (rc == G4V_EXIT_OK && fflush(stdout) != 0) {
+        fprintf(stderr, "g4v info: cannot write the output\n");
+        rc = G4V_EXIT_OUTPUT;
+    }
+    return rc;
 }

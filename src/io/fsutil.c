@@ -1,0 +1,63 @@
+/* fsutil.c - open/read/stat helpers with specific messages (see fsutil.h). */
+#include "io/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int g4v_open_regular(const char *path, int *fd, uint64_t *size, g4v_err *err) {
+    *fd = -1;
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return g4v_fail(err, G4V_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        int e = errno;
+        close(f);
+        return g4v_fail(err, G4V_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(f);
+        return g4v_fail(err, G4V_ERR_IO, "%s: not a regular file", path);
+    }
+    *fd = f;
+    *size = (uint64_t)st.st_size;
+    return G4V_OK;
+}
+
+void g4v_close_fd(int fd) {
+    if (fd >= 0) close(fd);
+}
+
+int g4v_pread_full(int fd, void *buf, size_t n, uint64_t offset, const char *path, g4v_err *err) {
+    unsigned char *p = buf;
+    while (n) {
+        ssize_t got = pread(fd, p, n, (off_t)offset);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return g4v_fail(err, G4V_ERR_IO, "%s: read failed at byte %llu: %s", path,
+                            (unsigned long long)offset, strerror(errno));
+        }
+        if (got == 0) /* the file shrank under us */
+            return g4v_fail(err, G4V_ERR_MODEL, "%s: file truncated at byte %llu", path,
+                            (unsigned long long)offset);
+        p += got;
+        n -= (size_t)got;
+        offset += (uint64_t)got;
+    }
+    return G4V_OK;
+}
+
+int g4v_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int g4v_path_join(char *out, size_t cap, const char *dir, const char *name, g4v_err *err) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap)
+        return g4v_fail(err, G4V_ERR_LIMIT, "path too long: %s/%s", dir, name);
+    return G4V_OK;
+}

@@ -1,0 +1,105 @@
+/* json_file.c - bounded reading of small JSON files and typed field access (see json_file.h). */
+#include "io/json_file.h"
+
+#include "base/alloc.h"
+#include "io/fsutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+cJSON *g4v_json_parse(const char *text, size_t n, const char *what, g4v_err *err) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    if (!root) {
+        size_t at = end && end >= text && (size_t)(end - text) <= n ? (size_t)(end - text) : 0;
+        g4v_fail(err, G4V_ERR_MODEL, "%s: malformed JSON near byte %zu of %zu", what, at, n);
+        return NULL;
+    }
+    /* cJSON stops after the first value; anything but whitespace after it is corruption. */
+    for (size_t i = (size_t)(end - text); i < n; i++) {
+        char c = text[i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            cJSON_Delete(root);
+            g4v_fail(err, G4V_ERR_MODEL, "%s: malformed JSON: unexpected data at byte %zu of %zu",
+                     what, i, n);
+            return NULL;
+        }
+    }
+    return root;
+}
+
+int g4v_json_load(const char *path, uint64_t max_bytes, cJSON **out, g4v_err *err) {
+    *out = NULL;
+    int fd;
+    uint64_t size;
+    int st = g4v_open_regular(path, &fd, &size, err);
+    if (st) return st;
+    if (size > max_bytes) {
+        g4v_close_fd(fd);
+        return g4v_fail(err, G4V_ERR_LIMIT, "%s: file is %llu bytes, above the limit of %llu", path,
+                        (unsigned long long)size, (unsigned long long)max_bytes);
+    }
+    char *buf = g4v_malloc((size_t)size + 1);
+    if (!buf) {
+        g4v_close_fd(fd);
+        return g4v_fail(err, G4V_ERR_NOMEM, "%s: cannot allocate %llu bytes", path,
+                        (unsigned long long)size);
+    }
+    st = g4v_pread_full(fd, buf, (size_t)size, 0, path, err);
+    g4v_close_fd(fd);
+    if (st) {
+        g4v_free(buf);
+        return st;
+    }
+    buf[size] = '\0';
+    *out = g4v_json_parse(buf, (size_t)size, path, err);
+    g4v_free(buf);
+    return *out ? G4V_OK : (err ? err->status : G4V_ERR_MODEL);
+}
+
+int64_t g4v_json_uint(const cJSON *v) {
+    if (!cJSON_IsNumber(v)) return -1;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < 0 || d > 9007199254740992.0 || d != floor(d)) return -1;
+    return (int64_t)d;
+}
+
+static const cJSON *field(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+int g4v_json_int_field(const cJSON *obj, const char *key, int64_t lo, int64_t hi, const char *what,
+                       int64_t *out, g4v_err *err) {
+    const cJSON *v = field(obj, key);
+    if (!v) return G4V_OK;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi)
+        return g4v_fail(err, G4V_ERR_MODEL, "%s.%s must be an integer in [%lld, %lld]", what, key,
+                        (long long)lo, (long long)hi);
+    *out = (int64_t)d;
+    return G4V_OK;
+}
+
+int g4v_json_double_field(const cJSON *obj, const char *key, double lo, double hi,
+                          const char *what, double *out, g4v_err *err) {
+    const cJSON *v = field(obj, key);
+    if (!v) return G4V_OK;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(d >= lo && d <= hi)) /* also rejects NaN */
+        return g4v_fail(err, G4V_ERR_MODEL, "%s.%s must be a number in [%g, %g]", what, key, lo,
+                        hi);
+    *out = d;
+    return G4V_OK;
+}
+
+int g4v_json_bool_field(const cJSON *obj, const char *key, const char *what, int *out,
+                        g4v_err *err) {
+    const cJSON *v = field(obj, key);
+    if (!v) return G4V_OK;
+    if (!cJSON_IsBool(v))
+        return g4v_fail(err, G4V_ERR_MODEL, "%s.%s must be true or false", what, key);
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return G4V_OK;
+}

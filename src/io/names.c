@@ -1,0 +1,98 @@
+/* names.c - the wanted-tensor list (see names.h). */
+#include "io/names.h"
+
+#include "base/alloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const g4v_clip_keys[4] = {"input_min", "input_max", "output_min", "output_max"};
+
+static const char *const lin_names[G4V_LIN_COUNT] = {
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+    "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
+
+typedef struct builder {
+    g4v_wanted *w;
+    size_t n, cap;
+} builder;
+
+__attribute__((format(printf, 7, 8))) static void add(builder *b, g4v_tensor *dst, int ndim, int64_t d0, int64_t d1, int64_t d2,
+                const char *fmt, ...) {
+    g4v_wanted *w = &b->w[b->n++]; /* capacity computed exactly by the caller */
+    memset(w, 0, sizeof *w);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->name, sizeof w->name, fmt, ap);
+    va_end(ap);
+    w->ndim = ndim;
+    w->shape[0] = d0;
+    w->shape[1] = d1;
+    w->shape[2] = d2;
+    w->dst = dst;
+    w->file = -1;
+    w->shard = -1;
+}
+
+static int cmp_wanted(const void *a, const void *b) {
+    return strcmp(((const g4v_wanted *)a)->name, ((const g4v_wanted *)b)->name);
+}
+
+int g4v_wanted_build(const g4v_vision_config *cfg, g4v_checkpoint *ck, g4v_tensor *clips,
+                     g4v_wanted **out, size_t *n, g4v_err *err) {
+    const int64_t D = cfg->hidden_size, I = cfg->intermediate_size, d = cfg->head_dim;
+    const int64_t q = (int64_t)cfg->num_heads * d, kv = (int64_t)cfg->num_kv_heads * d;
+    const int64_t p = cfg->patch_size;
+    size_t per_layer = 6 + G4V_LIN_COUNT + (cfg->use_clipped_linears ? 4 * G4V_LIN_COUNT : 0);
+    size_t cap = 3 + (size_t)cfg->num_layers * per_layer + (cfg->standardize ? 2 : 0);
+    builder b = {g4v_malloc_array(cap, sizeof(g4v_wanted)), 0, cap};
+    if (!b.w) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for the tensor list");
+
+    add(&b, &ck->input_proj, 2, D, 3 * p * p, 0, "vision_tower.patch_embedder.input_proj.weight");
+    add(&b, &ck->position_table, 3, 2, cfg->position_embedding_size, D,
+        "vision_tower.patch_embedder.position_embedding_table");
+    add(&b, &ck->embed_proj, 2, cfg->text_hidden_size, D, 0,
+        "embed_vision.embedding_projection.weight");
+    if (cfg->standardize) {
+        add(&b, &ck->std_bias, 1, D, 0, 0, "vision_tower.std_bias");
+        add(&b, &ck->std_scale, 1, D, 0, 0, "vision_tower.std_scale");
+    }
+    const int64_t lin_shape[G4V_LIN_COUNT][2] = {{q, D}, {kv, D}, {kv, D}, {D, q},
+                                                 {I, D}, {I, D}, {D, I}};
+    for (int i = 0; i < cfg->num_layers; i++) {
+        g4v_layer_weights *L = &ck->layers[i];
+        const char *pre = "vision_tower.encoder.layers";
+        add(&b, &L->input_layernorm, 1, D, 0, 0, "%s.%d.input_layernorm.weight", pre, i);
+        add(&b, &L->post_attention_layernorm, 1, D, 0, 0, "%s.%d.post_attention_layernorm.weight",
+            pre, i);
+        add(&b, &L->pre_feedforward_layernorm, 1, D, 0, 0,
+            "%s.%d.pre_feedforward_layernorm.weight", pre, i);
+        add(&b, &L->post_feedforward_layernorm, 1, D, 0, 0,
+            "%s.%d.post_feedforward_layernorm.weight", pre, i);
+        add(&b, &L->q_norm, 1, d, 0, 0, "%s.%d.self_attn.q_norm.weight", pre, i);
+        add(&b, &L->k_norm, 1, d, 0, 0, "%s.%d.self_attn.k_norm.weight", pre, i);
+        for (int j = 0; j < G4V_LIN_COUNT; j++) {
+            add(&b, &L->lin[j], 2, lin_shape[j][0], lin_shape[j][1], 0, "%s.%d.%s.linear.weight",
+                pre, i, lin_names[j]);
+            if (!cfg->use_clipped_linears) continue;
+            for (int k = 0; k < 4; k++)
+                add(&b, &clips[((size_t)i * G4V_LIN_COUNT + j) * 4 + k], 0, 0, 0, 0, "%s.%d.%s.%s",
+                    pre, i, lin_names[j], g4v_clip_keys[k]);
+        }
+    }
+    qsort(b.w, b.n, sizeof *b.w, cmp_wanted);
+    *out = b.w;
+    *n = b.n;
+    return G4V_OK;
+}
+
+g4v_wanted *g4v_wanted_find(g4v_wanted *w, size_t n, const char *name, int *prefixed) {
+    *prefixed = !strncmp(name, "model.", 6);
+    g4v_wanted key;
+    size_t len = strlen(name + (*prefixed ? 6 : 0));
+    if (len >= sizeof key.name) return NULL;
+    memcpy(key.name, name + (*prefixed ? 6 : 0), len + 1);
+    return bsearch(&key, w, n, sizeof *w, cmp_wanted);
+}
