@@ -66,7 +66,8 @@ static int cmp_by_begin(const void *a, const void *b) {
 /* The wanted tensors held by file k, sorted by offset (*out g4v_malloc'ed). */
 static int tensors_of_file(loader *L, int k, g4v_wanted ***out, size_t *n) {
     size_t cnt = 0;
-    for (size_t i = 0; i < L->nw; i++) cnt += L->w[i].file == k;
+    for (size_t i = 0; i < L->nw; i++)
+        cnt += L->w[i].file == k;
     g4v_wanted **v = g4v_malloc_array(cnt, sizeof *v);
     if (!v) return g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
     cnt = 0;
@@ -107,10 +108,12 @@ static int shape_matches(const g4v_wanted *w) {
 static int match_entry(loader *L, g4v_st_file *f, int k, const cJSON *c) {
     int prefixed;
     g4v_wanted *w = g4v_wanted_find(L->w, L->nw, c->string, &prefixed);
-    if (!w) return G4V_OK;  /* not a vision tensor we use */
+    if (!w) return G4V_OK; /* not a vision tensor we use */
     if (w->file == k)
-        return g4v_fail(L->err, G4V_ERR_MODEL, "%s: tensor %s appears twice (with and without "
-                        "the \"model.\" prefix)", f->path, w->name);
+        return g4v_fail(L->err, G4V_ERR_MODEL,
+                        "%s: tensor %s appears twice (with and without "
+                        "the \"model.\" prefix)",
+                        f->path, w->name);
     if (w->file >= 0) return G4V_OK; /* an earlier file (the sidecar) already has it */
     int st = g4v_st_entry_parse(f, c, c->string, &w->entry, L->err);
     if (st) return st;
@@ -139,12 +142,15 @@ static int match_file(loader *L, const char *path) {
         if (!c->string || !strcmp(c->string, "__metadata__")) continue;
         st = match_entry(L, &f, k, c);
     }
-    for (size_t i = 0; i < L->nw; i++) matched += L->w[i].file == k;
+    for (size_t i = 0; i < L->nw; i++)
+        matched += L->w[i].file == k;
     if (!st && matched) st = check_overlap(L, &f, k);
     if (!st && matched) {
         g4v_st_file *grown = g4v_realloc(L->files, (L->nfiles + 1) * sizeof *grown);
-        if (!grown) st = g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
-        else L->files = grown;
+        if (!grown)
+            st = g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
+        else
+            L->files = grown;
     }
     if (st || !matched) {
         for (size_t i = 0; i < L->nw; i++)
@@ -183,12 +189,15 @@ static int load_shards(loader *L, const char *index_path, int *nshards_used, int
     size_t nshards = 0;
     for (const cJSON *c = wm->child; c && !st; c = c->next) {
         if (!cJSON_IsString(c) || !shard_name_ok(c->valuestring)) {
-            st = g4v_fail(L->err, G4V_ERR_MODEL, "%s: weight_map entry for %s is not a plain file "
-                          "name in this directory", index_path, c->string ? c->string : "?");
+            st = g4v_fail(L->err, G4V_ERR_MODEL,
+                          "%s: weight_map entry for %s is not a plain file "
+                          "name in this directory",
+                          index_path, c->string ? c->string : "?");
             break;
         }
         size_t s = 0;
-        while (s < nshards && strcmp(shards[s], c->valuestring)) s++;
+        while (s < nshards && strcmp(shards[s], c->valuestring))
+            s++;
         if (s == nshards) {
             const char **grown = g4v_realloc(shards, (nshards + 1) * sizeof *shards);
             if (!grown) {
@@ -211,8 +220,10 @@ static int load_shards(loader *L, const char *index_path, int *nshards_used, int
         char path[4096];
         if ((st = g4v_path_join(path, sizeof path, L->dir, shards[s], L->err))) break;
         if (!g4v_is_file(path)) {
-            st = g4v_fail(L->err, G4V_ERR_IO, "%s: shard %s named in %s (for tensor %s, ...) is "
-                          "missing", L->dir, shards[s], INDEX_NAME, example);
+            st = g4v_fail(L->err, G4V_ERR_IO,
+                          "%s: shard %s named in %s (for tensor %s, ...) is "
+                          "missing",
+                          L->dir, shards[s], INDEX_NAME, example);
             break;
         }
         size_t before = L->nfiles;
@@ -222,9 +233,10 @@ static int load_shards(loader *L, const char *index_path, int *nshards_used, int
     if (!st)
         for (size_t i = 0; i < L->nw && !st; i++)
             if (L->w[i].file < 0 && L->w[i].shard >= 0)
-                st = g4v_fail(L->err, G4V_ERR_MODEL, "%s: missing tensor %s: %s places it in %s, "
-                              "which does not hold it", L->dir, L->w[i].name, INDEX_NAME,
-                              shards[L->w[i].shard]);
+                st = g4v_fail(L->err, G4V_ERR_MODEL,
+                              "%s: missing tensor %s: %s places it in %s, "
+                              "which does not hold it",
+                              L->dir, L->w[i].name, INDEX_NAME, shards[L->w[i].shard]);
     g4v_free(shards);
     cJSON_Delete(idx);
     return st;
@@ -232,11 +244,12 @@ static int load_shards(loader *L, const char *index_path, int *nshards_used, int
 
 static int report_missing(loader *L, const char *where) {
     int prefixed = 0;
-    for (size_t i = 0; i < L->nw; i++) prefixed |= L->w[i].file >= 0 && L->w[i].prefixed;
+    for (size_t i = 0; i < L->nw; i++)
+        prefixed |= L->w[i].file >= 0 && L->w[i].prefixed;
     for (size_t i = 0; i < L->nw; i++)
         if (L->w[i].file < 0)
-            return g4v_fail(L->err, G4V_ERR_MODEL, "%s: missing tensor %s%s (looked in %s)",
-                            L->dir, prefixed ? "model." : "", L->w[i].name, where);
+            return g4v_fail(L->err, G4V_ERR_MODEL, "%s: missing tensor %s%s (looked in %s)", L->dir,
+                            prefixed ? "model." : "", L->w[i].name, where);
     return G4V_OK;
 }
 
@@ -302,14 +315,15 @@ static int map_all(loader *L) {
             e[i] = v[i]->entry.end;
         }
         if (!st)
-            st = g4v_st_map_ranges(&L->files[k], n, b, e, MERGE_GAP, p, &F->maps, &F->nmaps,
-                                   L->err);
+            st =
+                g4v_st_map_ranges(&L->files[k], n, b, e, MERGE_GAP, p, &F->maps, &F->nmaps, L->err);
         for (size_t i = 0; i < n && !st; i++) {
             g4v_tensor *t = v[i]->dst;
             const g4v_st_entry *en = &v[i]->entry;
             t->dtype = en->dtype;
             t->ndim = en->ndim;
-            for (int j = 0; j < en->ndim; j++) t->shape[j] = en->shape[j];
+            for (int j = 0; j < en->ndim; j++)
+                t->shape[j] = en->shape[j];
             t->data = p[i];
             t->nbytes = (size_t)(en->end - en->begin);
         }
@@ -338,9 +352,10 @@ static int decode_clips(loader *L) {
             c->out_max = g4v_tensor_get(&t[3], 0);
             if (!(c->in_min <= c->in_max) || !(c->out_min <= c->out_max))
                 return g4v_fail(L->err, G4V_ERR_MODEL,
-                                "%s: layer %d linear %d: clip bounds input [%g, %g], output "
-                                "[%g, %g] are not ordered (or NaN)",
-                                L->dir, i, j, c->in_min, c->in_max, c->out_min, c->out_max);
+                                "%s: layers.%d.%s: clip bounds input [%g, %g], output [%g, %g] "
+                                "are not ordered (or NaN)",
+                                L->dir, i, g4v_lin_names[j], c->in_min, c->in_max, c->out_min,
+                                c->out_max);
         }
     return G4V_OK;
 }
@@ -354,8 +369,10 @@ static void summarize(loader *L) {
         const g4v_tensor *t = L->w[i].dst;
         ck->param_count += (int64_t)(t->nbytes / g4v_dtype_size(t->dtype));
         ck->weight_bytes += t->nbytes;
-        if (L->w[i].prefixed) pre = 1;
-        else plain = 1;
+        if (L->w[i].prefixed)
+            pre = 1;
+        else
+            plain = 1;
     }
     snprintf(ck->naming, sizeof ck->naming, "%s", pre && plain ? "mixed" : pre ? "hf" : "mlx");
 }
@@ -401,7 +418,8 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
     ck->files = g4v_calloc(1, sizeof *ck->files);
     ck->layers = g4v_calloc((size_t)cfg->num_layers, sizeof *ck->layers);
     if (ck->files && cfg->use_clipped_linears)
-        ck->files->clips = g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
+        ck->files->clips =
+            g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
     if (!ck->files || !ck->layers || (cfg->use_clipped_linears && !ck->files->clips)) {
         st = g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
         goto fail;
@@ -413,12 +431,14 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
     if ((st = map_all(&L))) goto fail;
     if ((st = decode_clips(&L))) goto fail;
     summarize(&L);
-    for (size_t i = 0; i < L.nfiles; i++) g4v_st_close(&L.files[i]);
+    for (size_t i = 0; i < L.nfiles; i++)
+        g4v_st_close(&L.files[i]);
     g4v_free(L.files);
     *out = ck;
     return G4V_OK;
 fail:
-    for (size_t i = 0; i < L.nfiles; i++) g4v_st_close(&L.files[i]);
+    for (size_t i = 0; i < L.nfiles; i++)
+        g4v_st_close(&L.files[i]);
     g4v_free(L.files);
     g4v_checkpoint_close(ck);
     return st;

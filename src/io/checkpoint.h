@@ -30,9 +30,9 @@
  * data may be odd-addressed, so read elements with memcpy (or g4v_tensor_get). */
 typedef struct g4v_tensor {
     g4v_dtype dtype;
-    int ndim;           /* 0..4 */
+    int ndim; /* 0..4 */
     int64_t shape[4];
-    const void *data;   /* NULL when the tensor is absent (optional tensors only) */
+    const void *data; /* NULL when the tensor is absent (optional tensors only) */
     size_t nbytes;
 } g4v_tensor;
 
@@ -42,7 +42,16 @@ static inline float g4v_tensor_get(const g4v_tensor *t, size_t i) {
 }
 
 /* The seven clippable linears of a layer, in this order. */
-enum { G4V_LIN_Q, G4V_LIN_K, G4V_LIN_V, G4V_LIN_O, G4V_LIN_GATE, G4V_LIN_UP, G4V_LIN_DOWN, G4V_LIN_COUNT };
+enum {
+    G4V_LIN_Q,
+    G4V_LIN_K,
+    G4V_LIN_V,
+    G4V_LIN_O,
+    G4V_LIN_GATE,
+    G4V_LIN_UP,
+    G4V_LIN_DOWN,
+    G4V_LIN_COUNT
+};
 
 typedef struct g4v_clip {
     /* -INFINITY/+INFINITY when the model has no clipped linears (SPEC C.3). */
@@ -53,26 +62,26 @@ typedef struct g4v_layer_weights {
     g4v_tensor lin[G4V_LIN_COUNT]; /* W[out, in]: q [H*d, D], k/v [Hkv*d, D], o [D, H*d],
                                       gate/up [I, D], down [D, I] */
     g4v_clip clip[G4V_LIN_COUNT];
-    g4v_tensor input_layernorm, post_attention_layernorm; /* [D] */
+    g4v_tensor input_layernorm, post_attention_layernorm;             /* [D] */
     g4v_tensor pre_feedforward_layernorm, post_feedforward_layernorm; /* [D] */
-    g4v_tensor q_norm, k_norm; /* [d] */
+    g4v_tensor q_norm, k_norm;                                        /* [d] */
 } g4v_layer_weights;
 
 typedef struct g4v_vision_config {
-    char variant[32];           /* "e2b", "e4b", "26b-a4b", "31b" or "custom" (guessed from shapes) */
-    int hidden_size;            /* D */
-    int intermediate_size;      /* I */
+    char variant[32];      /* "e2b", "e4b", "26b-a4b", "31b" or "custom" (guessed from shapes) */
+    int hidden_size;       /* D */
+    int intermediate_size; /* I */
     int num_layers;
-    int num_heads;              /* H */
-    int num_kv_heads;           /* Hkv, divides H */
-    int head_dim;               /* d */
-    int patch_size;             /* 16 */
-    int pooling_kernel_size;    /* 3 */
-    int position_embedding_size;/* P, rows per axis of the position table */
-    int default_output_length;  /* 280 */
-    int text_hidden_size;       /* T */
-    double rope_theta;          /* 100 */
-    double rms_norm_eps;        /* 1e-6 */
+    int num_heads;               /* H */
+    int num_kv_heads;            /* Hkv, divides H */
+    int head_dim;                /* d */
+    int patch_size;              /* 16 */
+    int pooling_kernel_size;     /* 3 */
+    int position_embedding_size; /* P, rows per axis of the position table */
+    int default_output_length;   /* 280 */
+    int text_hidden_size;        /* T */
+    double rope_theta;           /* 100 */
+    double rms_norm_eps;         /* 1e-6 */
     int use_clipped_linears;
     int standardize;
     /* prompt contract (SPEC E.1), from config.json or the defaults */
@@ -81,25 +90,25 @@ typedef struct g4v_vision_config {
 
 typedef struct g4v_checkpoint {
     g4v_vision_config cfg;
-    g4v_tensor input_proj;     /* [D, 3*p*p] */
-    g4v_tensor position_table; /* [2, P, D] */
-    g4v_layer_weights *layers; /* cfg.num_layers entries */
+    g4v_tensor input_proj;          /* [D, 3*p*p] */
+    g4v_tensor position_table;      /* [2, P, D] */
+    g4v_layer_weights *layers;      /* cfg.num_layers entries */
     g4v_tensor std_bias, std_scale; /* [D]; data NULL unless cfg.standardize */
-    g4v_tensor embed_proj;     /* [T, D] */
-    int64_t param_count;       /* elements of every vision tensor loaded: the tensors above plus
-                                  the clip scalars (28 per layer when clipped) */
-    size_t weight_bytes;       /* their bytes as stored */
-    char naming[8];            /* "hf" (names had "model."), "mlx" (they did not) or "mixed" */
-    char source[512];          /* the files the tensors came from, e.g. "model.safetensors" or
-                                  "model-00002-of-00003.safetensors (1 of 3 shards, via
-                                  model.safetensors.index.json)"; may be truncated */
+    g4v_tensor embed_proj;          /* [T, D] */
+    int64_t param_count; /* elements of every vision tensor loaded: the tensors above plus
+                            the clip scalars (28 per layer when clipped) */
+    size_t weight_bytes; /* their bytes as stored */
+    char naming[8];      /* "hf" (names had "model."), "mlx" (they did not) or "mixed" */
+    char source[512];    /* the files the tensors came from, e.g. "model.safetensors" or
+                            "model-00002-of-00003.safetensors (1 of 3 shards, via
+                            model.safetensors.index.json)"; may be truncated */
     struct g4v_checkpoint_files *files; /* private: the mappings */
 } g4v_checkpoint;
 
 typedef struct g4v_checkpoint_limits {
-    uint64_t max_header_bytes;  /* safetensors JSON header; default 100 MB */
-    uint64_t max_tensor_count;  /* entries in one header; default 1,000,000 */
-    uint64_t max_config_bytes;  /* config.json / index.json; default 16 MB */
+    uint64_t max_header_bytes; /* safetensors JSON header; default 100 MB */
+    uint64_t max_tensor_count; /* entries in one header; default 1,000,000 */
+    uint64_t max_config_bytes; /* config.json / index.json; default 16 MB */
 } g4v_checkpoint_limits;
 
 void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim);

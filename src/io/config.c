@@ -69,9 +69,10 @@ static int parse_vision(const cJSON *vc, const char *path, g4v_vision_config *cf
     };
     if ((st = read_ints(vc, what, keys, sizeof keys / sizeof keys[0], err))) return st;
     if (cfg->num_heads % cfg->num_kv_heads)
-        return g4v_fail(err, G4V_ERR_MODEL,
-                        "%s: num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)",
-                        what, cfg->num_heads, cfg->num_kv_heads);
+        return g4v_fail(
+            err, G4V_ERR_MODEL,
+            "%s: num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)", what,
+            cfg->num_heads, cfg->num_kv_heads);
     if ((int64_t)cfg->num_heads * cfg->head_dim > dim)
         return g4v_fail(err, G4V_ERR_MODEL, "%s: num_attention_heads x head_dim above %lld", what,
                         (long long)dim);
@@ -86,12 +87,10 @@ static int parse_vision(const cJSON *vc, const char *path, g4v_vision_config *cf
     if (rp && !cJSON_IsNull(rp)) {
         char rwhat[4300];
         snprintf(rwhat, sizeof rwhat, "%s.rope_parameters", what);
-        if (!cJSON_IsObject(rp))
-            return g4v_fail(err, G4V_ERR_MODEL, "%s must be an object", rwhat);
-        if ((st = check_string(rp, "rope_type", rwhat, ropes, G4V_ERR_UNSUPPORTED, err)))
-            return st;
-        if ((st = g4v_json_double_field(rp, "rope_theta", 1e-3, 1e12, rwhat, &cfg->rope_theta,
-                                        err)))
+        if (!cJSON_IsObject(rp)) return g4v_fail(err, G4V_ERR_MODEL, "%s must be an object", rwhat);
+        if ((st = check_string(rp, "rope_type", rwhat, ropes, G4V_ERR_UNSUPPORTED, err))) return st;
+        if ((st =
+                 g4v_json_double_field(rp, "rope_theta", 1e-3, 1e12, rwhat, &cfg->rope_theta, err)))
             return st;
     }
     cfg->use_clipped_linears = 0;
@@ -103,8 +102,7 @@ static int parse_vision(const cJSON *vc, const char *path, g4v_vision_config *cf
 
 int g4v_config_parse(const cJSON *root, const char *path, g4v_vision_config *cfg, g4v_err *err) {
     memset(cfg, 0, sizeof *cfg);
-    if (!cJSON_IsObject(root))
-        return g4v_fail(err, G4V_ERR_MODEL, "%s: not a JSON object", path);
+    if (!cJSON_IsObject(root)) return g4v_fail(err, G4V_ERR_MODEL, "%s: not a JSON object", path);
     const cJSON *vc = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
     if (!cJSON_IsObject(vc))
         return g4v_fail(err, G4V_ERR_MODEL,

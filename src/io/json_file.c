@@ -82,8 +82,8 @@ int g4v_json_int_field(const cJSON *obj, const char *key, int64_t lo, int64_t hi
     return G4V_OK;
 }
 
-int g4v_json_double_field(const cJSON *obj, const char *key, double lo, double hi,
-                          const char *what, double *out, g4v_err *err) {
+int g4v_json_double_field(const cJSON *obj, const char *key, double lo, double hi, const char *what,
+                          double *out, g4v_err *err) {
     const cJSON *v = field(obj, key);
     if (!v) return G4V_OK;
     double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;

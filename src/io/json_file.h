@@ -29,8 +29,8 @@ int64_t g4v_json_uint(const cJSON *v);
  * type or out of [lo, hi] -> G4V_ERR_MODEL naming what.key. */
 int g4v_json_int_field(const cJSON *obj, const char *key, int64_t lo, int64_t hi, const char *what,
                        int64_t *out, g4v_err *err);
-int g4v_json_double_field(const cJSON *obj, const char *key, double lo, double hi,
-                          const char *what, double *out, g4v_err *err);
+int g4v_json_double_field(const cJSON *obj, const char *key, double lo, double hi, const char *what,
+                          double *out, g4v_err *err);
 int g4v_json_bool_field(const cJSON *obj, const char *key, const char *what, int *out,
                         g4v_err *err);
 

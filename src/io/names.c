@@ -10,7 +10,7 @@
 
 const char *const g4v_clip_keys[4] = {"input_min", "input_max", "output_min", "output_max"};
 
-static const char *const lin_names[G4V_LIN_COUNT] = {
+const char *const g4v_lin_names[G4V_LIN_COUNT] = {
     "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
     "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
 
@@ -19,8 +19,9 @@ typedef struct builder {
     size_t n, cap;
 } builder;
 
-__attribute__((format(printf, 7, 8))) static void add(builder *b, g4v_tensor *dst, int ndim, int64_t d0, int64_t d1, int64_t d2,
-                const char *fmt, ...) {
+__attribute__((format(printf, 7, 8))) static void add(builder *b, g4v_tensor *dst, int ndim,
+                                                      int64_t d0, int64_t d1, int64_t d2,
+                                                      const char *fmt, ...) {
     g4v_wanted *w = &b->w[b->n++]; /* capacity computed exactly by the caller */
     memset(w, 0, sizeof *w);
     va_list ap;
@@ -60,26 +61,26 @@ int g4v_wanted_build(const g4v_vision_config *cfg, g4v_checkpoint *ck, g4v_tenso
         add(&b, &ck->std_scale, 1, D, 0, 0, "vision_tower.std_scale");
     }
     const int64_t lin_shape[G4V_LIN_COUNT][2] = {{q, D}, {kv, D}, {kv, D}, {D, q},
-                                                 {I, D}, {I, D}, {D, I}};
+                                                 {I, D}, {I, D},  {D, I}};
     for (int i = 0; i < cfg->num_layers; i++) {
         g4v_layer_weights *L = &ck->layers[i];
         const char *pre = "vision_tower.encoder.layers";
         add(&b, &L->input_layernorm, 1, D, 0, 0, "%s.%d.input_layernorm.weight", pre, i);
         add(&b, &L->post_attention_layernorm, 1, D, 0, 0, "%s.%d.post_attention_layernorm.weight",
             pre, i);
-        add(&b, &L->pre_feedforward_layernorm, 1, D, 0, 0,
-            "%s.%d.pre_feedforward_layernorm.weight", pre, i);
+        add(&b, &L->pre_feedforward_layernorm, 1, D, 0, 0, "%s.%d.pre_feedforward_layernorm.weight",
+            pre, i);
         add(&b, &L->post_feedforward_layernorm, 1, D, 0, 0,
             "%s.%d.post_feedforward_layernorm.weight", pre, i);
         add(&b, &L->q_norm, 1, d, 0, 0, "%s.%d.self_attn.q_norm.weight", pre, i);
         add(&b, &L->k_norm, 1, d, 0, 0, "%s.%d.self_attn.k_norm.weight", pre, i);
         for (int j = 0; j < G4V_LIN_COUNT; j++) {
             add(&b, &L->lin[j], 2, lin_shape[j][0], lin_shape[j][1], 0, "%s.%d.%s.linear.weight",
-                pre, i, lin_names[j]);
+                pre, i, g4v_lin_names[j]);
             if (!cfg->use_clipped_linears) continue;
             for (int k = 0; k < 4; k++)
                 add(&b, &clips[((size_t)i * G4V_LIN_COUNT + j) * 4 + k], 0, 0, 0, 0, "%s.%d.%s.%s",
-                    pre, i, lin_names[j], g4v_clip_keys[k]);
+                    pre, i, g4v_lin_names[j], g4v_clip_keys[k]);
         }
     }
     qsort(b.w, b.n, sizeof *b.w, cmp_wanted);

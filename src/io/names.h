@@ -17,18 +17,20 @@
 
 typedef struct g4v_wanted {
     char name[G4V_NAME_MAX];
-    int ndim;          /* 0 for the clip scalars (shape [1] is accepted too) */
+    int ndim; /* 0 for the clip scalars (shape [1] is accepted too) */
     int64_t shape[4];
     g4v_tensor *dst;
     /* filled while matching headers */
-    int file;          /* index of the file that holds it, -1 until found */
-    int shard;         /* index in the list of shards the index names, -1 if none */
-    int prefixed;      /* found under "model." + name */
+    int file;     /* index of the file that holds it, -1 until found */
+    int shard;    /* index in the list of shards the index names, -1 if none */
+    int prefixed; /* found under "model." + name */
     g4v_st_entry entry;
 } g4v_wanted;
 
-/* Clip bound names, in the order of g4v_clip's fields. */
+/* Clip bound names, in the order of g4v_clip's fields; linear names ("self_attn.q_proj", ...)
+ * in G4V_LIN_* order. */
 extern const char *const g4v_clip_keys[4];
+extern const char *const g4v_lin_names[G4V_LIN_COUNT];
 
 /* Builds the wanted list for cfg, pointing dst into ck (and into clips: cfg.num_layers x
  * G4V_LIN_COUNT x 4 views, used when cfg.use_clipped_linears). *out is g4v_malloc'ed. */

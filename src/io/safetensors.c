@@ -20,8 +20,8 @@ void g4v_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = -1; i <= ndim && used < cap; i++) {
-        int n = i < 0         ? snprintf(buf + used, cap - used, "[")
-                : i == ndim   ? snprintf(buf + used, cap - used, "]")
+        int n = i < 0          ? snprintf(buf + used, cap - used, "[")
+                : i == ndim    ? snprintf(buf + used, cap - used, "]")
                 : i + 1 < ndim ? snprintf(buf + used, cap - used, "%lld, ", (long long)shape[i])
                                : snprintf(buf + used, cap - used, "%lld", (long long)shape[i]);
         if (n < 0) break;
@@ -31,7 +31,8 @@ void g4v_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
 
 static uint64_t load_le64(const unsigned char *b) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | b[i];
     return v;
 }
 
@@ -73,8 +74,8 @@ int g4v_st_open(const char *path, const g4v_checkpoint_limits *lim, g4v_st_file 
     }
     if (n < 2) {
         g4v_st_close(f);
-        return g4v_fail(err, G4V_ERR_MODEL, "%s: safetensors header length %llu is too small",
-                        path, (unsigned long long)n);
+        return g4v_fail(err, G4V_ERR_MODEL, "%s: safetensors header length %llu is too small", path,
+                        (unsigned long long)n);
     }
     char *buf = g4v_malloc((size_t)n);
     if (!buf) {
@@ -103,12 +104,12 @@ int g4v_st_open(const char *path, const g4v_checkpoint_limits *lim, g4v_st_file 
         return st;
     }
     uint64_t count = 0;
-    for (const cJSON *c = f->header->child; c; c = c->next) count++;
+    for (const cJSON *c = f->header->child; c; c = c->next)
+        count++;
     if (count > lim->max_tensor_count) {
         g4v_st_close(f);
         return g4v_fail(err, G4V_ERR_LIMIT, "%s: %llu header entries, above the limit of %llu",
-                        path, (unsigned long long)count,
-                        (unsigned long long)lim->max_tensor_count);
+                        path, (unsigned long long)count, (unsigned long long)lim->max_tensor_count);
     }
     f->data_start = 8 + n;
     f->data_len = size - f->data_start;
@@ -127,10 +128,14 @@ void g4v_st_close(g4v_st_file *f) {
 }
 
 static int parse_dtype(const char *s, g4v_dtype *dt) {
-    if (!strcmp(s, "BF16")) *dt = G4V_DT_BF16;
-    else if (!strcmp(s, "F16")) *dt = G4V_DT_F16;
-    else if (!strcmp(s, "F32")) *dt = G4V_DT_F32;
-    else return 0;
+    if (!strcmp(s, "BF16"))
+        *dt = G4V_DT_BF16;
+    else if (!strcmp(s, "F16"))
+        *dt = G4V_DT_F16;
+    else if (!strcmp(s, "F32"))
+        *dt = G4V_DT_F32;
+    else
+        return 0;
     return 1;
 }
 
@@ -152,8 +157,7 @@ int g4v_st_entry_parse(const g4v_st_file *f, const cJSON *item, const char *name
         snprintf(shown, sizeof shown, "%s", dt->valuestring);
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "%s: tensor %s: unsupported dtype '%s' (BF16, F16 and F32 are supported%s)",
-                        path, name, shown,
-                        quant ? "; quantized vision weights are not" : "");
+                        path, name, shown, quant ? "; quantized vision weights are not" : "");
     }
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     if (!cJSON_IsArray(shape))
@@ -188,8 +192,9 @@ int g4v_st_entry_parse(const g4v_st_file *f, const cJSON *item, const char *name
                         "%s: tensor %s: data_offsets must be two non-negative integers", path,
                         name);
     if (en < b)
-        return g4v_fail(err, G4V_ERR_MODEL, "%s: tensor %s: data_offsets [%lld, %lld] end before begin",
-                        path, name, (long long)b, (long long)en);
+        return g4v_fail(err, G4V_ERR_MODEL,
+                        "%s: tensor %s: data_offsets [%lld, %lld] end before begin", path, name,
+                        (long long)b, (long long)en);
     if ((uint64_t)en > f->data_len)
         return g4v_fail(err, G4V_ERR_MODEL,
                         "%s: tensor %s: data_offsets [%lld, %lld] lie outside the data section "
@@ -212,8 +217,8 @@ int g4v_st_entry_parse(const g4v_st_file *f, const cJSON *item, const char *name
 }
 
 int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, const uint64_t *end,
-                      uint64_t merge_gap, const void **ptrs, g4v_st_mapping **maps,
-                      size_t *nmaps, g4v_err *err) {
+                      uint64_t merge_gap, const void **ptrs, g4v_st_mapping **maps, size_t *nmaps,
+                      g4v_err *err) {
     static const unsigned char empty[1];
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     for (size_t i = 0; i < n;) {
@@ -225,7 +230,8 @@ int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, con
         }
         uint64_t flo = f->data_start + begin[i], fhi = f->data_start + hi;
         if (fhi == flo) { /* only empty tensors: nothing to map, any non-NULL address will do */
-            for (size_t k = i; k <= j; k++) ptrs[k] = empty;
+            for (size_t k = i; k <= j; k++)
+                ptrs[k] = empty;
             i = j + 1;
             continue;
         }
@@ -250,5 +256,6 @@ int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, con
 }
 
 void g4v_st_unmap(g4v_st_mapping *maps, size_t nmaps) {
-    for (size_t i = 0; i < nmaps; i++) munmap(maps[i].addr, maps[i].len);
+    for (size_t i = 0; i < nmaps; i++)
+        munmap(maps[i].addr, maps[i].len);
 }

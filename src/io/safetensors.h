@@ -23,7 +23,7 @@
 
 typedef struct g4v_st_file {
     char path[4096];
-    int fd;             /* -1 once closed */
+    int fd; /* -1 once closed */
     uint64_t file_size;
     uint64_t data_start; /* 8 + header length */
     uint64_t data_len;   /* file_size - data_start */
@@ -67,8 +67,8 @@ typedef struct g4v_st_mapping {
  * blocks) stay unmapped. ptrs[i] receives range i's address. Mappings are appended to *maps
  * (grown with g4v_realloc; *nmaps updated) and must be released with g4v_st_unmap. */
 int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, const uint64_t *end,
-                      uint64_t merge_gap, const void **ptrs, g4v_st_mapping **maps,
-                      size_t *nmaps, g4v_err *err);
+                      uint64_t merge_gap, const void **ptrs, g4v_st_mapping **maps, size_t *nmaps,
+                      g4v_err *err);
 void g4v_st_unmap(g4v_st_mapping *maps, size_t nmaps);
 
 #endif

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""test_info_cli.py - `g4v info` on the io fixtures (io_cases.py), through the real CLI.
+
+usage: test_info_cli.py FIXTURE_DIR   (env G4V_BIN: the g4v binary)
+Good checkpoints: `--json` field by field against the generator's expectations (config, counts,
+bytes, dtype census, naming, source, token ids, budgets), and the text form of one. Bad ones:
+exit status 3 (model error) and the expected message on stderr, nothing on stdout. Usage errors:
+exit 1; --help: exit 0.
+"""
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.environ.get("G4V_BIN", "g4v")
+EXIT_FOR = {"G4V_ERR_IO": 3, "G4V_ERR_MODEL": 3, "G4V_ERR_LIMIT": 3, "G4V_ERR_UNSUPPORTED": 3}
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL:", msg)
+
+
+def run(*args):
+    return subprocess.run([BIN, "info", *args], capture_output=True, text=True)
+
+
+def good(case):
+    exp = json.load(open(case["expect"]))
+    r = run("--json", "--model", case["dir"])
+    name = case["name"]
+    check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+    if r.returncode:
+        return
+    j = json.loads(r.stdout)
+    for k, v in exp["cfg"].items():
+        check(j.get(k) == v, f"{name}: {k} = {j.get(k)!r}, expected {v!r}")
+    for k in ("param_count", "weight_bytes", "naming"):
+        check(j.get(k) == exp[k], f"{name}: {k} = {j.get(k)!r}, expected {exp[k]!r}")
+    check(exp["source"] in j.get("source", ""), f"{name}: source {j.get('source')!r}")
+    census = {}
+    for t in exp["tensors"].values():
+        c = census.setdefault(t["dtype"], {"tensors": 0, "bytes": 0})
+        c["tensors"] += 1
+        c["bytes"] += (4 if t["dtype"] == "F32" else 2) * max(1, _prod(t["shape"]))
+    check(j.get("dtypes") == census, f"{name}: dtypes {j.get('dtypes')} vs {census}")
+    check(j.get("budgets") == [70, 140, 280, 560, 1120], f"{name}: budgets {j.get('budgets')}")
+    check(j.get("model") == case["dir"], f"{name}: model {j.get('model')}")
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def bad(case):
+    r = run("--model", case["dir"])
+    name = case["name"]
+    want = EXIT_FOR[case["status"]]
+    check(r.returncode == want, f"{name}: exit {r.returncode}, expected {want}: {r.stderr}")
+    check(case["substring"] in r.stderr, f"{name}: stderr {r.stderr!r} lacks {case['substring']!r}")
+    check(case["status"] in r.stderr, f"{name}: stderr lacks the status name {case['status']}")
+    check(r.stdout == "", f"{name}: stdout not empty: {r.stdout!r}")
+
+
+def text_form(fx):
+    d = os.path.join(fx, "e4b_2layers")
+    r = run("--model", d)
+    check(r.returncode == 0, f"text form: exit {r.returncode}: {r.stderr}")
+    lines = {ln.split()[0]: ln for ln in r.stdout.splitlines() if ln.strip()}
+    want = {
+        "variant": "variant       e4b",
+        "vision": "2 layers, hidden 768, intermediate 3072, 12 heads (12 kv), head_dim 64",
+        "options": "clipped linears: yes, standardize: no, rope_theta 100",
+        "text": "text hidden   2560",
+        # SPEC G.1: input_proj 589,824 + position table 15,728,640 + 9,440,384 per layer +
+        # projection 2560 x 768, plus 28 clip scalars per layer
+        "parameters": f"parameters    {589824 + 15728640 + 2 * 9440384 + 2560 * 768 + 2 * 28:,} "
+                      f"({2 * (589824 + 15728640 + 2 * 9440384 + 2560 * 768 + 2 * 28):,} bytes",
+        "dtypes": "BF16:",
+        "image": "image 258880, boi 255999, eoi 258882, video 258884",
+        "budgets": "budgets       70 140 280 560 1120",
+    }
+    for key, sub in want.items():
+        check(sub in lines.get(key, ""), f"text form: line {key!r} lacks {sub!r}: {lines.get(key)!r}")
+
+
+def usage():
+    r = run()
+    check(r.returncode == 1 and "--model DIR is required" in r.stderr, f"no args: {r.returncode} {r.stderr!r}")
+    r = run("--model")
+    check(r.returncode == 1, f"--model without value: exit {r.returncode}")
+    r = run("--model", "x", "--frobnicate")
+    check(r.returncode == 1 and "unexpected argument '--frobnicate'" in r.stderr, f"bad option: {r.stderr!r}")
+    r = run("--help")
+    check(r.returncode == 0 and "usage: g4v info --model DIR [--json]" in r.stdout
+          and "exit codes" in r.stdout, f"--help: {r.returncode} {r.stdout!r}")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: test_info_cli.py FIXTURE_DIR")
+    fx = sys.argv[1]
+    m = json.load(open(os.path.join(fx, "manifest.json")))
+    for c in m["good"]:
+        good(c)
+    for c in m["bad"]:
+        bad(c)
+    text_form(fx)
+    usage()
+    n = len(m["good"]) + len(m["bad"])
+    print(f"test_info_cli: {n} checkpoints, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
