@@ -400,6 +400,7 @@ static int load_config(const char *dir, const g4v_checkpoint_limits *lim, g4v_vi
 
 int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
                         g4v_err *err) {
+    g4v_err_clear(err);
     if (!out) return g4v_fail(err, G4V_ERR_ARG, "g4v_checkpoint_open: out is NULL");
     *out = NULL;
     if (!dir || !*dir) return g4v_fail(err, G4V_ERR_ARG, "g4v_checkpoint_open: no directory");

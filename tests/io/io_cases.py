@@ -403,6 +403,12 @@ def make(out):
     bad("shape_mismatch", "G4V_ERR_MODEL",
         Q + ": expected shape [64, 64] (from config.json), found [32, 128]", st_edit(shape_mismatch))
 
+    def inner_dim_mismatch(h, d):  # a consistent byte length, only the last dim is wrong
+        b, e = h[Q]["data_offsets"]
+        h[Q].update(shape=[64, 32], data_offsets=[b, b + 64 * 32 * 2])
+    bad("inner_dim_mismatch", "G4V_ERR_MODEL",
+        Q + ": expected shape [64, 64] (from config.json), found [64, 32]", st_edit(inner_dim_mismatch))
+
     def rank_mismatch(h, d):
         h["model.vision_tower.std_bias"]["shape"] = [1, 64]
     bad("rank_mismatch", "G4V_ERR_MODEL", "std_bias: expected shape [64] (from config.json), found [1, 64]",
