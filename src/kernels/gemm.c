@@ -1,70 +1,164 @@
-/* gemm.c - prepared weights and the GEMM entry point.
- * First version: weights widened to f32 once at creation, rows of Y split across the pool.
- * (The BLIS-style packed kernels with per-ISA micro-kernels replace the inner loop; issue 6.) */
-#include "gemm.h"
+/* gemm.c - prepared weights: kernel choice from CPUID and packing W into the kernel's B panels.
+ *
+ * The kernel is chosen once per weight (g4v_wmat_create), the first in g4v_gemm_kernels() that
+ * fits the CPU, the weight dtype and the math mode. BF16 weights stay 2 bytes per element in
+ * every mode (bf16 pairs; FAST mode uses vdpbf16ps where the CPU has it, otherwise FMA on A
+ * rounded to bf16). F16/F32 weights are widened to f32 panels (4 bytes per element) because the
+ * contract multiplies by W exactly as stored. Panels are zero-padded to whole tiles, so
+ * g4v_wmat_bytes can exceed N*K*size when N or K is not a multiple of the tile.
+ * Packing is plain C and runs once per model; g4v_gemm (gemm_run.c) does the per-call work.
+ */
+#include "gemm_kernel.h"
 
 #include "base/alloc.h"
+#include "base/cpu.h"
 
-#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
-struct g4v_wmat {
-    int n, k;
-    g4v_math_mode mode;
-    float *w; /* [n, k] f32, exact copy of the stored weight */
-};
+enum { MAX_DIM = 1 << 20 }; /* 1M rows or columns: far beyond any model, keeps sizes in range */
 
-int g4v_wmat_create(const void *w, g4v_dtype dtype, int n, int k, g4v_math_mode mode,
-                    g4v_wmat **out, g4v_err *err) {
+const g4v_gemm_kernel *const *g4v_gemm_kernels(int *count) {
+    static const g4v_gemm_kernel *const all[] = {
+#ifdef G4V_GEMM_HAVE_X86
+        &g4v_gemm_avx512_bf16dp,  &g4v_gemm_avx512_bf16w, &g4v_gemm_avx512_f32,
+        &g4v_gemm_avx2_bf16w,     &g4v_gemm_avx2_f32,
+#endif
+        &g4v_gemm_portable_bf16w, &g4v_gemm_portable_f32};
+    *count = (int)(sizeof all / sizeof all[0]);
+    return all;
+}
+
+unsigned g4v_gemm_features(void) {
+#ifdef G4V_GEMM_SIMDE
+    return G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16; /* every path emulated */
+#else
+    return g4v_cpu_features();
+#endif
+}
+
+int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode,
+                         unsigned features) {
+    if (k->needs & ~features) return 0;
+    if (k->a_bf16 && mode != G4V_MATH_FAST) return 0;
+    if (k->b_bf16 && dtype != G4V_DT_BF16) return 0;
+    return 1;
+}
+
+/* Half the per-core L2 holds the packed A block of one task (gemm_run.c). */
+static size_t a_budget(void) {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    size_t b = l2 > 0 ? (size_t)l2 / 2 : (size_t)256 << 10;
+    if (b < ((size_t)64 << 10)) b = (size_t)64 << 10;
+    if (b > ((size_t)2 << 20)) b = (size_t)2 << 20;
+    return b;
+}
+
+static uint16_t raw16(const void *w, size_t i) {
+    uint16_t h;
+    memcpy(&h, (const unsigned char *)w + 2 * i, 2);
+    return h;
+}
+
+/* B panels of bf16 pairs: word (panel, p, c) = W[n][2p] | W[n][2p+1] << 16, n = panel*NR + c. */
+static void pack_b_pairs(const void *w, int n, int k, const g4v_wmat *m, uint32_t *dst) {
+    int nr = m->kern->nr;
+    for (int pn = 0; pn < m->npanels; pn++)
+        for (int p = 0; p < m->kpad / 2; p++)
+            for (int c = 0; c < nr; c++, dst++) {
+                int col = pn * nr + c, k0 = 2 * p;
+                size_t row = (size_t)col * (size_t)k;
+                uint32_t lo = col < n && k0 < k ? raw16(w, row + (size_t)k0) : 0;
+                uint32_t hi = col < n && k0 + 1 < k ? raw16(w, row + (size_t)k0 + 1) : 0;
+                *dst = lo | hi << 16;
+            }
+}
+
+/* B panels of f32: element (panel, kk, c) = W[panel*NR + c][kk], exact for every dtype. */
+static void pack_b_f32(const void *w, g4v_dtype dtype, int n, int k, const g4v_wmat *m,
+                       float *dst) {
+    int nr = m->kern->nr;
+    for (int pn = 0; pn < m->npanels; pn++)
+        for (int kk = 0; kk < m->kpad; kk++)
+            for (int c = 0; c < nr; c++, dst++) {
+                int col = pn * nr + c;
+                *dst = col < n && kk < k ? g4v_load_elem(w, dtype, (size_t)col * k + kk) : 0.0f;
+            }
+}
+
+int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype dtype, int n, int k,
+                         g4v_math_mode mode, g4v_wmat **out, g4v_err *err) {
     *out = NULL;
     if (n <= 0 || k <= 0) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d is empty", n, k);
+    if (n > MAX_DIM || k > MAX_DIM)
+        return g4v_fail(err, G4V_ERR_LIMIT, "weight matrix %dx%d exceeds %d rows or columns", n, k,
+                        MAX_DIM);
+    if (!w) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d has no data", n, k);
+    if (dtype != G4V_DT_BF16 && dtype != G4V_DT_F16 && dtype != G4V_DT_F32)
+        return g4v_fail(err, G4V_ERR_ARG, "weight dtype %d is not BF16, F16 or F32", (int)dtype);
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE)
+        return g4v_fail(err, G4V_ERR_ARG, "math mode %d is not FAST or PRECISE", (int)mode);
+    if (!g4v_gemm_kernel_fits(kern, dtype, mode, ~0u))
+        return g4v_fail(err, G4V_ERR_INTERNAL,
+                        "GEMM kernel %s cannot multiply %s weights in %s mode", kern->name,
+                        g4v_dtype_name(dtype), mode == G4V_MATH_FAST ? "FAST" : "PRECISE");
     g4v_wmat *m = g4v_calloc(1, sizeof *m);
-    float *f = g4v_malloc_array((size_t)n * (size_t)k, sizeof(float));
-    if (!m || !f) {
-        g4v_free(m);
-        g4v_free(f);
-        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory preparing a %dx%d weight", n, k);
-    }
-    for (size_t i = 0; i < (size_t)n * (size_t)k; i++) f[i] = g4v_load_elem(w, dtype, i);
+    if (!m) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory preparing a %dx%d weight", n, k);
     m->n = n;
     m->k = k;
     m->mode = mode;
-    m->w = f;
+    m->kern = kern;
+    m->kpad = (k + kern->kg - 1) / kern->kg * kern->kg;
+    m->npanels = (n + kern->nr - 1) / kern->nr;
+    m->panel_bytes = (size_t)m->kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4);
+    m->bytes = m->panel_bytes * (size_t)m->npanels;
+    m->a_budget = a_budget();
+    m->b = g4v_malloc_large(m->bytes);
+    if (!m->b) {
+        g4v_free(m);
+        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory packing a %dx%d weight (%zu bytes)", n,
+                        k, (size_t)n * (size_t)k * (kern->b_bf16 ? 2 : 4));
+    }
+    if (kern->b_bf16)
+        pack_b_pairs(w, n, k, m, m->b);
+    else
+        pack_b_f32(w, dtype, n, k, m, m->b);
     *out = m;
     return G4V_OK;
 }
 
+int g4v_wmat_create(const void *w, g4v_dtype dtype, int n, int k, g4v_math_mode mode,
+                    g4v_wmat **out, g4v_err *err) {
+    int count;
+    const g4v_gemm_kernel *const *all = g4v_gemm_kernels(&count);
+    unsigned features = g4v_gemm_features();
+    for (int i = 0; i < count; i++)
+        if (g4v_gemm_kernel_fits(all[i], dtype, mode, features))
+            return g4v_wmat_create_with(all[i], w, dtype, n, k, mode, out, err);
+    *out = NULL;
+    return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for weight dtype %d in math mode %d",
+                    (int)dtype, (int)mode);
+}
+
 void g4v_wmat_free(g4v_wmat *w) {
     if (!w) return;
-    g4v_free(w->w);
+    g4v_free_large(w->b);
     g4v_free(w);
 }
 
-int g4v_wmat_n(const g4v_wmat *w) { return w->n; }
-int g4v_wmat_k(const g4v_wmat *w) { return w->k; }
-size_t g4v_wmat_bytes(const g4v_wmat *w) { return (size_t)w->n * (size_t)w->k * sizeof(float); }
-
-typedef struct {
-    const float *X;
-    size_t ldx;
-    const g4v_wmat *W;
-    float *Y;
-    size_t ldy;
-    g4v_gemm_epi epi;
-    int m, rows_per_task;
-} gemm_job;
-
-static void gemm_rows(void *arg, int task, int worker) {
-    (void)worker;
-    const gemm_job *j = arg;
-    int r0 = task * j->rows_per_task, r1 = r0 + j->rows_per_task;
-    if (r1 > j->m) r1 = j->m;
-    g4v_gemm_ref(j->X + (size_t)r0 * j->ldx, r1 - r0, j->ldx, j->W->w, G4V_DT_F32, j->W->n,
-                 j->W->k, j->W->mode, j->Y + (size_t)r0 * j->ldy, j->ldy, &j->epi);
+int g4v_wmat_n(const g4v_wmat *w) {
+    return w->n;
 }
-
-void g4v_gemm(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W, float *Y,
-              size_t ldy, const g4v_gemm_epi *epi) {
-    if (m <= 0) return;
-    gemm_job j = {X, ldx, W, Y, ldy, epi ? *epi : g4v_gemm_epi_none(), m, 16};
-    g4v_pool_run(pool, (m + j.rows_per_task - 1) / j.rows_per_task, gemm_rows, &j);
+int g4v_wmat_k(const g4v_wmat *w) {
+    return w->k;
+}
+size_t g4v_wmat_bytes(const g4v_wmat *w) {
+    return w->bytes;
+}
+const char *g4v_wmat_kernel_name(const g4v_wmat *w) {
+    return w->kern->name;
+}
+const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w) {
+    return w->kern;
 }

@@ -13,6 +13,25 @@
  * The summation order is fixed per (m, n) regardless of thread count, so results are
  * bit-identical for any pool size. g4v_gemm_ref is the portable specification in code; every fast
  * kernel is tested against it.
+ *
+ * Implementation (gemm_kernel.h): BLIS-style packing and loop nest in C around one micro-kernel
+ * per ISA, chosen once per weight from CPUID (G4V_ISA=portable|avx2|avx512 caps it):
+ *   FAST, BF16 weights:  avx512-bf16dp (vdpbf16ps) > avx512-bf16w > avx2-bf16w > portable-bf16w
+ *   PRECISE, BF16:       avx512-bf16w > avx2-bf16w > portable-bf16w
+ *   F16/F32 weights:     avx512-f32 > avx2-f32 > portable-f32
+ * Numerics: the portable kernels match g4v_gemm_ref bit for bit; the FMA kernels (…-f32,
+ * …-bf16w) sum k in order with one rounding per step, which is bit-identical to the reference
+ * whenever products are exact (FAST mode with BF16/F16 weights) and within K·2⁻²⁴·Σ|x'w| of it
+ * otherwise; vdpbf16ps sums each (even, odd) k pair before accumulating (and flushes subnormal
+ * inputs), also within that bound.
+ * Memory (g4v_wmat_bytes): BF16 weights stay 2 bytes per element in both modes; F16/F32 weights
+ * are held as f32 (4 bytes) since W is used exactly as stored. Tiles are zero-padded (N to the
+ * tile width, K to 8 or 16).
+ * Scratch: g4v_gemm packs A into a per-thread buffer (about half the L2) allocated on a thread's
+ * first call and reused; it never allocates afterwards. If that allocation fails it falls back to
+ * an allocation-free path with the same results.
+ * Requirements: in_lo <= in_hi and out_lo <= out_hi (not NaN); ldx >= K, ldy >= N; Y must not
+ * overlap X.
  */
 #ifndef G4V_KERNELS_GEMM_H
 #define G4V_KERNELS_GEMM_H
@@ -44,7 +63,8 @@ int g4v_wmat_create(const void *w, g4v_dtype dtype, int n, int k, g4v_math_mode 
 void g4v_wmat_free(g4v_wmat *w);
 int g4v_wmat_n(const g4v_wmat *w);
 int g4v_wmat_k(const g4v_wmat *w);
-size_t g4v_wmat_bytes(const g4v_wmat *w); /* memory the prepared weight holds */
+size_t g4v_wmat_bytes(const g4v_wmat *w);            /* memory the prepared weight holds */
+const char *g4v_wmat_kernel_name(const g4v_wmat *w); /* e.g. "avx512-bf16dp", for logs */
 
 /* Y[M, N] (row stride ldy) from X[M, K] (row stride ldx). epi may be NULL. */
 void g4v_gemm(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W, float *Y,

@@ -9,7 +9,9 @@ g4v_gemm_epi g4v_gemm_epi_none(void) {
     return e;
 }
 
-static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+static float clampf(float v, float lo, float hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 void g4v_gemm_ref(const float *X, int m, size_t ldx, const void *w, g4v_dtype dtype, int n, int k,
                   g4v_math_mode mode, float *Y, size_t ldy, const g4v_gemm_epi *epi) {

@@ -1,0 +1,125 @@
+/* gemm_avx512.c - AVX-512F FMA micro-kernels (12 x 32 tile, 24 zmm accumulators) and their A
+ * packer.
+ *
+ * avx512-f32: f32 B (weights stored F16/F32, widened once at load; PRECISE mode, or FAST mode
+ * with non-bf16 weights). avx512-bf16w: BF16 weights kept as stored (bf16 pairs) and widened in
+ * registers with one shift or mask per vector: PRECISE mode with BF16 weights, and FAST mode on
+ * AVX-512 CPUs without AVX512_BF16. A is f32 (rounded to bf16 while packing in FAST mode, which
+ * makes every product exact). 24 independent accumulator chains cover the FMA latency x
+ * throughput of current cores; A values are broadcast straight from memory ({1to16} operands).
+ * The sum for each output runs k = 0, 1, ..., K-1, one rounding per FMA.
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (isa_flags.cmake).
+ */
+#include "gemm_kernel.h"
+
+#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
+#include "base/cpu.h"
+#include "gemm_simd.h"
+
+#include <stdint.h>
+
+enum { MR = 12, NR = 32, KG = 16 };
+
+/* Round each lane to the nearest bf16 (ties to even), as g4v_round_bf16; NaN stays a quiet NaN. */
+static inline __m512 round_bf16(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst_,
+                   const g4v_pack_opts *o) {
+    float *dst = dst_;
+    int full = klen / KG;
+    __m512 lo = _mm512_set1_ps(o->lo), hi = _mm512_set1_ps(o->hi);
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        float *d = dst + (size_t)(r / MR) * MR * (size_t)kpad + (size_t)(r % MR) * KG;
+        for (int g = 0; g < full; g++, d += MR * KG) {
+            __m512 v = _mm512_loadu_ps(xr + (size_t)g * KG);
+            if (o->clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+            if (o->round) v = round_bf16(v);
+            _mm512_storeu_ps(d, v);
+        }
+    }
+    g4v_pack_a_scalar(x, ldx, rows, full * KG, klen, kpad, MR, KG, 0, dst, o);
+}
+
+static inline void store_row(float *y, __m512 v0, __m512 v1, const g4v_ukr_epi *e) {
+    if (e->clamp) {
+        __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
+        v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
+        v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+    }
+    if (e->accumulate) {
+        v0 = _mm512_add_ps(_mm512_loadu_ps(y), v0);
+        v1 = _mm512_add_ps(_mm512_loadu_ps(y + 16), v1);
+    }
+    _mm512_storeu_ps(y, v0);
+    _mm512_storeu_ps(y + 16, v1);
+}
+
+#define START                                                                                      \
+    __m512 c[MR][2];                                                                               \
+    for (int m = 0; m < MR; m++)                                                                   \
+        c[m][0] = c[m][1] = _mm512_setzero_ps();                                                   \
+    if (acc_in)                                                                                    \
+        for (int m = 0; m < MR; m++) {                                                             \
+            c[m][0] = _mm512_loadu_ps(acc_in + m * NR);                                            \
+            c[m][1] = _mm512_loadu_ps(acc_in + m * NR + 16);                                       \
+        }
+
+#define FINISH                                                                                     \
+    for (int m = 0; m < MR; m++)                                                                   \
+        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+
+/* One k step: A values a[m * KG + j] (broadcast) times the two B vectors. */
+#define STEP(j, b0, b1)                                                                            \
+    _Pragma("GCC unroll 12") for (int m = 0; m < MR; m++) {                                        \
+        __m512 av = _mm512_set1_ps(a[m * KG + (j)]);                                               \
+        c[m][0] = _mm512_fmadd_ps(av, b0, c[m][0]);                                                \
+        c[m][1] = _mm512_fmadd_ps(av, b1, c[m][1]);                                                \
+    }
+
+static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
+                    size_t ldy, const g4v_ukr_epi *e) {
+    const float *a = a_, *b = b_;
+    START
+    for (int g = 0; g < kgroups; g++, a += MR * KG) {
+        _Pragma("GCC unroll 16") for (int j = 0; j < KG; j++, b += NR) {
+            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+            STEP(j, b0, b1)
+        }
+    }
+    FINISH
+}
+
+static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
+                      size_t ldy, const g4v_ukr_epi *e) {
+    const float *a = a_;
+    const uint32_t *b = b_;
+    const __m512i odd = _mm512_set1_epi32((int)0xffff0000u);
+    START
+    for (int g = 0; g < kgroups; g++, a += MR * KG) {
+        _Pragma("GCC unroll 8") for (int p = 0; p < KG / 2; p++, b += NR) {
+            __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 16);
+            __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
+            __m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
+            STEP(2 * p, e0, e1)
+            __m512 o0 = _mm512_castsi512_ps(_mm512_and_si512(w0, odd));
+            __m512 o1 = _mm512_castsi512_ps(_mm512_and_si512(w1, odd));
+            STEP(2 * p + 1, o0, o1)
+        }
+    }
+    FINISH
+}
+
+const g4v_gemm_kernel g4v_gemm_avx512_f32 = {"avx512-f32", G4V_CPU_AVX512, MR, NR, KG, 0, 0,
+                                             pack_a,       ukr_f32};
+const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {"avx512-bf16w", G4V_CPU_AVX512, MR, NR, KG, 0, 1,
+                                               pack_a,         ukr_bf16w};
+#endif

@@ -1,0 +1,117 @@
+/* gemm_kernel.h - the interface between the portable GEMM driver (gemm.c) and its micro-kernels.
+ *
+ * BLIS-style: the driver packs A (activations) per call and B (weights) once per model into
+ * micro-panels, and a per-ISA micro-kernel multiplies one MR-row A micro-panel by one NR-column B
+ * panel over the whole (padded) K, keeping the MR x NR accumulators in registers. Everything else
+ * (blocking, threading, edges) is shared C.
+ *
+ * Layouts (K is padded with zeros to kpad, a multiple of the kernel's KG; rows/columns past the
+ * matrix edge are zero):
+ *   A micro-panel, MR rows: element (m, k) at index ((k / KG) * MR + m) * KG + k % KG, so each
+ *     row's KG consecutive k values are contiguous (one vector load/store when packing) and the
+ *     kernel broadcasts them from fixed offsets. Element type f32, or bf16 (a_bf16) whose
+ *     consecutive (even, odd) k pairs form the 32-bit operands of vdpbf16ps.
+ *   B panel, NR columns: f32 [kpad][NR], or (b_bf16) bf16 pairs [kpad / 2][NR][2]: the 32-bit
+ *     word for (pair p, column n) holds W[n][2p] in its low half and W[n][2p + 1] in its high half.
+ *
+ * The kernel's sum for each (m, n) runs over k in an order fixed by the kernel alone (never by
+ * blocking or threads): sequential k for the FMA kernels, pairs for vdpbf16ps.
+ */
+#ifndef G4V_KERNELS_GEMM_KERNEL_H
+#define G4V_KERNELS_GEMM_KERNEL_H
+
+#include "gemm.h"
+
+#include <stddef.h>
+
+/* Output epilogue as the micro-kernel applies it: y = clamp(acc) when clamp is set (lo <= hi),
+ * then Y = accumulate ? Y + y : y. */
+typedef struct g4v_ukr_epi {
+    float lo, hi;
+    int clamp;
+    int accumulate;
+} g4v_ukr_epi;
+
+/* How A is prepared while packing: clamp to [lo, hi] when clamp is set, then round to bf16
+ * (round-to-nearest-even, as g4v_round_bf16) when round is set. */
+typedef struct g4v_pack_opts {
+    float lo, hi;
+    int clamp;
+    int round;
+} g4v_pack_opts;
+
+/* Packs rows [0, rows) x columns [0, klen) of X (row stride ldx) into ceil(rows / MR) A
+ * micro-panels of MR x kpad elements each, back to back at dst (kpad >= klen, a multiple of KG). */
+typedef void (*g4v_pack_a_fn)(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
+                              const g4v_pack_opts *o);
+
+/* acc = (acc_in ? acc_in : 0) + A·B over kgroups groups of KG k values, for the full MR x NR
+ * tile; then the epilogue; then rows 0..MR-1, columns 0..NR-1 of y (row stride ldy) are written.
+ * acc_in, when given, is an MR x NR row-major tile (it may be y itself with ldy == NR). */
+typedef void (*g4v_ukr_fn)(int kgroups, const void *a, const void *b, const float *acc_in, float *y,
+                           size_t ldy, const g4v_ukr_epi *e);
+
+typedef struct g4v_gemm_kernel {
+    const char *name;
+    unsigned needs;     /* G4V_CPU_* bits the kernel requires */
+    int mr, nr, kg;     /* tile rows, tile columns, k values per A group (even) */
+    int a_bf16, b_bf16; /* operand formats (see the layouts above) */
+    g4v_pack_a_fn pack_a;
+    g4v_ukr_fn ukr;
+} g4v_gemm_kernel;
+
+/* A prepared weight (immutable after g4v_wmat_create). */
+struct g4v_wmat {
+    int n, k;
+    int kpad;    /* K rounded up to the kernel's KG */
+    int npanels; /* ceil(N / NR) B panels, back to back at b */
+    g4v_math_mode mode;
+    const g4v_gemm_kernel *kern;
+    size_t panel_bytes, bytes;
+    size_t a_budget; /* bytes of packed A one task keeps (about half the L2) */
+    void *b;
+};
+
+/* Every kernel compiled into this build, best first; *count receives their number. */
+const g4v_gemm_kernel *const *g4v_gemm_kernels(int *count);
+
+/* The CPU features the dispatcher sees (g4v_cpu_features, or everything in the SIMDe test build).
+ */
+unsigned g4v_gemm_features(void);
+
+/* Whether kernel k computes the contract of gemm.h for this weight dtype and mode on a CPU with
+ * these features (a_bf16 kernels need FAST mode; b_bf16 kernels need BF16 weights). */
+int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode,
+                         unsigned features);
+
+/* g4v_wmat_create with the kernel chosen by the caller (tests); it must fit. */
+int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype dtype, int n, int k,
+                         g4v_math_mode mode, g4v_wmat **out, g4v_err *err);
+const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
+
+/* Blocking overrides for tests (0 = the default choice). no_scratch forces the allocation-free
+ * path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets its K chunk. */
+typedef struct g4v_gemm_cfg {
+    int tiles_per_block;  /* MR-row tiles per task */
+    int panels_per_block; /* NR-column panels per task */
+    int no_scratch;
+    int kc_groups;
+} g4v_gemm_cfg;
+
+void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W,
+                      float *Y, size_t ldy, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg);
+
+/* Portable helpers shared by the ISA files: the scalar A packer (any MR, KG, format), used for
+ * the ragged tail of K by the vector packers too, and the scalar element preparation. */
+void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
+                       int kg, int a_bf16, void *dst, const g4v_pack_opts *o);
+
+/* The kernels (defined in gemm_portable.c, gemm_avx2.c, gemm_avx512.c, gemm_avx512bf16.c). */
+extern const g4v_gemm_kernel g4v_gemm_portable_f32, g4v_gemm_portable_bf16w;
+#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
+#define G4V_GEMM_HAVE_X86 1
+extern const g4v_gemm_kernel g4v_gemm_avx2_f32, g4v_gemm_avx2_bf16w;
+extern const g4v_gemm_kernel g4v_gemm_avx512_f32, g4v_gemm_avx512_bf16w, g4v_gemm_avx512_bf16dp;
+#endif
+
+#endif

@@ -1,0 +1,98 @@
+/* gemm_portable.c - the portable micro-kernels (plain C, any CPU) and the scalar A packer.
+ *
+ * Two kernels: B as f32 (weights stored F16/F32) and B as bf16 pairs (BF16 weights kept at 2
+ * bytes). Both sum k = 0, 1, ..., K-1 with a separate multiply and add, exactly like
+ * g4v_gemm_ref, so on every CPU they are bit-identical to it (this file is compiled with
+ * -ffp-contract=off so no compiler fuses them). Speed is secondary here: it is the fallback for
+ * CPUs without AVX2.
+ */
+#include "gemm_kernel.h"
+
+#include <stdint.h>
+#include <string.h>
+
+enum { MR = 4, NR = 16, KG = 2 };
+
+static float prep(float v, const g4v_pack_opts *o) {
+    if (o->clamp) v = v < o->lo ? o->lo : v > o->hi ? o->hi : v;
+    return o->round ? g4v_round_bf16(v) : v;
+}
+
+void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
+                       int kg, int a_bf16, void *dst, const g4v_pack_opts *o) {
+    int prow = (rows + mr - 1) / mr * mr;
+    for (int r = 0; r < prow; r++) {
+        int kstart = r < rows ? k0 : 0;
+        size_t panel = (size_t)(r / mr) * (size_t)mr * (size_t)kpad;
+        for (int k = kstart; k < kpad; k++) {
+            float v = r < rows && k < klen ? prep(x[(size_t)r * ldx + (size_t)k], o) : 0.0f;
+            size_t at = panel + ((size_t)(k / kg) * (size_t)mr + (size_t)(r % mr)) * (size_t)kg +
+                        (size_t)(k % kg);
+            if (a_bf16)
+                ((uint16_t *)dst)[at] = g4v_f32_to_bf16(v);
+            else
+                ((float *)dst)[at] = v;
+        }
+    }
+}
+
+static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
+                   const g4v_pack_opts *o) {
+    g4v_pack_a_scalar(x, ldx, rows, 0, klen, kpad, MR, KG, 0, dst, o);
+}
+
+static float clampf(float v, float lo, float hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void finish(float acc[MR][NR], float *y, size_t ldy, const g4v_ukr_epi *e) {
+    for (int m = 0; m < MR; m++)
+        for (int n = 0; n < NR; n++) {
+            float v = e->clamp ? clampf(acc[m][n], e->lo, e->hi) : acc[m][n];
+            float *d = y + (size_t)m * ldy + n;
+            *d = e->accumulate ? *d + v : v;
+        }
+}
+
+static void start(float acc[MR][NR], const float *acc_in) {
+    if (acc_in)
+        memcpy(acc, acc_in, sizeof(float) * MR * NR);
+    else
+        memset(acc, 0, sizeof(float) * MR * NR);
+}
+
+static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
+                    size_t ldy, const g4v_ukr_epi *e) {
+    const float *a = a_, *b = b_;
+    float acc[MR][NR];
+    start(acc, acc_in);
+    for (int g = 0; g < kgroups; g++, a += MR * KG)
+        for (int j = 0; j < KG; j++, b += NR)
+            for (int m = 0; m < MR; m++) {
+                float av = a[m * KG + j];
+                for (int n = 0; n < NR; n++)
+                    acc[m][n] += av * b[n];
+            }
+    finish(acc, y, ldy, e);
+}
+
+static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
+                      size_t ldy, const g4v_ukr_epi *e) {
+    const float *a = a_;
+    const uint32_t *b = b_;
+    float acc[MR][NR];
+    start(acc, acc_in);
+    for (int g = 0; g < kgroups; g++, a += MR * KG, b += NR)
+        for (int j = 0; j < 2; j++)
+            for (int m = 0; m < MR; m++) {
+                float av = a[m * KG + j];
+                for (int n = 0; n < NR; n++)
+                    acc[m][n] += av * g4v_bf16_to_f32((uint16_t)(b[n] >> (16 * j)));
+            }
+    finish(acc, y, ldy, e);
+}
+
+const g4v_gemm_kernel g4v_gemm_portable_f32 = {"portable-f32", 0,      MR, NR, KG, 0, 0,
+                                               pack_a,         ukr_f32};
+const g4v_gemm_kernel g4v_gemm_portable_bf16w = {"portable-bf16w", 0,        MR, NR, KG, 0, 1,
+                                                 pack_a,           ukr_bf16w};

@@ -1,0 +1,197 @@
+/* gemm_run.c - g4v_gemm: blocking, threading and edges around the micro-kernel (BLIS loop nest).
+ *
+ * Work is split into tasks by OUTPUT blocks only: a task owns rows [r0, r1) (whole MR-row tiles)
+ * and columns of whole NR-wide B panels, packs its rows of A once (clamp, bf16 rounding) into
+ * thread-local scratch sized about half the L2, and then, for each B panel, runs the
+ * micro-kernel over every tile of its rows (the K x NR panel stays hot in L1/L2 while the packed
+ * A streams from L2). K is never split, and every output element is summed by the same kernel
+ * in the same order whatever the blocking, so results are bit-identical for any thread count.
+ * Tiles at the M/N edges are computed whole into a local tile and only their valid part is
+ * written, with the epilogue applied here in the same way as in the kernel.
+ * Without scratch (allocation failure) a task packs A per tile and per K chunk into a stack
+ * buffer and carries the partial sums in a local tile: slow, allocation-free, same bits.
+ */
+#include "gemm_kernel.h"
+#include "gemm_run.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    MAX_TILE = 512, /* floats in the largest MR x NR tile (12 x 32 = 384) */
+    STACK_A = 16 << 10
+}; /* bytes of packed A per chunk on the allocation-free path */
+
+typedef struct {
+    const float *X;
+    size_t ldx;
+    const g4v_wmat *W;
+    float *Y;
+    size_t ldy;
+    int m;
+    g4v_gemm_epi epi;
+    g4v_ukr_epi uepi;   /* the epilogue as kernels apply it */
+    g4v_pack_opts pack; /* input clamp and rounding */
+    int mtiles, nbm;    /* MR-row tiles, split into nbm row blocks */
+    int nbn;            /* B panels split into nbn column blocks */
+    int no_scratch, kc_groups;
+} gemm_job;
+
+static float clampf(float v, float lo, float hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Writes the valid rows x cols of a computed tile (row stride NR) with the full epilogue. */
+static void store_edge(const gemm_job *j, const float *tile, int nr, int rows, int cols, float *y) {
+    const g4v_gemm_epi *e = &j->epi;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            float v = tile[r * nr + c];
+            if (j->uepi.clamp) v = clampf(v, e->out_lo, e->out_hi);
+            float *d = y + (size_t)r * j->ldy + c;
+            *d = e->accumulate ? *d + v : v;
+        }
+}
+
+/* One MR x NR output tile over kgroups groups, starting from acc_in (NULL: zero), finishing the
+ * output when `last`, else leaving the partial sums in `partial`. */
+static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *b,
+                     const float *acc_in, float *partial, int last, int rows, int cols, float *y) {
+    const g4v_gemm_kernel *k = j->W->kern;
+    static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
+    if (!last) {
+        k->ukr(kgroups, a, b, acc_in, partial, (size_t)k->nr, &none);
+    } else if (rows == k->mr && cols == k->nr) {
+        k->ukr(kgroups, a, b, acc_in, y, j->ldy, &j->uepi);
+    } else {
+        k->ukr(kgroups, a, b, acc_in, partial, (size_t)k->nr, &none);
+        store_edge(j, partial, k->nr, rows, cols, y);
+    }
+}
+
+/* The allocation-free path for rows [r0, r1), panels [p0, p1). */
+static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
+    const g4v_wmat *W = j->W;
+    const g4v_gemm_kernel *k = W->kern;
+    size_t asize = k->a_bf16 ? 2 : 4, bsize = k->b_bf16 ? 2 : 4;
+    size_t group_a = (size_t)k->mr * (size_t)k->kg * asize;
+    int kc = j->kc_groups > 0 ? j->kc_groups : (int)(STACK_A / group_a);
+    if (kc < 1) kc = 1;
+    if ((size_t)kc * group_a > STACK_A) kc = (int)(STACK_A / group_a);
+    _Alignas(64) unsigned char abuf[STACK_A];
+    _Alignas(64) float acc[MAX_TILE];
+    int kgroups = W->kpad / k->kg;
+    for (int r = r0; r < r1; r += k->mr) {
+        int rows = r1 - r < k->mr ? r1 - r : k->mr;
+        for (int p = p0; p < p1; p++) {
+            int cols = W->n - p * k->nr < k->nr ? W->n - p * k->nr : k->nr;
+            const unsigned char *b = (const unsigned char *)W->b + (size_t)p * W->panel_bytes;
+            float *y = j->Y + (size_t)r * j->ldy + (size_t)p * k->nr;
+            for (int g = 0; g < kgroups; g += kc) {
+                int n = kgroups - g < kc ? kgroups - g : kc;
+                int k0 = g * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
+                k->pack_a(j->X + (size_t)r * j->ldx + (size_t)k0, j->ldx, rows, klen, n * k->kg,
+                          abuf, &j->pack);
+                run_tile(j, n, abuf, b + (size_t)g * k->kg * k->nr * bsize, g ? acc : NULL, acc,
+                         g + n == kgroups, rows, cols, y);
+            }
+        }
+    }
+}
+
+static void task(void *arg, int t, int worker) {
+    (void)worker;
+    const gemm_job *j = arg;
+    const g4v_wmat *W = j->W;
+    const g4v_gemm_kernel *k = W->kern;
+    int bm = t / j->nbn, bn = t % j->nbn;
+    int t0 = (int)((int64_t)bm * j->mtiles / j->nbm),
+        t1 = (int)((int64_t)(bm + 1) * j->mtiles / j->nbm);
+    int p0 = (int)((int64_t)bn * W->npanels / j->nbn);
+    int p1 = (int)((int64_t)(bn + 1) * W->npanels / j->nbn);
+    int r0 = t0 * k->mr, r1 = t1 * k->mr < j->m ? t1 * k->mr : j->m;
+    if (r0 >= r1 || p0 >= p1) return;
+    size_t panel_a = (size_t)k->mr * (size_t)W->kpad * (k->a_bf16 ? 2 : 4);
+    unsigned char *a = j->no_scratch ? NULL : g4v_gemm_scratch(panel_a * (size_t)(t1 - t0));
+    if (!a) {
+        task_no_scratch(j, r0, r1, p0, p1);
+        return;
+    }
+    k->pack_a(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, a, &j->pack);
+    int kgroups = W->kpad / k->kg;
+    _Alignas(64) float tile[MAX_TILE];
+    for (int p = p0; p < p1; p++) {
+        int cols = W->n - p * k->nr < k->nr ? W->n - p * k->nr : k->nr;
+        const void *b = (const unsigned char *)W->b + (size_t)p * W->panel_bytes;
+        for (int r = r0, i = 0; r < r1; r += k->mr, i++) {
+            int rows = r1 - r < k->mr ? r1 - r : k->mr;
+            run_tile(j, kgroups, a + (size_t)i * panel_a, b, NULL, tile, 1, rows, cols,
+                     j->Y + (size_t)r * j->ldy + (size_t)p * k->nr);
+        }
+    }
+}
+
+/* Task grid: row blocks sized to the A budget, a multiple of the thread count when there are
+ * enough tiles (equal shares for a static pool), and column blocks only when rows are too few
+ * to give every thread work. The grid changes speed, never results. */
+static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
+    const g4v_wmat *W = j->W;
+    const g4v_gemm_kernel *k = W->kern;
+    size_t panel_a = (size_t)k->mr * (size_t)W->kpad * (k->a_bf16 ? 2 : 4);
+    j->mtiles = (j->m + k->mr - 1) / k->mr;
+    int per = cfg && cfg->tiles_per_block > 0
+                  ? cfg->tiles_per_block
+                  : (int)(W->a_budget / panel_a > 0 ? W->a_budget / panel_a : 1);
+    if (per > j->mtiles) per = j->mtiles;
+    j->nbm = (j->mtiles + per - 1) / per;
+    j->nbn = 1;
+    if (cfg && cfg->panels_per_block > 0) {
+        j->nbn = (W->npanels + cfg->panels_per_block - 1) / cfg->panels_per_block;
+        return;
+    }
+    if (cfg && cfg->tiles_per_block > 0) return;
+    if (threads > 1) {
+        int nbm = (j->nbm + threads - 1) / threads * threads;
+        j->nbm = nbm <= j->mtiles ? nbm : j->mtiles;
+        if (j->nbm < threads) {
+            int nbn = (threads + j->nbm - 1) / j->nbm;
+            j->nbn = nbn <= W->npanels ? nbn : W->npanels;
+        }
+    }
+}
+
+static int unbounded(float lo, float hi) {
+    return lo == -INFINITY && hi == INFINITY;
+}
+
+void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W,
+                      float *Y, size_t ldy, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
+    if (m <= 0) return;
+    gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.X = X;
+    j.ldx = ldx;
+    j.W = W;
+    j.Y = Y;
+    j.ldy = ldy;
+    j.m = m;
+    j.epi = epi ? *epi : g4v_gemm_epi_none();
+    j.uepi.lo = j.epi.out_lo;
+    j.uepi.hi = j.epi.out_hi;
+    j.uepi.clamp = !unbounded(j.epi.out_lo, j.epi.out_hi);
+    j.uepi.accumulate = j.epi.accumulate != 0;
+    j.pack.lo = j.epi.in_lo;
+    j.pack.hi = j.epi.in_hi;
+    j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
+    j.pack.round = W->mode == G4V_MATH_FAST;
+    j.no_scratch = cfg ? cfg->no_scratch : 0;
+    j.kc_groups = cfg ? cfg->kc_groups : 0;
+    plan(&j, g4v_pool_size(pool), cfg);
+    g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
+}
+
+void g4v_gemm(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W, float *Y,
+              size_t ldy, const g4v_gemm_epi *epi) {
+    g4v_gemm_cfg_run(pool, X, m, ldx, W, Y, ldy, epi, NULL);
+}

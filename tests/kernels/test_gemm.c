@@ -1,0 +1,417 @@
+/* test_gemm.c - every GEMM kernel this CPU can run (G4V_ISA caps them) against g4v_gemm_ref.
+ *
+ * Two kinds of data:
+ *  - integer-valued X and W (|x|, |w| <= 4, clamp bounds on half-integers): every product and
+ *    partial sum is exact in f32, so every kernel must match the reference bit for bit, whatever
+ *    its summation order. This catches any packing, indexing, edge or epilogue mistake exactly.
+ *  - random real values: kernels that sum in the reference's order with exact products (portable
+ *    always; FMA kernels in FAST mode with BF16/F16 weights) must match bit for bit; the others
+ *    (FMA with inexact products, vdpbf16ps pairs) must be within the rigorous bound
+ *        |ours - ref| <= 2·γ(K+1)·(Σ_k |x'_k·w_k| + |Y_old|),   γ(n) = n·u / (1 - n·u), u = 2⁻²⁴,
+ *    since each of the two results is within γ(K+1)·(...) of the exact value for any summation
+ *    order. Measured errors are far smaller (the test prints the worst ratio to the bound).
+ * Also: NaN/Inf propagation, strides and untouched padding, the same bits for 1, 2 and 3 threads
+ * and for any blocking (including the allocation-free path), kernel dispatch, memory size and
+ * argument errors. Built a second time against SIMDe (test_gemm_simde) to run the AVX-512
+ * kernels on CPUs without AVX-512.
+ */
+#include "base/cpu.h"
+#include "base/pool.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_kernel.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+static float frand(float lo, float hi) {
+    return lo + (hi - lo) * (float)(rnd() >> 8) / 16777216.0f;
+}
+static int irand(int lo, int hi) {
+    return lo + (int)(rnd() % (uint32_t)(hi - lo + 1));
+}
+
+/* f32 -> f16 bits, round to nearest even, normal range only (test data stays inside it). */
+static uint16_t f32_to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, abs = u & 0x7fffffffu;
+    if (abs < 0x38800000u) return (uint16_t)sign; /* below 2^-14: zero (not generated) */
+    uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u);
+    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+
+/* A weight in dtype dt holding the values v (already representable in dt), and back as f32. */
+static void *make_weight(const float *v, size_t count, g4v_dtype dt) {
+    void *w = malloc(count * g4v_dtype_size(dt));
+    for (size_t i = 0; i < count; i++) {
+        if (dt == G4V_DT_F32) {
+            ((float *)w)[i] = v[i];
+        } else {
+            uint16_t h = dt == G4V_DT_BF16 ? g4v_f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+            ((uint16_t *)w)[i] = h;
+        }
+    }
+    return w;
+}
+
+typedef enum { DATA_INT, DATA_REAL } data_kind;
+
+static void fill_weight_values(float *v, size_t count, g4v_dtype dt, data_kind kind) {
+    for (size_t i = 0; i < count; i++) {
+        float x = kind == DATA_INT ? (float)irand(-4, 4) : frand(-1.0f, 1.0f);
+        if (kind == DATA_REAL && rnd() % 16 == 0) x = 0.0f;
+        if (dt == G4V_DT_BF16) x = g4v_round_bf16(x);
+        if (dt == G4V_DT_F16) x = g4v_f16_to_f32(f32_to_f16(x));
+        v[i] = x;
+    }
+}
+
+static void fill_x(float *x, size_t count, data_kind kind) {
+    for (size_t i = 0; i < count; i++)
+        x[i] = kind == DATA_INT ? (float)irand(-4, 4) : frand(-2.0f, 2.0f) * (rnd() % 8 ? 1 : 8);
+}
+
+typedef struct {
+    const char *name;
+    g4v_gemm_epi epi;
+} epi_case;
+
+static epi_case epi_cases(int i, data_kind kind) {
+    epi_case c = {"none", g4v_gemm_epi_none()};
+    float h = kind == DATA_INT ? 0.5f : 0.0f; /* half-integer bounds keep integer data exact */
+    switch (i) {
+    case 1:
+        c.name = "in-clamp";
+        c.epi.in_lo = -1.5f - h;
+        c.epi.in_hi = 1.25f + h;
+        break;
+    case 2:
+        c.name = "out-clamp";
+        c.epi.out_lo = -3.0f - h;
+        c.epi.out_hi = 2.5f;
+        break;
+    case 3:
+        c.name = "accumulate";
+        c.epi.accumulate = 1;
+        break;
+    case 4:
+        c.name = "all";
+        c.epi.in_lo = -2.0f - h;
+        c.epi.in_hi = 1.5f;
+        c.epi.out_lo = -4.0f;
+        c.epi.out_hi = INFINITY;
+        c.epi.accumulate = 1;
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+enum { N_EPI = 5 };
+
+static double gamma_n(int n) {
+    double u = ldexp(1.0, -24);
+    return n * u / (1.0 - n * u);
+}
+
+static float prep_x(float v, const g4v_gemm_epi *e, g4v_math_mode mode) {
+    v = v < e->in_lo ? e->in_lo : v > e->in_hi ? e->in_hi : v;
+    return mode == G4V_MATH_FAST ? g4v_round_bf16(v) : v;
+}
+
+static double worst_ratio; /* largest |ours - ref| / bound seen, reported at the end */
+
+/* Compares ours with ref element by element; tolerance 0 when `exact`. */
+static int compare(const float *ours, const float *ref, const float *y0, const float *x,
+                   const float *wv, int m, int n, int k, size_t ldx, size_t ldy,
+                   const g4v_gemm_epi *e, g4v_math_mode mode, int exact, const char *what) {
+    int bad = 0;
+    for (int i = 0; i < m && bad < 3; i++)
+        for (int j = 0; j < n && bad < 3; j++) {
+            float o = ours[(size_t)i * ldy + j], r = ref[(size_t)i * ldy + j];
+            if (isnan(o) || isnan(r) || isinf(o) || isinf(r)) {
+                if (!(o == r || (isnan(o) && isnan(r)))) bad++;
+                continue;
+            }
+            double tol = 0.0;
+            if (!exact) {
+                double s = e->accumulate ? fabs((double)y0[(size_t)i * ldy + j]) : 0.0;
+                for (int t = 0; t < k; t++)
+                    s += fabs((double)prep_x(x[(size_t)i * ldx + t], e, mode) *
+                              (double)wv[(size_t)j * k + t]);
+                tol = 2.0 * gamma_n(k + 1) * s;
+                if (tol > 0 && fabs((double)o - r) / tol > worst_ratio)
+                    worst_ratio = fabs((double)o - r) / tol;
+            }
+            if (!(fabs((double)o - (double)r) <= tol)) {
+                if (!bad)
+                    fprintf(stderr, "  %s: Y[%d][%d] = %.9g, reference %.9g (tolerance %.3g)\n",
+                            what, i, j, o, r, tol);
+                bad++;
+            }
+        }
+    return bad == 0;
+}
+
+/* Whether kernel `kern` must reproduce the reference exactly for this data. */
+static int exact_expected(const g4v_gemm_kernel *kern, g4v_dtype dt, g4v_math_mode mode,
+                          data_kind kind) {
+    if (kind == DATA_INT || kern->needs == 0) return 1;
+    if (kern->a_bf16) return 0;                       /* vdpbf16ps sums pairs */
+    return mode == G4V_MATH_FAST && dt != G4V_DT_F32; /* exact products: FMA == mul + add */
+}
+
+static const g4v_gemm_kernel *const *kernels(int *count) {
+    return g4v_gemm_kernels(count);
+}
+
+/* Runs every fitting kernel on one shape / dtype / mode / epilogue against the reference. */
+static void check_case(int m, int n, int k, g4v_dtype dt, g4v_math_mode mode, int epi_i,
+                       data_kind kind, g4v_pool *pool) {
+    size_t ldx = (size_t)k + (size_t)(m % 3), ldy = (size_t)n + (size_t)(n % 2) * 5;
+    float *x = malloc(sizeof(float) * (size_t)m * ldx);
+    float *wv = malloc(sizeof(float) * (size_t)n * k);
+    float *y0 = malloc(sizeof(float) * (size_t)m * ldy);
+    float *yr = malloc(sizeof(float) * (size_t)m * ldy);
+    float *yo = malloc(sizeof(float) * (size_t)m * ldy);
+    fill_x(x, (size_t)m * ldx, kind);
+    fill_weight_values(wv, (size_t)n * k, dt, kind);
+    fill_x(y0, (size_t)m * ldy, kind);
+    void *w = make_weight(wv, (size_t)n * k, dt);
+    epi_case ec = epi_cases(epi_i, kind);
+    memcpy(yr, y0, sizeof(float) * (size_t)m * ldy);
+    g4v_gemm_ref(x, m, ldx, w, dt, n, k, mode, yr, ldy, &ec.epi);
+    int count;
+    const g4v_gemm_kernel *const *all = kernels(&count);
+    for (int i = 0; i < count; i++) {
+        const g4v_gemm_kernel *kern = all[i];
+        if (!g4v_gemm_kernel_fits(kern, dt, mode, g4v_gemm_features())) continue;
+        g4v_wmat *W = NULL;
+        g4v_err err;
+        if (g4v_wmat_create_with(kern, w, dt, n, k, mode, &W, &err) != G4V_OK) {
+            CHECK_MSG(0, "create %s: %s", kern->name, err.msg);
+            continue;
+        }
+        memcpy(yo, y0, sizeof(float) * (size_t)m * ldy);
+        g4v_gemm(pool, x, m, ldx, W, yo, ldy, &ec.epi);
+        char what[160];
+        snprintf(what, sizeof what, "%s %s %s %s %s M=%d N=%d K=%d", kern->name, g4v_dtype_name(dt),
+                 mode == G4V_MATH_FAST ? "FAST" : "PRECISE", ec.name,
+                 kind == DATA_INT ? "int" : "real", m, n, k);
+        int ok = compare(yo, yr, y0, x, wv, m, n, k, ldx, ldy, &ec.epi, mode,
+                         exact_expected(kern, dt, mode, kind), what);
+        /* padding columns between N and ldy are never written */
+        for (int r = 0; r < m && ok; r++)
+            for (size_t c = (size_t)n; c < ldy; c++)
+                if (memcmp(&yo[(size_t)r * ldy + c], &y0[(size_t)r * ldy + c], 4)) ok = 0;
+        CHECK_MSG(ok, "%s", what);
+        g4v_wmat_free(W);
+    }
+    free(w);
+    free(x);
+    free(wv);
+    free(y0);
+    free(yr);
+    free(yo);
+}
+
+static const g4v_dtype dtypes[] = {G4V_DT_BF16, G4V_DT_F16, G4V_DT_F32};
+static const g4v_math_mode modes[] = {G4V_MATH_FAST, G4V_MATH_PRECISE};
+
+/* Small and awkward shapes: every dtype, mode, epilogue and data kind. */
+static void test_small_shapes(g4v_pool *pool) {
+    static const int fixed[][3] = {{1, 1, 1},    {1, 1, 17}, {12, 32, 16}, {6, 16, 8}, {13, 33, 17},
+                                   {24, 64, 32}, {5, 7, 3},  {37, 41, 43}, {2, 97, 2}, {61, 3, 67}};
+    int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
+    for (int s = 0; s < n_fixed + 6; s++) {
+        int m, n, k;
+        if (s < n_fixed) {
+            m = fixed[s][0], n = fixed[s][1], k = fixed[s][2];
+        } else {
+            m = irand(1, 90), n = irand(1, 90), k = irand(1, 90);
+        }
+        for (int d = 0; d < 3; d++)
+            for (int md = 0; md < 2; md++)
+                for (int e = 0; e < N_EPI; e++)
+                    for (int kind = 0; kind < 2; kind++)
+                        check_case(m, n, k, dtypes[d], modes[md], e, (data_kind)kind, pool);
+    }
+}
+
+/* Larger and prime shapes up to ~300, and real N/K with few rows: fewer combinations each. */
+static void test_larger_shapes(g4v_pool *pool) {
+    static const int shapes[][3] = {{127, 257, 263}, {300, 96, 64},  {97, 101, 103},
+                                    {251, 128, 299}, {13, 768, 768}, {9, 3072, 768},
+                                    {7, 768, 3072},  {25, 1152, 96}, {3, 4304, 1152}};
+    int count = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < count; s++)
+        for (int d = 0; d < 3; d++)
+            for (int md = 0; md < 2; md++) {
+                int e = (s + d + md) % N_EPI;
+                check_case(shapes[s][0], shapes[s][1], shapes[s][2], dtypes[d], modes[md], e,
+                           DATA_REAL, pool);
+                if ((s + d) % 2 == 0)
+                    check_case(shapes[s][0], shapes[s][1], shapes[s][2], dtypes[d], modes[md],
+                               (e + 2) % N_EPI, DATA_INT, pool);
+            }
+}
+
+/* NaN and Inf in X reach Y as the reference says. */
+static void test_special_values(void) {
+    int m = 14, n = 35, k = 40;
+    float *x = malloc(sizeof(float) * m * k), *wv = malloc(sizeof(float) * n * k);
+    float *yr = calloc((size_t)m * n, sizeof(float)), *yo = calloc((size_t)m * n, sizeof(float));
+    fill_x(x, (size_t)m * k, DATA_REAL);
+    x[1 * k + 5] = NAN;
+    x[3 * k + 0] = INFINITY;
+    x[4 * k + 39] = -INFINITY;
+    x[13 * k + 20] = INFINITY;
+    x[13 * k + 21] = -INFINITY;
+    for (int d = 0; d < 3; d++) {
+        fill_weight_values(wv, (size_t)n * k, dtypes[d], DATA_REAL);
+        wv[7 * k + 0] = 0.0f; /* inf * 0 = NaN in column 7 of row 3 */
+        void *w = make_weight(wv, (size_t)n * k, dtypes[d]);
+        for (int md = 0; md < 2; md++) {
+            g4v_gemm_ref(x, m, (size_t)k, w, dtypes[d], n, k, modes[md], yr, (size_t)n, NULL);
+            int count;
+            const g4v_gemm_kernel *const *all = kernels(&count);
+            for (int i = 0; i < count; i++) {
+                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md], g4v_gemm_features()))
+                    continue;
+                g4v_wmat *W = NULL;
+                REQUIRE(g4v_wmat_create_with(all[i], w, dtypes[d], n, k, modes[md], &W, NULL) ==
+                        G4V_OK);
+                g4v_gemm(NULL, x, m, (size_t)k, W, yo, (size_t)n, NULL);
+                int ok = 1;
+                for (int r = 0; r < m * n; r++)
+                    if (isnan(yr[r]) != isnan(yo[r]) || (isinf(yr[r]) && yr[r] != yo[r])) ok = 0;
+                CHECK_MSG(ok && isnan(yo[1 * n]) && isnan(yo[3 * n + 7]),
+                          "%s %s: NaN/Inf pattern differs", all[i]->name,
+                          g4v_dtype_name(dtypes[d]));
+                g4v_wmat_free(W);
+            }
+        }
+        free(w);
+    }
+    free(x);
+    free(wv);
+    free(yr);
+    free(yo);
+}
+
+/* The same bits for 1, 2, 3 threads and for any task grid, including the no-scratch path. */
+static void test_determinism(void) {
+    int m = 301, n = 200, k = 333;
+    float *x = malloc(sizeof(float) * m * k), *wv = malloc(sizeof(float) * n * k);
+    float *y1 = malloc(sizeof(float) * m * n), *y2 = malloc(sizeof(float) * m * n);
+    fill_x(x, (size_t)m * k, DATA_REAL);
+    fill_weight_values(wv, (size_t)n * k, G4V_DT_BF16, DATA_REAL);
+    void *w = make_weight(wv, (size_t)n * k, G4V_DT_BF16);
+    g4v_pool *pools[3] = {NULL, NULL, NULL};
+    for (int t = 0; t < 3; t++)
+        REQUIRE(g4v_pool_create(t + 1, &pools[t], NULL) == G4V_OK);
+    g4v_gemm_epi epi = epi_cases(4, DATA_REAL).epi;
+    static const g4v_gemm_cfg cfgs[] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {3, 2, 0, 0},
+                                        {0, 0, 1, 0}, {0, 0, 1, 1}, {2, 3, 1, 3}};
+    int count;
+    const g4v_gemm_kernel *const *all = kernels(&count);
+    for (int i = 0; i < count; i++)
+        for (int md = 0; md < 2; md++) {
+            if (!g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md], g4v_gemm_features()))
+                continue;
+            g4v_wmat *W = NULL;
+            REQUIRE(g4v_wmat_create_with(all[i], w, G4V_DT_BF16, n, k, modes[md], &W, NULL) ==
+                    G4V_OK);
+            for (int r = 0; r < m * n; r++)
+                y1[r] = (float)(r % 7);
+            g4v_gemm(pools[0], x, m, (size_t)k, W, y1, (size_t)n, &epi);
+            for (int t = 1; t < 3; t++) {
+                for (int r = 0; r < m * n; r++)
+                    y2[r] = (float)(r % 7);
+                g4v_gemm(pools[t], x, m, (size_t)k, W, y2, (size_t)n, &epi);
+                CHECK_MSG(!memcmp(y1, y2, sizeof(float) * m * n), "%s: %d threads differ",
+                          all[i]->name, t + 1);
+            }
+            for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+                for (int r = 0; r < m * n; r++)
+                    y2[r] = (float)(r % 7);
+                g4v_gemm_cfg_run(pools[c % 3], x, m, (size_t)k, W, y2, (size_t)n, &epi, &cfgs[c]);
+                CHECK_MSG(!memcmp(y1, y2, sizeof(float) * m * n), "%s: blocking %zu differs",
+                          all[i]->name, c);
+            }
+            g4v_wmat_free(W);
+        }
+    for (int t = 0; t < 3; t++)
+        g4v_pool_destroy(pools[t]);
+    free(w);
+    free(x);
+    free(wv);
+    free(y1);
+    free(y2);
+}
+
+/* The dispatcher picks the first fitting kernel, honouring G4V_ISA; sizes; argument errors. */
+static void test_api(void) {
+    int n = 768, k = 768;
+    float *wv = malloc(sizeof(float) * n * k);
+    fill_weight_values(wv, (size_t)n * k, G4V_DT_BF16, DATA_REAL);
+    unsigned f = g4v_gemm_features();
+    for (int d = 0; d < 3; d++) {
+        void *w = make_weight(wv, (size_t)n * k, dtypes[d]);
+        for (int md = 0; md < 2; md++) {
+            g4v_wmat *W = NULL;
+            REQUIRE(g4v_wmat_create(w, dtypes[d], n, k, modes[md], &W, NULL) == G4V_OK);
+            int count;
+            const g4v_gemm_kernel *const *all = kernels(&count), *want = NULL;
+            for (int i = 0; i < count && !want; i++)
+                if (g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md], f)) want = all[i];
+            CHECK(g4v_wmat_kernel(W) == want);
+            CHECK(!strcmp(g4v_wmat_kernel_name(W), want->name));
+            CHECK(g4v_wmat_n(W) == n && g4v_wmat_k(W) == k);
+            size_t esize = dtypes[d] == G4V_DT_BF16 ? 2 : 4;
+            CHECK_MSG(g4v_wmat_bytes(W) == (size_t)n * k * esize, "%s: %zu bytes", want->name,
+                      g4v_wmat_bytes(W));
+            if (d == 0 && md == 0)
+                printf("dispatch (%s): BF16 FAST -> %s\n", g4v_cpu_isa_name(), want->name);
+            g4v_wmat_free(W);
+        }
+        free(w);
+    }
+    const char *isa = getenv("G4V_ISA");
+    if (isa && !strcmp(isa, "portable")) CHECK((f & (G4V_CPU_AVX2 | G4V_CPU_AVX512)) == 0);
+    g4v_wmat *W = (g4v_wmat *)1;
+    g4v_err err;
+    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 0, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(W == NULL);
+    CHECK_CONTAINS(err.msg, "0x5");
+    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 5, -1, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(NULL, G4V_DT_BF16, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(wv, (g4v_dtype)7, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK_CONTAINS(err.msg, "dtype 7");
+    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 5, 5, (g4v_math_mode)3, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 1 << 21, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_LIMIT);
+    g4v_wmat_free(NULL);
+    free(wv);
+}
+
+int main(void) {
+    g4v_pool *pool = NULL;
+    if (g4v_pool_create(2, &pool, NULL) != G4V_OK) return 1;
+    test_api();
+    test_small_shapes(NULL);
+    test_larger_shapes(pool);
+    test_special_values();
+    test_determinism();
+    g4v_pool_destroy(pool);
+    printf("worst |ours - ref| / bound over inexact cases: %.3g\n", worst_ratio);
+    return test_summary("test_gemm");
+}
