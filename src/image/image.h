@@ -5,7 +5,11 @@
  *   g4v_target_size    (h, w, budget) -> (th, tw), multiples of 48, doubles in transformers' order
  *   g4v_image_resize   Pillow's 8-bit BICUBIC, byte for byte (skipped when the size matches)
  *   g4v_patchify       RGB8 (th x tw) -> patches [L, 768] f32 + positions [L, 2] (x, y)
- * Limits are checked before any pixel buffer is allocated.
+ * g4v_image_load does the first three in one call and, where it can (JPEG without a transposing
+ * EXIF orientation), streams decoded rows through the resize so the full-size image never
+ * exists in memory; the bytes are identical to decode + target_size + resize.
+ * The reference is Pillow 9.4 (Debian 12); see PREPROCESSING.md for what differs in other versions.
+ * Limits are checked before any pixel buffer is allocated. All functions are reentrant.
  */
 #ifndef G4V_IMAGE_IMAGE_H
 #define G4V_IMAGE_IMAGE_H
@@ -35,10 +39,29 @@ typedef struct g4v_image_opts {
 
 void g4v_image_opts_default(g4v_image_opts *o);
 
+/* What g4v_image_load / g4v_image_decode found (optional output). */
+typedef struct g4v_image_info {
+    const char *format;   /* "JPEG", "PNG", "WebP", "GIF", "BMP" (static string) */
+    int src_width, src_height; /* as stored in the file */
+    int orientation;      /* EXIF orientation applied, 1..8 (1 when none or apply_exif == 0) */
+    int width, height;    /* after orientation: the size the target size is computed from */
+    int streamed;         /* 1 when rows went straight from the decoder into the resize */
+} g4v_image_info;
+
 /* Decodes JPEG/PNG/WebP/GIF/BMP (chosen by content), applies EXIF orientation if asked, converts
- * to RGB with Pillow's rules. On failure out->rgb is NULL and err says why. */
+ * to RGB with Pillow's rules. On failure out->rgb is NULL and err says why: G4V_ERR_IMAGE for
+ * corrupt or truncated data, G4V_ERR_UNSUPPORTED for a format or variant we do not decode (the
+ * message names the format detected), G4V_ERR_LIMIT for images over opts' limits.
+ * opts may be NULL (defaults); info may be NULL. */
 int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
                      g4v_err *err);
+int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opts,
+                          g4v_image *out, g4v_image_info *info, g4v_err *err);
+
+/* Decode + orientation + g4v_target_size(budget) + resize (opts->resize_order), byte-identical
+ * to calling those in turn, with less memory and time. out receives the target-size image. */
+int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
+                   g4v_image *out, g4v_image_info *info, g4v_err *err);
 
 /* Target size for a budget in {70, 140, 280, 560, 1120}; anything else is G4V_ERR_ARG. */
 int g4v_target_size(int height, int width, int budget, int *th, int *tw, g4v_err *err);

@@ -1,11 +1,266 @@
-/* cmd_preprocess.c - `g4v preprocess`: placeholder until its issue lands; says so and fails. */
+/* cmd_preprocess.c - `g4v preprocess`: decode + orient + resize + patchify one image, exactly as
+ * transformers' load_image + Gemma4ImageProcessorPil, and write the intermediate results:
+ *   OUT.png            the resized RGB image (libpng, lossless)
+ *   OUT.npy            patches, float32 [L, 768], (dy, dx, channel) order, values u/255
+ *   OUT.positions.npy  positions, int32 [L, 2], (x = column, y = row)
+ * Exit status 0 only when all three files are complete (each is written to a temporary name and
+ * renamed); exit codes as in cli.h.
+ */
 #include "cli.h"
+#include "npy.h"
 
+#include "base/alloc.h"
+#include "image/image.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <png.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: g4v preprocess IMAGE [--tokens N] [--no-exif] [--pillow-12.2]\n"
+            "                      [--max-pixels N] [--max-dimension N] [-v] -o OUT\n"
+            "\n"
+            "Decodes IMAGE (JPEG, PNG, WebP, GIF first frame, BMP; chosen by content, not by\n"
+            "name), applies its EXIF orientation, converts it to RGB, resizes it to the Gemma 4\n"
+            "target size for the token budget with Pillow's BICUBIC filter, and cuts it into\n"
+            "16x16 patches -- byte for byte what transformers' load_image + the Gemma 4 image\n"
+            "processor (PIL backend, Pillow 9.4) produce.\n"
+            "\n"
+            "options:\n"
+            "  --tokens N         soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
+            "  --no-exif          ignore the EXIF/XMP orientation (as when a PIL image is handed\n"
+            "                     to the processor directly); default: apply it, as load_image\n"
+            "  --pillow-12.2      resize like Pillow >= 12.2, which runs the vertical pass first\n"
+            "                     for very tall images (height > 100 x width, height shrinking);\n"
+            "                     default: Pillow 9.0 - 12.1 (horizontal pass first, always)\n"
+            "  --max-pixels N     refuse images with more pixels (default 178956970, Pillow's\n"
+            "                     decompression-bomb limit)\n"
+            "  --max-dimension N  refuse images with a longer side (default 65500)\n"
+            "  -v, --verbose      print format, sizes and orientation to stderr\n"
+            "  -o OUT             output prefix (required); writes:\n"
+            "                       OUT.png            resized RGB image, 8 bit\n"
+            "                       OUT.npy            patches, float32 [L, 768], per patch in\n"
+            "                                          (row, column, channel) order, values u/255\n"
+            "                       OUT.positions.npy  int32 [L, 2]: (x = patch column, y = patch row)\n"
+            "                     L = (height/16) * (width/16); no padding rows are written.\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Not reproduced: transformers' default torchvision backend (its resize is not\n"
+            "Pillow's), and Pillow versions' decoder differences listed in PREPROCESSING.md.\n"
+            "\n"
+            "exit codes: 0 ok (all outputs complete), 1 usage error, 2 input error (unreadable\n"
+            "or unsupported image, unsupported budget, over a limit), 4 cannot write an output,\n"
+            "5 internal error\n");
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "g4v preprocess: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see g4v preprocess --help)\n");
+    return G4V_EXIT_USAGE;
+}
+
+static int parse_long(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* The whole file; NULL with a message printed on failure. */
+static unsigned char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "g4v preprocess: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = g4v_malloc(cap);
+    for (;;) {
+        if (!buf) {
+            fprintf(stderr, "g4v preprocess: %s: out of memory\n", path);
+            fclose(f);
+            return NULL;
+        }
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) break;
+        unsigned char *nb = g4v_realloc(buf, cap * 2);
+        if (!nb) g4v_free(buf);
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "g4v preprocess: cannot read %s\n", path);
+        g4v_free(buf);
+        return NULL;
+    }
+    *n = len;
+    return buf;
+}
+
+/* Writes RGB8 as a PNG via a temporary file; 0 or -1 (message in msg). */
+static int write_png(const char *path, const g4v_image *img, char *msg, size_t msgn) {
+    size_t plen = strlen(path) + 32;
+    char *tmp = malloc(plen);
+    if (!tmp) return snprintf(msg, msgn, "out of memory"), -1;
+    snprintf(tmp, plen, "%s.tmp-%ld", path, (long)getpid());
+    FILE *volatile f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(msg, msgn, "%s", strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    int bad = !png || !info;
+    if (!bad && setjmp(png_jmpbuf(png))) {
+        bad = 1;
+    } else if (!bad) {
+        png_init_io(png, f);
+        png_set_compression_level(png, 3);
+        png_set_IHDR(png, info, (png_uint_32)img->width, (png_uint_32)img->height, 8,
+                     PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                     PNG_FILTER_TYPE_DEFAULT);
+        png_write_info(png, info);
+        for (int y = 0; y < img->height; y++)
+            png_write_row(png, img->rgb + (size_t)y * img->width * 3);
+        png_write_end(png, info);
+    }
+    png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
+    int e = errno;
+    if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+    if (!bad && rename(tmp, path) != 0) bad = 1, e = errno;
+    if (bad) {
+        snprintf(msg, msgn, "%s", e ? strerror(e) : "libpng error");
+        remove(tmp);
+    }
+    free(tmp);
+    return bad ? -1 : 0;
+}
 
 int cmd_preprocess(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "g4v preprocess: not implemented yet\n");
-    return G4V_EXIT_INTERNAL;
+    const char *in = NULL, *out = NULL;
+    int tokens = 280, verbose = 0;
+    g4v_image_opts opts;
+    g4v_image_opts_default(&opts);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long long v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            return G4V_EXIT_OK;
+        } else if (!strcmp(a, "--tokens") || !strcmp(a, "--max-pixels") ||
+                   !strcmp(a, "--max-dimension") || !strcmp(a, "-o")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *val = argv[++i];
+            if (!strcmp(a, "-o")) {
+                out = val;
+            } else if (!strcmp(a, "--tokens")) {
+                if (parse_long(val, INT_MIN, INT_MAX, &v))
+                    return usage_error("--tokens: '%s' is not an integer", val);
+                tokens = (int)v;
+            } else if (!strcmp(a, "--max-pixels")) {
+                if (parse_long(val, 1, LLONG_MAX, &v))
+                    return usage_error("--max-pixels: '%s' is not a positive integer", val);
+                opts.max_pixels = (uint64_t)v;
+            } else {
+                if (parse_long(val, 1, INT_MAX, &v))
+                    return usage_error("--max-dimension: '%s' is not a positive integer", val);
+                opts.max_dimension = (int)v;
+            }
+        } else if (!strcmp(a, "--no-exif")) {
+            opts.apply_exif = 0;
+        } else if (!strcmp(a, "--pillow-12.2")) {
+            opts.resize_order = G4V_RESIZE_PILLOW_12_2;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            verbose = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option %s", a);
+        } else if (!in) {
+            in = a;
+        } else {
+            return usage_error("unexpected argument %s (one IMAGE only)", a);
+        }
+    }
+    if (!in) return usage_error("%s", "missing IMAGE");
+    if (!out) return usage_error("%s", "missing -o OUT");
+
+    g4v_err err;
+    g4v_err_clear(&err);
+    int th, tw;
+    if (g4v_target_size(1000, 1000, tokens, &th, &tw, &err)) {
+        fprintf(stderr, "g4v preprocess: %s\n", err.msg);
+        return G4V_EXIT_INPUT; /* an unsupported budget is an input error, not a usage error */
+    }
+    size_t n = 0;
+    unsigned char *bytes = read_file(in, &n);
+    if (!bytes) return G4V_EXIT_INPUT;
+    g4v_image img = {0, 0, NULL};
+    g4v_image_info info;
+    int st = g4v_image_load(bytes, n, tokens, &opts, &img, &info, &err);
+    g4v_free(bytes);
+    if (st) {
+        fprintf(stderr, "g4v preprocess: %s: %s\n", in, err.msg);
+        return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
+    }
+    if (verbose)
+        fprintf(stderr,
+                "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", in,
+                info.format, info.src_width, info.src_height, info.orientation, info.width,
+                info.height, img.width, img.height,
+                opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow >= 12.2" : "Pillow 9-12.1",
+                info.streamed ? "streamed" : "whole image");
+
+    long L = (long)(img.height / 16) * (img.width / 16);
+    float *patches = g4v_malloc_array((size_t)L * 768, sizeof *patches);
+    int32_t *pos = g4v_malloc_array((size_t)L * 2, sizeof *pos);
+    int rc = G4V_EXIT_OK;
+    if (!patches || !pos) {
+        fprintf(stderr, "g4v preprocess: out of memory for %ld patches\n", L);
+        rc = G4V_EXIT_INTERNAL;
+    } else {
+        g4v_patchify(img.rgb, img.width, img.height, (size_t)img.width * 3, patches, pos);
+        size_t plen = strlen(out) + 32;
+        char *path = malloc(plen);
+        char msg[256];
+        if (!path) {
+            rc = G4V_EXIT_INTERNAL;
+        } else {
+            snprintf(path, plen, "%s.png", out);
+            if (write_png(path, &img, msg, sizeof msg)) {
+                fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path, msg);
+                rc = G4V_EXIT_OUTPUT;
+            }
+            if (!rc) {
+                snprintf(path, plen, "%s.npy", out);
+                if (g4v_npy_write_f32(path, patches, L, 768)) {
+                    fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
+                            strerror(errno));
+                    rc = G4V_EXIT_OUTPUT;
+                }
+            }
+            if (!rc) {
+                snprintf(path, plen, "%s.positions.npy", out);
+                if (g4v_npy_write_i32(path, pos, L, 2)) {
+                    fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
+                            strerror(errno));
+                    rc = G4V_EXIT_OUTPUT;
+                }
+            }
+            free(path);
+        }
+    }
+    g4v_free(patches);
+    g4v_free(pos);
+    g4v_image_free(&img);
+    return rc;
 }

@@ -1,0 +1,134 @@
+/* image_internal.h - the pieces of src/image that talk to each other (not a public contract).
+ *
+ * Decoders (jpeg.c, png.c, webp.c, gif.c, bmp.c) turn bytes into RGB8 rows and hand them, top to
+ * bottom, to a g4v_pipe (pipe.c). The pipe either keeps the whole image (then orients and resizes
+ * it) or, when the EXIF orientation is known before the pixels and does not transpose, streams
+ * each row straight into the row-streaming resizer (resize.c), so the full-size image is never
+ * stored. Everything here is reentrant; all allocations go through base/alloc.h.
+ */
+#ifndef G4V_IMAGE_INTERNAL_H
+#define G4V_IMAGE_INTERNAL_H
+
+#include "image/image.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- formats (format.c) ------------------------------------------------------------------ */
+typedef enum g4v_image_format {
+    G4V_FMT_UNKNOWN = 0,
+    G4V_FMT_JPEG,
+    G4V_FMT_PNG,
+    G4V_FMT_GIF,
+    G4V_FMT_WEBP,
+    G4V_FMT_BMP,
+    G4V_FMT_OTHER /* recognised but not decoded (TIFF, AVIF, HEIF, ...); see *name */
+} g4v_image_format;
+
+/* Sniffs the format from the first bytes. *name gets a static display name ("TIFF",
+ * "AVIF/HEIF (ISO BMFF)", ...), or "unknown". */
+g4v_image_format g4v_image_sniff(const uint8_t *p, size_t n, const char **name);
+
+/* ---- limits (pipe.c) ----------------------------------------------------------------------- */
+/* G4V_ERR_LIMIT (or G4V_ERR_IMAGE for 0 sizes) when w x h is not acceptable under opts. */
+int g4v_image_check_size(long long w, long long h, const g4v_image_opts *opts, const char *fmt,
+                         g4v_err *err);
+
+/* ---- the row pipe (pipe.c) ----------------------------------------------------------------- */
+typedef struct g4v_pipe g4v_pipe;
+
+/* Orientation passed to g4v_pipe_begin when the decoder learns it only after the pixels (PNG:
+ * eXIf may follow IDAT). The decoder then reports it with g4v_pipe_set_orientation. */
+#define G4V_ORIENT_LATER (-100)
+
+struct g4v_pipe_view {
+    const g4v_image_opts *opts; /* never NULL */
+    const char *format;         /* display name for messages */
+};
+const struct g4v_pipe_view *g4v_pipe_view(const g4v_pipe *p);
+
+/* Called once by a decoder when it knows the size; checks limits and allocates. `orientation`
+ * is the raw EXIF value as Pillow sees it (values other than 2..8 mean none) or
+ * G4V_ORIENT_LATER. */
+int g4v_pipe_begin(g4v_pipe *p, int width, int height, int orientation, g4v_err *err);
+/* Buffer (3*width bytes) for the next row; rows come in order 0 .. height-1. */
+uint8_t *g4v_pipe_row(g4v_pipe *p);
+/* The row returned by g4v_pipe_row is complete. */
+void g4v_pipe_push(g4v_pipe *p);
+void g4v_pipe_set_orientation(g4v_pipe *p, int orientation);
+
+/* ---- decoders: each calls g4v_pipe_begin once, then pushes every row ---------------------- */
+int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+int g4v_decode_png(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+int g4v_decode_webp(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+int g4v_decode_gif(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+int g4v_decode_bmp(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+
+/* ---- EXIF / XMP orientation (exif.c) ------------------------------------------------------- */
+#define G4V_EXIF_ABSENT (-1)
+/* The value Pillow 9.4's Image.getexif().get(0x0112) compares equal to, from an EXIF blob (with
+ * or without the "Exif\0\0" prefix): 1..8 for those integers, 0 when the tag is present but is
+ * no integer in 1..8 (so no transform and no XMP fallback), G4V_EXIF_ABSENT when IFD0 does not
+ * hold the tag or the blob is not readable TIFF. Fully bounds-checked. */
+int g4v_exif_orientation(const uint8_t *p, size_t n);
+/* Pillow 9.4's XMP fallback: the digit after the first `tiff:Orientation="` or
+ * `tiff:Orientation>`, or G4V_EXIF_ABSENT. */
+int g4v_xmp_orientation(const char *s, size_t n);
+/* ImageMagick "Raw profile type exif" text: lines after the third hold hex; decodes into out
+ * (allocated, g4v_free) and returns its length, or -1 when the text is not valid hex. */
+long g4v_raw_profile_decode(const char *s, size_t n, uint8_t **out);
+
+/* ---- orientation transform (orient.c) ------------------------------------------------------ */
+/* out = Pillow's exif_transpose of in for orientation o in 2..8 (new buffer); o elsewhere
+ * copies nothing and returns in's buffer in out (out->rgb == in->rgb). */
+int g4v_orient(const g4v_image *in, int o, g4v_image *out, g4v_err *err);
+
+/* ---- Pillow mode -> RGB conversions (convert.c); n = pixels -------------------------------- */
+void g4v_cvt_gray(const uint8_t *in, uint8_t *out, int n);
+void g4v_cvt_gray16be(const uint8_t *in, uint8_t *out, int n);       /* I: min(v, 255) */
+void g4v_cvt_gray_alpha(const uint8_t *in, uint8_t *out, int n, int bytes_per_sample);
+void g4v_cvt_rgba(const uint8_t *in, uint8_t *out, int n);           /* drop alpha */
+void g4v_cvt_rgb16be(const uint8_t *in, uint8_t *out, int n, int channels); /* high byte */
+void g4v_cvt_cmyk_inverted(const uint8_t *in, uint8_t *out, int n);  /* JPEG "CMYK;I" */
+/* 256-entry palette as Pillow 9.4 builds it: entries [0, count) from src (stride bytes each,
+ * order "RGB" or "BGR"), the rest a gray ramp (i, i, i). */
+void g4v_palette_build(uint8_t pal[768], const uint8_t *src, int count, int stride, int bgr);
+void g4v_cvt_indexed(const uint8_t *idx, uint8_t *out, int n, const uint8_t pal[768]);
+
+/* ---- Pillow's resampler (resize.c) --------------------------------------------------------- */
+/* Per output index i: taps [lo[i], lo[i]+cnt[i]) with 22-bit weights q[i*ksize + j]. */
+typedef struct g4v_coeffs {
+    int n_in, n_out, ksize;
+    int *lo, *cnt;
+    int32_t *q;
+} g4v_coeffs;
+int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err);
+void g4v_coeffs_free(g4v_coeffs *c);
+
+/* Row-streaming resize into dst (out_h rows of 3*out_w bytes, stride dst_stride, caller's
+ * memory). Rows of the source are pushed in order 0..in_h-1, or in_h-1..0 when `reverse`. */
+typedef struct g4v_resizer g4v_resizer;
+int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int reverse,
+                    uint8_t *dst, size_t dst_stride, g4v_resizer **out, g4v_err *err);
+/* A buffer the caller fills with the next source row, then g4v_resizer_push_slot. */
+uint8_t *g4v_resizer_slot(g4v_resizer *r);
+void g4v_resizer_push_slot(g4v_resizer *r);
+/* Pushes a row that stays valid and unchanged until g4v_resizer_free. */
+void g4v_resizer_push_ref(g4v_resizer *r, const uint8_t *row);
+void g4v_resizer_free(g4v_resizer *r);
+
+/* ---- inner loops (resize_kernels.c), chosen once per call from the CPU features ---------- */
+#define G4V_RS_LANES 8
+typedef struct g4v_rs_kernels {
+    /* t: 3*in_w columns x LANES rows interleaved ([col][lane]); writes out_w RGB pixels for each
+     * of n_lanes rows to out[lane]. */
+    void (*hpass)(const uint8_t *t, const g4v_coeffs *cx, uint8_t *const *out, int n_lanes);
+    /* out[k] = clip((2^21 + sum_j rows[j][k] * q[j]) >> 22) for k < n. */
+    void (*vpass)(const uint8_t *const *rows, const int32_t *q, int cnt, size_t n, uint8_t *out);
+    const char *name;
+} g4v_rs_kernels;
+const g4v_rs_kernels *g4v_rs_kernels_get(void);
+/* Interleaves LANES rows of n bytes: t[k*LANES + l] = rows[l][k]. */
+void g4v_rs_interleave(const uint8_t *const *rows, size_t n, uint8_t *t);
+
+#endif

@@ -1,0 +1,264 @@
+/* pipe.c - the image layer's entry points and the row pipe between decoders and the resize.
+ *
+ * A decoder calls g4v_pipe_begin(w, h, orientation) and then fills rows top to bottom. Two modes:
+ *  - full: rows land in a whole RGB image; at the end it is oriented (EXIF) and, for
+ *    g4v_image_load, resized. Used for plain decoding, for orientations 5..8 (they transpose),
+ *    and when the decoder learns the orientation only after the pixels (PNG eXIf after IDAT).
+ *  - streaming (g4v_image_load, orientation 1..4 known up front): each row goes straight into
+ *    the row-streaming resizer, mirrored for 2 and 3 and bottom-up for 3 and 4. The result is
+ *    byte-identical to orienting first: flips only reorder whole rows or pixels within a row.
+ * Limits (pixels, longest side) are checked in g4v_pipe_begin before anything is allocated.
+ */
+#include "image/image_internal.h"
+
+#include "base/alloc.h"
+
+#include <string.h>
+
+struct g4v_pipe {
+    struct g4v_pipe_view view;
+    int budget;            /* 0: decode only */
+    int begun, w, h, y;
+    int orientation;       /* raw value; G4V_ORIENT_LATER until known */
+    int streaming;
+    g4v_image full;        /* full mode */
+    uint8_t *scratch;      /* streaming with a mirrored row */
+    int mirror;
+    g4v_resizer *rs;
+    g4v_image out;         /* streaming: the resized image */
+    int ow, oh;            /* oriented size */
+};
+
+void g4v_image_opts_default(g4v_image_opts *o) {
+    o->max_pixels = 178956970ull;
+    o->max_dimension = 65500;
+    o->apply_exif = 1;
+    o->resize_order = G4V_RESIZE_PILLOW_9;
+}
+
+void g4v_image_free(g4v_image *img) {
+    if (!img) return;
+    g4v_free_large(img->rgb);
+    img->rgb = NULL;
+    img->width = img->height = 0;
+}
+
+const struct g4v_pipe_view *g4v_pipe_view(const g4v_pipe *p) { return &p->view; }
+
+int g4v_image_check_size(long long w, long long h, const g4v_image_opts *o, const char *fmt,
+                         g4v_err *err) {
+    if (w <= 0 || h <= 0)
+        return g4v_fail(err, G4V_ERR_IMAGE, "%s: invalid image size %lldx%lld", fmt, w, h);
+    if (w > o->max_dimension || h > o->max_dimension)
+        return g4v_fail(err, G4V_ERR_LIMIT,
+                        "%s: image is %lldx%lld, over the maximum dimension %d", fmt, w, h,
+                        o->max_dimension);
+    if ((unsigned long long)w * (unsigned long long)h > o->max_pixels)
+        return g4v_fail(err, G4V_ERR_LIMIT,
+                        "%s: image is %lldx%lld = %llu pixels, over the limit of %llu pixels "
+                        "(decompression-bomb guard)",
+                        fmt, w, h, (unsigned long long)w * (unsigned long long)h,
+                        (unsigned long long)o->max_pixels);
+    return G4V_OK;
+}
+
+static int effective_orientation(const g4v_pipe *p, int raw) {
+    if (!p->view.opts->apply_exif) return 1;
+    return raw >= 2 && raw <= 8 ? raw : 1;
+}
+
+int g4v_pipe_begin(g4v_pipe *p, int w, int h, int orientation, g4v_err *err) {
+    if (p->begun) return g4v_fail(err, G4V_ERR_INTERNAL, "%s: decoder began twice", p->view.format);
+    int st = g4v_image_check_size(w, h, p->view.opts, p->view.format, err);
+    if (st) return st;
+    p->begun = 1;
+    p->w = w, p->h = h, p->y = 0;
+    p->orientation = orientation;
+    int o = orientation == G4V_ORIENT_LATER ? 0 : effective_orientation(p, orientation);
+    if (p->budget && o >= 1 && o <= 4) {
+        p->ow = w, p->oh = h;
+        int th, tw;
+        st = g4v_target_size(h, w, p->budget, &th, &tw, err);
+        if (st) return st;
+        p->out.rgb = g4v_malloc_large((size_t)tw * th * 3);
+        if (!p->out.rgb)
+            return g4v_fail(err, G4V_ERR_NOMEM, "%s: cannot allocate the %dx%d output",
+                            p->view.format, tw, th);
+        p->out.width = tw, p->out.height = th;
+        st = g4v_resizer_new(w, h, tw, th, p->view.opts->resize_order, o == 3 || o == 4,
+                             p->out.rgb, (size_t)tw * 3, &p->rs, err);
+        if (st) return st;
+        p->mirror = o == 2 || o == 3;
+        if (p->mirror) {
+            p->scratch = g4v_malloc((size_t)w * 3);
+            if (!p->scratch)
+                return g4v_fail(err, G4V_ERR_NOMEM, "%s: out of memory", p->view.format);
+        }
+        p->streaming = 1;
+        return G4V_OK;
+    }
+    p->full.rgb = g4v_malloc_large((size_t)w * h * 3);
+    if (!p->full.rgb)
+        return g4v_fail(err, G4V_ERR_NOMEM, "%s: cannot allocate %dx%d RGB (%zu bytes)",
+                        p->view.format, w, h, (size_t)w * h * 3);
+    p->full.width = w, p->full.height = h;
+    return G4V_OK;
+}
+
+uint8_t *g4v_pipe_row(g4v_pipe *p) {
+    if (p->y >= p->h) return p->scratch ? p->scratch : NULL;
+    if (!p->streaming) return p->full.rgb + (size_t)p->y * p->w * 3;
+    return p->mirror ? p->scratch : g4v_resizer_slot(p->rs);
+}
+
+void g4v_pipe_push(g4v_pipe *p) {
+    if (p->y >= p->h) return;
+    if (p->streaming) {
+        if (p->mirror) {
+            uint8_t *d = g4v_resizer_slot(p->rs);
+            const uint8_t *s = p->scratch;
+            for (int x = 0, w = p->w; x < w; x++) memcpy(d + 3 * x, s + 3 * (w - 1 - x), 3);
+        }
+        g4v_resizer_push_slot(p->rs);
+    }
+    p->y++;
+}
+
+void g4v_pipe_set_orientation(g4v_pipe *p, int orientation) { p->orientation = orientation; }
+
+static void pipe_release(g4v_pipe *p) {
+    g4v_image_free(&p->full);
+    g4v_image_free(&p->out);
+    g4v_free(p->scratch);
+    g4v_resizer_free(p->rs);
+    p->scratch = NULL;
+    p->rs = NULL;
+}
+
+typedef int (*decoder_fn)(const uint8_t *, size_t, g4v_pipe *, g4v_err *);
+
+static int run(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
+               g4v_image *out, g4v_image_info *info, g4v_err *err) {
+    g4v_image_opts defaults;
+    if (!opts) {
+        g4v_image_opts_default(&defaults);
+        opts = &defaults;
+    }
+    out->rgb = NULL;
+    out->width = out->height = 0;
+    if (info) memset(info, 0, sizeof *info);
+    if (!bytes && n) return g4v_fail(err, G4V_ERR_ARG, "image: bytes is NULL");
+    if (budget) { /* refuse a bad budget before spending time on decoding */
+        int th, tw, st = g4v_target_size(1000, 1000, budget, &th, &tw, err);
+        if (st) return st;
+    }
+    if (n == 0) return g4v_fail(err, G4V_ERR_IMAGE, "image: empty input (0 bytes)");
+    const char *name;
+    decoder_fn dec;
+    switch (g4v_image_sniff(bytes, n, &name)) {
+    case G4V_FMT_JPEG: dec = g4v_decode_jpeg; break;
+    case G4V_FMT_PNG: dec = g4v_decode_png; break;
+    case G4V_FMT_GIF: dec = g4v_decode_gif; break;
+    case G4V_FMT_WEBP: dec = g4v_decode_webp; break;
+    case G4V_FMT_BMP: dec = g4v_decode_bmp; break;
+    case G4V_FMT_OTHER:
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "image format %s is not supported (supported: JPEG, PNG, WebP, GIF, BMP)",
+                        name);
+    default: {
+        const uint8_t *b = bytes;
+        char hex[3 * 8 + 1] = {0};
+        for (size_t i = 0; i < n && i < 8; i++) {
+            static const char d[] = "0123456789abcdef";
+            hex[3 * i] = d[b[i] >> 4];
+            hex[3 * i + 1] = d[b[i] & 15];
+            hex[3 * i + 2] = i + 1 < n && i + 1 < 8 ? ' ' : 0;
+        }
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "unknown image format (first bytes: %s); supported: JPEG, PNG, WebP, "
+                        "GIF, BMP",
+                        hex);
+    }
+    }
+    g4v_pipe p;
+    memset(&p, 0, sizeof p);
+    p.view.opts = opts;
+    p.view.format = name;
+    p.budget = budget;
+    p.orientation = G4V_ORIENT_LATER;
+    int st = dec(bytes, n, &p, err);
+    if (!st && (!p.begun || p.y != p.h))
+        st = g4v_fail(err, G4V_ERR_INTERNAL, "%s: decoder delivered %d of %d rows", name, p.y,
+                      p.h);
+    if (st) {
+        pipe_release(&p);
+        return st;
+    }
+    int o = effective_orientation(&p, p.orientation == G4V_ORIENT_LATER ? 1 : p.orientation);
+    if (info) {
+        info->format = name;
+        info->src_width = p.w, info->src_height = p.h;
+        info->orientation = o;
+        info->width = o >= 5 ? p.h : p.w;
+        info->height = o >= 5 ? p.w : p.h;
+        info->streamed = p.streaming;
+    }
+    if (p.streaming) {
+        *out = p.out;
+        p.out.rgb = NULL;
+        pipe_release(&p);
+        return G4V_OK;
+    }
+    g4v_image oriented;
+    st = g4v_orient(&p.full, o, &oriented, err);
+    if (st) {
+        pipe_release(&p);
+        return st;
+    }
+    if (oriented.rgb != p.full.rgb) {
+        g4v_image_free(&p.full);
+        p.full = oriented;
+    }
+    if (budget) {
+        int th, tw;
+        st = g4v_target_size(p.full.height, p.full.width, budget, &th, &tw, err);
+        if (!st && (th != p.full.height || tw != p.full.width)) {
+            g4v_image resized;
+            st = g4v_image_resize(p.full.rgb, p.full.width, p.full.height,
+                                  (size_t)p.full.width * 3, tw, th, opts->resize_order, &resized,
+                                  err);
+            if (!st) {
+                g4v_image_free(&p.full);
+                p.full = resized;
+            }
+        }
+        if (st) {
+            pipe_release(&p);
+            return st;
+        }
+    }
+    *out = p.full;
+    p.full.rgb = NULL;
+    pipe_release(&p);
+    return G4V_OK;
+}
+
+int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opts,
+                          g4v_image *out, g4v_image_info *info, g4v_err *err) {
+    return run(bytes, n, 0, opts, out, info, err);
+}
+
+int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
+                     g4v_err *err) {
+    return run(bytes, n, 0, opts, out, NULL, err);
+}
+
+int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
+                   g4v_image *out, g4v_image_info *info, g4v_err *err) {
+    if (budget == 0) {
+        if (out) out->rgb = NULL;
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "unsupported token budget 0 (use 70, 140, 280, 560 or 1120)");
+    }
+    return run(bytes, n, budget, opts, out, info, err);
+}

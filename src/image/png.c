@@ -1,0 +1,237 @@
+/* png.c - PNG via libpng, mapped to RGB the way Pillow 9.4 maps its own PNG modes.
+ *
+ * Pillow decodes PNG itself; libpng gives the same samples when asked for nothing but unpacking
+ * (PREPROCESSING.md 6): gray 1/2/4-bit expanded by bit replication, 16-bit samples kept and then
+ * converted as Pillow does (gray saturates, colour keeps the high byte), palette indices looked
+ * up in a Pillow 9.4 palette (gray ramp past the PLTE), tRNS/gAMA/iCCP/sBIT ignored, alpha
+ * dropped. Orientation (Pillow 9.4 exif_transpose on a freshly opened PNG): the EXIF is the last
+ * eXIf chunk, else an ImageMagick "Raw profile type exif" text chunk; failing a tag there, XMP
+ * `tiff:Orientation` in a "XML:com.adobe.xmp" text chunk. Pillow reads the chunks after IDAT only
+ * when no eXIf came before it (getexif() loads the image only then), so an eXIf before IDAT
+ * hides every chunk after IDAT. A file cut after its last IDAT still decodes (Pillow reads that
+ * tail leniently too).
+ * Not replicated: a tEXt chunk keyed "exif" (Pillow uses it as raw EXIF; vanishingly rare).
+ * Errors: libpng's png_error longjmps back here; running out of bytes is an error.
+ */
+#include "image/image_internal.h"
+
+#include "base/alloc.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <png.h>
+
+typedef struct {
+    const uint8_t *b;
+    size_t n, pos;
+    g4v_pipe *pipe;
+    g4v_err *err;
+    int status;          /* set when we fail ourselves (limits, memory) */
+    int in_tail;         /* reading the chunks after IDAT */
+    char msg[256];
+    uint8_t *exif[2];    /* last eXIf payload before [0] and after [1] the image data */
+    size_t exif_len[2];
+    int n_text_before;   /* text chunks seen before the image data */
+    uint8_t *raw, *row;  /* interlaced image / one row */
+    png_bytep *rows;
+} png_ctx;
+
+static void on_error(png_structp png, png_const_charp msg) {
+    png_ctx *c = png_get_error_ptr(png);
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void on_warning(png_structp png, png_const_charp msg) {
+    (void)png;
+    (void)msg; /* ancillary-chunk trouble: Pillow ignores it as well */
+}
+
+static void on_read(png_structp png, png_bytep out, size_t len) {
+    png_ctx *c = png_get_io_ptr(png);
+    if (len > c->n - c->pos) png_error(png, "unexpected end of data (truncated file?)");
+    memcpy(out, c->b + c->pos, len);
+    c->pos += len;
+}
+
+static int on_chunk(png_structp png, png_unknown_chunkp ch) {
+    png_ctx *c = png_get_user_chunk_ptr(png);
+    if (memcmp(ch->name, "eXIf", 4) != 0) return 0; /* libpng's default handling */
+    uint8_t *copy = g4v_malloc(ch->size ? ch->size : 1);
+    if (!copy) return 1; /* losing the orientation beats failing; cannot happen in practice */
+    memcpy(copy, ch->data, ch->size);
+    int k = c->in_tail;
+    g4v_free(c->exif[k]);
+    c->exif[k] = copy; /* Pillow: every eXIf overwrites info["exif"]; the last one wins */
+    c->exif_len[k] = ch->size;
+    return 1;
+}
+
+static int valid_utf8(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (!len || i + len > n) return 0;
+        unsigned cp = len == 1 ? c : len == 2 ? c & 31 : len == 3 ? c & 15 : c & 7;
+        for (size_t k = 1; k < len; k++) {
+            if ((u[i + k] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (u[i + k] & 63);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+static int png_orientation(png_ctx *c, png_structp png, png_infop info) {
+    png_textp text = NULL;
+    int n = 0;
+    png_get_text(png, info, &text, &n);
+    int pre = c->exif[0] != NULL; /* then Pillow never looks past IDAT */
+    if (pre && n > c->n_text_before) n = c->n_text_before;
+    const png_text *xmp = NULL, *raw = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!text[i].key) continue;
+        /* Pillow decodes iTXt as strict UTF-8 and drops the chunk when that fails. */
+        int itxt = text[i].compression >= PNG_ITXT_COMPRESSION_NONE;
+        if (itxt && !valid_utf8(text[i].text, text[i].itxt_length)) continue;
+        if (!strcmp(text[i].key, "XML:com.adobe.xmp")) xmp = &text[i];
+        if (!strcmp(text[i].key, "Raw profile type exif")) raw = &text[i];
+    }
+    int o = G4V_EXIF_ABSENT;
+    if (pre || c->exif[1]) {
+        o = g4v_exif_orientation(c->exif[!pre], c->exif_len[!pre]);
+    } else if (raw) {
+        size_t len = raw->compression >= PNG_ITXT_COMPRESSION_NONE ? raw->itxt_length
+                                                                   : raw->text_length;
+        uint8_t *blob = NULL;
+        long m = g4v_raw_profile_decode(raw->text, len, &blob);
+        if (m > 0) o = g4v_exif_orientation(blob, (size_t)m);
+        g4v_free(blob);
+    }
+    if (o == G4V_EXIF_ABSENT && xmp) {
+        size_t len = xmp->compression >= PNG_ITXT_COMPRESSION_NONE ? xmp->itxt_length
+                                                                   : xmp->text_length;
+        o = g4v_xmp_orientation(xmp->text, len);
+    }
+    return o;
+}
+
+static void convert_row(const uint8_t *in, uint8_t *out, int w, int color, int depth,
+                        const uint8_t pal[768]) {
+    switch (color) {
+    case PNG_COLOR_TYPE_GRAY:
+        if (depth == 16)
+            g4v_cvt_gray16be(in, out, w);
+        else
+            g4v_cvt_gray(in, out, w);
+        break;
+    case PNG_COLOR_TYPE_GRAY_ALPHA: g4v_cvt_gray_alpha(in, out, w, depth / 8); break;
+    case PNG_COLOR_TYPE_RGB:
+        if (depth == 16)
+            g4v_cvt_rgb16be(in, out, w, 3);
+        else
+            memcpy(out, in, (size_t)w * 3);
+        break;
+    case PNG_COLOR_TYPE_RGB_ALPHA:
+        if (depth == 16)
+            g4v_cvt_rgb16be(in, out, w, 4);
+        else
+            g4v_cvt_rgba(in, out, w);
+        break;
+    default: g4v_cvt_indexed(in, out, w, pal); break; /* palette */
+    }
+}
+
+/* Everything that may longjmp; resources live in *c so the caller can free them. */
+static int decode(png_ctx *c, png_structp png, png_infop info) {
+    const struct g4v_pipe_view *v = g4v_pipe_view(c->pipe);
+    png_set_read_fn(png, c, on_read);
+    /* Our own limits give the clearer message; libpng's defaults (1e6 px) would fire first. */
+    png_set_user_limits(png, 0x7fffffffL, 0x7fffffffL);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, (png_const_bytep) "eXIf", 1);
+    png_set_read_user_chunk_fn(png, c, on_chunk);
+    png_read_info(png, info);
+    png_textp text;
+    c->n_text_before = png_get_text(png, info, &text, NULL);
+    png_uint_32 w32, h32;
+    int depth, color, interlace;
+    png_get_IHDR(png, info, &w32, &h32, &depth, &color, &interlace, NULL, NULL);
+    int st = g4v_image_check_size(w32, h32, v->opts, "PNG", c->err);
+    if (st) return c->status = st;
+    int w = (int)w32, h = (int)h32;
+    uint8_t pal[768];
+    if (color == PNG_COLOR_TYPE_PALETTE) {
+        png_colorp plte = NULL;
+        int count = 0;
+        png_get_PLTE(png, info, &plte, &count);
+        g4v_palette_build(pal, plte ? (const uint8_t *)plte : pal, plte ? count : 0, 3, 0);
+        if (depth < 8) png_set_packing(png);
+    } else if (color == PNG_COLOR_TYPE_GRAY && depth < 8) {
+        png_set_expand_gray_1_2_4_to_8(png);
+    }
+    int passes = png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    size_t rowbytes = png_get_rowbytes(png, info);
+    st = g4v_pipe_begin(c->pipe, w, h, G4V_ORIENT_LATER, c->err);
+    if (st) return c->status = st;
+    if (passes > 1) {
+        c->raw = g4v_malloc_large(rowbytes * h);
+        c->rows = g4v_malloc_array((size_t)h, sizeof *c->rows);
+        if (!c->raw || !c->rows)
+            return c->status = g4v_fail(c->err, G4V_ERR_NOMEM,
+                                        "PNG: cannot allocate %zu bytes for an interlaced image",
+                                        rowbytes * h);
+        for (int y = 0; y < h; y++) c->rows[y] = c->raw + rowbytes * y;
+        png_read_image(png, c->rows);
+        for (int y = 0; y < h; y++) {
+            convert_row(c->rows[y], g4v_pipe_row(c->pipe), w, color, depth, pal);
+            g4v_pipe_push(c->pipe);
+        }
+    } else {
+        c->row = g4v_malloc(rowbytes);
+        if (!c->row) return c->status = g4v_fail(c->err, G4V_ERR_NOMEM, "PNG: out of memory");
+        for (int y = 0; y < h; y++) {
+            png_read_row(png, c->row, NULL);
+            convert_row(c->row, g4v_pipe_row(c->pipe), w, color, depth, pal);
+            g4v_pipe_push(c->pipe);
+        }
+    }
+    c->in_tail = 1;
+    png_read_end(png, info);
+    return G4V_OK;
+}
+
+int g4v_decode_png(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
+    png_ctx c;
+    memset(&c, 0, sizeof c);
+    c.b = b, c.n = n, c.pipe = p, c.err = err;
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &c, on_error, on_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    int st;
+    if (!png || !info) {
+        st = g4v_fail(err, G4V_ERR_NOMEM, "PNG: cannot create the libpng decoder");
+    } else if (setjmp(png_jmpbuf(png))) {
+        if (c.status)
+            st = c.status;
+        else if (c.in_tail) /* every row is decoded; only trailing chunks are damaged */
+            st = G4V_OK;
+        else
+            st = g4v_fail(err, G4V_ERR_IMAGE, "PNG: %s", c.msg);
+    } else {
+        st = decode(&c, png, info);
+    }
+    if (!st) g4v_pipe_set_orientation(p, png_orientation(&c, png, info));
+    png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);
+    g4v_free(c.exif[0]);
+    g4v_free(c.exif[1]);
+    g4v_free(c.row);
+    g4v_free(c.rows);
+    g4v_free_large(c.raw);
+    return st;
+}

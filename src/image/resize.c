@@ -1,0 +1,305 @@
+/* resize.c - Pillow's 8-bit BICUBIC resample (Resample.c), byte for byte, as a row stream.
+ *
+ * Coefficients (PREPROCESSING.md 2.2-2.3): computed in double in Pillow's order (this file is
+ * built with -ffp-contract=off), quantised to 22-bit fixed point, not renormalised. Each pass
+ * computes clip8((2^21 + sum p*q) >> 22) and stores uint8, so the intermediate image is rounded
+ * and clipped exactly as Pillow does. A pass whose length is unchanged is skipped (its weights
+ * would be 0, 1, 0: an exact copy). Pillow >= 12.2 runs the vertical pass first when
+ * h > 100*w and the height shrinks (two box resizes that equal plain V-then-H passes).
+ *
+ * Streaming: source rows are pushed one at a time. The horizontal pass works on strips of 8 rows
+ * at once (one SIMD lane per row, resize_kernels.c); the vertical pass keeps a ring of just the
+ * rows its next outputs need and emits each output row as soon as they are present. Rows may
+ * also arrive bottom-up (EXIF orientations 3 and 4 while decoding). Memory is O(width * taps).
+ */
+#include "image/image_internal.h"
+
+#include "base/alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+#define PRECISION_BITS 22
+
+static double bicubic(double x) {
+    const double a = -0.5;
+    if (x < 0.0) x = -x;
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+    if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+    return 0.0;
+}
+
+void g4v_coeffs_free(g4v_coeffs *c) {
+    if (!c) return;
+    g4v_free(c->lo);
+    g4v_free(c->cnt);
+    g4v_free(c->q);
+    memset(c, 0, sizeof *c);
+}
+
+int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err) {
+    memset(c, 0, sizeof *c);
+    if (n_in <= 0 || n_out <= 0)
+        return g4v_fail(err, G4V_ERR_ARG, "resize: sizes must be positive (%d -> %d)", n_in, n_out);
+    /* Pillow: scale = (double)(in1 - in0) / outSize with a float32 box; exact for our sizes. */
+    double scale = (double)(float)n_in / n_out;
+    double filterscale = scale < 1.0 ? 1.0 : scale;
+    double support = 2.0 * filterscale;
+    int ksize = (int)ceil(support) * 2 + 1;
+    c->n_in = n_in;
+    c->n_out = n_out;
+    c->ksize = ksize;
+    c->lo = g4v_malloc_array((size_t)n_out, sizeof *c->lo);
+    c->cnt = g4v_malloc_array((size_t)n_out, sizeof *c->cnt);
+    c->q = g4v_malloc_array((size_t)n_out * ksize, sizeof *c->q);
+    double *w = g4v_malloc_array((size_t)ksize, sizeof *w);
+    if (!c->lo || !c->cnt || !c->q || !w) {
+        g4v_free(w);
+        g4v_coeffs_free(c);
+        return g4v_fail(err, G4V_ERR_NOMEM, "resize: cannot allocate coefficients %d -> %d", n_in,
+                        n_out);
+    }
+    for (int i = 0; i < n_out; i++) {
+        double center = 0.0 + (i + 0.5) * scale;
+        double ww = 0.0, ss = 1.0 / filterscale;
+        int xmin = (int)(center - support + 0.5);
+        if (xmin < 0) xmin = 0;
+        int xmax = (int)(center + support + 0.5);
+        if (xmax > n_in) xmax = n_in;
+        xmax -= xmin;
+        if (xmax > ksize) xmax = ksize; /* cannot happen (|taps| <= 2*support+1); stay in bounds */
+        for (int x = 0; x < xmax; x++) {
+            double v = bicubic((x + xmin - center + 0.5) * ss);
+            w[x] = v;
+            ww += v;
+        }
+        int32_t *q = c->q + (size_t)i * ksize;
+        for (int x = 0; x < ksize; x++) {
+            double v = x < xmax ? (ww != 0.0 ? w[x] / ww : w[x]) : 0.0;
+            q[x] = v < 0 ? (int32_t)(-0.5 + v * (1 << PRECISION_BITS))
+                         : (int32_t)(0.5 + v * (1 << PRECISION_BITS));
+        }
+        c->lo[i] = xmin;
+        c->cnt[i] = xmax;
+    }
+    g4v_free(w);
+    return G4V_OK;
+}
+
+/* ---- the streaming resizer ------------------------------------------------------------------ */
+
+enum { TO_H, TO_V, TO_DST };
+
+struct g4v_resizer {
+    int in_w, in_h, out_w, out_h;
+    int reverse, vfirst, do_h, do_v;
+    int src_to;            /* where source rows go: TO_H, TO_V or TO_DST */
+    int h_to_v, v_to_h;    /* HV: H feeds V; VH: V feeds H */
+    g4v_coeffs cx, cy;
+    const g4v_rs_kernels *k;
+    uint8_t *dst;
+    size_t dst_stride;
+    int pushed;            /* source rows pushed so far */
+    /* horizontal stage: a strip of up to LANES rows of in_w pixels */
+    const uint8_t *strip[G4V_RS_LANES];
+    int strip_y[G4V_RS_LANES];
+    int strip_n;
+    uint8_t *slots;        /* LANES rows of 3*in_w bytes */
+    uint8_t *t;            /* interleaved strip */
+    /* vertical stage: ring of the rows the next outputs need */
+    uint8_t *ring;
+    int cap;
+    size_t ring_w;
+    const uint8_t **vrows; /* the taps of one output row */
+    int next_out;
+};
+
+static uint8_t *dst_row(g4v_resizer *r, int y) { return r->dst + (size_t)y * r->dst_stride; }
+static uint8_t *ring_row(g4v_resizer *r, int y) { return r->ring + (size_t)(y % r->cap) * r->ring_w; }
+
+static void h_add(g4v_resizer *r, const uint8_t *row, int y);
+
+/* Emits vertical output i from the ring. */
+static void v_emit(g4v_resizer *r, int i) {
+    const uint8_t **rp = r->vrows;
+    int lo = r->cy.lo[i], cnt = r->cy.cnt[i];
+    for (int j = 0; j < cnt; j++) rp[j] = ring_row(r, lo + j);
+    const int32_t *q = r->cy.q + (size_t)i * r->cy.ksize;
+    if (r->v_to_h) {
+        uint8_t *out = r->slots + (size_t)r->strip_n * r->in_w * 3;
+        r->k->vpass(rp, q, cnt, (size_t)r->in_w * 3, out);
+        h_add(r, out, i);
+    } else {
+        r->k->vpass(rp, q, cnt, (size_t)r->out_w * 3, dst_row(r, i));
+    }
+}
+
+/* Row y of the vertical stage's input is in the ring: emit every output that is now complete. */
+static void v_received(g4v_resizer *r, int y) {
+    if (!r->reverse) {
+        while (r->next_out < r->out_h && r->cy.lo[r->next_out] + r->cy.cnt[r->next_out] - 1 <= y)
+            v_emit(r, r->next_out++);
+    } else {
+        while (r->next_out >= 0 && r->cy.lo[r->next_out] >= y) v_emit(r, r->next_out--);
+    }
+}
+
+static void h_flush(g4v_resizer *r) {
+    int n = r->strip_n;
+    if (!n) return;
+    const uint8_t *rows[G4V_RS_LANES];
+    uint8_t *outs[G4V_RS_LANES];
+    for (int l = 0; l < G4V_RS_LANES; l++) rows[l] = r->strip[l < n ? l : n - 1];
+    g4v_rs_interleave(rows, (size_t)r->in_w * 3, r->t);
+    for (int l = 0; l < n; l++)
+        outs[l] = r->h_to_v ? ring_row(r, r->strip_y[l]) : dst_row(r, r->strip_y[l]);
+    r->k->hpass(r->t, &r->cx, outs, n);
+    r->strip_n = 0;
+    if (r->h_to_v)
+        for (int l = 0; l < n; l++) v_received(r, r->strip_y[l]);
+}
+
+static void h_add(g4v_resizer *r, const uint8_t *row, int y) {
+    r->strip[r->strip_n] = row;
+    r->strip_y[r->strip_n] = y;
+    if (++r->strip_n == G4V_RS_LANES) h_flush(r);
+}
+
+static int next_y(const g4v_resizer *r) {
+    return r->reverse ? r->in_h - 1 - r->pushed : r->pushed;
+}
+
+uint8_t *g4v_resizer_slot(g4v_resizer *r) {
+    int y = next_y(r);
+    switch (r->src_to) {
+    case TO_H: return r->slots + (size_t)r->strip_n * r->in_w * 3;
+    case TO_V: return ring_row(r, y);
+    default: return dst_row(r, y);
+    }
+}
+
+static void after_push(g4v_resizer *r) {
+    r->pushed++;
+    if (r->pushed == r->in_h) h_flush(r); /* the last rows of a partial strip */
+}
+
+void g4v_resizer_push_slot(g4v_resizer *r) {
+    if (r->pushed >= r->in_h) return;
+    int y = next_y(r);
+    if (r->src_to == TO_H)
+        h_add(r, r->slots + (size_t)r->strip_n * r->in_w * 3, y);
+    else if (r->src_to == TO_V)
+        v_received(r, y);
+    after_push(r);
+}
+
+void g4v_resizer_push_ref(g4v_resizer *r, const uint8_t *row) {
+    if (r->pushed >= r->in_h) return;
+    int y = next_y(r);
+    if (r->src_to == TO_H) {
+        h_add(r, row, y);
+    } else {
+        memcpy(g4v_resizer_slot(r), row, (size_t)r->in_w * 3);
+        if (r->src_to == TO_V) v_received(r, y);
+    }
+    after_push(r);
+}
+
+void g4v_resizer_free(g4v_resizer *r) {
+    if (!r) return;
+    g4v_coeffs_free(&r->cx);
+    g4v_coeffs_free(&r->cy);
+    g4v_free_large(r->slots);
+    g4v_free_large(r->t);
+    g4v_free_large(r->ring);
+    g4v_free(r->vrows);
+    g4v_free(r);
+}
+
+int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int reverse,
+                    uint8_t *dst, size_t dst_stride, g4v_resizer **out, g4v_err *err) {
+    *out = NULL;
+    if (in_w <= 0 || in_h <= 0 || out_w <= 0 || out_h <= 0)
+        return g4v_fail(err, G4V_ERR_ARG, "resize: sizes must be positive (%dx%d -> %dx%d)", in_w,
+                        in_h, out_w, out_h);
+    g4v_resizer *r = g4v_calloc(1, sizeof *r);
+    if (!r) return g4v_fail(err, G4V_ERR_NOMEM, "resize: out of memory");
+    r->in_w = in_w, r->in_h = in_h, r->out_w = out_w, r->out_h = out_h;
+    r->reverse = reverse != 0;
+    r->do_h = out_w != in_w;
+    r->do_v = out_h != in_h;
+    /* Pillow >= 12.2 (PR #9524): very tall images that shrink are resized vertically first. */
+    r->vfirst = order == G4V_RESIZE_PILLOW_12_2 && (long long)in_h > 100LL * in_w && out_h < in_h;
+    r->dst = dst;
+    r->dst_stride = dst_stride;
+    r->k = g4v_rs_kernels_get();
+    int st = G4V_OK;
+    if (r->do_h) st = g4v_coeffs_build(in_w, out_w, &r->cx, err);
+    if (!st && r->do_v) st = g4v_coeffs_build(in_h, out_h, &r->cy, err);
+    if (st) {
+        g4v_resizer_free(r);
+        return st;
+    }
+    if (r->vfirst) {
+        r->src_to = r->do_v ? TO_V : TO_H;
+        r->v_to_h = r->do_h;
+    } else {
+        r->src_to = r->do_h ? TO_H : r->do_v ? TO_V : TO_DST;
+        r->h_to_v = r->do_v;
+    }
+    if (!r->do_h && !r->do_v) r->src_to = TO_DST;
+    size_t row = (size_t)in_w * 3;
+    int nomem = 0;
+    if (r->do_h) {
+        r->slots = g4v_malloc_large(row * G4V_RS_LANES);
+        r->t = g4v_malloc_large(row * G4V_RS_LANES);
+        nomem |= !r->slots || !r->t;
+    }
+    if (r->do_v) {
+        int maxcnt = 0;
+        for (int i = 0; i < out_h; i++)
+            if (r->cy.cnt[i] > maxcnt) maxcnt = r->cy.cnt[i];
+        r->cap = maxcnt + G4V_RS_LANES;
+        if (r->cap > in_h) r->cap = in_h;
+        r->ring_w = r->vfirst ? row : (size_t)out_w * 3;
+        r->ring = g4v_malloc_large(r->ring_w * r->cap);
+        nomem |= !r->ring;
+        r->next_out = r->reverse ? out_h - 1 : 0;
+        r->vrows = g4v_malloc_array((size_t)maxcnt + 1, sizeof *r->vrows);
+        nomem |= !r->vrows;
+    }
+    if (nomem) {
+        g4v_resizer_free(r);
+        return g4v_fail(err, G4V_ERR_NOMEM, "resize: cannot allocate buffers for %dx%d -> %dx%d",
+                        in_w, in_h, out_w, out_h);
+    }
+    *out = r;
+    return G4V_OK;
+}
+
+int g4v_image_resize(const uint8_t *src, int width, int height, size_t src_stride, int out_width,
+                     int out_height, g4v_resize_order order, g4v_image *dst, g4v_err *err) {
+    dst->rgb = NULL;
+    dst->width = dst->height = 0;
+    if (!src || width <= 0 || height <= 0 || src_stride < (size_t)width * 3)
+        return g4v_fail(err, G4V_ERR_ARG, "resize: bad source (%dx%d, stride %zu)", width, height,
+                        src_stride);
+    if (out_width <= 0 || out_height <= 0 || out_width > 1 << 20 || out_height > 1 << 20)
+        return g4v_fail(err, G4V_ERR_ARG, "resize: bad output size %dx%d", out_width, out_height);
+    uint8_t *buf = g4v_malloc_large((size_t)out_width * out_height * 3);
+    if (!buf) return g4v_fail(err, G4V_ERR_NOMEM, "resize: cannot allocate %dx%d RGB", out_width,
+                              out_height);
+    g4v_resizer *r;
+    int st = g4v_resizer_new(width, height, out_width, out_height, order, 0, buf,
+                             (size_t)out_width * 3, &r, err);
+    if (st) {
+        g4v_free_large(buf);
+        return st;
+    }
+    for (int y = 0; y < height; y++) g4v_resizer_push_ref(r, src + (size_t)y * src_stride);
+    g4v_resizer_free(r);
+    dst->rgb = buf;
+    dst->width = out_width;
+    dst->height = out_height;
+    return G4V_OK;
+}
