@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""test_cmd_encode.py - `g4v encode` end to end: PNG -> soft tokens against Pillow + the float64 reference.
+
+The expected output is computed independently: the target size from the SPEC B.2 formula, the
+resize by Pillow's BICUBIC (the canonical resampler), then tests/reference/reference.py. The CLI
+must agree to PRECISE-mode accuracy (rel RMSE <= 2e-5, as test_encoder_ref.py), print the prompt
+span <|image> <|image|> x N <image|> with the config's token ids, and give the documented exit
+codes on bad input: 1 usage (bad budget, missing -o), 2 input (missing / corrupt image),
+3 model (missing checkpoint), 4 output (unwritable path).
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from PIL import Image
+
+SRC = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("G4V_BIN", os.path.join(SRC, "build", "g4v"))
+sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+import reference  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def target_size(h, w, budget, p=16, k=3):
+    """SPEC B.2 (HF get_aspect_ratio_preserving_size)."""
+    max_patches = budget * k * k
+    target_px = max_patches * p * p
+    side = k * p
+    factor = math.sqrt(target_px / (h * w))
+    th = math.floor(factor * h / side) * side
+    tw = math.floor(factor * w / side) * side
+    max_side = (max_patches // (k * k)) * side
+    if th == 0:
+        th, tw = side, min(math.floor(w / h) * side, max_side)
+    elif tw == 0:
+        tw, th = side, min(math.floor(h / w) * side, max_side)
+    return th, tw
+
+
+def g4v(*args):
+    return subprocess.run([BIN, "encode", *args], capture_output=True, text=True)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        ck = os.path.join(tmp, "tiny")
+        subprocess.run([sys.executable, os.path.join(SRC, "tools", "gen_checkpoint.py"), ck,
+                        "--config", "tiny", "--seed", "9"], check=True)
+        rng = np.random.default_rng(5)
+        src = rng.integers(0, 256, (100, 150, 3), dtype=np.uint8)
+        png = os.path.join(tmp, "img.png")
+        Image.fromarray(src).save(png)
+        out = os.path.join(tmp, "out.npy")
+
+        th, tw = target_size(100, 150, 70)
+        resized = np.asarray(Image.fromarray(src).resize((tw, th), Image.BICUBIC))
+        ref = reference.encode(reference.Checkpoint(ck), resized)
+        r = g4v("--model", ck, png, "--tokens", "70", "--precise", "--threads", "2", "-o", out)
+        check(r.returncode == 0, f"encode png exit 0 (got {r.returncode}: {r.stderr.strip()})")
+        if r.returncode == 0:
+            c = np.load(out)
+            check(c.dtype == np.float32 and c.shape == ref.shape,
+                  f"output float32 {ref.shape} (got {c.dtype} {c.shape})")
+            if c.shape == ref.shape:
+                rel = np.linalg.norm(c - ref) / np.linalg.norm(ref)
+                check(rel <= 2e-5, f"png {150}x{100} -> {tw}x{th} precise rel RMSE {rel:.3e} <= 2e-5")
+            n = (th // 48) * (tw // 48)
+            lines = r.stdout.splitlines()
+            span = "<|image>" + "<|image|>" * n + "<image|>"
+            check(len(lines) == 2 and lines[0] == span, f"prompt span with {n} image tokens")
+            check(len(lines) == 2 and lines[1] == f"ids: 255999 258880x{n} 258882",
+                  f"token ids line (got {lines[1:] if len(lines) > 1 else None})")
+
+        # a raw uint8 .npy already at a target size is not resized
+        img = rng.integers(0, 256, (96, 144, 3), dtype=np.uint8)
+        npy = os.path.join(tmp, "img.npy")
+        np.save(npy, img)
+        th, tw = target_size(96, 144, 70)
+        resized = np.asarray(Image.fromarray(img).resize((tw, th), Image.BICUBIC))
+        ref = reference.encode(reference.Checkpoint(ck), resized)
+        r = g4v("--model", ck, npy, "--tokens", "70", "-o", out)
+        check(r.returncode == 0, f"encode npy exit 0 (got {r.returncode}: {r.stderr.strip()})")
+        if r.returncode == 0:
+            c = np.load(out)
+            rel = np.linalg.norm(c - ref) / np.linalg.norm(ref) if c.shape == ref.shape else 1
+            check(rel <= 6e-3, f"npy fast mode rel RMSE {rel:.3e} <= 6e-3")
+
+        bad = os.path.join(tmp, "bad.png")
+        with open(png, "rb") as f:
+            data = f.read()
+        with open(bad, "wb") as f:
+            f.write(data[: len(data) // 3])
+        cases = [
+            ("--help", ["--help"], 0),
+            ("missing -o", ["--model", ck, png], 1),
+            ("unsupported budget", ["--model", ck, png, "--tokens", "100", "-o", out], 1),
+            ("unknown option", ["--model", ck, png, "--frobnicate", "-o", out], 1),
+            ("missing image", ["--model", ck, os.path.join(tmp, "none.png"), "-o", out], 2),
+            ("truncated png", ["--model", ck, bad, "-o", out], 2),
+            ("missing model", ["--model", os.path.join(tmp, "nomodel"), png, "-o", out], 3),
+            ("unwritable output", ["--model", ck, png, "-o", os.path.join(tmp, "no", "x.npy")], 4),
+        ]
+        for name, args, want in cases:
+            r = g4v(*args)
+            check(r.returncode == want and (want == 0 or r.stderr.strip()),
+                  f"{name}: exit {want} with a message (got {r.returncode}: {r.stderr.strip()[:120]})")
+    print(f"test_cmd_encode: {'FAIL' if failures else 'all passed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
