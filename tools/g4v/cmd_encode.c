@@ -2,9 +2,9 @@
  *
  *   g4v encode --model DIR IMAGE [--tokens N] [--precise] [--threads N] -o OUT.npy
  *
- * IMAGE is any format src/image decodes (chosen by content), or a raw uint8 [H, W, 3] .npy
- * (as numpy.save writes it), taken as already-decoded RGB. Either way the image is resized to
- * the target size for the budget (SPEC B.2; skipped when it already has that size) and encoded.
+ * IMAGE is any format src/image decodes (chosen by content, EXIF orientation applied), or a raw
+ * uint8 [H, W, 3] .npy (as numpy.save writes it), taken as already-decoded RGB. Either way the
+ * image is resized to the target size for the budget (SPEC B.2, Pillow-exact) and encoded.
  * stdout gets the prompt span for the image (SPEC E.2): the text <|image> + N x <|image|> +
  * <image|> and its token ids from the config. Minimal on purpose: the full CLI/API (batches,
  * safetensors output, timing) comes with the public API; the .npy writer here is inline until
@@ -198,52 +198,53 @@ static void print_span(const g4v_vision_config *c, int n) {
            (int)c->eoi_token_id);
 }
 
-/* Decoded (or .npy) RGB at its original size; 0 or an exit code. *from_npy tells who frees it:
- * .npy pixels are ours (g4v_free), decoded ones the image layer's (g4v_image_free). */
-static int load_image(const char *path, g4v_image *img, int *from_npy) {
+/* IMAGE at its target size for the budget (SPEC B.2, B.3), owned by the image layer (release
+ * with g4v_image_free). Encoded images go through g4v_image_load (decode + EXIF + target size +
+ * Pillow resize, streamed when possible); a .npy is taken as decoded RGB and resized here.
+ * src_w/src_h receive the size the target was computed from. 0 or an exit code. */
+static int load_image(const encode_args *a, g4v_image *img, int *src_w, int *src_h) {
     size_t n = 0;
-    unsigned char *bytes = slurp(path, &n);
+    unsigned char *bytes = slurp(a->image, &n);
     if (!bytes) return G4V_EXIT_INPUT;
-    int r = npy_image(bytes, n, path, img);
-    *from_npy = r == 0;
-    if (r == 1) {
-        g4v_err err;
-        g4v_err_clear(&err);
-        g4v_image_opts o;
-        g4v_image_opts_default(&o);
-        int st = g4v_image_decode(bytes, n, &o, img, &err);
-        if (st) {
-            fprintf(stderr, "g4v encode: %s: %s\n", path, err.msg);
-            g4v_free(bytes);
-            return cli_exit_for_status(st, 0);
-        }
-        r = 0;
-    }
-    g4v_free(bytes);
-    return r ? G4V_EXIT_INPUT : 0;
-}
-
-static int encode_image(const encode_args *a, const g4v_encoder *enc, const g4v_image *src) {
-    const g4v_vision_config *c = g4v_encoder_config(enc);
     g4v_err err;
     g4v_err_clear(&err);
-    int th = 0, tw = 0, rc = G4V_EXIT_OK;
-    int st = g4v_target_size(src->height, src->width, a->tokens, &th, &tw, &err);
+    g4v_image raw = {0, 0, NULL};
+    int st, r = npy_image(bytes, n, a->image, &raw);
+    if (r < 0) {
+        g4v_free(bytes);
+        return G4V_EXIT_INPUT;
+    }
+    if (r == 1) {
+        g4v_image_opts o;
+        g4v_image_opts_default(&o);
+        g4v_image_info info = {0};
+        st = g4v_image_load(bytes, n, a->tokens, &o, img, &info, &err);
+        *src_w = info.width;
+        *src_h = info.height;
+    } else {
+        int th = 0, tw = 0;
+        *src_w = raw.width;
+        *src_h = raw.height;
+        st = g4v_target_size(raw.height, raw.width, a->tokens, &th, &tw, &err);
+        if (!st)
+            st = g4v_image_resize(raw.rgb, raw.width, raw.height, (size_t)raw.width * 3, tw, th,
+                                  G4V_RESIZE_PILLOW_9, img, &err);
+        g4v_free(raw.rgb);
+    }
+    g4v_free(bytes);
     if (st) {
         fprintf(stderr, "g4v encode: %s: %s\n", a->image, err.msg);
         return cli_exit_for_status(st, 0);
     }
-    g4v_image resized = {0, 0, NULL};
-    const g4v_image *img = src;
-    if (th != src->height || tw != src->width) {
-        st = g4v_image_resize(src->rgb, src->width, src->height, (size_t)src->width * 3, tw, th,
-                              G4V_RESIZE_PILLOW_9, &resized, &err);
-        if (st) {
-            fprintf(stderr, "g4v encode: resizing %s: %s\n", a->image, err.msg);
-            return cli_exit_for_status(st, 0);
-        }
-        img = &resized;
-    }
+    return 0;
+}
+
+static int encode_image(const encode_args *a, const g4v_encoder *enc, const g4v_image *img,
+                        int src_w, int src_h) {
+    const g4v_vision_config *c = g4v_encoder_config(enc);
+    g4v_err err;
+    g4v_err_clear(&err);
+    int st, rc = G4V_EXIT_OK, tw = img->width, th = img->height;
     int side = c->patch_size * c->pooling_kernel_size;
     int n = (th / side) * (tw / side);
     float *out = g4v_malloc_array((size_t)n * (size_t)c->text_hidden_size, sizeof(float));
@@ -261,13 +262,12 @@ static int encode_image(const encode_args *a, const g4v_encoder *enc, const g4v_
         rc = G4V_EXIT_OUTPUT;
     } else {
         fprintf(stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s\n", a->image,
-                src->width, src->height, tw, th, n, c->text_hidden_size, a->out);
+                src_w, src_h, tw, th, n, c->text_hidden_size, a->out);
         print_span(c, n);
     }
     g4v_pool_destroy(pool);
     g4v_workspace_free(ws);
     g4v_free(out);
-    g4v_image_free(&resized);
     return rc;
 }
 
@@ -282,9 +282,9 @@ int cmd_encode(int argc, char **argv) {
                 a.tokens);
         return G4V_EXIT_USAGE;
     }
-    g4v_image src = {0, 0, NULL};
-    int from_npy = 0;
-    int rc = load_image(a.image, &src, &from_npy);
+    g4v_image img = {0, 0, NULL};
+    int src_w = 0, src_h = 0;
+    int rc = load_image(&a, &img, &src_w, &src_h);
     if (rc) return rc;
     g4v_err err;
     g4v_err_clear(&err);
@@ -297,13 +297,10 @@ int cmd_encode(int argc, char **argv) {
         fprintf(stderr, "g4v encode: model %s: %s\n", a.model, err.msg);
         rc = cli_exit_for_status(st, 1);
     } else {
-        rc = encode_image(&a, enc, &src);
+        rc = encode_image(&a, enc, &img, src_w, src_h);
     }
     g4v_encoder_free(enc);
     g4v_checkpoint_close(ck);
-    if (from_npy)
-        g4v_free(src.rgb);
-    else
-        g4v_image_free(&src);
+    g4v_image_free(&img);
     return rc;
 }
