@@ -4,7 +4,6 @@
 #include "base/alloc.h"
 #include "io/fsutil.h"
 
-#include <errno.h>
 #include <math.h>
 #include <string.h>
 

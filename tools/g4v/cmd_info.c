@@ -80,10 +80,11 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
                    grouped((long long)c->bytes[d], a, sizeof a));
     printf("\n");
     printf("files         %s (naming: %s)\n", ck->source, ck->naming);
-    printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id,
-           v->boi_token_id, v->eoi_token_id, v->video_token_id);
+    printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
+           v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
-    for (int i = 0; i < NBUDGETS; i++) printf(" %d", budgets[i]);
+    for (int i = 0; i < NBUDGETS; i++)
+        printf(" %d", budgets[i]);
     printf(" (soft tokens per image; default %d)\n", v->default_output_length);
 }
 
@@ -115,7 +116,8 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
         {"eoi_token_id", v->eoi_token_id},
         {"video_token_id", v->video_token_id},
     };
-    ok = ok && cJSON_AddStringToObject(o, "model", dir) && cJSON_AddStringToObject(o, "variant", v->variant);
+    ok = ok && cJSON_AddStringToObject(o, "model", dir) &&
+         cJSON_AddStringToObject(o, "variant", v->variant);
     for (size_t i = 0; ok && i < sizeof nums / sizeof nums[0]; i++)
         ok = cJSON_AddNumberToObject(o, nums[i].key, nums[i].val) != NULL;
     ok = ok && cJSON_AddBoolToObject(o, "use_clipped_linears", v->use_clipped_linears) &&
@@ -181,8 +183,10 @@ int cmd_info(int argc, char **argv) {
     census c = {{0}, {0}};
     g4v_checkpoint_foreach(ck, count_tensor, &c);
     int rc = G4V_EXIT_OK;
-    if (json) rc = print_json(dir, ck, &c);
-    else print_text(dir, ck, &c);
+    if (json)
+        rc = print_json(dir, ck, &c);
+    else
+        print_text(dir, ck, &c);
     g4v_checkpoint_close(ck);
     if (rc == G4V_EXIT_OK && fflush(stdout) != 0) {
         fprintf(stderr, "g4v info: cannot write the output\n");
