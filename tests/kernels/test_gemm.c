@@ -272,6 +272,8 @@ static void test_special_values(void) {
     float *yr = calloc((size_t)m * n, sizeof(float)), *yo = calloc((size_t)m * n, sizeof(float));
     fill_x(x, (size_t)m * k, DATA_REAL);
     x[1 * k + 5] = NAN;
+    uint32_t snan = 0x7f800001u; /* signalling NaN: truncating it to bf16 would give infinity */
+    memcpy(&x[2 * k + 7], &snan, 4);
     x[3 * k + 0] = INFINITY;
     x[4 * k + 39] = -INFINITY;
     x[13 * k + 20] = INFINITY;
@@ -294,7 +296,7 @@ static void test_special_values(void) {
                 int ok = 1;
                 for (int r = 0; r < m * n; r++)
                     if (isnan(yr[r]) != isnan(yo[r]) || (isinf(yr[r]) && yr[r] != yo[r])) ok = 0;
-                CHECK_MSG(ok && isnan(yo[1 * n]) && isnan(yo[3 * n + 7]),
+                CHECK_MSG(ok && isnan(yo[1 * n]) && isnan(yo[2 * n + 3]) && isnan(yo[3 * n + 7]),
                           "%s %s: NaN/Inf pattern differs", all[i]->name,
                           g4v_dtype_name(dtypes[d]));
                 g4v_wmat_free(W);
@@ -306,6 +308,54 @@ static void test_special_values(void) {
     free(wv);
     free(yr);
     free(yo);
+}
+
+/* Rounding to bf16 while packing A: with W = identity, Y = x' exactly in any summation order,
+ * so FAST mode must give g4v_round_bf16(clamp(x)) for ties, near-ties and carries into the
+ * exponent (infinity is left out: inf * 0 would make every output NaN). (Subnormals are left out: vdpbf16ps treats subnormal inputs as zero.) */
+static void test_rounding(void) {
+    int m = 37, n = 67;
+    float *x = malloc(sizeof(float) * m * n), *y = malloc(sizeof(float) * m * n);
+    float *wv = calloc((size_t)n * n, sizeof(float));
+    static const uint32_t low[] = {0x8000, 0x7fff, 0x8001, 0x0000, 0xffff, 0x18000, 0x17fff};
+    for (int i = 0; i < m * n; i++) {
+        uint32_t u = (rnd() & 0x83fe0000u) | 0x3c000000u; /* 2^-7 <= |x| < 2^8 */
+        u = (u & ~0x1ffffu) + low[i % 7];
+        memcpy(&x[i], &u, 4);
+    }
+    for (int i = 0; i < n; i++) wv[(size_t)i * n + i] = 1.0f;
+    g4v_gemm_epi clampy = g4v_gemm_epi_none();
+    clampy.in_lo = -3.0000002f;
+    clampy.in_hi = 1.00390625f; /* halfway between two bf16 values */
+    for (int d = 0; d < 3; d++) {
+        void *w = make_weight(wv, (size_t)n * n, dtypes[d]);
+        for (int c = 0; c < 2; c++) {
+            const g4v_gemm_epi *e = c ? &clampy : NULL;
+            int count;
+            const g4v_gemm_kernel *const *all = kernels(&count);
+            for (int i = 0; i < count; i++) {
+                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], G4V_MATH_FAST, g4v_gemm_features()))
+                    continue;
+                g4v_wmat *W = NULL;
+                REQUIRE(g4v_wmat_create_with(all[i], w, dtypes[d], n, n, G4V_MATH_FAST, &W,
+                                             NULL) == G4V_OK);
+                g4v_gemm(NULL, x, m, (size_t)n, W, y, (size_t)n, e);
+                int bad = 0;
+                for (int r = 0; r < m * n; r++) {
+                    float want = prep_x(x[r], e ? e : &clampy, G4V_MATH_FAST);
+                    if (!e) want = g4v_round_bf16(x[r]);
+                    if (y[r] != want) bad++;
+                }
+                CHECK_MSG(!bad, "%s %s clamp=%d: %d values rounded wrongly", all[i]->name,
+                          g4v_dtype_name(dtypes[d]), c, bad);
+                g4v_wmat_free(W);
+            }
+        }
+        free(w);
+    }
+    free(x);
+    free(y);
+    free(wv);
 }
 
 /* The same bits for 1, 2, 3 threads and for any task grid, including the no-scratch path. */
@@ -410,6 +460,7 @@ int main(void) {
     test_small_shapes(NULL);
     test_larger_shapes(pool);
     test_special_values();
+    test_rounding();
     test_determinism();
     g4v_pool_destroy(pool);
     printf("worst |ours - ref| / bound over inexact cases: %.3g\n", worst_ratio);
