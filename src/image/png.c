@@ -61,7 +61,7 @@ static int on_chunk(png_structp png, png_unknown_chunkp ch) {
     if (memcmp(ch->name, "eXIf", 4) != 0) return 0; /* libpng's default handling */
     uint8_t *copy = g4v_malloc(ch->size ? ch->size : 1);
     if (!copy) return 1; /* losing the orientation beats failing; cannot happen in practice */
-    memcpy(copy, ch->data, ch->size);
+    if (ch->size) memcpy(copy, ch->data, ch->size);
     int k = c->in_tail;
     g4v_free(c->exif[k]);
     c->exif[k] = copy; /* Pillow: every eXIf overwrites info["exif"]; the last one wins */
