@@ -4,11 +4,18 @@
  * keeping for each of its queries the running max m, the running sum l of exp(s - m) and the
  * unnormalised output O (the "online softmax"); when a new tile raises the max, l and O are
  * rescaled by exp(m_old - m_new). At the end out = O / l. Memory per worker is
- * BQ*BK + BK*d + BQ*d + 2*BQ floats, so L = 10,080 costs nothing extra. Everything is f32 and
- * nothing is rounded to bf16: Gemma 4's scale-1 logits on RMS-normed q/k are large (std ~ sqrt(d)) and
- * the softmax is sharp, so rounding here would be amplified (DESIGN.md "Numerics").
- * Each task writes only its own [BQ, d] output tile, so results do not depend on thread count.
- * No mask: a single unpadded image attends everywhere (SPEC C.0).
+ * g4v_attention_scratch_floats(d), independent of L, so L = 10,080 costs nothing extra.
+ *
+ * Everything is f32 and nothing is rounded to bf16: Gemma 4's scale-1 logits on RMS-normed q/k
+ * are large (std ~ sqrt(d)) and the softmax is sharp, so rounding here would be amplified
+ * (DESIGN.md "Numerics"). Each task writes only its own [BQ, d] output tile, so results do not
+ * depend on the thread count. No mask: a single unpadded image attends everywhere (SPEC C.0).
+ *
+ * Layout, for plain C that compilers vectorise without reassociating sums: the task keeps its
+ * query tile, logits, probabilities and output transposed, query index fastest (qT[c][i],
+ * S[j][i], O[c][i]), so every inner loop runs over the queries i of the tile with independent
+ * sums. Each logit is still summed over c = 0..d-1 in order and each output over keys j in
+ * order; the Q transpose happens once per task, not once per key tile.
  */
 #include "kernels.h"
 
@@ -17,7 +24,7 @@
 enum { BQ = 64, BK = 64 };
 
 size_t g4v_attention_scratch_floats(int d) {
-    return (size_t)BQ * BK + (size_t)BK * (size_t)d + (size_t)BQ * (size_t)d + 2 * (size_t)BQ;
+    return 2 * (size_t)BQ * (size_t)d + (size_t)BK * BQ + 3 * (size_t)BQ;
 }
 
 typedef struct {
@@ -25,69 +32,75 @@ typedef struct {
     int q_tiles;
 } attn_job;
 
-/* Logits S[i][j] = scale * q_i . k_j for the current query tile and key tile. The key tile is
- * first transposed (kT[c][j]) so the inner loop runs over j with independent sums (vectorisable
- * without reassociation); each S[i][j] is still summed over c = 0, 1, ..., d-1 in order. */
-static void tile_logits(const g4v_attn_args *a, const float *q0, const float *k0, int nq, int nk,
-                        float *S, float *kT) {
+/* S[j][i] = scale * q_i . k_j for the nk keys of this tile (k rows start at k0). Four channels
+ * per pass over s, written as ((((s + a0) + a1) + a2) + a3): the same order as one at a time,
+ * with a quarter of the loads and stores of s. */
+static void tile_logits(const g4v_attn_args *a, const float *qT, const float *k0, int nk,
+                        float *S) {
     int d = a->d;
     for (int j = 0; j < nk; j++) {
         const float *k = k0 + (size_t)j * a->ldk;
-        for (int c = 0; c < d; c++) kT[c * BK + j] = k[c];
-    }
-    for (int i = 0; i < nq; i++) {
-        const float *q = q0 + (size_t)i * a->ldq;
-        float *s = S + i * BK;
-        for (int j = 0; j < nk; j++) s[j] = 0.0f;
-        for (int c = 0; c < d; c++) {
-            float qc = q[c];
-            const float *kc = kT + c * BK;
-            for (int j = 0; j < nk; j++) s[j] += qc * kc[j];
-        }
-        for (int j = 0; j < nk; j++) s[j] *= a->scale;
-    }
-}
-
-/* o[c] += sum over j of p[j] * v_j[c], j in order, for c in [c0, c0 + CB): a fixed-size block
- * so the accumulators stay in registers while the key rows stream past. */
-enum { CB = 16 };
-static void pv_block(const float *p, const float *v0, size_t ldv, int nk, float *o) {
-    float acc[CB];
-    for (int t = 0; t < CB; t++) acc[t] = o[t];
-    for (int j = 0; j < nk; j++) {
-        const float *v = v0 + (size_t)j * ldv;
-        float pj = p[j];
-        for (int t = 0; t < CB; t++) acc[t] += pj * v[t];
-    }
-    for (int t = 0; t < CB; t++) o[t] = acc[t];
-}
-
-/* Folds one key tile into the running (m, l, O) of each query of the tile; S is overwritten
- * with the probabilities exp(s - m). */
-static void tile_update(const g4v_attn_args *a, float *S, const float *v0, int nq, int nk,
-                        float *m, float *l, float *O) {
-    int d = a->d;
-    for (int i = 0; i < nq; i++) {
-        float *s = S + i * BK;
-        float mx = m[i];
-        for (int j = 0; j < nk; j++) mx = s[j] > mx ? s[j] : mx;
-        float *o = O + (size_t)i * d;
-        if (mx > m[i]) { /* first tile (m = -inf) gives corr = 0 on zeros: harmless */
-            float corr = expf(m[i] - mx);
-            l[i] *= corr;
-            for (int c = 0; c < d; c++) o[c] *= corr;
-            m[i] = mx;
-        }
-        for (int j = 0; j < nk; j++) {
-            s[j] = expf(s[j] - mx);
-            l[i] += s[j];
-        }
+        float *restrict s = S + (size_t)j * BQ;
+        for (int i = 0; i < BQ; i++) s[i] = 0.0f;
         int c = 0;
-        for (; c + CB <= d; c += CB) pv_block(s, v0 + c, a->ldv, nk, o + c);
-        for (; c < d; c++) { /* the last d % CB channels */
-            float acc = o[c];
-            for (int j = 0; j < nk; j++) acc += s[j] * v0[(size_t)j * a->ldv + c];
-            o[c] = acc;
+        for (; c + 4 <= d; c += 4) {
+            float k_0 = k[c], k_1 = k[c + 1], k_2 = k[c + 2], k_3 = k[c + 3];
+            const float *restrict q0 = qT + (size_t)c * BQ, *restrict q1 = q0 + BQ;
+            const float *restrict q2 = q1 + BQ, *restrict q3 = q2 + BQ;
+            for (int i = 0; i < BQ; i++)
+                s[i] = (((s[i] + q0[i] * k_0) + q1[i] * k_1) + q2[i] * k_2) + q3[i] * k_3;
+        }
+        for (; c < d; c++) {
+            float kc = k[c];
+            const float *restrict q = qT + (size_t)c * BQ;
+            for (int i = 0; i < BQ; i++) s[i] += q[i] * kc;
+        }
+        for (int i = 0; i < BQ; i++) s[i] *= a->scale;
+    }
+}
+
+/* Folds one key tile into the running (m, l, O): new max, rescale by exp(m_old - m_new) (exactly
+ * 1 when the max did not move, 0 on the first tile), probabilities p = exp(s - m) written over S,
+ * l += p and O += p v, keys in order. */
+static void tile_update(const g4v_attn_args *a, float *S, const float *v0, int nk,
+                        float *restrict m, float *restrict l, float *restrict corr, float *O) {
+    int d = a->d;
+    for (int i = 0; i < BQ; i++) corr[i] = m[i];
+    for (int j = 0; j < nk; j++) {
+        const float *restrict s = S + (size_t)j * BQ;
+        for (int i = 0; i < BQ; i++) m[i] = s[i] > m[i] ? s[i] : m[i];
+    }
+    for (int i = 0; i < BQ; i++) {
+        corr[i] = expf(corr[i] - m[i]);
+        l[i] *= corr[i];
+    }
+    for (int c = 0; c < d; c++) {
+        float *restrict o = O + (size_t)c * BQ;
+        for (int i = 0; i < BQ; i++) o[i] *= corr[i];
+    }
+    for (int j = 0; j < nk; j++) {
+        float *restrict p = S + (size_t)j * BQ;
+        for (int i = 0; i < BQ; i++) p[i] = expf(p[i] - m[i]);
+        for (int i = 0; i < BQ; i++) l[i] += p[i];
+    }
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) { /* four keys per pass over O, same order as one at a time */
+        const float *restrict p0 = S + (size_t)j * BQ, *restrict p1 = p0 + BQ;
+        const float *restrict p2 = p1 + BQ, *restrict p3 = p2 + BQ;
+        const float *v = v0 + (size_t)j * a->ldv;
+        for (int c = 0; c < d; c++) {
+            float v_0 = v[c], v_1 = v[a->ldv + c], v_2 = v[2 * a->ldv + c], v_3 = v[3 * a->ldv + c];
+            float *restrict o = O + (size_t)c * BQ;
+            for (int i = 0; i < BQ; i++)
+                o[i] = (((o[i] + p0[i] * v_0) + p1[i] * v_1) + p2[i] * v_2) + p3[i] * v_3;
+        }
+    }
+    for (; j < nk; j++) {
+        const float *restrict p = S + (size_t)j * BQ, *v = v0 + (size_t)j * a->ldv;
+        for (int c = 0; c < d; c++) {
+            float vc = v[c];
+            float *restrict o = O + (size_t)c * BQ;
+            for (int i = 0; i < BQ; i++) o[i] += p[i] * vc;
         }
     }
 }
@@ -100,26 +113,33 @@ static void attn_task(void *varg, int task, int worker) {
     int q_start = qt * BQ, nq = a->L - q_start < BQ ? a->L - q_start : BQ;
     int d = a->d;
 
-    float *S = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
-    float *kT = S + BQ * BK, *O = kT + (size_t)BK * d, *m = O + (size_t)BQ * d, *l = m + BQ;
-    for (int i = 0; i < nq; i++) {
+    float *qT = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
+    float *O = qT + (size_t)BQ * d, *S = O + (size_t)BQ * d;
+    float *m = S + (size_t)BK * BQ, *l = m + BQ, *corr = l + BQ;
+    /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
+    for (int i = 0; i < BQ; i++) {
+        if (i < nq) {
+            const float *q = a->q + (size_t)(q_start + i) * a->ldq + (size_t)h * d;
+            for (int c = 0; c < d; c++) qT[(size_t)c * BQ + i] = q[c];
+        } else {
+            for (int c = 0; c < d; c++) qT[(size_t)c * BQ + i] = 0.0f;
+        }
         m[i] = -INFINITY;
         l[i] = 0.0f;
     }
-    for (size_t i = 0; i < (size_t)nq * d; i++) O[i] = 0.0f;
+    for (size_t i = 0; i < (size_t)BQ * d; i++) O[i] = 0.0f;
 
-    const float *q0 = a->q + (size_t)q_start * a->ldq + (size_t)h * d;
     for (int k_start = 0; k_start < a->L; k_start += BK) {
         int nk = a->L - k_start < BK ? a->L - k_start : BK;
         const float *k0 = a->k + (size_t)k_start * a->ldk + (size_t)kvh * d;
         const float *v0 = a->v + (size_t)k_start * a->ldv + (size_t)kvh * d;
-        tile_logits(a, q0, k0, nq, nk, S, kT);
-        tile_update(a, S, v0, nq, nk, m, l, O);
+        tile_logits(a, qT, k0, nk, S);
+        tile_update(a, S, v0, nk, m, l, corr, O);
     }
     for (int i = 0; i < nq; i++) {
         float *out = a->out + (size_t)(q_start + i) * a->ldo + (size_t)h * d;
         float inv = 1.0f / l[i];
-        for (int c = 0; c < d; c++) out[c] = O[(size_t)i * d + c] * inv;
+        for (int c = 0; c < d; c++) out[c] = O[(size_t)c * BQ + i] * inv;
     }
 }
 
