@@ -190,6 +190,7 @@ int main(void) {
     test_attention(p2, p3, 37, 4, 2, 16, 2.0f);   /* GQA, L below one tile */
     test_attention(p2, p3, 130, 3, 3, 72, 1.5f);  /* several query and key tiles, ragged ends */
     test_attention(p2, p3, 200, 4, 1, 64, 4.0f);  /* sharp softmax: logits up to ~ +-100s */
+    test_attention(p2, p3, 70, 2, 2, 16, 25.0f);  /* logits in the thousands: no overflow */
     test_rope(NULL);
     test_rope(p2);
     test_rmsnorm(p2);
