@@ -120,15 +120,16 @@ void g4v_resizer_free(g4v_resizer *r);
 /* ---- inner loops (resize_kernels.c), chosen once per call from the CPU features ---------- */
 #define G4V_RS_LANES 8
 typedef struct g4v_rs_kernels {
-    /* t: 3*in_w columns x LANES rows interleaved ([col][lane]); writes out_w RGB pixels for each
-     * of n_lanes rows to out[lane]. */
-    void (*hpass)(const uint8_t *t, const g4v_coeffs *cx, uint8_t *const *out, int n_lanes);
+    /* t: 3*in_w byte columns x LANES rows interleaved (t[k*LANES + lane]); writes the 3*out_w
+     * output bytes of all LANES rows, interleaved the same way, to u. */
+    void (*hpass)(const uint8_t *t, const g4v_coeffs *cx, uint8_t *u);
     /* out[k] = clip((2^21 + sum_j rows[j][k] * q[j]) >> 22) for k < n. */
     void (*vpass)(const uint8_t *const *rows, const int32_t *q, int cnt, size_t n, uint8_t *out);
     const char *name;
 } g4v_rs_kernels;
 const g4v_rs_kernels *g4v_rs_kernels_get(void);
-/* Interleaves LANES rows of n bytes: t[k*LANES + l] = rows[l][k]. */
+/* Interleaves LANES rows of n bytes: t[k*LANES + l] = rows[l][k]; and back. */
 void g4v_rs_interleave(const uint8_t *const *rows, size_t n, uint8_t *t);
+void g4v_rs_deinterleave(const uint8_t *t, size_t n, uint8_t *const *rows);
 
 #endif

@@ -106,6 +106,8 @@ struct g4v_resizer {
     int strip_n;
     uint8_t *slots;        /* LANES rows of 3*in_w bytes */
     uint8_t *t;            /* interleaved strip */
+    uint8_t *u;            /* interleaved result of the horizontal pass */
+    uint8_t *spare;        /* where the unused lanes of a partial strip go */
     /* vertical stage: ring of the rows the next outputs need */
     uint8_t *ring;
     int cap;
@@ -151,9 +153,11 @@ static void h_flush(g4v_resizer *r) {
     uint8_t *outs[G4V_RS_LANES];
     for (int l = 0; l < G4V_RS_LANES; l++) rows[l] = r->strip[l < n ? l : n - 1];
     g4v_rs_interleave(rows, (size_t)r->in_w * 3, r->t);
-    for (int l = 0; l < n; l++)
-        outs[l] = r->h_to_v ? ring_row(r, r->strip_y[l]) : dst_row(r, r->strip_y[l]);
-    r->k->hpass(r->t, &r->cx, outs, n);
+    r->k->hpass(r->t, &r->cx, r->u);
+    for (int l = 0; l < G4V_RS_LANES; l++)
+        outs[l] = l >= n ? r->spare
+                  : r->h_to_v ? ring_row(r, r->strip_y[l]) : dst_row(r, r->strip_y[l]);
+    g4v_rs_deinterleave(r->u, (size_t)r->out_w * 3, outs);
     r->strip_n = 0;
     if (r->h_to_v)
         for (int l = 0; l < n; l++) v_received(r, r->strip_y[l]);
@@ -211,6 +215,8 @@ void g4v_resizer_free(g4v_resizer *r) {
     g4v_coeffs_free(&r->cy);
     g4v_free_large(r->slots);
     g4v_free_large(r->t);
+    g4v_free_large(r->u);
+    g4v_free(r->spare);
     g4v_free_large(r->ring);
     g4v_free(r->vrows);
     g4v_free(r);
@@ -253,7 +259,9 @@ int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order o
     if (r->do_h) {
         r->slots = g4v_malloc_large(row * G4V_RS_LANES);
         r->t = g4v_malloc_large(row * G4V_RS_LANES);
-        nomem |= !r->slots || !r->t;
+        r->u = g4v_malloc_large((size_t)out_w * 3 * G4V_RS_LANES);
+        r->spare = g4v_malloc((size_t)out_w * 3);
+        nomem |= !r->slots || !r->t || !r->u || !r->spare;
     }
     if (r->do_v) {
         int maxcnt = 0;
