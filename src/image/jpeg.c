@@ -65,6 +65,10 @@ int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
     je.pub.emit_message = on_message;
     je.msg[0] = 0;
     if (setjmp(je.jump)) {
+        /* libjpeg refuses sides above 65500 itself, before our g4v_pipe_begin: still a limit. */
+        if (!st && je.pub.msg_code == JERR_IMAGE_TOO_BIG)
+            st = g4v_fail(err, G4V_ERR_LIMIT, "JPEG: image is %ux%u, over the maximum dimension "
+                          "(%s)", d.image_width, d.image_height, je.msg);
         if (!st)
             st = g4v_fail(err, G4V_ERR_IMAGE, "JPEG: %s%s", je.msg,
                           je.pub.msg_code == JWRN_JPEG_EOF ? " (truncated file?)" : "");
