@@ -106,7 +106,7 @@ int g4v_pipe_begin(g4v_pipe *p, int w, int h, int orientation, g4v_err *err) {
 }
 
 uint8_t *g4v_pipe_row(g4v_pipe *p) {
-    if (p->y >= p->h) return p->scratch ? p->scratch : NULL;
+    if (p->y >= p->h) return NULL; /* decoders push exactly h rows */
     if (!p->streaming) return p->full.rgb + (size_t)p->y * p->w * 3;
     return p->mirror ? p->scratch : g4v_resizer_slot(p->rs);
 }

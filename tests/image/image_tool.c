@@ -2,6 +2,11 @@
  *
  *   image_tool decode FILE [--no-exif]   prints "W H\n" then the RGB8 bytes to stdout
  *   image_tool resize                    reads cases from stdin, writes results to stdout
+ *   image_tool jpeg VARIANT W H          RGB8 (W*H*3 bytes) on stdin -> a JPEG on stdout, made
+ *                                        with libjpeg in a way Pillow cannot: restart (markers
+ *                                        every row), arith (arithmetic coding), s440, s411
+ *                                        (sampling), rgb (RGB colour space), ycck (Adobe YCCK),
+ *                                        cmyk-plain (4 components, no Adobe marker), gray-prog
  *
  * resize case format (little endian): u32 in_w, in_h, out_w, out_h, order (0 = Pillow 9,
  * 1 = Pillow 12.2), then in_w*in_h*3 bytes. For each case it writes one status byte and the
@@ -16,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jpeglib.h>
 
 static int read_all(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
@@ -107,7 +114,58 @@ static int cmd_resize(void) {
     return 0;
 }
 
+static int cmd_jpeg(const char *variant, int w, int h) {
+    size_t n = (size_t)w * h * 3;
+    uint8_t *rgb = malloc(n), *px = malloc((size_t)w * h * 4);
+    if (!rgb || !px || !read_all(stdin, rgb, n)) return fprintf(stderr, "bad input\n"), 2;
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL;
+    unsigned long outn = 0;
+    jpeg_mem_dest(&c, &out, &outn);
+    int comps = 3;
+    c.in_color_space = JCS_RGB;
+    if (!strcmp(variant, "ycck") || !strcmp(variant, "cmyk-plain")) {
+        comps = 4, c.in_color_space = JCS_CMYK;
+        for (size_t i = 0; i < (size_t)w * h; i++) { /* some CMYK from the RGB */
+            px[4 * i] = 255 - rgb[3 * i], px[4 * i + 1] = 255 - rgb[3 * i + 1];
+            px[4 * i + 2] = 255 - rgb[3 * i + 2], px[4 * i + 3] = (uint8_t)(rgb[3 * i] / 2 + 60);
+        }
+    } else if (!strcmp(variant, "gray-prog")) {
+        comps = 1, c.in_color_space = JCS_GRAYSCALE;
+        for (size_t i = 0; i < (size_t)w * h; i++) px[i] = rgb[3 * i + 1];
+    } else {
+        memcpy(px, rgb, n);
+    }
+    c.image_width = (JDIMENSION)w, c.image_height = (JDIMENSION)h, c.input_components = comps;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 85, TRUE);
+    if (!strcmp(variant, "restart")) c.restart_in_rows = 1;
+    if (!strcmp(variant, "arith")) c.arith_code = TRUE;
+    if (!strcmp(variant, "s440")) c.comp_info[0].h_samp_factor = 1, c.comp_info[0].v_samp_factor = 2;
+    if (!strcmp(variant, "s411")) c.comp_info[0].h_samp_factor = 4, c.comp_info[0].v_samp_factor = 1;
+    if (!strcmp(variant, "rgb")) jpeg_set_colorspace(&c, JCS_RGB);
+    if (!strcmp(variant, "ycck")) jpeg_set_colorspace(&c, JCS_YCCK);
+    if (!strcmp(variant, "cmyk-plain")) c.write_Adobe_marker = FALSE;
+    if (!strcmp(variant, "gray-prog")) jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW r = px + (size_t)c.next_scanline * w * comps;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fwrite(out, 1, outn, stdout);
+    free(out);
+    free(rgb);
+    free(px);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 5 && !strcmp(argv[1], "jpeg")) return cmd_jpeg(argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc >= 3 && !strcmp(argv[1], "decode"))
         return cmd_decode(argv[2], !(argc >= 4 && !strcmp(argv[3], "--no-exif")));
     if (argc >= 2 && !strcmp(argv[1], "resize")) return cmd_resize();

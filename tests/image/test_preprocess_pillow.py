@@ -213,6 +213,15 @@ def build_jpeg():
         case("jpeg", f"{w}x{h}-gray-progressive", pil_bytes(im.convert("L"), "JPEG",
                                                             quality=90, progressive=True))
         case("jpeg", f"{w}x{h}-cmyk", pil_bytes(im.convert("CMYK"), "JPEG", quality=90))
+    tool = os.environ.get("G4V_IMAGE_TOOL")
+    if tool:  # variants only libjpeg itself can write (PREPROCESSING.md 5's cjpeg set)
+        for (h, w) in [(97, 131), (1, 2), (4, 1), (16, 16)]:
+            a = ref.content("photo", h, w, RNG)
+            for v in ("restart", "arith", "s440", "s411", "rgb", "ycck", "cmyk-plain",
+                      "gray-prog"):
+                data = subprocess.run([tool, "jpeg", v, str(w), str(h)], input=a.tobytes(),
+                                      capture_output=True, check=True).stdout
+                case("jpeg-libjpeg", f"{w}x{h}-{v}", data)
     a = ref.content("edges", 200, 300, RNG)
     case("jpeg", "edges-q95-444", pil_bytes(Image.fromarray(a), "JPEG", quality=95,
                                             subsampling=0))
