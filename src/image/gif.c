@@ -6,8 +6,9 @@
  * palette is the local colour table, else the global one, with the gray ramp (i, i, i) for
  * indices past its end or when there is none (Pillow's "L" mode gives the same values).
  * convert("RGB") then looks every index up: transparent pixels show their palette colour.
- * Stricter than Pillow: LZW data that ends before the frame is full is an error (Pillow keeps
- * the fill colour there), as is any byte that is not a GIF record.
+ * Like Pillow, LZW data that ends before the frame is full is an error ("truncated"). Stricter
+ * than Pillow: a byte that is not a GIF record before the first image is an error (Pillow skips
+ * it).
  */
 #include "image/image_internal.h"
 

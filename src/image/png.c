@@ -11,7 +11,9 @@
  * hides every chunk after IDAT. A file cut after its last IDAT still decodes (Pillow reads that
  * tail leniently too).
  * Not replicated: a tEXt chunk keyed "exif" (Pillow uses it as raw EXIF; vanishingly rare).
- * Errors: libpng's png_error longjmps back here; running out of bytes is an error.
+ * Errors: libpng's png_error longjmps back here; running out of bytes is an error. libpng's own
+ * allocations go through base/alloc.h too (png_create_read_struct_2), so they obey fault
+ * injection and a failed one is reported as G4V_ERR_NOMEM.
  */
 #include "image/image_internal.h"
 
@@ -47,6 +49,22 @@ static void on_error(png_structp png, png_const_charp msg) {
 static void on_warning(png_structp png, png_const_charp msg) {
     (void)png;
     (void)msg; /* ancillary-chunk trouble: Pillow ignores it as well */
+}
+
+/* libpng's allocator. png_malloc errors out on NULL, png_malloc_warn goes on without the chunk;
+ * either way the status says why, should the decode fail afterwards. */
+static png_voidp on_malloc(png_structp png, png_alloc_size_t n) {
+    void *p = g4v_malloc(n);
+    png_ctx *c = png_get_mem_ptr(png);
+    if (!p && c && !c->status)
+        c->status = g4v_fail(c->err, G4V_ERR_NOMEM, "PNG: out of memory (%zu bytes for libpng)",
+                             (size_t)n);
+    return p;
+}
+
+static void on_free(png_structp png, png_voidp p) {
+    (void)png;
+    g4v_free(p);
 }
 
 static void on_read(png_structp png, png_bytep out, size_t len) {
@@ -211,7 +229,8 @@ int g4v_decode_png(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
     png_ctx c;
     memset(&c, 0, sizeof c);
     c.b = b, c.n = n, c.pipe = p, c.err = err;
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &c, on_error, on_warning);
+    png_structp png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &c, on_error, on_warning,
+                                               &c, on_malloc, on_free);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     int st;
     if (!png || !info) {

@@ -318,7 +318,7 @@ def _color_table(pal):
 
 def make_gif(screen_w, screen_h, frames, global_pal=None, background=0, pre_ext=()):
     """frames: list of dicts: idx (h, w) uint8, left, top, local_pal, interlace, transparency,
-    truncate_lzw (bytes to drop). pre_ext: raw extension bytes before the first frame."""
+    truncate_lzw (bytes to drop), pixels (encode only that many). pre_ext: raw extension bytes before the first frame."""
     out = bytearray(b"GIF89a")
     flags = 0
     gtable = b""
@@ -344,7 +344,7 @@ def make_gif(screen_w, screen_h, frames, global_pal=None, background=0, pre_ext=
                     list(range(1, h, 2)))
         out += b"," + struct.pack("<HHHHB", f.get("left", 0), f.get("top", 0), w, h, lflags)
         out += ltable
-        data = _lzw_uncompressed(idx[rows].reshape(-1))
+        data = _lzw_uncompressed(idx[rows].reshape(-1)[:f.get("pixels")])
         if f.get("truncate_lzw"):
             data = data[:-f["truncate_lzw"]]
             out += data

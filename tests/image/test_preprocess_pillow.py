@@ -225,6 +225,12 @@ def build_jpeg():
     a = ref.content("edges", 200, 300, RNG)
     case("jpeg", "edges-q95-444", pil_bytes(Image.fromarray(a), "JPEG", quality=95,
                                             subsampling=0))
+    mpo_frames = [Image.fromarray(ref.content(k, 90, 120, RNG)) for k in ("photo", "edges")]
+    for v in (1, 6):
+        ex = Image.Exif()
+        ex[0x0112] = v
+        case("jpeg", f"mpo-exif-{v}", pil_bytes(mpo_frames[0], "MPO", save_all=True,
+                                                append_images=mpo_frames[1:], exif=ex.tobytes()))
     case("jpeg", "trailing-garbage", pil_bytes(Image.fromarray(a), "JPEG") + b"garbage" * 10)
 
 
@@ -313,6 +319,8 @@ def build_gif():
         idx=idx, local_pal=RNG.integers(0, 256, (16, 3)))], global_pal=pal))
     case("gif", "gray-ramp-palette", ref.make_gif(40, 30, [dict(idx=idx)],
                                                   global_pal=[(i, i, i) for i in range(16)]))
+    case("gif", "lzw-ends-early", ref.make_gif(40, 30, [dict(idx=idx, pixels=500)],
+                                               global_pal=pal))
     comment = b"\x21\xfe\x05hello\x00"
     app = b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"
     case("gif", "extensions-before-frame", ref.make_gif(40, 30, [dict(idx=idx, transparency=2),
