@@ -7,9 +7,23 @@
  *   g4v_ctx    one per calling thread: a thread pool and a workspace that grows to the largest
  *              image seen and is reused, so encoding allocates nothing in the steady state.
  *
+ * Typical use:
+ *     g4v_model_options mo; g4v_model_options_init(&mo);
+ *     char msg[512]; g4v_model *m;
+ *     if (g4v_model_load("gemma-4-e4b-it", &mo, &m, msg, sizeof msg)) { puts(msg); ... }
+ *     g4v_ctx *ctx; g4v_ctx_create(m, NULL, &ctx, msg, sizeof msg);
+ *     g4v_result r;
+ *     if (g4v_encode_file(ctx, "cat.jpg", NULL, &r)) puts(g4v_ctx_error(ctx));
+ *     // r.features: r.n_tokens rows of r.dim floats, valid until the next encode on ctx
+ *     g4v_ctx_free(ctx); g4v_model_free(m);
+ *
  * Every call returns a g4v_status (G4V_OK is 0). Nothing here prints, exits or aborts on bad input.
- * g4v_model_load writes its error message into a caller buffer; calls on a ctx leave theirs in
- * g4v_ctx_error(ctx). There is no global mutable state.
+ * g4v_model_load / g4v_ctx_create write their error message into a caller buffer; calls on a ctx
+ * leave theirs in g4v_ctx_error(ctx). There is no global mutable state.
+ *
+ * Threads: a g4v_model may be used by any number of threads at once (it is never written after
+ * load). A g4v_ctx must be used by one thread at a time; give each thread its own. Results are
+ * bit-identical for any thread count and any number of concurrent contexts.
  *
  * Using the output with a language model (SPEC.md section E): for an image with N soft tokens,
  * the prompt holds boi, N x image, eoi token ids (g4v_prompt_tokens). Embed the text tokens as the
@@ -49,11 +63,139 @@ typedef enum g4v_status {
     G4V_ERR_INTERNAL = 8     /* a bug: please report it */
 } g4v_status;
 
-/* Short constant name of a status ("G4V_ERR_MODEL"); never NULL. */
+/* Short constant name of a status ("G4V_ERR_MODEL"); never NULL ("G4V_ERR_UNKNOWN" otherwise). */
 G4V_API const char *g4v_status_name(int status);
 
-/* Library version as "MAJOR.MINOR.PATCH". */
+/* Library version as "MAJOR.MINOR.PATCH" (of the library actually linked). */
 G4V_API const char *g4v_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Model
+ */
+typedef struct g4v_model g4v_model;
+
+/* Options for g4v_model_load. Always fill with g4v_model_options_init first, then change what
+ * you need: fields may be added at the end in later versions. */
+typedef struct g4v_model_options {
+    int budget;      /* default soft-token budget: 70, 140, 280 (default), 560 or 1120 */
+    int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does */
+    int precise;     /* 0 (default): bf16 GEMM inputs, ~3e-3 relative error vs float64;
+                        1: f32 GEMM inputs, ~1e-6 relative error, slower */
+    uint64_t max_pixels;       /* decoded image pixels; default 178,956,970 (0 = default) */
+    int max_dimension;         /* longest side of an image; default 65,500 (0 = default) */
+    uint64_t max_header_bytes; /* safetensors JSON header; default 100 MB (0 = default) */
+    uint64_t max_file_bytes;   /* image file / buffer size for encode; default 1 GiB (0 = default) */
+} g4v_model_options;
+
+G4V_API void g4v_model_options_init(g4v_model_options *opts);
+
+/* Loads the checkpoint directory dir (config.json plus model.safetensors, a sharded
+ * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; Hugging Face or MLX
+ * names). Only the vision tensors are read. opts may be NULL (defaults). On failure *out is NULL
+ * and errbuf (if not NULL, errbuf_size > 0) receives a message naming the file/tensor and cause.
+ * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT,
+ * G4V_ERR_UNSUPPORTED (e.g. quantized vision weights), G4V_ERR_ARG, G4V_ERR_NOMEM. */
+G4V_API int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out,
+                           char *errbuf, size_t errbuf_size);
+
+/* Frees the model. Every ctx created on it must have been freed first. NULL is a no-op. */
+G4V_API void g4v_model_free(g4v_model *model);
+
+/* What `g4v info` shows. Strings are NUL-terminated copies. */
+typedef struct g4v_model_info {
+    char variant[32];  /* "e2b", "e4b", "26b-a4b", "31b" or "custom" */
+    int hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
+    int patch_size, pooling_kernel_size, position_embedding_size;
+    int dim;           /* T: floats per soft token (the language model's hidden size) */
+    int default_budget;      /* the budget from the load options */
+    int config_output_length; /* default_output_length in config.json (280) */
+    int use_clipped_linears, standardize, precise, apply_exif;
+    int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
+    int64_t param_count;  /* vision parameters loaded */
+    uint64_t weight_bytes; /* their bytes as stored */
+    char naming[8];       /* "hf", "mlx" or "mixed" */
+    char source[512];     /* which files held the tensors */
+} g4v_model_info;
+
+G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);
+
+/* Target size and soft-token count for a width x height image at budget (0 = the model's
+ * default), without encoding anything: *n_tokens = (target_w/48) * (target_h/48).
+ * Any out pointer may be NULL. G4V_ERR_ARG for an unsupported budget or a non-positive size. */
+G4V_API int g4v_model_plan(const g4v_model *model, int width, int height, int budget,
+                           int *target_w, int *target_h, int *n_tokens);
+
+/* ---------------------------------------------------------------------------------------------
+ * Context (one per thread)
+ */
+typedef struct g4v_ctx g4v_ctx;
+
+typedef struct g4v_ctx_options {
+    int threads; /* worker threads incl. the caller; 0 (default) = one per online CPU */
+} g4v_ctx_options;
+
+G4V_API void g4v_ctx_options_init(g4v_ctx_options *opts);
+
+/* Creates a context on model (which must outlive it). opts may be NULL. Errors as for
+ * g4v_model_load (errbuf may be NULL). */
+G4V_API int g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g4v_ctx **out,
+                           char *errbuf, size_t errbuf_size);
+G4V_API void g4v_ctx_free(g4v_ctx *ctx); /* NULL is a no-op */
+
+/* The message of the last failed call on ctx ("" after a success); valid until the next call on
+ * ctx. Never NULL (a NULL ctx gives a fixed message). */
+G4V_API const char *g4v_ctx_error(const g4v_ctx *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Encoding
+ */
+typedef struct g4v_encode_options {
+    int budget; /* 0 (default): the model's budget; else 70, 140, 280, 560 or 1120 */
+    int exif;   /* -1 (default): the model's apply_exif; 0: ignore EXIF; 1: apply it */
+    int bf16;   /* 1: also fill g4v_result.features_bf16 (default 0) */
+} g4v_encode_options;
+
+G4V_API void g4v_encode_options_init(g4v_encode_options *opts);
+
+/* One encoded image. The pointers are owned by the ctx and stay valid until the next encode call
+ * on that ctx (successful or not) or g4v_ctx_free; copy them out (g4v_result_copy) to keep them. */
+typedef struct g4v_result {
+    int n_tokens;            /* N = grid_w * grid_h */
+    int dim;                 /* T: floats per token */
+    int grid_w, grid_h;      /* pooled grid; rows are in row-major grid order */
+    int src_width, src_height; /* the image as decoded, after EXIF orientation */
+    int width, height;       /* the target size it was resized to (multiples of 48) */
+    int budget;              /* the budget used */
+    const float *features;   /* [N, T] float32, row-major */
+    const uint16_t *features_bf16; /* [N, T] bf16 bits (round to nearest even); NULL unless asked */
+    int32_t boi_token_id, image_token_id, eoi_token_id; /* from config.json */
+    double seconds;          /* wall time of the call (decode + resize + encode) */
+} g4v_result;
+
+/* Encodes an image file (JPEG, PNG, WebP, GIF, BMP; chosen by content). Errors name the path:
+ * G4V_ERR_IO (cannot read), G4V_ERR_IMAGE (corrupt/truncated), G4V_ERR_UNSUPPORTED (format),
+ * G4V_ERR_LIMIT (over a size limit), G4V_ERR_ARG (bad budget / arguments), G4V_ERR_NOMEM.
+ * opts may be NULL. On failure *out is zeroed. */
+G4V_API int g4v_encode_file(g4v_ctx *ctx, const char *path, const g4v_encode_options *opts,
+                            g4v_result *out);
+
+/* The same for an encoded image held in memory (bytes need only live during the call). */
+G4V_API int g4v_encode_memory(g4v_ctx *ctx, const void *bytes, size_t size,
+                              const g4v_encode_options *opts, g4v_result *out);
+
+/* The same for already-decoded pixels: RGB8, 3 bytes per pixel, rows stride bytes apart
+ * (stride >= 3 * width). The image is resized (Pillow BICUBIC) to the budget's target size like
+ * any decoded image; EXIF does not apply. */
+G4V_API int g4v_encode_rgb(g4v_ctx *ctx, const uint8_t *rgb, int width, int height, size_t stride,
+                           const g4v_encode_options *opts, g4v_result *out);
+
+/* Copies r's features (n_tokens * dim floats) into dst, which holds dst_count floats.
+ * G4V_ERR_ARG if it is too small. */
+G4V_API int g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count);
+
+/* The prompt span for r: boi, image x n_tokens, eoi. Writes up to cap ids into ids (may be NULL
+ * with cap 0) and returns the count needed, n_tokens + 2. */
+G4V_API size_t g4v_prompt_tokens(const g4v_result *r, int32_t *ids, size_t cap);
 
 #ifdef __cplusplus
 }

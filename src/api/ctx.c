@@ -1,0 +1,67 @@
+/* ctx.c - g4v_ctx: the per-thread half of the API (thread pool, encoder workspace, output
+ * buffers, last error). A ctx is used by one thread at a time; everything it writes is its own,
+ * so contexts on one shared model never touch common memory. */
+#include "api_internal.h"
+
+#include "base/alloc.h"
+
+#include <string.h>
+
+void g4v_ctx_options_init(g4v_ctx_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+}
+
+int g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g4v_ctx **out,
+                   char *errbuf, size_t errbuf_size) {
+    g4v_err err;
+    g4v_err_clear(&err);
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
+    int st;
+    if (out) *out = NULL;
+    if (!model || !out) {
+        st = g4v_fail(&err, G4V_ERR_ARG, "g4v_ctx_create: model and out must not be NULL");
+        goto fail;
+    }
+    int threads = opts ? opts->threads : 0;
+    if (threads < 0 || threads > 4096) {
+        st = g4v_fail(&err, G4V_ERR_ARG, "g4v_ctx_create: threads must be 0..4096, found %d",
+                      threads);
+        goto fail;
+    }
+    g4v_ctx *c = g4v_calloc(1, sizeof *c);
+    if (!c) {
+        st = g4v_fail(&err, G4V_ERR_NOMEM, "out of memory allocating a context");
+        goto fail;
+    }
+    c->model = model;
+    g4v_err_clear(&c->err);
+    if ((st = g4v_pool_create(threads, &c->pool, &err))) {
+        g4v_ctx_free(c);
+        goto fail;
+    }
+    if (!(c->ws = g4v_workspace_create())) {
+        g4v_ctx_free(c);
+        st = g4v_fail(&err, G4V_ERR_NOMEM, "out of memory allocating a workspace");
+        goto fail;
+    }
+    *out = c;
+    return G4V_OK;
+fail:
+    g4v_api_copy_msg(errbuf, errbuf_size, err.msg);
+    return st;
+}
+
+void g4v_ctx_free(g4v_ctx *c) {
+    if (!c) return;
+    g4v_pool_destroy(c->pool);
+    g4v_workspace_free(c->ws);
+    g4v_free_large(c->features);
+    g4v_free_large(c->features_bf16);
+    g4v_free(c);
+}
+
+const char *g4v_ctx_error(const g4v_ctx *c) {
+    if (!c) return "g4v_ctx_error: ctx is NULL";
+    return c->err.msg;
+}

@@ -1,0 +1,220 @@
+/* encode.c - g4v_encode_file / _memory / _rgb: bring an image to its target size (decode, EXIF,
+ * Pillow-exact resize; src/image), run the encoder into the ctx's output buffer, fill g4v_result.
+ * The ctx buffers grow to the largest output seen and are reused. Errors are left in ctx->err
+ * with the source (file path or "memory buffer") in front. */
+#include "api_internal.h"
+
+#include "base/alloc.h"
+#include "base/dtype.h"
+#include "io/fsutil.h"
+
+#include <string.h>
+#include <time.h>
+
+void g4v_encode_options_init(g4v_encode_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->exif = -1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Checks opts and resolves them against the model's defaults. */
+static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget, int *exif,
+                   int *bf16, g4v_err *err) {
+    g4v_encode_options d;
+    g4v_encode_options_init(&d);
+    if (!opts) opts = &d;
+    *budget = opts->budget ? opts->budget : c->model->opts.budget;
+    *exif = opts->exif < 0 ? c->model->opts.apply_exif : opts->exif;
+    *bf16 = opts->bf16;
+    if (!g4v_api_budget_ok(*budget))
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "unsupported token budget %d (use 70, 140, 280, 560 or 1120)", *budget);
+    if (*exif != 0 && *exif != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "exif must be -1, 0 or 1, found %d", opts->exif);
+    if (*bf16 != 0 && *bf16 != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "bf16 must be 0 or 1, found %d", opts->bf16);
+    return G4V_OK;
+}
+
+/* Grows a ctx-owned buffer to hold n elements of size sz. */
+static int grow(void **buf, size_t *cap, size_t n, size_t sz, g4v_err *err) {
+    if (n <= *cap) return G4V_OK;
+    if (n > SIZE_MAX / sz) return g4v_fail(err, G4V_ERR_LIMIT, "output of %zu values is too large", n);
+    void *p = g4v_malloc_large(n * sz);
+    if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
+    g4v_free_large(*buf);
+    *buf = p;
+    *cap = n;
+    return G4V_OK;
+}
+
+/* Runs the encoder on img (already at its target size) and fills out. */
+static int run(g4v_ctx *c, const g4v_image *img, size_t stride, int src_w, int src_h, int budget,
+               int bf16, g4v_result *out) {
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    int side = cfg->patch_size * cfg->pooling_kernel_size;
+    int gw = img->width / side, gh = img->height / side;
+    if (gw <= 0 || gh <= 0 || img->width % side || img->height % side)
+        return g4v_fail(&c->err, G4V_ERR_INTERNAL, "target size %dx%d is not a multiple of %d",
+                        img->width, img->height, side);
+    size_t n = (size_t)gw * (size_t)gh, T = (size_t)cfg->text_hidden_size;
+    int st = grow((void **)&c->features, &c->feat_cap, n * T, sizeof(float), &c->err);
+    if (!st && bf16)
+        st = grow((void **)&c->features_bf16, &c->bf16_cap, n * T, sizeof(uint16_t), &c->err);
+    if (st) return st;
+    st = g4v_encoder_run(c->model->enc, c->ws, c->pool, img->rgb, img->width, img->height,
+                         stride, c->features, &c->err);
+    if (st) return st;
+    if (bf16)
+        for (size_t i = 0; i < n * T; i++) c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
+    out->n_tokens = (int)n;
+    out->dim = (int)T;
+    out->grid_w = gw;
+    out->grid_h = gh;
+    out->src_width = src_w;
+    out->src_height = src_h;
+    out->width = img->width;
+    out->height = img->height;
+    out->budget = budget;
+    out->features = c->features;
+    out->features_bf16 = bf16 ? c->features_bf16 : NULL;
+    out->boi_token_id = cfg->boi_token_id;
+    out->image_token_id = cfg->image_token_id;
+    out->eoi_token_id = cfg->eoi_token_id;
+    return G4V_OK;
+}
+
+/* Common start of every encode call: clears the error and the result. */
+static int begin(g4v_ctx *c, g4v_result *out) {
+    if (out) memset(out, 0, sizeof *out);
+    if (!c) return G4V_ERR_ARG;
+    g4v_err_clear(&c->err);
+    if (!out) return g4v_fail(&c->err, G4V_ERR_ARG, "the result pointer must not be NULL");
+    return G4V_OK;
+}
+
+static int finish(g4v_ctx *c, int st, g4v_result *out, double t0, const char *what) {
+    if (st) {
+        memset(out, 0, sizeof *out);
+        if (what) g4v_err_prefix(&c->err, "%s: ", what);
+        return st;
+    }
+    out->seconds = now_s() - t0;
+    return G4V_OK;
+}
+
+static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_encode_options *opts,
+                        g4v_result *out) {
+    int budget, exif, bf16;
+    int st = resolve(c, opts, &budget, &exif, &bf16, &c->err);
+    if (st) return st;
+    if (size > c->model->opts.max_file_bytes)
+        return g4v_fail(&c->err, G4V_ERR_LIMIT, "%zu bytes exceed the limit of %llu bytes", size,
+                        (unsigned long long)c->model->opts.max_file_bytes);
+    g4v_image_opts io = c->model->image_opts;
+    io.apply_exif = exif;
+    g4v_image img = {0, 0, NULL};
+    g4v_image_info info;
+    memset(&info, 0, sizeof info);
+    st = g4v_image_load(bytes, size, budget, &io, &img, &info, &c->err);
+    if (!st) st = run(c, &img, (size_t)img.width * 3, info.width, info.height, budget, bf16, out);
+    g4v_image_free(&img);
+    return st;
+}
+
+int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_encode_options *opts,
+                      g4v_result *out) {
+    int st = begin(c, out);
+    if (st) return st;
+    double t0 = now_s();
+    if (!bytes && size)
+        st = g4v_fail(&c->err, G4V_ERR_ARG, "bytes is NULL");
+    else
+        st = encode_bytes(c, bytes, size, opts, out);
+    return finish(c, st, out, t0, "memory buffer");
+}
+
+int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts,
+                    g4v_result *out) {
+    int st = begin(c, out);
+    if (st) return st;
+    double t0 = now_s();
+    if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);
+    int fd = -1;
+    uint64_t size = 0;
+    unsigned char *buf = NULL;
+    /* fsutil messages already name the path; only image errors need it in front. */
+    if ((st = g4v_open_regular(path, &fd, &size, &c->err))) return finish(c, st, out, t0, NULL);
+    if (size > c->model->opts.max_file_bytes) {
+        st = g4v_fail(&c->err, G4V_ERR_LIMIT, "%s: %llu bytes exceed the limit of %llu bytes",
+                      path, (unsigned long long)size,
+                      (unsigned long long)c->model->opts.max_file_bytes);
+    } else if (!(buf = g4v_malloc(size ? (size_t)size : 1))) {
+        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "%s: out of memory for %llu bytes", path,
+                      (unsigned long long)size);
+    } else if (!(st = g4v_pread_full(fd, buf, (size_t)size, 0, path, &c->err))) {
+        st = encode_bytes(c, buf, (size_t)size, opts, out);
+        if (st) g4v_err_prefix(&c->err, "%s: ", path);
+    }
+    g4v_close_fd(fd);
+    g4v_free(buf);
+    return finish(c, st, out, t0, NULL);
+}
+
+int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
+                   const g4v_encode_options *opts, g4v_result *out) {
+    int st = begin(c, out);
+    if (st) return st;
+    double t0 = now_s();
+    int budget, exif, bf16, th = 0, tw = 0;
+    const g4v_image_opts *io = &c->model->image_opts;
+    g4v_image img = {0, 0, NULL};
+    if ((st = resolve(c, opts, &budget, &exif, &bf16, &c->err))) goto done;
+    if (!rgb || width <= 0 || height <= 0 || stride < (size_t)width * 3) {
+        st = g4v_fail(&c->err, G4V_ERR_ARG,
+                      "invalid RGB buffer: %p, %dx%d, stride %zu (needs >= 3 * width)",
+                      (const void *)rgb, width, height, stride);
+        goto done;
+    }
+    if ((uint64_t)width * (uint64_t)height > io->max_pixels || width > io->max_dimension ||
+        height > io->max_dimension) {
+        st = g4v_fail(&c->err, G4V_ERR_LIMIT,
+                      "%dx%d exceeds the limits (%llu pixels, %d per side)", width, height,
+                      (unsigned long long)io->max_pixels, io->max_dimension);
+        goto done;
+    }
+    if ((st = g4v_target_size(height, width, budget, &th, &tw, &c->err))) goto done;
+    if (tw == width && th == height) {
+        /* Already at the target size: the resize would be the identity, encode in place. */
+        g4v_image view = {width, height, (uint8_t *)rgb};
+        st = run(c, &view, stride, width, height, budget, bf16, out);
+        goto done;
+    }
+    st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
+    if (!st) st = run(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
+done:
+    g4v_image_free(&img);
+    return finish(c, st, out, t0, "RGB buffer");
+}
+
+int g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count) {
+    if (!r || !r->features || !dst) return G4V_ERR_ARG;
+    size_t n = (size_t)r->n_tokens * (size_t)r->dim;
+    if (dst_count < n) return G4V_ERR_ARG;
+    memcpy(dst, r->features, n * sizeof(float));
+    return G4V_OK;
+}
+
+size_t g4v_prompt_tokens(const g4v_result *r, int32_t *ids, size_t cap) {
+    if (!r) return 0;
+    size_t need = (size_t)r->n_tokens + 2;
+    for (size_t i = 0; ids && i < cap && i < need; i++)
+        ids[i] = i == 0 ? r->boi_token_id : i + 1 == need ? r->eoi_token_id : r->image_token_id;
+    return need;
+}

@@ -1,0 +1,153 @@
+/* model.c - g4v_model: load a checkpoint once (validate, map, pack weights), describe it, plan
+ * target sizes. The model is never written after g4v_model_load returns, which is what makes it
+ * safe to share between threads. */
+#include "api_internal.h"
+
+#include "base/alloc.h"
+
+#include <string.h>
+
+void g4v_api_copy_msg(char *buf, size_t cap, const char *msg) {
+    if (!buf || cap == 0) return;
+    size_t n = strlen(msg);
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, msg, n);
+    buf[n] = '\0';
+}
+
+int g4v_api_budget_ok(int budget) {
+    return budget == 70 || budget == 140 || budget == 280 || budget == 560 || budget == 1120;
+}
+
+void g4v_model_options_init(g4v_model_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    g4v_image_opts io;
+    g4v_image_opts_default(&io);
+    g4v_checkpoint_limits lim;
+    g4v_checkpoint_limits_default(&lim);
+    o->budget = 280;
+    o->apply_exif = 1;
+    o->precise = 0;
+    o->max_pixels = io.max_pixels;
+    o->max_dimension = io.max_dimension;
+    o->max_header_bytes = lim.max_header_bytes;
+    o->max_file_bytes = (uint64_t)1 << 30;
+}
+
+/* Fills zeros with defaults and checks ranges. */
+static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4v_err *err) {
+    g4v_model_options d;
+    g4v_model_options_init(&d);
+    *o = in ? *in : d;
+    if (!o->max_pixels) o->max_pixels = d.max_pixels;
+    if (!o->max_dimension) o->max_dimension = d.max_dimension;
+    if (!o->max_header_bytes) o->max_header_bytes = d.max_header_bytes;
+    if (!o->max_file_bytes) o->max_file_bytes = d.max_file_bytes;
+    if (!g4v_api_budget_ok(o->budget))
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "budget %d is not supported (use 70, 140, 280, 560 or 1120)", o->budget);
+    if (o->apply_exif != 0 && o->apply_exif != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
+    if (o->precise != 0 && o->precise != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "precise must be 0 or 1, found %d", o->precise);
+    if (o->max_dimension < 0)
+        return g4v_fail(err, G4V_ERR_ARG, "max_dimension must be positive, found %d",
+                        o->max_dimension);
+    return G4V_OK;
+}
+
+int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out, char *errbuf,
+                   size_t errbuf_size) {
+    g4v_err err;
+    g4v_err_clear(&err);
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
+    if (out) *out = NULL;
+    g4v_model_options o;
+    int st;
+    if (!dir || !out) {
+        st = g4v_fail(&err, G4V_ERR_ARG, "g4v_model_load: dir and out must not be NULL");
+        goto fail;
+    }
+    if ((st = resolve_options(opts, &o, &err))) goto fail;
+    g4v_model *m = g4v_calloc(1, sizeof *m);
+    if (!m) {
+        st = g4v_fail(&err, G4V_ERR_NOMEM, "out of memory allocating the model");
+        goto fail;
+    }
+    m->opts = o;
+    g4v_image_opts_default(&m->image_opts);
+    m->image_opts.max_pixels = o.max_pixels;
+    m->image_opts.max_dimension = o.max_dimension;
+    m->image_opts.apply_exif = o.apply_exif;
+    g4v_checkpoint_limits lim;
+    g4v_checkpoint_limits_default(&lim);
+    lim.max_header_bytes = o.max_header_bytes;
+    g4v_encoder_opts eo = {o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST};
+    if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||
+        (st = g4v_encoder_create(m->ck, &eo, &m->enc, &err))) {
+        g4v_model_free(m);
+        goto fail;
+    }
+    *out = m;
+    return G4V_OK;
+fail:
+    g4v_api_copy_msg(errbuf, errbuf_size, err.msg);
+    return st;
+}
+
+void g4v_model_free(g4v_model *m) {
+    if (!m) return;
+    g4v_encoder_free(m->enc);
+    g4v_checkpoint_close(m->ck);
+    g4v_free(m);
+}
+
+static void copy_str(char *dst, size_t cap, const char *src) { g4v_api_copy_msg(dst, cap, src); }
+
+int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
+    if (!m || !info) return G4V_ERR_ARG;
+    memset(info, 0, sizeof *info);
+    const g4v_vision_config *c = &m->ck->cfg;
+    copy_str(info->variant, sizeof info->variant, c->variant);
+    info->hidden_size = c->hidden_size;
+    info->intermediate_size = c->intermediate_size;
+    info->num_layers = c->num_layers;
+    info->num_heads = c->num_heads;
+    info->num_kv_heads = c->num_kv_heads;
+    info->head_dim = c->head_dim;
+    info->patch_size = c->patch_size;
+    info->pooling_kernel_size = c->pooling_kernel_size;
+    info->position_embedding_size = c->position_embedding_size;
+    info->dim = c->text_hidden_size;
+    info->default_budget = m->opts.budget;
+    info->config_output_length = c->default_output_length;
+    info->use_clipped_linears = c->use_clipped_linears;
+    info->standardize = c->standardize;
+    info->precise = m->opts.precise;
+    info->apply_exif = m->opts.apply_exif;
+    info->image_token_id = c->image_token_id;
+    info->boi_token_id = c->boi_token_id;
+    info->eoi_token_id = c->eoi_token_id;
+    info->video_token_id = c->video_token_id;
+    info->param_count = m->ck->param_count;
+    info->weight_bytes = m->ck->weight_bytes;
+    copy_str(info->naming, sizeof info->naming, m->ck->naming);
+    copy_str(info->source, sizeof info->source, m->ck->source);
+    return G4V_OK;
+}
+
+int g4v_model_plan(const g4v_model *m, int width, int height, int budget, int *target_w,
+                   int *target_h, int *n_tokens) {
+    if (!m || width <= 0 || height <= 0) return G4V_ERR_ARG;
+    if (budget == 0) budget = m->opts.budget;
+    if (!g4v_api_budget_ok(budget)) return G4V_ERR_ARG;
+    int th = 0, tw = 0;
+    int st = g4v_target_size(height, width, budget, &th, &tw, NULL);
+    if (st) return st;
+    int side = m->ck->cfg.patch_size * m->ck->cfg.pooling_kernel_size;
+    if (target_w) *target_w = tw;
+    if (target_h) *target_h = th;
+    if (n_tokens) *n_tokens = (tw / side) * (th / side);
+    return G4V_OK;
+}

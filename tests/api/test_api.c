@@ -1,0 +1,257 @@
+/* test_api.c - the public API's behaviour (include/g4v.h) on a tiny synthetic checkpoint:
+ * options and defaults, info, plan, the three encode entry points agreeing bit for bit (file,
+ * memory, decoded RGB with a padded stride), per-encode budget / exif overrides, bf16 output,
+ * prompt span, copy-out, and errors that name their cause without crashing.
+ * Usage: test_api FIXTURES (tests/api/make_fixtures.py output). */
+#include "g4v.h"
+#include "image/image.h" /* only to decode a PNG independently for the RGB entry point */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *dir;
+static g4v_model *model;
+static g4v_ctx *ctx;
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    return b;
+}
+
+static float *copy_out(const g4v_result *r) {
+    size_t n = (size_t)r->n_tokens * r->dim;
+    float *p = malloc(n * sizeof(float) + 1);
+    if (p) g4v_result_copy(r, p, n);
+    return p;
+}
+
+static void test_basics(void) {
+    CHECK(!strcmp(g4v_version(), "0.1.0"));
+    CHECK(!strcmp(g4v_status_name(G4V_ERR_MODEL), "G4V_ERR_MODEL"));
+    CHECK(!strcmp(g4v_status_name(999), "G4V_ERR_UNKNOWN"));
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.precise == 0);
+    CHECK(mo.max_pixels > 0 && mo.max_dimension > 0 && mo.max_header_bytes > 0);
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0);
+}
+
+static void test_load_errors(void) {
+    char msg[512], path[1024];
+    g4v_model *m = (g4v_model *)1;
+    CHECK(g4v_model_load("/nonexistent/model", NULL, &m, msg, sizeof msg) == G4V_ERR_IO);
+    CHECK(m == NULL);
+    CHECK_CONTAINS(msg, "/nonexistent/model");
+    CHECK(g4v_model_load(NULL, NULL, &m, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK(g4v_model_load(dir, NULL, NULL, NULL, 0) == G4V_ERR_ARG); /* NULL errbuf is fine */
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.budget = 300;
+    snprintf(path, sizeof path, "%s/tiny", dir);
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK_CONTAINS(msg, "300");
+    g4v_model_options_init(&mo);
+    mo.max_header_bytes = 16; /* smaller than any real header */
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    char tiny[8];
+    CHECK(g4v_model_load("/nonexistent", NULL, &m, tiny, sizeof tiny) == G4V_ERR_IO);
+    CHECK(strlen(tiny) == 7); /* truncated, terminated */
+    CHECK(g4v_ctx_create(NULL, NULL, &ctx, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK(!strcmp(g4v_ctx_error(NULL), "g4v_ctx_error: ctx is NULL"));
+}
+
+static void test_info_plan(void) {
+    g4v_model_info info;
+    REQUIRE(g4v_model_get_info(model, &info) == G4V_OK);
+    CHECK(info.hidden_size == 64 && info.num_layers == 2 && info.dim == 96);
+    CHECK(info.num_heads == 4 && info.num_kv_heads == 2 && info.head_dim == 16);
+    CHECK(info.patch_size == 16 && info.pooling_kernel_size == 3);
+    CHECK(info.boi_token_id == 255999 && info.image_token_id == 258880 &&
+          info.eoi_token_id == 258882);
+    CHECK(info.default_budget == 280 && info.param_count > 0 && info.weight_bytes > 0);
+    CHECK(!strcmp(info.naming, "hf"));
+    int tw, th, n;
+    /* 150x100 at 280: factor sqrt(645120/15000) = 6.558 -> 983.7 x 655.8 -> 960 x 624 */
+    CHECK(g4v_model_plan(model, 150, 100, 280, &tw, &th, &n) == G4V_OK);
+    CHECK(tw == 960 && th == 624 && n == 20 * 13);
+    CHECK(g4v_model_plan(model, 150, 100, 0, NULL, NULL, &n) == G4V_OK && n == 260);
+    CHECK(g4v_model_plan(model, 150, 100, 100, &tw, &th, &n) == G4V_ERR_ARG);
+    CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n) == G4V_ERR_ARG);
+}
+
+static void test_entry_points_agree(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/img0.png", dir);
+    g4v_result r;
+    REQUIRE(g4v_encode_file(ctx, path, NULL, &r) == G4V_OK);
+    CHECK(!strcmp(g4v_ctx_error(ctx), ""));
+    CHECK(r.src_width == 150 && r.src_height == 100 && r.width == 960 && r.height == 624);
+    CHECK(r.grid_w == 20 && r.grid_h == 13 && r.n_tokens == 260 && r.dim == 96);
+    CHECK(r.budget == 280 && r.features && !r.features_bf16 && r.seconds > 0);
+    float *a = copy_out(&r);
+    int finite = 1;
+    for (size_t i = 0; i < (size_t)r.n_tokens * r.dim; i++) finite &= isfinite(a[i]) != 0;
+    CHECK(finite);
+
+    size_t nb;
+    char *bytes = slurp(path, &nb);
+    REQUIRE(bytes);
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.bf16 = 1;
+    REQUIRE(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_OK);
+    CHECK(r.n_tokens == 260 && !memcmp(a, r.features, 260 * 96 * sizeof(float)));
+    REQUIRE(r.features_bf16);
+    int bf_ok = 1;
+    for (size_t i = 0; i < 260 * 96; i++) {
+        uint32_t u;
+        memcpy(&u, &a[i], 4);
+        uint16_t want = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); /* RNE, finite */
+        bf_ok &= r.features_bf16[i] == want;
+    }
+    CHECK(bf_ok);
+
+    /* Decoded pixels in a padded buffer: same target size, same resize, same features. */
+    g4v_image img;
+    REQUIRE(g4v_image_decode(bytes, nb, NULL, &img, NULL) == G4V_OK);
+    size_t stride = (size_t)img.width * 3 + 13;
+    uint8_t *padded = calloc((size_t)img.height, stride);
+    for (int y = 0; y < img.height; y++)
+        memcpy(padded + y * stride, img.rgb + (size_t)y * img.width * 3, (size_t)img.width * 3);
+    REQUIRE(g4v_encode_rgb(ctx, padded, img.width, img.height, stride, NULL, &r) == G4V_OK);
+    CHECK(r.n_tokens == 260 && !memcmp(a, r.features, 260 * 96 * sizeof(float)));
+    CHECK(r.features_bf16 == NULL);
+
+    /* Already at the target size (480x336 at 70 is exactly 161,280 px: encoded in place, the
+     * padded stride honoured). */
+    enum { W = 480, H = 336, PAD = 5, N = 70 };
+    int tw = 0, th = 0;
+    CHECK(g4v_model_plan(model, W, H, 70, &tw, &th, NULL) == G4V_OK && tw == W && th == H);
+    uint8_t *big = calloc(H, W * 3 + PAD);
+    for (size_t i = 0; i < (size_t)H * (W * 3 + PAD); i++) big[i] = (uint8_t)(i * 7);
+    g4v_encode_options_init(&eo);
+    eo.budget = 70;
+    REQUIRE(g4v_encode_rgb(ctx, big, W, H, W * 3 + PAD, &eo, &r) == G4V_OK);
+    CHECK(r.n_tokens == N && r.budget == 70 && r.width == W);
+    float *b = copy_out(&r);
+    uint8_t *tight = malloc((size_t)H * W * 3);
+    for (int y = 0; y < H; y++) memcpy(tight + y * W * 3, big + y * (W * 3 + PAD), W * 3);
+    REQUIRE(g4v_encode_rgb(ctx, tight, W, H, W * 3, &eo, &r) == G4V_OK);
+    CHECK(!memcmp(b, r.features, (size_t)N * 96 * sizeof(float)));
+
+    /* Prompt span and copy-out. */
+    int32_t ids[64];
+    int32_t ids100[100];
+    CHECK(g4v_prompt_tokens(&r, NULL, 0) == N + 2);
+    CHECK(g4v_prompt_tokens(&r, ids, 64) == N + 2); /* truncated to 64, count still N + 2 */
+    CHECK(g4v_prompt_tokens(&r, ids100, 100) == N + 2);
+    CHECK(ids100[0] == 255999 && ids100[1] == 258880 && ids100[N] == 258880 &&
+          ids100[N + 1] == 258882 && ids[63] == 258880);
+    CHECK(g4v_result_copy(&r, b, (size_t)N * 96 - 1) == G4V_ERR_ARG);
+
+    free(a);
+    free(b);
+    free(big);
+    free(tight);
+    free(padded);
+    g4v_image_free(&img);
+    free(bytes);
+}
+
+static void test_overrides(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/rot6.jpg", dir); /* stored 160x90, EXIF orientation 6 */
+    g4v_result r;
+    REQUIRE(g4v_encode_file(ctx, path, NULL, &r) == G4V_OK);
+    CHECK(r.src_width == 90 && r.src_height == 160);
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.exif = 0;
+    REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
+    CHECK(r.src_width == 160 && r.src_height == 90);
+    eo.budget = 140;
+    REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
+    CHECK(r.budget == 140 && r.n_tokens <= 140 && r.n_tokens > 70);
+}
+
+static void test_encode_errors(void) {
+    char path[1024];
+    g4v_result r;
+    memset(&r, 0x55, sizeof r);
+    CHECK(g4v_encode_file(ctx, "/nonexistent.png", NULL, &r) == G4V_ERR_IO);
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "/nonexistent.png");
+    CHECK(r.features == NULL && r.n_tokens == 0); /* zeroed on failure */
+    static const unsigned char junk[] = "this is not an image at all";
+    CHECK(g4v_encode_memory(ctx, junk, sizeof junk, NULL, &r) != G4V_OK);
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "memory buffer");
+    snprintf(path, sizeof path, "%s/img2.png", dir);
+    size_t nb;
+    char *bytes = slurp(path, &nb);
+    REQUIRE(bytes);
+    CHECK(g4v_encode_memory(ctx, bytes, nb / 2, NULL, &r) == G4V_ERR_IMAGE); /* truncated */
+    CHECK(strlen(g4v_ctx_error(ctx)) > 15);
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.budget = 100;
+    CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "100");
+    eo.budget = 0;
+    eo.exif = 7;
+    CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
+    uint8_t px[12] = {0};
+    CHECK(g4v_encode_rgb(ctx, px, 2, 2, 5, NULL, &r) == G4V_ERR_ARG); /* stride < 3w */
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "stride");
+    CHECK(g4v_encode_rgb(ctx, NULL, 2, 2, 6, NULL, &r) == G4V_ERR_ARG);
+    CHECK(g4v_encode_rgb(ctx, px, 70000, 1, 3 * 70000, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK(g4v_encode_memory(ctx, bytes, nb, NULL, NULL) == G4V_ERR_ARG);
+    /* A 1x1 image is upscaled like any other (HF does the same): at 70, 384x384, 64 tokens. */
+    eo.exif = -1;
+    eo.budget = 70;
+    CHECK(g4v_encode_rgb(ctx, px, 1, 1, 3, &eo, &r) == G4V_OK && r.n_tokens == 64);
+    /* The ctx works normally after errors. */
+    CHECK(g4v_encode_memory(ctx, bytes, nb, NULL, &r) == G4V_OK && r.n_tokens > 0);
+    CHECK(!strcmp(g4v_ctx_error(ctx), ""));
+    free(bytes);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_api FIXTURES\n");
+        return 2;
+    }
+    dir = argv[1];
+    char path[1024], msg[512];
+    snprintf(path, sizeof path, "%s/tiny", dir);
+    test_basics();
+    test_load_errors();
+    if (g4v_model_load(path, NULL, &model, msg, sizeof msg)) {
+        fprintf(stderr, "load %s: %s\n", path, msg);
+        return 1;
+    }
+    g4v_ctx_options co;
+    g4v_ctx_options_init(&co);
+    co.threads = 2;
+    if (g4v_ctx_create(model, &co, &ctx, msg, sizeof msg)) {
+        fprintf(stderr, "ctx: %s\n", msg);
+        return 1;
+    }
+    test_info_plan();
+    test_entry_points_agree();
+    test_overrides();
+    test_encode_errors();
+    g4v_ctx_free(ctx);
+    g4v_model_free(model);
+    return test_summary("test_api");
+}
