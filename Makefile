@@ -4,13 +4,17 @@
 #   make demo       install, build, generate a synthetic e4b checkpoint (random weights, real
 #                   layout; ~340 MB, a few seconds) into build/demo-model once, describe it
 #   make asan       unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
+#                   under ASan + UBSan with fault injection (build-fault/)
+#   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
+#                   (default 60); make fuzz-smoke: FUZZ_SMOKE_SECONDS (30) each, 2 at a time
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps build test demo asan clean
+.PHONY: all deps test-deps build test demo asan fault fuzz-build fuzz fuzz-smoke clean
 
 all: build
 
@@ -28,6 +32,7 @@ test: test-deps
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	$(MAKE) fault fuzz-smoke
 
 # The checkpoint is synthetic: no real Gemma 4 weights are downloaded or needed. config.json is
 # written last, so an interrupted generation is redone.
@@ -43,9 +48,38 @@ demo: test-deps
 	$(BUILD)/g4v info --model $(DEMO_MODEL)
 
 asan: test-deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_WERROR=ON
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_FAULT_INJECTION=ON \
+	  -DG4V_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS) -L unit
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -L 'unit|fault'
+
+# Hostile input (docs/LIMITS.md): the N-th allocation fails for every N over load and encode,
+# decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised
+# (RelWithDebInfo) so the sweeps stay fast.
+FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_config_replay \
+	fuzz_index_replay fuzz_image_replay fuzz_encode_replay
+fault: test-deps
+	cmake -S . -B build-fault -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_SANITIZE=ON \
+	  -DG4V_FAULT_INJECTION=ON -DG4V_WERROR=ON
+	cmake --build build-fault -j $(JOBS) --target $(FAULT_TESTS)
+	cd build-fault && ctest --output-on-failure -j $(JOBS) -L fault
+
+# libFuzzer targets (fuzz/README.md): clang, ASan + UBSan, library built with coverage.
+SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 30
+FUZZ_PARALLEL ?= 2
+fuzz-build: test-deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DG4V_SANITIZE=ON -DG4V_FUZZ=ON -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link
+	cmake --build build-fuzz -j $(JOBS) --target g4v_fuzz
+
+fuzz: fuzz-build
+	fuzz/run_fuzz.sh build-fuzz $(SECONDS) $(FUZZ_PARALLEL)
+
+# The CI run: every target for FUZZ_SMOKE_SECONDS, FUZZ_PARALLEL at a time (5 targets, 2 at a
+# time: 3 rounds, ~1.5 min at 30 s).
+fuzz-smoke: fuzz-build
+	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fault build-fuzz

@@ -1,0 +1,282 @@
+/* test_alloc_fail.c - allocation-failure sweeps over the load and encode paths (as SQLite does).
+ *
+ *     test_alloc_fail TINY_MODEL_DIR IMAGE_CORPUS_DIR
+ *
+ * Needs a build with -DG4V_FAULT_INJECTION=ON (otherwise it reports itself skipped, exit 77);
+ * run under ASan/LSan (make fault, make asan) so that a leak on any error path fails the test.
+ * For N = 0, 1, 2, ... the N-th allocation and every later one fail (g4v_alloc_fail_after(N));
+ * the sweep ends at the first N at which the whole step completes without an injected failure.
+ *   load path:   g4v_checkpoint_open + g4v_encoder_create on the tiny checkpoint;
+ *   image path:  g4v_image_load (decode + EXIF + target size + resize, budget 70) for one
+ *                image per decoder and mode (PNG plain/Adam7/eXIf/raw-profile/XMP/16-bit/
+ *                palette, JPEG streamed/oriented/gray/CMYK, GIF, WebP still/animated, BMP RLE);
+ *   encode path: the same + g4v_workspace_create + g4v_encoder_run, for a PNG (whole-image
+ *                path, orientation 6), a JPEG (streamed, bottom-up) and an animated WebP.
+ * Every failing step must return an error status (G4V_ERR_NOMEM when one of our allocations was
+ * the first to fail) without crashing or leaking, and the call after the sweep, without
+ * injection, must give bit-identical output to a run before it.
+ *
+ * What is covered: every allocation libg4v makes (all go through base/alloc.h), and cJSON's,
+ * because this test routes cJSON through g4v_malloc with cJSON_InitHooks (process-global, so
+ * the library itself cannot). cJSON cannot tell a failed allocation from bad syntax: those steps
+ * come back as G4V_ERR_MODEL "malformed JSON" and are accepted as any error. Not covered:
+ * libjpeg-turbo, giflib and libwebp allocate with plain malloc (libjpeg's memory manager is
+ * fixed at its build time; giflib and libwebp have no hooks); libpng is covered when png.c
+ * creates its reader with g4v allocation callbacks (png_create_read_struct_2).
+ */
+#include "base/alloc.h"
+#include "encoder/encoder.h"
+#include "image/image.h"
+#include "io/checkpoint.h"
+#include "test_util.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STEPS 100000
+#define BUDGET 70
+
+/* ---- cJSON through g4v_malloc, remembering whether it took the first injected failure -------- */
+static long fail_at = -1;  /* the N of the current step */
+static int cjson_first;    /* the first failing allocation of this step was cJSON's */
+static unsigned char *cjson_map; /* dry run: cjson_map[i] = allocation i was cJSON's */
+static long cjson_map_len;
+
+static void *cjson_malloc(size_t n) {
+    long idx = g4v_alloc_count(); /* the index this allocation gets */
+    if (cjson_map && idx < cjson_map_len) cjson_map[idx] = 1;
+    void *p = g4v_malloc(n);
+    if (!p && idx == fail_at) cjson_first = 1;
+    return p;
+}
+
+static void begin_step(long n) {
+    fail_at = n;
+    cjson_first = 0;
+    g4v_alloc_fail_after(n);
+}
+
+/* Allocations attempted in this step; stops injecting. */
+static long end_step(void) {
+    long used = g4v_alloc_count();
+    g4v_alloc_fail_after(-1);
+    fail_at = -1;
+    return used;
+}
+
+typedef struct {
+    long steps, nomem, other, tolerated;
+} sweep_stats;
+
+/* Records one failing step: NOMEM, or any error when cJSON failed first. */
+static void judge(const char *what, long n, int st, const g4v_err *err, sweep_stats *s) {
+    s->steps++;
+    if (st == G4V_OK) { /* an injected failure was absorbed (e.g. an optional copy) */
+        s->tolerated++;
+        return;
+    }
+    if (st == G4V_ERR_NOMEM) {
+        s->nomem++;
+    } else {
+        s->other++;
+        CHECK_MSG(cjson_first && st != G4V_ERR_INTERNAL,
+                  "%s: allocation %ld failing gave %s, not G4V_ERR_NOMEM: %s", what, n,
+                  g4v_status_name(st), err->msg);
+    }
+}
+
+/* ---- load path ------------------------------------------------------------------------------ */
+/* One step; returns the status and sets *used to the allocations attempted. */
+static int load_step(const char *dir, long n, long *used, g4v_err *err) {
+    g4v_checkpoint *ck = NULL;
+    g4v_encoder *enc = NULL;
+    begin_step(n);
+    int st = g4v_checkpoint_open(dir, NULL, &ck, err);
+    if (!st) st = g4v_encoder_create(ck, NULL, &enc, err);
+    *used = end_step();
+    g4v_encoder_free(enc);
+    g4v_checkpoint_close(ck);
+    return st;
+}
+
+/* Parsing the tiny checkpoint's header alone takes ~1400 cJSON allocations, and each step parses
+ * it again, so a dry run first marks which allocations are cJSON's: every allocation of ours is
+ * swept, cJSON's at the first and last of each run of them and every 37th in between (all of
+ * them with G4V_SWEEP_ALL=1). */
+static void sweep_load(const char *dir) {
+    g4v_err err;
+    long total = 0;
+    cjson_map_len = MAX_STEPS;
+    cjson_map = calloc((size_t)cjson_map_len, 1);
+    int st = load_step(dir, LONG_MAX, &total, &err);
+    unsigned char *map = cjson_map;
+    cjson_map = NULL;
+    REQUIRE(st == G4V_OK && total < MAX_STEPS);
+    int all = getenv("G4V_SWEEP_ALL") != NULL;
+    long ours = 0, theirs = 0, swept = 0;
+    sweep_stats s = {0};
+    for (long n = 0; n < total; n++) {
+        ours += !map[n], theirs += map[n];
+        int edge = n == 0 || !map[n - 1] || n + 1 == total || !map[n + 1];
+        if (map[n] && !all && !edge && n % 37) continue;
+        swept++;
+        long used;
+        memset(&err, 0, sizeof err);
+        st = load_step(dir, n, &used, &err);
+        judge("load", n, st, &err, &s);
+    }
+    long used;
+    st = load_step(dir, total, &used, &err); /* one past the last: nothing fails */
+    CHECK_MSG(st == G4V_OK && used == total, "load: no clean finish (%s, %ld of %ld allocations)",
+              g4v_status_name(st), used, total);
+    CHECK_MSG(ours > 10, "load: only %ld allocations of ours (fault injection compiled in?)", ours);
+    printf("  load (checkpoint_open + encoder_create): %ld allocations (%ld ours, %ld cJSON), %ld "
+           "swept: %ld NOMEM, %ld other (cJSON first), %ld absorbed\n",
+           total, ours, theirs, swept, s.nomem, s.other, s.tolerated);
+    free(map);
+}
+
+/* ---- encode path ---------------------------------------------------------------------------- */
+typedef struct {
+    uint8_t *p;
+    size_t n;
+} buf;
+
+static buf load_file(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    buf b = {NULL, 0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return b;
+    b.p = malloc(1 << 16);
+    b.n = fread(b.p, 1, 1 << 16, f);
+    fclose(f);
+    return b;
+}
+
+/* What one run of the path produced (copied with plain malloc, which injection does not touch). */
+typedef struct {
+    uint8_t *px; /* the target-size image */
+    size_t npx;
+    float *tok; /* soft tokens, when an encoder is given */
+    size_t ntok;
+} result;
+
+static void result_free(result *r) {
+    free(r->px);
+    free(r->tok);
+    memset(r, 0, sizeof *r);
+}
+
+static int same(const result *a, const result *b) {
+    return a->npx == b->npx && a->ntok == b->ntok && !memcmp(a->px, b->px, a->npx) &&
+           (!a->ntok || !memcmp(a->tok, b->tok, a->ntok * sizeof *a->tok));
+}
+
+/* image bytes -> g4v_image_load at BUDGET, then (enc != NULL) workspace + encoder_run. */
+static int run_path(const g4v_encoder *enc, int T, const buf *b, result *r, g4v_err *err) {
+    memset(r, 0, sizeof *r);
+    g4v_image img;
+    g4v_workspace *ws = NULL;
+    g4v_image_opts o;
+    g4v_image_opts_default(&o);
+    int st = g4v_image_load(b->p, b->n, BUDGET, &o, &img, NULL, err);
+    if (!st) {
+        r->npx = (size_t)img.width * img.height * 3;
+        r->px = malloc(r->npx);
+        memcpy(r->px, img.rgb, r->npx);
+    }
+    if (!st && enc) {
+        ws = g4v_workspace_create();
+        if (!ws) st = g4v_fail(err, G4V_ERR_NOMEM, "workspace: out of memory");
+    }
+    if (!st && enc) {
+        r->ntok = (size_t)(img.width / 48) * (img.height / 48) * T;
+        r->tok = malloc(r->ntok * sizeof *r->tok);
+        st = g4v_encoder_run(enc, ws, NULL, img.rgb, img.width, img.height, (size_t)img.width * 3,
+                             r->tok, err);
+    }
+    g4v_workspace_free(ws);
+    g4v_image_free(&img); /* NULL pixels after a failed load */
+    if (st) result_free(r);
+    return st;
+}
+
+static void sweep_path(const g4v_encoder *enc, int T, const char *dir, const char *name) {
+    buf b = load_file(dir, name);
+    if (!b.n) {
+        CHECK_MSG(0, "%s/%s: cannot read", dir, name);
+        free(b.p);
+        return;
+    }
+    g4v_err err;
+    result ref, out;
+    int st = run_path(enc, T, &b, &ref, &err);
+    CHECK_MSG(st == G4V_OK, "%s: %s", name, err.msg);
+    sweep_stats s = {0};
+    long n = 0;
+    for (; st == G4V_OK && n < MAX_STEPS; n++) {
+        memset(&err, 0, sizeof err);
+        begin_step(n);
+        int r = run_path(enc, T, &b, &out, &err);
+        long used = end_step();
+        result_free(&out);
+        if (r == G4V_OK && used <= n) break;
+        judge(name, n, r, &err, &s);
+    }
+    CHECK_MSG(n < MAX_STEPS, "%s: never completed", name);
+    /* afterwards, without injection: the same bytes as before the sweep */
+    st = run_path(enc, T, &b, &out, &err);
+    CHECK_MSG(st == G4V_OK && same(&ref, &out), "%s: the call after the sweep differs (%s)", name,
+              g4v_status_name(st));
+    printf("  %-6s %-28s %3ld allocations swept: %3ld NOMEM, %ld other, %ld absorbed\n",
+           enc ? "encode" : "image", name, n, s.nomem, s.other, s.tolerated);
+    result_free(&ref);
+    result_free(&out);
+    free(b.p);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_alloc_fail TINY_MODEL_DIR IMAGE_CORPUS_DIR\n");
+        return 2;
+    }
+#ifndef G4V_FAULT_INJECTION
+    printf("test_alloc_fail: skipped (build with -DG4V_FAULT_INJECTION=ON, e.g. make fault)\n");
+    return 77;
+#else
+    cJSON_Hooks hooks = {cjson_malloc, g4v_free};
+    cJSON_InitHooks(&hooks);
+    printf("allocation-failure sweeps:\n");
+    sweep_load(argv[1]);
+
+    g4v_checkpoint *ck = NULL;
+    g4v_encoder *enc = NULL;
+    g4v_err err;
+    if (g4v_checkpoint_open(argv[1], NULL, &ck, &err) || g4v_encoder_create(ck, NULL, &enc, &err)) {
+        fprintf(stderr, "test_alloc_fail: cannot load %s: %s\n", argv[1], err.msg);
+        return 1;
+    }
+    /* The image path for every decoder and mode; the whole encode path (workspace and encoder
+     * allocations do not depend on the format) for three of them. */
+    static const char *const images[] = {
+        "rgb8.png",         "rgb8-adam7.png",  "exif-before.png", "exif-after.png",
+        "raw-profile.png",  "xmp.png",         "rgba16-adam7.png", "pal8-trns.png",
+        "baseline-420.jpg", "orient3.jpg",     "422-orient6.jpg",  "orient2-big-endian.jpg",
+        "gray.jpg",         "cmyk.jpg",        "interlaced-transparent.gif", "overhang.gif",
+        "lossy.webp",       "alpha-exif.webp", "animated.webp",    "rle8.bmp",
+        "rle4.bmp",         "tall-1x40.jpg"};
+    for (size_t i = 0; i < sizeof images / sizeof images[0]; i++)
+        sweep_path(NULL, 0, argv[2], images[i]);
+    static const char *const encoded[] = {"exif-before.png", "orient3.jpg", "animated.webp"};
+    for (size_t i = 0; i < sizeof encoded / sizeof encoded[0]; i++)
+        sweep_path(enc, ck->cfg.text_hidden_size, argv[2], encoded[i]);
+    g4v_encoder_free(enc);
+    g4v_checkpoint_close(ck);
+    return test_summary("test_alloc_fail");
+#endif
+}
