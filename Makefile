@@ -4,6 +4,7 @@
 #   make demo       install, build, generate a synthetic e4b checkpoint (random weights, real
 #                   layout; ~340 MB, a few seconds) into build/demo-model once, describe it
 #   make asan       unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make tsan       the API tests (concurrent contexts on one model) under ThreadSanitizer
 #   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
 #                   under ASan + UBSan with fault injection (build-fault/)
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
@@ -14,7 +15,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps build test demo asan fault fuzz-build fuzz fuzz-smoke clean
+.PHONY: all deps test-deps build test demo asan tsan fault fuzz-build fuzz fuzz-smoke clean
 
 all: build
 
@@ -32,6 +33,7 @@ test: test-deps
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	$(MAKE) tsan
 	$(MAKE) fault fuzz-smoke
 
 # The checkpoint is synthetic: no real Gemma 4 weights are downloaded or needed. config.json is
@@ -52,6 +54,12 @@ asan: test-deps
 	  -DG4V_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L 'unit|fault'
+
+# The public API's tests (incl. N threads over one shared model) under ThreadSanitizer.
+tsan: test-deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
+	cmake --build build-tsan -j $(JOBS) --target test_api_threads
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan
 
 # Hostile input (docs/LIMITS.md): the N-th allocation fails for every N over load and encode,
 # decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised
@@ -82,4 +90,4 @@ fuzz-smoke: fuzz-build
 	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)
 
 clean:
-	rm -rf $(BUILD) build-asan build-fault build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz

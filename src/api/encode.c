@@ -102,7 +102,7 @@ static int begin(g4v_ctx *c, g4v_result *out) {
 static int finish(g4v_ctx *c, int st, g4v_result *out, double t0, const char *what) {
     if (st) {
         memset(out, 0, sizeof *out);
-        if (what) g4v_err_prefix(&c->err, "%s: ", what);
+        if (what) g4v_err_prefix(&c->err, "%s", what);
         return st;
     }
     out->seconds = now_s() - t0;
@@ -160,7 +160,7 @@ int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts
                       (unsigned long long)size);
     } else if (!(st = g4v_pread_full(fd, buf, (size_t)size, 0, path, &c->err))) {
         st = encode_bytes(c, buf, (size_t)size, opts, out);
-        if (st) g4v_err_prefix(&c->err, "%s: ", path);
+        if (st) g4v_err_prefix(&c->err, "%s", path);
     }
     g4v_close_fd(fd);
     g4v_free(buf);

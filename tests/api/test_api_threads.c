@@ -3,7 +3,8 @@
  * different orders. Every result must equal the single-threaded one bit for bit. Built and run
  * under ThreadSanitizer by `make tsan`.
  *
- *   test_api_threads FIXTURES NTHREADS            the test (tests/api/make_fixtures.py output)
+ *   test_api_threads FIXTURES NTHREADS [quick]    the test (tests/api/make_fixtures.py output);
+ *                                                 quick: 3 images, 1 round (for ThreadSanitizer)
  *   test_api_threads --bench MODEL IMAGE REPS     throughput: 1 ctx vs 2 ctx sharing the model
  *                                                 (each ctx single-threaded), images per second
  */
@@ -17,7 +18,7 @@
 #include <time.h>
 
 #define NIMG 7
-#define ROUNDS 2
+static int nimg = NIMG, rounds = 2;
 static const char *names[NIMG] = {"img0.png", "img1.png", "img2.png", "img3.png",
                                   "img4.png", "img5.png", "rot6.jpg"};
 
@@ -55,9 +56,9 @@ static void *worker(void *arg) {
         return NULL;
     }
     /* Each thread starts at a different image, so different images run at the same time. */
-    for (int r = 0; r < ROUNDS; r++) {
-        for (int k = 0; k < NIMG; k++) {
-            int i = (k + j->index + r) % NIMG;
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < nimg; k++) {
+            int i = (k + j->index + r) % nimg;
             g4v_result res;
             if (g4v_encode_file(ctx, j->paths[i], NULL, &res)) {
                 if (!j->errors++) snprintf(j->first_error, sizeof j->first_error, "%s", g4v_ctx_error(ctx));
@@ -93,7 +94,7 @@ static void run_test(const char *dir, int nthreads) {
     co.threads = 1;
     g4v_ctx *ctx = NULL;
     REQUIRE(g4v_ctx_create(model, &co, &ctx, msg, sizeof msg) == G4V_OK);
-    for (int i = 0; i < NIMG; i++) {
+    for (int i = 0; i < nimg; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         g4v_result r;
         st = g4v_encode_file(ctx, path, NULL, &r);
@@ -128,7 +129,7 @@ static void run_test(const char *dir, int nthreads) {
                   jobs[t].mismatches);
     }
     printf("%d threads x %d encodes each: all bit-identical to the single-threaded run\n", nthreads,
-           NIMG * ROUNDS);
+           nimg * rounds);
     for (int i = 0; i < NIMG; i++) free(ref[i].feat);
     g4v_model_free(model);
 }
@@ -191,9 +192,13 @@ static int bench(const char *model_dir, const char *img, int reps) {
 
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "--bench")) return bench(argv[2], argv[3], atoi(argv[4]));
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_api_threads FIXTURES NTHREADS | --bench MODEL IMAGE REPS\n");
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "quick"))) {
+        fprintf(stderr, "usage: test_api_threads FIXTURES NTHREADS [quick] | --bench MODEL IMAGE REPS\n");
         return 2;
+    }
+    if (argc == 4) {
+        nimg = 3; /* img0, img1, img2: three sizes */
+        rounds = 1;
     }
     run_test(argv[1], atoi(argv[2]));
     return test_summary("test_api_threads");

@@ -1,48 +1,77 @@
-/* cmd_encode.c - `g4v encode`: one image -> Gemma 4 soft tokens [N, T] as a float32 .npy.
+/* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens, on the public API (g4v.h) only.
  *
- *   g4v encode --model DIR IMAGE [--tokens N] [--precise] [--threads N] -o OUT.npy
+ *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--precise] [--threads N]
+ *              [--json] [--quiet] [--bf16] -o OUT
  *
- * IMAGE is any format src/image decodes (chosen by content, EXIF orientation applied), or a raw
- * uint8 [H, W, 3] .npy (as numpy.save writes it), taken as already-decoded RGB. Either way the
- * image is resized to the target size for the budget (SPEC B.2, Pillow-exact) and encoded.
- * stdout gets the prompt span for the image (SPEC E.2): the text <|image> + N x <|image|> +
- * <image|> and its token ids from the config. Minimal on purpose: the full CLI/API (batches,
- * safetensors output, timing) comes with the public API; the .npy writer here is inline until
- * a shared one exists.
+ * IMAGE: a file (JPEG/PNG/WebP/GIF/BMP by content, or a raw uint8 [H, W, 3] .npy taken as decoded
+ * RGB), a directory (its image files, sorted) or @LIST (one path per line). Outputs:
+ *   one image, OUT.npy           float32 [N, T] (--bf16: uint16 bf16 bits)
+ *   OUT.safetensors              one tensor per image (named after the file), metadata per tensor
+ *   otherwise OUT is a directory one OUT/<image name>.npy per image (created if needed)
+ * stdout: per image the prompt span and its ids (two lines; with several images preceded by
+ * "# FILE"), or with --json one JSON object per line (JSON Lines). stderr: a progress bar with
+ * ETA when it is a terminal and several images are given; error messages.
+ * With several images a bad image is reported and skipped; the exit code is then 2.
  */
 #include "cli.h"
+#include "g4v.h"
+#include "inputs.h"
+#include "npy.h"
+#include "npy_u16.h"
+#include "out_safetensors.h"
 
-#include "base/alloc.h"
-#include "base/pool.h"
-#include "encoder/encoder.h"
-#include "image/image.h"
-#include "io/checkpoint.h"
-
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
-#define MAX_INPUT_BYTES ((size_t)1 << 30)
+typedef enum { OUT_NPY, OUT_DIR, OUT_SAFETENSORS } out_kind;
 
 typedef struct {
-    const char *model, *image, *out;
-    int tokens, precise, threads;
+    const char *model, *out;
+    input_list in;
+    int tokens, no_exif, precise, threads, json, quiet, bf16;
+    out_kind kind;
 } encode_args;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: g4v encode --model DIR IMAGE [--tokens N] [--precise] [--threads N] -o OUT.npy\n"
-            "\n"
-            "Encodes IMAGE into Gemma 4 soft tokens, written as a float32 .npy [N, T].\n"
-            "  --model DIR    checkpoint directory as downloaded (config.json + safetensors)\n"
-            "  IMAGE          JPEG/PNG/WebP/GIF/BMP, or a raw uint8 [H, W, 3] .npy\n"
-            "  --tokens N     soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
-            "  --precise      f32 GEMM inputs (default: bf16 GEMM inputs, ~3e-3 rel. error)\n"
-            "  --threads N    worker threads (default: one per CPU)\n"
-            "  -o OUT.npy     output file\n"
-            "Prints the image's prompt span (<|image> <|image|> x N <image|>) and its token ids.\n"
-            "Exit codes: 0 ok, 1 usage, 2 input, 3 model, 4 output, 5 internal.\n");
+        "usage: g4v encode --model DIR IMAGE... [options] -o OUT\n"
+        "\n"
+        "Encodes images into Gemma 4 soft tokens: N rows of T floats per image, the language\n"
+        "model's input embeddings for the image-token positions (splice them in unscaled).\n"
+        "\n"
+        "  --model DIR    checkpoint directory as downloaded (config.json + safetensors)\n"
+        "  IMAGE...       JPEG/PNG/WebP/GIF/BMP files (format by content), raw uint8 [H, W, 3]\n"
+        "                 .npy files, directories (their image files, sorted), or @LIST (a\n"
+        "                 text file with one path per line)\n"
+        "  -o OUT         OUT.npy         one image: float32 [N, T]\n"
+        "                 OUT.safetensors one F32 tensor per image, named after the file, with\n"
+        "                                 metadata <name>.tokens/.grid/.budget/.source/...\n"
+        "                 OUT (other)     a directory: OUT/<image name>.npy per image\n"
+        "  --tokens N     soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
+        "  --no-exif      ignore EXIF orientation (default: apply it, as transformers does)\n"
+        "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
+        "  --threads N    worker threads (default: one per CPU)\n"
+        "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
+        "  --json         print one JSON object per image (JSON Lines) instead of the spans:\n"
+        "                 file, ok, original_size [w,h], target_size [w,h], grid [w,h], tokens,\n"
+        "                 budget, seconds, output, prompt ids (boi, image, eoi); or error\n"
+        "  --quiet        print nothing on stdout and no progress bar\n"
+        "  -h, --help     this help\n"
+        "\n"
+        "stdout (default): per image the prompt span <|image> <|image|> x N <image|> and a line\n"
+        "\"ids: BOI IMAGExN EOI\" with the config's token ids; with several images each pair is\n"
+        "preceded by \"# FILE\". A progress bar with ETA goes to stderr when it is a terminal.\n"
+        "\n"
+        "exit codes: 0 ok, 1 usage, 2 input (an image missing/corrupt/unsupported; with several\n"
+        "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n");
 }
 
 static int parse_int(const char *s, int *v) {
@@ -54,8 +83,13 @@ static int parse_int(const char *s, int *v) {
     return 0;
 }
 
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcasecmp(s + a - b, suffix);
+}
+
+/* 0 ok, -1 usage error (message printed), -2 help printed. */
 static int parse_args(int argc, char **argv, encode_args *a) {
-    memset(a, 0, sizeof *a);
     a->tokens = 280;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -73,74 +107,80 @@ static int parse_args(int argc, char **argv, encode_args *a) {
                 return -1;
             }
         } else if (!strcmp(s, "--threads") && has_val) {
-            if (parse_int(argv[++i], &a->threads) || a->threads < 0) {
+            if (parse_int(argv[++i], &a->threads) || a->threads < 0 || a->threads > 4096) {
                 fprintf(stderr, "g4v encode: --threads: '%s' is not a thread count\n", argv[i]);
                 return -1;
             }
         } else if (!strcmp(s, "--precise")) {
             a->precise = 1;
+        } else if (!strcmp(s, "--no-exif")) {
+            a->no_exif = 1;
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
+            a->quiet = 1;
+        } else if (!strcmp(s, "--bf16")) {
+            a->bf16 = 1;
         } else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "g4v encode: unknown or incomplete option '%s'\n", s);
+            fprintf(stderr, "g4v encode: unknown or incomplete option '%s' (see --help)\n", s);
             return -1;
-        } else if (!a->image) {
-            a->image = s;
-        } else {
-            fprintf(stderr, "g4v encode: more than one image given ('%s', '%s')\n", a->image, s);
+        } else if (inputs_add(&a->in, s)) {
             return -1;
         }
     }
-    if (!a->model || !a->image || !a->out) {
-        fprintf(stderr, "g4v encode: --model, IMAGE and -o are required (see --help)\n");
+    if (!a->model || !a->in.count || !a->out) {
+        fprintf(stderr, "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
         return -1;
+    }
+    if (a->tokens != 70 && a->tokens != 140 && a->tokens != 280 && a->tokens != 560 &&
+        a->tokens != 1120) {
+        fprintf(stderr, "g4v encode: --tokens %d: the budget must be 70, 140, 280, 560 or 1120\n",
+                a->tokens);
+        return -1;
+    }
+    struct stat st;
+    if (ends_with(a->out, ".safetensors")) {
+        a->kind = OUT_SAFETENSORS;
+    } else if (ends_with(a->out, ".npy") && !(stat(a->out, &st) == 0 && S_ISDIR(st.st_mode))) {
+        if (a->in.count > 1) {
+            fprintf(stderr, "g4v encode: -o %s: %d images need a directory or a .safetensors "
+                            "file, not one .npy\n", a->out, a->in.count);
+            return -1;
+        }
+        a->kind = OUT_NPY;
+    } else {
+        a->kind = OUT_DIR;
     }
     return 0;
 }
 
-/* Whole file into memory (bounded). Returns NULL with a message on stderr. */
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "g4v encode: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len == cap) {
-            if (cap >= MAX_INPUT_BYTES) {
-                fprintf(stderr, "g4v encode: %s is larger than 1 GiB\n", path);
-                g4v_free(buf);
-                fclose(f);
-                return NULL;
-            }
-            cap = cap ? cap * 2 : 1 << 16;
-            unsigned char *nb = g4v_realloc(buf, cap);
-            if (!nb) {
-                fprintf(stderr, "g4v encode: out of memory reading %s\n", path);
-                g4v_free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
+/* The output must be creatable before we spend time on the model. 0 or an exit code. */
+static int prepare_output(const encode_args *a) {
+    if (a->kind == OUT_DIR) {
+        if (mkdir(a->out, 0777) && errno != EEXIST) {
+            fprintf(stderr, "g4v encode: cannot create directory %s: %s\n", a->out, strerror(errno));
+            return G4V_EXIT_OUTPUT;
         }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
+        struct stat st;
+        if (stat(a->out, &st) || !S_ISDIR(st.st_mode) || access(a->out, W_OK)) {
+            fprintf(stderr, "g4v encode: %s is not a writable directory\n", a->out);
+            return G4V_EXIT_OUTPUT;
+        }
+        return 0;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "g4v encode: error reading %s\n", path);
-        g4v_free(buf);
-        return NULL;
-    }
-    *n = len;
-    return buf;
+    char *copy = strdup(a->out);
+    if (!copy) return G4V_EXIT_INTERNAL;
+    const char *parent = dirname(copy);
+    int ok = access(parent, W_OK) == 0;
+    if (!ok) fprintf(stderr, "g4v encode: cannot write %s: %s: %s\n", a->out, parent, strerror(errno));
+    free(copy);
+    return ok ? 0 : G4V_EXIT_OUTPUT;
 }
 
-/* A raw uint8 [H, W, 3] .npy (C order, format version 1-3) into img. 1 if b is not a .npy at all,
- * 0 on success, -1 (message printed) if it is a .npy of the wrong kind. */
-static int npy_image(const unsigned char *b, size_t n, const char *path, g4v_image *img) {
+/* A raw uint8 [H, W, 3] .npy (C order, format 1-3). 1: not a .npy; 0: *rgb (malloc'd) filled;
+ * -1: a .npy of the wrong kind (message in msg). */
+static int npy_image(const char *path, const unsigned char *b, size_t n, uint8_t **rgb, int *w,
+                     int *h, char *msg, size_t cap) {
     if (n < 10 || memcmp(b, "\x93NUMPY", 6)) return 1;
     size_t hl = b[8] | (size_t)b[9] << 8, off = 10;
     if (b[6] >= 2) {
@@ -152,155 +192,279 @@ static int npy_image(const unsigned char *b, size_t n, const char *path, g4v_ima
     char hdr[65537];
     memcpy(hdr, b + off, hl);
     hdr[hl] = 0;
-    long h = 0, w = 0, c = 0;
+    long hh = 0, ww = 0, c = 0;
     const char *s = strstr(hdr, "'shape': (");
     if (!strstr(hdr, "'descr': '|u1'") || !strstr(hdr, "'fortran_order': False") || !s ||
-        sscanf(s, "'shape': (%ld, %ld, %ld)", &h, &w, &c) != 3 || c != 3 || h <= 0 || w <= 0 ||
-        h > 65500 || w > 65500)
+        sscanf(s, "'shape': (%ld, %ld, %ld)", &hh, &ww, &c) != 3 || c != 3 || hh <= 0 ||
+        ww <= 0 || hh > 65500 || ww > 65500)
         goto bad;
-    size_t bytes = (size_t)h * (size_t)w * 3;
+    size_t bytes = (size_t)hh * (size_t)ww * 3;
     if (bytes > n - off - hl) goto bad;
-    img->rgb = g4v_malloc(bytes);
-    if (!img->rgb) {
-        fprintf(stderr, "g4v encode: out of memory for a %ldx%ld image\n", w, h);
+    if (!(*rgb = malloc(bytes))) {
+        snprintf(msg, cap, "%s: out of memory for a %ldx%ld image", path, ww, hh);
         return -1;
     }
-    memcpy(img->rgb, b + off + hl, bytes);
-    img->width = (int)w;
-    img->height = (int)h;
+    memcpy(*rgb, b + off + hl, bytes);
+    *w = (int)ww;
+    *h = (int)hh;
     return 0;
 bad:
-    fprintf(stderr, "g4v encode: %s: a .npy image must be C-ordered uint8 [H, W, 3]\n", path);
+    snprintf(msg, cap, "%s: a .npy image must be C-ordered uint8 [H, W, 3] (and complete)", path);
     return -1;
 }
 
-static int write_npy_f32(const char *path, const float *x, int rows, int cols) {
-    char hdr[160];
-    int len = snprintf(hdr, sizeof hdr,
-                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols);
-    int pad = (64 - (10 + len + 1) % 64) % 64, hl = len + pad + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
-                             (unsigned char)(hl >> 8)};
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t count = (size_t)rows * (size_t)cols;
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
-    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF && fwrite(x, sizeof(float), count, f) == count;
-    return (fclose(f) == 0 && ok) ? 0 : -1;
-}
-
-static void print_span(const g4v_vision_config *c, int n) {
-    printf("<|image>");
-    for (int i = 0; i < n; i++) printf("<|image|>");
-    printf("<image|>\n");
-    printf("ids: %d %dx%d %d\n", (int)c->boi_token_id, (int)c->image_token_id, n,
-           (int)c->eoi_token_id);
-}
-
-/* IMAGE at its target size for the budget (SPEC B.2, B.3), owned by the image layer (release
- * with g4v_image_free). Encoded images go through g4v_image_load (decode + EXIF + target size +
- * Pillow resize, streamed when possible); a .npy is taken as decoded RGB and resized here.
- * src_w/src_h receive the size the target was computed from. 0 or an exit code. */
-static int load_image(const encode_args *a, g4v_image *img, int *src_w, int *src_h) {
-    size_t n = 0;
-    unsigned char *bytes = slurp(a->image, &n);
-    if (!bytes) return G4V_EXIT_INPUT;
-    g4v_err err;
-    g4v_err_clear(&err);
-    g4v_image raw = {0, 0, NULL};
-    int st, r = npy_image(bytes, n, a->image, &raw);
-    if (r < 0) {
-        g4v_free(bytes);
-        return G4V_EXIT_INPUT;
+/* Encodes one input: a .npy through g4v_encode_rgb, anything else through g4v_encode_file.
+ * Returns a g4v status; the message is in msg. */
+static int encode_one(g4v_ctx *ctx, const char *path, const g4v_encode_options *eo, g4v_result *r,
+                      char *msg, size_t cap) {
+    if (ends_with(path, ".npy")) {
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+            return G4V_ERR_IO;
+        }
+        unsigned char *buf = NULL;
+        size_t len = 0, capb = 0, got;
+        int st = G4V_OK;
+        do {
+            if (len == capb) {
+                if (capb >= (size_t)1 << 31) {
+                    st = G4V_ERR_LIMIT;
+                    break;
+                }
+                capb = capb ? capb * 2 : 1 << 16;
+                unsigned char *nb = realloc(buf, capb);
+                if (!nb) {
+                    st = G4V_ERR_NOMEM;
+                    break;
+                }
+                buf = nb;
+            }
+            got = fread(buf + len, 1, capb - len, f);
+            len += got;
+        } while (got > 0);
+        fclose(f);
+        if (st) {
+            free(buf);
+            snprintf(msg, cap, "%s: %s", path, st == G4V_ERR_LIMIT ? "larger than 2 GiB" : "out of memory");
+            return st;
+        }
+        uint8_t *rgb = NULL;
+        int w = 0, h = 0, r1 = npy_image(path, buf, len, &rgb, &w, &h, msg, cap);
+        free(buf);
+        if (r1 == 0) {
+            st = g4v_encode_rgb(ctx, rgb, w, h, (size_t)w * 3, eo, r);
+            free(rgb);
+            if (st) snprintf(msg, cap, "%s: %s", path, g4v_ctx_error(ctx));
+            return st;
+        }
+        if (r1 < 0) {
+            return G4V_ERR_IMAGE;
+        }
+        /* not a .npy after all: fall through, decoded by content */
     }
-    if (r == 1) {
-        g4v_image_opts o;
-        g4v_image_opts_default(&o);
-        g4v_image_info info = {0};
-        st = g4v_image_load(bytes, n, a->tokens, &o, img, &info, &err);
-        *src_w = info.width;
-        *src_h = info.height;
+    int st = g4v_encode_file(ctx, path, eo, r);
+    if (st) snprintf(msg, cap, "%s", g4v_ctx_error(ctx));
+    return st;
+}
+
+/* "dir/cat.jpg" -> "cat" */
+static void stem(const char *path, char *out, size_t cap) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, cap, "%s", base);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = '\0';
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void progress(int done, int total, double t0, int failed) {
+    const int width = 30;
+    int fill = total ? done * width / total : width;
+    double el = now_s() - t0, eta = done ? el / done * (total - done) : 0;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    bar[width] = '\0';
+    fprintf(stderr, "\r[%s] %d/%d  %.1fs elapsed", bar, done, total, el);
+    if (done && done < total) fprintf(stderr, ", ETA %.0fs", eta);
+    if (failed) fprintf(stderr, ", %d failed", failed);
+    fprintf(stderr, "   ");
+    if (done == total) fprintf(stderr, "\n");
+    fflush(stderr);
+}
+
+static void print_span(const g4v_result *r, const char *path, int several) {
+    if (several) printf("# %s\n", path);
+    fputs("<|image>", stdout);
+    for (int i = 0; i < r->n_tokens; i++) fputs("<|image|>", stdout);
+    fputs("<image|>\n", stdout);
+    printf("ids: %d %dx%d %d\n", (int)r->boi_token_id, (int)r->image_token_id, r->n_tokens,
+           (int)r->eoi_token_id);
+}
+
+static cJSON *int_pair(int a, int b) {
+    int v[2] = {a, b};
+    return cJSON_CreateIntArray(v, 2);
+}
+
+static void print_json(const char *path, const g4v_result *r, int st, const char *msg,
+                       const char *output) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddBoolToObject(o, "ok", st == G4V_OK);
+    if (st == G4V_OK) {
+        cJSON_AddItemToObject(o, "original_size", int_pair(r->src_width, r->src_height));
+        cJSON_AddItemToObject(o, "target_size", int_pair(r->width, r->height));
+        cJSON_AddItemToObject(o, "grid", int_pair(r->grid_w, r->grid_h));
+        cJSON_AddNumberToObject(o, "tokens", r->n_tokens);
+        cJSON_AddNumberToObject(o, "dim", r->dim);
+        cJSON_AddNumberToObject(o, "budget", r->budget);
+        cJSON_AddNumberToObject(o, "seconds", r->seconds);
+        cJSON_AddStringToObject(o, "output", output);
+        cJSON *ids = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ids, "boi", r->boi_token_id);
+        cJSON_AddNumberToObject(ids, "image", r->image_token_id);
+        cJSON_AddNumberToObject(ids, "eoi", r->eoi_token_id);
+        cJSON_AddItemToObject(o, "prompt_ids", ids);
     } else {
-        int th = 0, tw = 0;
-        *src_w = raw.width;
-        *src_h = raw.height;
-        st = g4v_target_size(raw.height, raw.width, a->tokens, &th, &tw, &err);
-        if (!st)
-            st = g4v_image_resize(raw.rgb, raw.width, raw.height, (size_t)raw.width * 3, tw, th,
-                                  G4V_RESIZE_PILLOW_9, img, &err);
-        g4v_free(raw.rgb);
+        cJSON_AddStringToObject(o, "status", g4v_status_name(st));
+        cJSON_AddStringToObject(o, "error", msg);
     }
-    g4v_free(bytes);
-    if (st) {
-        fprintf(stderr, "g4v encode: %s: %s\n", a->image, err.msg);
-        return cli_exit_for_status(st, 0);
-    }
-    return 0;
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) puts(s);
+    cJSON_free(s);
+    cJSON_Delete(o);
+    fflush(stdout);
 }
 
-static int encode_image(const encode_args *a, const g4v_encoder *enc, const g4v_image *img,
-                        int src_w, int src_h) {
-    const g4v_vision_config *c = g4v_encoder_config(enc);
-    g4v_err err;
-    g4v_err_clear(&err);
-    int st, rc = G4V_EXIT_OK, tw = img->width, th = img->height;
-    int side = c->patch_size * c->pooling_kernel_size;
-    int n = (th / side) * (tw / side);
-    float *out = g4v_malloc_array((size_t)n * (size_t)c->text_hidden_size, sizeof(float));
-    g4v_workspace *ws = g4v_workspace_create();
-    g4v_pool *pool = NULL;
-    if (!out || !ws) {
-        fprintf(stderr, "g4v encode: out of memory\n");
-        rc = G4V_EXIT_INTERNAL;
-    } else if ((st = g4v_pool_create(a->threads, &pool, &err)) ||
-               (st = g4v_encoder_run(enc, ws, pool, img->rgb, tw, th, (size_t)tw * 3, out, &err))) {
-        fprintf(stderr, "g4v encode: %s: %s\n", a->image, err.msg);
-        rc = cli_exit_for_status(st, 0);
-    } else if (write_npy_f32(a->out, out, n, c->text_hidden_size)) {
+/* Writes r for input path; fills where (a file or tensor name). 0 or -1 (errno). */
+static int write_result(const encode_args *a, st_writer *st, const char *path, const g4v_result *r,
+                        char *where, size_t cap) {
+    char name[512], file[4096];
+    stem(path, name, sizeof name);
+    if (a->kind == OUT_SAFETENSORS) {
+        char tokens[32], grid[48], budget[16], osize[48], tsize[48], dim[16];
+        snprintf(tokens, sizeof tokens, "%d", r->n_tokens);
+        snprintf(grid, sizeof grid, "%dx%d", r->grid_w, r->grid_h);
+        snprintf(budget, sizeof budget, "%d", r->budget);
+        snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
+        snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
+        snprintf(dim, sizeof dim, "%d", r->dim);
+        const char *meta[] = {"tokens", tokens, "grid", grid, "budget", budget, "source", path,
+                              "original_size", osize, "target_size", tsize, "dim", dim, NULL};
+        return st_add(st, name, a->bf16 ? "BF16" : "F32",
+                      a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
+                      r->n_tokens, r->dim, meta, where, cap);
+    }
+    if (a->kind == OUT_NPY) {
+        snprintf(file, sizeof file, "%s", a->out);
+    } else {
+        snprintf(file, sizeof file, "%s/%s.npy", a->out, name);
+        /* two inputs with the same name in one run: keep both */
+        for (int k = 2; access(file, F_OK) == 0 && k < 100000; k++)
+            snprintf(file, sizeof file, "%s/%s#%d.npy", a->out, name, k);
+    }
+    snprintf(where, cap, "%s", file);
+    return a->bf16 ? g4v_npy_write_u16(file, r->features_bf16, r->n_tokens, r->dim)
+                   : g4v_npy_write_f32(file, r->features, r->n_tokens, r->dim);
+}
+
+static int exit_for_image(int st) {
+    return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
+}
+
+static int run(encode_args *a) {
+    int rc = prepare_output(a);
+    if (rc) return rc;
+    char msg[1024];
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.budget = a->tokens;
+    mo.apply_exif = !a->no_exif;
+    mo.precise = a->precise;
+    g4v_model *model = NULL;
+    g4v_ctx *ctx = NULL;
+    int st = g4v_model_load(a->model, &mo, &model, msg, sizeof msg);
+    if (st) {
+        fprintf(stderr, "g4v encode: model %s: %s\n", a->model, msg);
+        return cli_exit_for_status(st, 1);
+    }
+    g4v_ctx_options co;
+    g4v_ctx_options_init(&co);
+    co.threads = a->threads;
+    if ((st = g4v_ctx_create(model, &co, &ctx, msg, sizeof msg))) {
+        fprintf(stderr, "g4v encode: %s\n", msg);
+        g4v_model_free(model);
+        return G4V_EXIT_INTERNAL;
+    }
+    st_writer *stw = NULL;
+    if (a->kind == OUT_SAFETENSORS && !(stw = st_open(a->out))) {
         fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
         rc = G4V_EXIT_OUTPUT;
-    } else {
-        fprintf(stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s\n", a->image,
-                src_w, src_h, tw, th, n, c->text_hidden_size, a->out);
-        print_span(c, n);
+        goto done;
     }
-    g4v_pool_destroy(pool);
-    g4v_workspace_free(ws);
-    g4v_free(out);
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.bf16 = a->bf16;
+    int several = a->in.count > 1, failed = 0, written = 0;
+    int bar = several && !a->quiet && isatty(2);
+    double t0 = now_s();
+    if (bar) progress(0, a->in.count, t0, 0);
+    for (int i = 0; i < a->in.count && rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL; i++) {
+        const char *path = a->in.paths[i];
+        g4v_result r;
+        char where[4096] = "";
+        st = encode_one(ctx, path, &eo, &r, msg, sizeof msg);
+        if (st) {
+            failed++;
+            if (bar) fprintf(stderr, "\n");
+            fprintf(stderr, "g4v encode: %s\n", msg);
+            int e = exit_for_image(st);
+            if (e > rc) rc = e;
+            if (a->json) print_json(path, &r, st, msg, "");
+        } else if (write_result(a, stw, path, &r, where, sizeof where)) {
+            if (bar) fprintf(stderr, "\n");
+            fprintf(stderr, "g4v encode: cannot write %s: %s\n",
+                    a->kind == OUT_SAFETENSORS ? a->out : where, strerror(errno));
+            rc = G4V_EXIT_OUTPUT;
+        } else {
+            written++;
+            if (a->json) print_json(path, &r, G4V_OK, "", where);
+            else if (!a->quiet) print_span(&r, path, several);
+            if (!a->quiet && !bar && !a->json)
+                fprintf(stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s (%.2fs)\n",
+                        path, r.src_width, r.src_height, r.width, r.height, r.n_tokens, r.dim,
+                        where, r.seconds);
+        }
+        if (bar) progress(i + 1, a->in.count, t0, failed);
+    }
+    if (stw && st_close(stw, rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL && written > 0)) {
+        fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
+        rc = G4V_EXIT_OUTPUT;
+    }
+    if (several && failed && !a->quiet)
+        fprintf(stderr, "g4v encode: %d of %d images failed\n", failed, a->in.count);
+done:
+    g4v_ctx_free(ctx);
+    g4v_model_free(model);
     return rc;
 }
 
 int cmd_encode(int argc, char **argv) {
     encode_args a;
+    memset(&a, 0, sizeof a);
     int r = parse_args(argc, argv, &a);
-    if (r == -2) return G4V_EXIT_OK;
-    if (r) return G4V_EXIT_USAGE;
-    if (a.tokens != 70 && a.tokens != 140 && a.tokens != 280 && a.tokens != 560 &&
-        a.tokens != 1120) {
-        fprintf(stderr, "g4v encode: --tokens %d: the budget must be 70, 140, 280, 560 or 1120\n",
-                a.tokens);
-        return G4V_EXIT_USAGE;
+    if (r) {
+        inputs_free(&a.in);
+        return r == -2 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
-    g4v_image img = {0, 0, NULL};
-    int src_w = 0, src_h = 0;
-    int rc = load_image(&a, &img, &src_w, &src_h);
-    if (rc) return rc;
-    g4v_err err;
-    g4v_err_clear(&err);
-    g4v_checkpoint *ck = NULL;
-    g4v_encoder *enc = NULL;
-    g4v_encoder_opts opts = {a.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST};
-    int st = g4v_checkpoint_open(a.model, NULL, &ck, &err);
-    if (!st) st = g4v_encoder_create(ck, &opts, &enc, &err);
-    if (st) {
-        fprintf(stderr, "g4v encode: model %s: %s\n", a.model, err.msg);
-        rc = cli_exit_for_status(st, 1);
-    } else {
-        rc = encode_image(&a, enc, &img, src_w, src_h);
-    }
-    g4v_encoder_free(enc);
-    g4v_checkpoint_close(ck);
-    g4v_image_free(&img);
+    int rc = run(&a);
+    inputs_free(&a.in);
     return rc;
 }
