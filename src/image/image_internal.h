@@ -106,9 +106,15 @@ int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err);
 void g4v_coeffs_free(g4v_coeffs *c);
 
 /* Row-streaming resize into dst (out_h rows of 3*out_w bytes, stride dst_stride, caller's
- * memory). Rows of the source are pushed in order 0..in_h-1, or in_h-1..0 when `reverse`. */
+ * memory). Flags: G4V_RS_REVERSE: source rows are pushed in order in_h-1..0 instead of
+ * 0..in_h-1. G4V_RS_TRANSPOSED: the caller will transpose the result (EXIF orientations 5..8),
+ * so Pillow's pass order is that of the transposed image: its horizontal pass, which runs
+ * first, is our vertical one. Transposing commutes with each 1-D pass, so the transposed result
+ * is byte-identical to resizing the transposed source. */
+#define G4V_RS_REVERSE 1
+#define G4V_RS_TRANSPOSED 2
 typedef struct g4v_resizer g4v_resizer;
-int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int reverse,
+int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int flags,
                     uint8_t *dst, size_t dst_stride, g4v_resizer **out, g4v_err *err);
 /* A buffer the caller fills with the next source row, then g4v_resizer_push_slot. */
 uint8_t *g4v_resizer_slot(g4v_resizer *r);

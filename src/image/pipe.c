@@ -2,11 +2,14 @@
  *
  * A decoder calls g4v_pipe_begin(w, h, orientation) and then fills rows top to bottom. Two modes:
  *  - full: rows land in a whole RGB image; at the end it is oriented (EXIF) and, for
- *    g4v_image_load, resized. Used for plain decoding, for orientations 5..8 (they transpose),
- *    and when the decoder learns the orientation only after the pixels (PNG eXIf after IDAT).
- *  - streaming (g4v_image_load, orientation 1..4 known up front): each row goes straight into
- *    the row-streaming resizer, mirrored for 2 and 3 and bottom-up for 3 and 4. The result is
- *    byte-identical to orienting first: flips only reorder whole rows or pixels within a row.
+ *    g4v_image_load, resized. Used for plain decoding and when the decoder learns the
+ *    orientation only after the pixels (PNG: eXIf may follow IDAT).
+ *  - streaming (g4v_image_load with the orientation known up front, e.g. JPEG): each row goes
+ *    straight into the row-streaming resizer: mirrored for orientations 2, 3, 7, 8, pushed
+ *    bottom-up for 3, 4, 6, 7. For the transposing orientations 5..8 the resizer runs Pillow's
+ *    pass order of the transposed image and the small result is transposed at the end. Flips
+ *    only reorder whole rows or pixels within a row and transposing commutes with each 1-D
+ *    pass, so the bytes equal orienting first and resizing after (tests check all eight).
  * Limits (pixels, longest side) are checked in g4v_pipe_begin before anything is allocated.
  */
 #include "image/image_internal.h"
@@ -23,9 +26,9 @@ struct g4v_pipe {
     int streaming;
     g4v_image full;        /* full mode */
     uint8_t *scratch;      /* streaming with a mirrored row */
-    int mirror;
+    int mirror, transposed;
     g4v_resizer *rs;
-    g4v_image out;         /* streaming: the resized image */
+    g4v_image out;         /* streaming: the resized image (before the final transpose) */
     int ow, oh;            /* oriented size */
 };
 
@@ -75,20 +78,25 @@ int g4v_pipe_begin(g4v_pipe *p, int w, int h, int orientation, g4v_err *err) {
     p->w = w, p->h = h, p->y = 0;
     p->orientation = orientation;
     int o = orientation == G4V_ORIENT_LATER ? 0 : effective_orientation(p, orientation);
-    if (p->budget && o >= 1 && o <= 4) {
-        p->ow = w, p->oh = h;
+    if (p->budget && o >= 1) {
+        p->transposed = o >= 5;
+        p->ow = p->transposed ? h : w, p->oh = p->transposed ? w : h;
         int th, tw;
-        st = g4v_target_size(h, w, p->budget, &th, &tw, err);
+        st = g4v_target_size(p->oh, p->ow, p->budget, &th, &tw, err);
         if (st) return st;
-        p->out.rgb = g4v_malloc_large((size_t)tw * th * 3);
+        /* the resize works in the source's layout: a transposed target */
+        int rw = p->transposed ? th : tw, rh = p->transposed ? tw : th;
+        p->out.rgb = g4v_malloc_large((size_t)rw * rh * 3);
         if (!p->out.rgb)
             return g4v_fail(err, G4V_ERR_NOMEM, "%s: cannot allocate the %dx%d output",
-                            p->view.format, tw, th);
-        p->out.width = tw, p->out.height = th;
-        st = g4v_resizer_new(w, h, tw, th, p->view.opts->resize_order, o == 3 || o == 4,
-                             p->out.rgb, (size_t)tw * 3, &p->rs, err);
+                            p->view.format, rw, rh);
+        p->out.width = rw, p->out.height = rh;
+        int flags = (o == 3 || o == 4 || o == 6 || o == 7 ? G4V_RS_REVERSE : 0) |
+                    (p->transposed ? G4V_RS_TRANSPOSED : 0);
+        st = g4v_resizer_new(w, h, rw, rh, p->view.opts->resize_order, flags, p->out.rgb,
+                             (size_t)rw * 3, &p->rs, err);
         if (st) return st;
-        p->mirror = o == 2 || o == 3;
+        p->mirror = o == 2 || o == 3 || o == 7 || o == 8;
         if (p->mirror) {
             p->scratch = g4v_malloc((size_t)w * 3);
             if (!p->scratch)
@@ -204,6 +212,16 @@ static int run(const void *bytes, size_t n, int budget, const g4v_image_opts *op
         info->streamed = p.streaming;
     }
     if (p.streaming) {
+        if (p.transposed) {
+            g4v_image t;
+            st = g4v_orient(&p.out, 5, &t, err); /* 5 = transpose */
+            if (st) {
+                pipe_release(&p);
+                return st;
+            }
+            g4v_image_free(&p.out);
+            p.out = t;
+        }
         *out = p.out;
         p.out.rgb = NULL;
         pipe_release(&p);

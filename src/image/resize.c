@@ -10,7 +10,8 @@
  * Streaming: source rows are pushed one at a time. The horizontal pass works on strips of 8 rows
  * at once (one SIMD lane per row, resize_kernels.c); the vertical pass keeps a ring of just the
  * rows its next outputs need and emits each output row as soon as they are present. Rows may
- * also arrive bottom-up (EXIF orientations 3 and 4 while decoding). Memory is O(width * taps).
+ * also arrive bottom-up (EXIF orientations 3, 4, 6, 7 while decoding), and the pass order can be
+ * that of the transposed image (orientations 5..8). Memory is O(width * taps).
  */
 #include "image/image_internal.h"
 
@@ -222,7 +223,12 @@ void g4v_resizer_free(g4v_resizer *r) {
     g4v_free(r);
 }
 
-int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int reverse,
+/* Pillow >= 12.2 (PR #9524): very tall images that shrink are resized vertically first. */
+static int vertical_first(g4v_resize_order order, int in_w, int in_h, int out_h) {
+    return order == G4V_RESIZE_PILLOW_12_2 && (long long)in_h > 100LL * in_w && out_h < in_h;
+}
+
+int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int flags,
                     uint8_t *dst, size_t dst_stride, g4v_resizer **out, g4v_err *err) {
     *out = NULL;
     if (in_w <= 0 || in_h <= 0 || out_w <= 0 || out_h <= 0)
@@ -231,11 +237,13 @@ int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order o
     g4v_resizer *r = g4v_calloc(1, sizeof *r);
     if (!r) return g4v_fail(err, G4V_ERR_NOMEM, "resize: out of memory");
     r->in_w = in_w, r->in_h = in_h, r->out_w = out_w, r->out_h = out_h;
-    r->reverse = reverse != 0;
+    r->reverse = (flags & G4V_RS_REVERSE) != 0;
     r->do_h = out_w != in_w;
     r->do_v = out_h != in_h;
-    /* Pillow >= 12.2 (PR #9524): very tall images that shrink are resized vertically first. */
-    r->vfirst = order == G4V_RESIZE_PILLOW_12_2 && (long long)in_h > 100LL * in_w && out_h < in_h;
+    if (flags & G4V_RS_TRANSPOSED) /* Pillow resizes the transposed image: swap the roles */
+        r->vfirst = !vertical_first(order, in_h, in_w, out_w);
+    else
+        r->vfirst = vertical_first(order, in_w, in_h, out_h);
     r->dst = dst;
     r->dst_stride = dst_stride;
     r->k = g4v_rs_kernels_get();

@@ -65,7 +65,7 @@ static int resize_reverse(const uint8_t *src, int w, int h, int ow, int oh, g4v_
                           uint8_t *dst) {
     g4v_resizer *r;
     g4v_err err;
-    if (g4v_resizer_new(w, h, ow, oh, ord, 1, dst, (size_t)ow * 3, &r, &err)) return -1;
+    if (g4v_resizer_new(w, h, ow, oh, ord, G4V_RS_REVERSE, dst, (size_t)ow * 3, &r, &err)) return -1;
     for (int y = h - 1; y >= 0; y--) {
         memcpy(g4v_resizer_slot(r), src + (size_t)y * w * 3, (size_t)w * 3);
         g4v_resizer_push_slot(r);
