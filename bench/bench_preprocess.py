@@ -4,9 +4,10 @@ Both sides run in this one invocation, alternating, 5 timed rounds each after a 
 result is the median of 5 and the ratio Pillow / g4v. Timed work:
   g4v     g4v_image_load in process (bench_preprocess binary; decode + EXIF + target size +
           Pillow-exact BICUBIC resize, rows streamed from libjpeg into the resize)
-  Pillow  Image.open + load + resize((912, 672), BICUBIC)   (Debian's Pillow 9.4, libjpeg-turbo)
+  Pillow  Image.open + load + resize(target size, BICUBIC)   (Debian's Pillow 9.4, libjpeg-turbo)
   Pillow (load_image path) adds what transformers' load_image does: exif_transpose (a copy when
-          there is no orientation) and convert("RGB") (another copy)
+          there is no orientation, a transposition for orientation 6) and convert("RGB") (another
+          copy); only this line orients like g4v does
 The image is generated (photo-like: gradients + noise, quality 90, 4:2:0) unless one is given.
 usage: bench_preprocess.py [--bin BENCH_BINARY] [--image FILE] [--tokens N] [--rounds N]
 """
@@ -34,14 +35,15 @@ def make_image(path):
     Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)).save(path, quality=90)
 
 
-def pillow_once(path, size, full):
+def pillow_once(path, tokens, full):
     t = time.perf_counter()
     im = Image.open(path)
     if full:
         im = ImageOps.exif_transpose(im).convert("RGB")
     else:
         im.load()
-    im.resize(size, Image.BICUBIC)
+    th, tw = ref.target_size(im.size[1], im.size[0], tokens)
+    im.resize((tw, th), Image.BICUBIC)
     return (time.perf_counter() - t) * 1e3
 
 
@@ -67,12 +69,12 @@ def main():
         make_image(path)
     w, h = Image.open(path).size
     th, tw = ref.target_size(h, w, a.tokens)
-    pillow_once(path, (tw, th), False)  # warm-up
+    pillow_once(path, a.tokens, False)  # warm-up
     ours_once(a.bin, path, a.tokens)
     tp, tf, to = [], [], []
     for _ in range(a.rounds):
-        tp.append(pillow_once(path, (tw, th), False))
-        tf.append(pillow_once(path, (tw, th), True))
+        tp.append(pillow_once(path, a.tokens, False))
+        tf.append(pillow_once(path, a.tokens, True))
         t, out = ours_once(a.bin, path, a.tokens)
         to.append(t)
     mp, mf, mo = (statistics.median(x) for x in (tp, tf, to))

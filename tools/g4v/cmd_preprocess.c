@@ -126,7 +126,7 @@ static int write_png(const char *path, const g4v_image *img, char *msg, size_t m
         bad = 1;
     } else if (!bad) {
         png_init_io(png, f);
-        png_set_compression_level(png, 3);
+        png_set_compression_level(png, 1); /* an intermediate result: favour speed */
         png_set_IHDR(png, info, (png_uint_32)img->width, (png_uint_32)img->height, 8,
                      PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                      PNG_FILTER_TYPE_DEFAULT);
