@@ -152,6 +152,7 @@ static int run(const void *bytes, size_t n, int budget, const g4v_image_opts *op
         g4v_image_opts_default(&defaults);
         opts = &defaults;
     }
+    if (!out) return g4v_fail(err, G4V_ERR_ARG, "image: out is NULL");
     out->rgb = NULL;
     out->width = out->height = 0;
     if (info) memset(info, 0, sizeof *info);
