@@ -1,8 +1,9 @@
 # Thin wrapper around CMake so that a new user types one command.
 #   make            configure + build (build/)
 #   make test       install test dependencies, build, run every test (CTest)
-#   make demo       install, build, generate a synthetic e4b checkpoint (random weights, real
-#                   layout; ~340 MB, a few seconds) into build/demo-model once, describe it
+#   make demo       install, build, encode an image end to end with `g4v encode`; without
+#                   MODEL=DIR a synthetic e4b checkpoint (random weights, real layout, ~340 MB)
+#                   is generated into build/demo-model once (outputs not meaningful); IMAGE=FILE
 #   make asan       unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   make tsan       the API tests (concurrent contexts on one model) under ThreadSanitizer
 #   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
@@ -36,18 +37,38 @@ test: test-deps
 	$(MAKE) tsan
 	$(MAKE) fault fuzz-smoke
 
-# The checkpoint is synthetic: no real Gemma 4 weights are downloaded or needed. config.json is
-# written last, so an interrupted generation is redone.
+# make demo: the main job end to end -- load a checkpoint, encode an image, write soft tokens.
+# Without MODEL=DIR it generates a SYNTHETIC e4b checkpoint (random weights in the real layout;
+# config.json is written last, so an interrupted generation is redone) and a drawn test image:
+# the outputs then have the right shape and prompt span but are NOT meaningful embeddings.
+# make demo MODEL=path/to/gemma-4-e4b-it IMAGE=photo.jpg uses a real checkpoint and image.
+MODEL ?=
+IMAGE ?=
+DEMO_OUT ?= $(BUILD)/demo-out.npy
 demo: test-deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
-	@if [ ! -f $(DEMO_MODEL)/config.json ]; then \
-	  echo "demo: generating a SYNTHETIC e4b checkpoint in $(DEMO_MODEL) (tools/gen_checkpoint.py)"; \
-	  $(PYTHON) tools/gen_checkpoint.py $(DEMO_MODEL) --config e4b --seed 0; \
+	@set -e; model="$(MODEL)"; image="$(IMAGE)"; \
+	if [ -z "$$model" ]; then \
+	  model=$(DEMO_MODEL); \
+	  if [ ! -f $$model/config.json ]; then \
+	    echo "demo: generating a SYNTHETIC e4b checkpoint in $$model (tools/gen_checkpoint.py)"; \
+	    $(PYTHON) tools/gen_checkpoint.py $$model --config e4b --seed 0; \
+	  fi; \
+	fi; \
+	if [ -z "$$image" ]; then \
+	  image=$(BUILD)/demo-image.png; $(PYTHON) examples/make_demo_image.py $$image; \
+	fi; \
+	$(BUILD)/g4v info --model $$model; echo; \
+	echo "demo: $(BUILD)/g4v encode --model $$model $$image --json -o $(DEMO_OUT)"; \
+	$(BUILD)/g4v encode --model $$model $$image --json -o $(DEMO_OUT); \
+	$(PYTHON) -c "import numpy as np; a = np.load('$(DEMO_OUT)'); \
+	print('demo: %s: %s %s, mean %.4f, std %.4f' % ('$(DEMO_OUT)', a.dtype, a.shape, a.mean(), a.std()))"; \
+	if [ -z "$(MODEL)" ]; then \
+	  echo "demo: NOTE: $$model is a SYNTHETIC checkpoint (random weights in the real e4b layout),"; \
+	  echo "demo:       not Google's Gemma 4 weights: the shapes and the prompt span are real, the"; \
+	  echo "demo:       numbers are NOT meaningful embeddings. Use make demo MODEL=DIR [IMAGE=FILE]."; \
 	fi
-	@echo "demo: NOTE: $(DEMO_MODEL) is a SYNTHETIC checkpoint (random weights in the real e4b"
-	@echo "demo:       layout and names), not Google's Gemma 4 weights."
-	$(BUILD)/g4v info --model $(DEMO_MODEL)
 
 asan: test-deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_FAULT_INJECTION=ON \
