@@ -9,6 +9,12 @@
  * invented (premature end of data, bad entropy codes, lost restart markers) are errors too, so a
  * truncated or corrupt file never comes back as a partly gray image; harmless warnings (extra
  * bytes before a marker, unknown JFIF revision) are ignored as Pillow ignores them.
+ * Limit: at most G4V_JPEG_MAX_SCANS scans (G4V_ERR_LIMIT). Each progressive scan walks the whole
+ * image, and an AC scan of an empty band costs ~16 bytes, so without it a 177 KB file of 10,000
+ * repeated scans kept a 2048 x 2048 decode busy for 20 s. libjpeg-turbo's fuzzers cap scans at
+ * 500; we cap at 100, 5-10x what real encoders write (libjpeg's progression: 6-10 scans), so
+ * the work stays within ~100 passes over the image. Pillow has no cap: files with more scans
+ * decode there and are refused here.
  */
 #include "image/image_internal.h"
 
@@ -21,10 +27,13 @@
 #include <jpeglib.h> /* before jerror.h: it sets the configuration jerror.h tests */
 #include <jerror.h>
 
+#define G4V_JPEG_MAX_SCANS 100
+
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
     char msg[JMSG_LENGTH_MAX];
+    int too_many_scans;
 } jerr_mgr;
 
 static void on_error(j_common_ptr cinfo) {
@@ -47,6 +56,16 @@ static void on_message(j_common_ptr cinfo, int level) {
     }
 }
 
+/* Called by libjpeg as it consumes input (per iMCU row and per marker). */
+static void on_progress(j_common_ptr cinfo) {
+    j_decompress_ptr d = (j_decompress_ptr)cinfo;
+    if (d->input_scan_number > G4V_JPEG_MAX_SCANS) {
+        jerr_mgr *e = (jerr_mgr *)cinfo->err;
+        e->too_many_scans = 1;
+        longjmp(e->jump, 1);
+    }
+}
+
 static int exif_orientation(j_decompress_ptr d) {
     for (jpeg_saved_marker_ptr m = d->marker_list; m; m = m->next)
         if (m->marker == JPEG_APP0 + 1 && m->data_length >= 5 && !memcmp(m->data, "Exif\0", 5))
@@ -57,6 +76,7 @@ static int exif_orientation(j_decompress_ptr d) {
 int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
     struct jpeg_decompress_struct d;
     jerr_mgr je;
+    struct jpeg_progress_mgr progress = {on_progress, 0, 0, 0, 0};
     uint8_t *volatile tmp = NULL;
     volatile int st = G4V_OK;
     memset(&d, 0, sizeof d);
@@ -64,7 +84,13 @@ int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
     je.pub.error_exit = on_error;
     je.pub.emit_message = on_message;
     je.msg[0] = 0;
+    je.too_many_scans = 0;
     if (setjmp(je.jump)) {
+        if (!st && je.too_many_scans)
+            st = g4v_fail(err, G4V_ERR_LIMIT,
+                          "JPEG: more than %d scans (a hostile progressive file: each scan "
+                          "re-reads the whole %ux%u image)",
+                          G4V_JPEG_MAX_SCANS, d.image_width, d.image_height);
         /* libjpeg refuses sides above 65500 itself, before our g4v_pipe_begin: still a limit. */
         if (!st && je.pub.msg_code == JERR_IMAGE_TOO_BIG)
             st = g4v_fail(err, G4V_ERR_LIMIT, "JPEG: image is %ux%u, over the maximum dimension "
@@ -77,6 +103,7 @@ int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
         return st;
     }
     jpeg_create_decompress(&d);
+    d.progress = &progress;
     jpeg_mem_src(&d, b, (unsigned long)n);
     jpeg_save_markers(&d, JPEG_APP0 + 1, 0xFFFF);
     jpeg_read_header(&d, TRUE);

@@ -11,6 +11,7 @@
  * single request must stay below 1 MiB; with G4V_FAULT_INJECTION, g4v's allocator may be called
  * only for the decoder's own small structures (libpng's go through it), at most 4 times. The same holds for the checkpoint side: a safetensors header length of
  * 2^40, one under the limit but past the end of a 16-byte file, and a sparse 1 GB config.json.
+ * And a CPU bomb: a progressive JPEG repeating one scan 5000 times must stop at 100 scans.
  *
  *     test_bombs IMAGE_CORPUS_DIR
  */
@@ -22,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jpeglib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +215,54 @@ static buf bmp_bomb(const char *dir, int top_down) {
     return b;
 }
 
+/* A flat side x side gray progressive JPEG (written by libjpeg) whose first AC scan is repeated
+ * `copies` more times before EOI: ~16 bytes per scan, each scan a full pass over the image. */
+static buf jpeg_scan_bomb(int side, int copies) {
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    unsigned char *jpg = NULL;
+    unsigned long n = 0;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, &jpg, &n);
+    c.image_width = (JDIMENSION)side, c.image_height = (JDIMENSION)side;
+    c.input_components = 1, c.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&c);
+    jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    JSAMPLE *row = malloc((size_t)side);
+    memset(row, 128, (size_t)side);
+    while (c.next_scanline < c.image_height) jpeg_write_scanlines(&c, &row, 1);
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    buf b = {NULL, 0};
+    /* find an AC first-pass scan: SOS with Ss > 0 and Ah = 0; it ends at the next marker */
+    size_t at = 0, len = 0;
+    for (size_t i = 2; i + 4 < n && !len;) {
+        unsigned m = jpg[i + 1], sl = (unsigned)jpg[i + 2] << 8 | jpg[i + 3];
+        if (m != 0xDA) {
+            i += 2 + sl;
+            continue;
+        }
+        const unsigned char *h = jpg + i + 4;
+        size_t j = i + 2 + sl;
+        while (j + 1 < n && !(jpg[j] == 0xFF && jpg[j + 1] && (jpg[j + 1] < 0xD0 || jpg[j + 1] > 0xD7)))
+            j++;
+        if (h[1 + 2 * h[0]] > 0 && (h[3 + 2 * h[0]] >> 4) == 0) at = i, len = j - i;
+        i = j;
+    }
+    if (len) {
+        b.n = n - 2 + len * (size_t)copies + 2;
+        b.p = malloc(b.n);
+        memcpy(b.p, jpg, n - 2);
+        for (int k = 0; k < copies; k++) memcpy(b.p + n - 2 + len * (size_t)k, jpg + at, len);
+        memcpy(b.p + b.n - 2, "\xFF\xD9", 2);
+    }
+    free(jpg);
+    return b;
+}
+
 /* ---- the checks ------------------------------------------------------------------------------ */
 static double now_us(void) {
     struct timespec t;
@@ -266,6 +316,31 @@ static void image_case(const char *name, buf b) {
         CHECK_MSG(ours <= 4 * REPS, "%s (%s): %ld g4v allocations per call before refusing",
                   name, fn, ours / REPS);
     }
+    free(b.p);
+}
+
+/* CPU, not memory: 5000 repeated progressive scans (~80 KB) over a 1024 x 1024 image decode for
+ * several seconds without the scan cap; with it they are refused after 100 scans. */
+static void scan_bomb(void) {
+    printf("progressive JPEG scan bomb:\n");
+    buf b = jpeg_scan_bomb(1024, 5000);
+    REQUIRE(b.n > 0);
+    g4v_err err;
+    g4v_image img;
+    double t0 = now_us();
+    int st = g4v_image_decode(b.p, b.n, NULL, &img, &err);
+    double dt = now_us() - t0;
+    printf("  %-28s %-6s %-16s %8.1f ms  (%zu bytes)\n", "JPEG 1024x1024, 5000 scans", "decode",
+           g4v_status_name(st), dt / 1e3, b.n);
+    CHECK_MSG(st == G4V_ERR_LIMIT, "scan bomb: expected G4V_ERR_LIMIT, got %s: %s",
+              g4v_status_name(st), err.msg);
+    CHECK_CONTAINS(err.msg, "more than 100 scans");
+    if (st == G4V_OK) g4v_image_free(&img);
+    buf ok = jpeg_scan_bomb(64, 80); /* 90 scans: still decodes */
+    st = g4v_image_decode(ok.p, ok.n, NULL, &img, &err);
+    CHECK_MSG(st == G4V_OK, "90 scans: %s", err.msg);
+    if (st == G4V_OK) g4v_image_free(&img);
+    free(ok.p);
     free(b.p);
 }
 
@@ -340,6 +415,7 @@ int main(int argc, char **argv) {
     image_case("WebP anim canvas 60000x60000", webp_canvas_bomb(d));
     image_case("BMP 100000x100000", bmp_bomb(d, 0));
     image_case("BMP 100000x100000 top-down", bmp_bomb(d, 1));
+    scan_bomb();
     printf("checkpoint headers:\n");
     checkpoint_bombs();
     return test_summary("test_bombs");
