@@ -11,7 +11,8 @@
  * single request must stay below 1 MiB; with G4V_FAULT_INJECTION, g4v's allocator may be called
  * only for the decoder's own small structures (libpng's go through it), at most 4 times. The same holds for the checkpoint side: a safetensors header length of
  * 2^40, one under the limit but past the end of a 16-byte file, and a sparse 1 GB config.json.
- * And a CPU bomb: a progressive JPEG repeating one scan 5000 times must stop at 100 scans.
+ * And a CPU bomb: a progressive JPEG repeating one scan 5000 times must stop at 100 scans; and a
+ * PNG whose 100 zTXt chunks each inflate to 8 MB must stay within ~1 MB per allocation.
  *
  *     test_bombs IMAGE_CORPUS_DIR
  */
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jpeglib.h>
+#include <zlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +35,13 @@
 
 /* ---- observing every allocation -------------------------------------------------------------- */
 static volatile size_t largest; /* largest single request since the last reset */
+static volatile size_t requested; /* all requests since the last reset, in bytes */
 static volatile int watching;
 
 static void note(size_t n) {
-    if (watching && n > largest) largest = n;
+    if (!watching) return;
+    if (n > largest) largest = n;
+    requested += n;
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -263,6 +268,41 @@ static buf jpeg_scan_bomb(int side, int copies) {
     return b;
 }
 
+static void put_chunk(uint8_t **w, const char *type, const uint8_t *d, size_t n) {
+    be32(*w, (uint32_t)n);
+    memcpy(*w + 4, type, 4);
+    if (n) memcpy(*w + 8, d, n);
+    be32(*w + 8 + n, crc32_png(*w + 4, n + 4));
+    *w += 12 + n;
+}
+
+/* A 1x1 gray PNG carrying `chunks` zTXt chunks that each inflate to 7.9 MB of 'A' (~8 KB each),
+ * just under libpng's default 8,000,000-byte chunk limit. */
+static buf png_text_bomb(int chunks) {
+    uLong big = 7900000;
+    uint8_t *text = malloc(big);
+    memset(text, 'A', big);
+    uLongf clen = compressBound(big);
+    uint8_t *comp = malloc(10 + clen);
+    memcpy(comp, "Comment\0\0", 9); /* keyword, NUL, compression method 0 */
+    compress2(comp + 9, &clen, text, big, 9);
+    free(text);
+    size_t ztxt = 9 + clen;
+    buf b = {malloc(8 + 25 + (12 + ztxt) * (size_t)chunks + 64), 0};
+    uint8_t *w = b.p;
+    memcpy(w, "\x89PNG\r\n\x1a\n", 8);
+    w += 8;
+    static const uint8_t ihdr[13] = {0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0};
+    put_chunk(&w, "IHDR", ihdr, 13);
+    for (int i = 0; i < chunks; i++) put_chunk(&w, "zTXt", comp, ztxt);
+    static const uint8_t idat[] = {0x78, 0x01, 0x63, 0x68, 0x00, 0x00, 0x00, 0x82, 0x00, 0x81};
+    put_chunk(&w, "IDAT", idat, sizeof idat); /* one row: filter 0, sample 0x80 */
+    put_chunk(&w, "IEND", NULL, 0);
+    b.n = (size_t)(w - b.p);
+    free(comp);
+    return b;
+}
+
 /* ---- the checks ------------------------------------------------------------------------------ */
 static double now_us(void) {
     struct timespec t;
@@ -344,6 +384,32 @@ static void scan_bomb(void) {
     free(b.p);
 }
 
+/* 100 zTXt chunks of 7.9 MB each (~0.8 MB of file) held 790 MB before png.c capped libpng's text
+ * chunks at 1 MB each and 64 in all: now every request is <= ~1 MB and all of them together stay
+ * under 80 MB (64 chunks x 1 MB plus inflate state). */
+static void text_bomb(void) {
+    printf("PNG text-chunk bomb:\n");
+    buf b = png_text_bomb(100);
+    g4v_err err;
+    g4v_image img;
+    largest = requested = 0;
+    watching = 1;
+    double t0 = now_us();
+    int st = g4v_image_decode(b.p, b.n, NULL, &img, &err);
+    double dt = now_us() - t0;
+    watching = 0;
+    printf("  %-28s %-6s %-16s %8.1f ms  (%zu bytes; largest malloc %zu, all %zu MB)\n",
+           "PNG 100 zTXt x 7.9 MB", "decode", g4v_status_name(st), dt / 1e3, b.n, (size_t)largest,
+           (size_t)requested >> 20);
+    CHECK_MSG(st == G4V_OK || st == G4V_ERR_LIMIT || st == G4V_ERR_IMAGE, "text bomb: %s: %s",
+              g4v_status_name(st), err.msg);
+    CHECK_MSG(largest <= (1u << 20) + 4096, "text bomb: a %zu-byte allocation", (size_t)largest);
+    CHECK_MSG(requested < (80u << 20), "text bomb: %zu MB requested in all",
+              (size_t)requested >> 20);
+    if (st == G4V_OK) g4v_image_free(&img);
+    free(b.p);
+}
+
 static void write_file(const char *path, const void *p, size_t n, off_t sparse_size) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) return;
@@ -416,6 +482,7 @@ int main(int argc, char **argv) {
     image_case("BMP 100000x100000", bmp_bomb(d, 0));
     image_case("BMP 100000x100000 top-down", bmp_bomb(d, 1));
     scan_bomb();
+    text_bomb();
     printf("checkpoint headers:\n");
     checkpoint_bombs();
     return test_summary("test_bombs");
