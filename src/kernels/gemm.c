@@ -46,13 +46,11 @@ int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mod
     return 1;
 }
 
-/* Half the per-core L2 holds the packed A block of one task (gemm_run.c). */
-static size_t a_budget(void) {
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    size_t b = l2 > 0 ? (size_t)l2 / 2 : (size_t)256 << 10;
-    if (b < ((size_t)64 << 10)) b = (size_t)64 << 10;
-    if (b > ((size_t)2 << 20)) b = (size_t)2 << 20;
-    return b;
+/* Half of a cache level per core (sysconf's answer, else `guess`), kept within [lo, hi]. */
+static size_t half_cache(int name, size_t guess, size_t lo, size_t hi) {
+    long c = sysconf(name);
+    size_t b = (c > 0 ? (size_t)c : guess) / 2;
+    return b < lo ? lo : b > hi ? hi : b;
 }
 
 static uint16_t raw16(const void *w, size_t i) {
@@ -113,7 +111,19 @@ int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype d
     m->npanels = (n + kern->nr - 1) / kern->nr;
     m->panel_bytes = (size_t)m->kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4);
     m->bytes = m->panel_bytes * (size_t)m->npanels;
-    m->a_budget = a_budget();
+    /* Blocking (gemm_run.c): one K chunk of a B panel plus one of an A micro-panel fill about
+     * 70% of the L1 (as BLIS's KC), chunks of equal size; a task's A rows for one chunk fill
+     * about half the L2. */
+    m->a_budget =
+        half_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)512 << 10, (size_t)64 << 10, (size_t)2 << 20);
+    size_t l1 =
+        half_cache(_SC_LEVEL1_DCACHE_SIZE, (size_t)32 << 10, (size_t)8 << 10, (size_t)64 << 10) *
+        7 / 5;
+    size_t per_group = (size_t)kern->kg * ((size_t)kern->nr * (kern->b_bf16 ? 2 : 4) +
+                                           (size_t)kern->mr * (kern->a_bf16 ? 2 : 4));
+    int kgroups = m->kpad / kern->kg, kc_max = l1 / per_group > 0 ? (int)(l1 / per_group) : 1;
+    int nchunks = (kgroups + kc_max - 1) / kc_max;
+    m->kc_groups = (kgroups + nchunks - 1) / nchunks;
     m->b = g4v_malloc_large(m->bytes);
     if (!m->b) {
         g4v_free(m);

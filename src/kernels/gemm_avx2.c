@@ -77,7 +77,7 @@ static inline void store_row(float *y, __m256 v0, __m256 v1, const g4v_ukr_epi *
 
 /* One k step: the MR broadcasts of a[m * KG + j] times the two B vectors. */
 #define STEP(j, b0, b1)                                                                            \
-    _Pragma("GCC unroll 6") for (int m = 0; m < MR; m++) {                                         \
+    G4V_UNROLL(6) for (int m = 0; m < MR; m++) {                                                   \
         __m256 av = _mm256_broadcast_ss(a + m * KG + (j));                                         \
         c[m][0] = _mm256_fmadd_ps(av, b0, c[m][0]);                                                \
         c[m][1] = _mm256_fmadd_ps(av, b1, c[m][1]);                                                \
@@ -88,7 +88,7 @@ static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *ac
     const float *a = a_, *b = b_;
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        _Pragma("GCC unroll 8") for (int j = 0; j < KG; j++, b += NR) {
+        G4V_UNROLL(8) for (int j = 0; j < KG; j++, b += NR) {
             __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
             STEP(j, b0, b1)
         }
@@ -103,7 +103,7 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     const __m256i odd = _mm256_set1_epi32((int)0xffff0000u);
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        _Pragma("GCC unroll 4") for (int p = 0; p < KG / 2; p++, b += NR) {
+        G4V_UNROLL(4) for (int p = 0; p < KG / 2; p++, b += NR) {
             __m256i w0 = _mm256_loadu_si256((const __m256i *)b);
             __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 8));
             __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16));

@@ -79,7 +79,7 @@ static inline void store_row(float *y, __m512 v0, __m512 v1, const g4v_ukr_epi *
 
 /* One k step: A values a[m * KG + j] (broadcast) times the two B vectors. */
 #define STEP(j, b0, b1)                                                                            \
-    _Pragma("GCC unroll 12") for (int m = 0; m < MR; m++) {                                        \
+    G4V_UNROLL(12) for (int m = 0; m < MR; m++) {                                                  \
         __m512 av = _mm512_set1_ps(a[m * KG + (j)]);                                               \
         c[m][0] = _mm512_fmadd_ps(av, b0, c[m][0]);                                                \
         c[m][1] = _mm512_fmadd_ps(av, b1, c[m][1]);                                                \
@@ -90,7 +90,7 @@ static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *ac
     const float *a = a_, *b = b_;
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        _Pragma("GCC unroll 16") for (int j = 0; j < KG; j++, b += NR) {
+        G4V_UNROLL(16) for (int j = 0; j < KG; j++, b += NR) {
             __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
             STEP(j, b0, b1)
         }
@@ -105,7 +105,7 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     const __m512i odd = _mm512_set1_epi32((int)0xffff0000u);
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        _Pragma("GCC unroll 8") for (int p = 0; p < KG / 2; p++, b += NR) {
+        G4V_UNROLL(8) for (int p = 0; p < KG / 2; p++, b += NR) {
             __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 16);
             __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
             __m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));

@@ -75,10 +75,10 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
             c[m][1] = _mm512_loadu_ps(acc_in + m * NR + 16);
         }
     for (int g = 0; g < kgroups; g++, a += MR * PAIRS) {
-        _Pragma("GCC unroll 8") for (int p = 0; p < PAIRS; p++, b += NR) {
+        G4V_UNROLL(8) for (int p = 0; p < PAIRS; p++, b += NR) {
             __m512bh b0 = g4v_as_bh(_mm512_loadu_si512(b));
             __m512bh b1 = g4v_as_bh(_mm512_loadu_si512(b + 16));
-            _Pragma("GCC unroll 12") for (int m = 0; m < MR; m++) {
+            G4V_UNROLL(12) for (int m = 0; m < MR; m++) {
                 __m512bh av = g4v_as_bh(_mm512_set1_epi32(a[m * PAIRS + p]));
                 c[m][0] = _mm512_dpbf16_ps(c[m][0], b0, av);
                 c[m][1] = _mm512_dpbf16_ps(c[m][1], b1, av);

@@ -68,7 +68,8 @@ struct g4v_wmat {
     g4v_math_mode mode;
     const g4v_gemm_kernel *kern;
     size_t panel_bytes, bytes;
-    size_t a_budget; /* bytes of packed A one task keeps (about half the L2) */
+    size_t a_budget; /* bytes of packed A for one K chunk of a task (about half the L2) */
+    int kc_groups;   /* KG groups per K chunk: one chunk of a B panel fills about half the L1 */
     void *b;
 };
 
@@ -90,7 +91,7 @@ int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype d
 const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
 
 /* Blocking overrides for tests (0 = the default choice). no_scratch forces the allocation-free
- * path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets its K chunk. */
+ * path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets the K chunk. */
 typedef struct g4v_gemm_cfg {
     int tiles_per_block;  /* MR-row tiles per task */
     int panels_per_block; /* NR-column panels per task */

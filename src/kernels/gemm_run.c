@@ -1,11 +1,13 @@
 /* gemm_run.c - g4v_gemm: blocking, threading and edges around the micro-kernel (BLIS loop nest).
  *
  * Work is split into tasks by OUTPUT blocks only: a task owns rows [r0, r1) (whole MR-row tiles)
- * and columns of whole NR-wide B panels, packs its rows of A once (clamp, bf16 rounding) into
- * thread-local scratch sized about half the L2, and then, for each B panel, runs the
- * micro-kernel over every tile of its rows (the K x NR panel stays hot in L1/L2 while the packed
- * A streams from L2). K is never split, and every output element is summed by the same kernel
- * in the same order whatever the blocking, so results are bit-identical for any thread count.
+ * and columns of whole NR-wide B panels, and packs its rows of A once (clamp, bf16 rounding) into
+ * thread-local scratch. Within a task, K is walked in chunks (BLIS's KC): for each chunk, for
+ * each B panel, the micro-kernel runs over every tile of the task's rows, so the chunk of the B
+ * panel (about half the L1) stays in L1 while the A chunks (about half the L2) stream from L2.
+ * Partial sums of a chunk are stored exactly in f32 and the next chunk continues from them, so
+ * every output element is summed by the same kernel in the same order whatever the blocking:
+ * results are bit-identical for any thread count and any grid. Tasks never share an output.
  * Tiles at the M/N edges are computed whole into a local tile and only their valid part is
  * written, with the epilogue applied here in the same way as in the kernel.
  * Without scratch (allocation failure) a task packs A per tile and per K chunk into a stack
@@ -35,7 +37,8 @@ typedef struct {
     g4v_pack_opts pack; /* input clamp and rounding */
     int mtiles, nbm;    /* MR-row tiles, split into nbm row blocks */
     int nbn;            /* B panels split into nbn column blocks */
-    int no_scratch, kc_groups;
+    int kc;             /* KG groups per K chunk */
+    int no_scratch;
 } gemm_job;
 
 static float clampf(float v, float lo, float hi) {
@@ -76,9 +79,8 @@ static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
     const g4v_gemm_kernel *k = W->kern;
     size_t asize = k->a_bf16 ? 2 : 4, bsize = k->b_bf16 ? 2 : 4;
     size_t group_a = (size_t)k->mr * (size_t)k->kg * asize;
-    int kc = j->kc_groups > 0 ? j->kc_groups : (int)(STACK_A / group_a);
+    int kc = j->kc < (int)(STACK_A / group_a) ? j->kc : (int)(STACK_A / group_a);
     if (kc < 1) kc = 1;
-    if ((size_t)kc * group_a > STACK_A) kc = (int)(STACK_A / group_a);
     _Alignas(64) unsigned char abuf[STACK_A];
     _Alignas(64) float acc[MAX_TILE];
     int kgroups = W->kpad / k->kg;
@@ -106,43 +108,56 @@ static void task(void *arg, int t, int worker) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
     int bm = t / j->nbn, bn = t % j->nbn;
-    int t0 = (int)((int64_t)bm * j->mtiles / j->nbm),
-        t1 = (int)((int64_t)(bm + 1) * j->mtiles / j->nbm);
+    int t0 = (int)((int64_t)bm * j->mtiles / j->nbm);
+    int t1 = (int)((int64_t)(bm + 1) * j->mtiles / j->nbm);
     int p0 = (int)((int64_t)bn * W->npanels / j->nbn);
     int p1 = (int)((int64_t)(bn + 1) * W->npanels / j->nbn);
     int r0 = t0 * k->mr, r1 = t1 * k->mr < j->m ? t1 * k->mr : j->m;
     if (r0 >= r1 || p0 >= p1) return;
-    size_t panel_a = (size_t)k->mr * (size_t)W->kpad * (k->a_bf16 ? 2 : 4);
-    unsigned char *a = j->no_scratch ? NULL : g4v_gemm_scratch(panel_a * (size_t)(t1 - t0));
+    size_t asize = k->a_bf16 ? 2 : 4, bsize = k->b_bf16 ? 2 : 4;
+    size_t panel_a = (size_t)k->mr * (size_t)W->kpad * asize, tile = (size_t)k->mr * k->nr;
+    int kgroups = W->kpad / k->kg, nchunks = (kgroups + j->kc - 1) / j->kc;
+    /* packed A for the task's rows, then (when K is chunked) the partial sums of its tiles */
+    size_t abytes = (panel_a * (size_t)(t1 - t0) + 63) & ~(size_t)63;
+    size_t cbytes = nchunks > 1 ? sizeof(float) * tile * (size_t)(t1 - t0) * (size_t)(p1 - p0) : 0;
+    unsigned char *a = j->no_scratch ? NULL : g4v_gemm_scratch(abytes + cbytes);
     if (!a) {
         task_no_scratch(j, r0, r1, p0, p1);
         return;
     }
+    float *cbuf = (float *)(a + abytes);
+    _Alignas(64) float local[MAX_TILE];
     k->pack_a(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, a, &j->pack);
-    int kgroups = W->kpad / k->kg;
-    _Alignas(64) float tile[MAX_TILE];
-    for (int p = p0; p < p1; p++) {
-        int cols = W->n - p * k->nr < k->nr ? W->n - p * k->nr : k->nr;
-        const void *b = (const unsigned char *)W->b + (size_t)p * W->panel_bytes;
-        for (int r = r0, i = 0; r < r1; r += k->mr, i++) {
-            int rows = r1 - r < k->mr ? r1 - r : k->mr;
-            run_tile(j, kgroups, a + (size_t)i * panel_a, b, NULL, tile, 1, rows, cols,
-                     j->Y + (size_t)r * j->ldy + (size_t)p * k->nr);
+    for (int c = 0; c < nchunks; c++) {
+        int g0 = c * j->kc, n = kgroups - g0 < j->kc ? kgroups - g0 : j->kc;
+        size_t aoff = (size_t)g0 * k->mr * k->kg * asize, boff = (size_t)g0 * k->kg * k->nr * bsize;
+        for (int p = p0; p < p1; p++) {
+            int cols = W->n - p * k->nr < k->nr ? W->n - p * k->nr : k->nr;
+            const unsigned char *b =
+                (const unsigned char *)W->b + (size_t)p * W->panel_bytes + boff;
+            for (int r = r0, i = 0; r < r1; r += k->mr, i++) {
+                int rows = r1 - r < k->mr ? r1 - r : k->mr;
+                float *part =
+                    nchunks > 1 ? cbuf + ((size_t)(p - p0) * (t1 - t0) + i) * tile : local;
+                run_tile(j, n, a + (size_t)i * panel_a + aoff, b, c ? part : NULL, part,
+                         c == nchunks - 1, rows, cols,
+                         j->Y + (size_t)r * j->ldy + (size_t)p * k->nr);
+            }
         }
     }
 }
 
-/* Task grid: row blocks sized to the A budget, a multiple of the thread count when there are
- * enough tiles (equal shares for a static pool), and column blocks only when rows are too few
- * to give every thread work. The grid changes speed, never results. */
+/* Task grid: row blocks whose A for one K chunk fits the A budget, at least 4 per thread and a
+ * multiple of the thread count when there are enough tiles (equal shares), and column blocks
+ * only when rows are too few to give every thread work. The grid changes speed, never results. */
 static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
-    size_t panel_a = (size_t)k->mr * (size_t)W->kpad * (k->a_bf16 ? 2 : 4);
+    j->kc = cfg && cfg->kc_groups > 0 ? cfg->kc_groups : W->kc_groups;
+    size_t chunk_a = (size_t)k->mr * (size_t)j->kc * k->kg * (k->a_bf16 ? 2 : 4);
     j->mtiles = (j->m + k->mr - 1) / k->mr;
-    int per = cfg && cfg->tiles_per_block > 0
-                  ? cfg->tiles_per_block
-                  : (int)(W->a_budget / panel_a > 0 ? W->a_budget / panel_a : 1);
+    int per = W->a_budget / chunk_a > 0 ? (int)(W->a_budget / chunk_a) : 1;
+    if (cfg && cfg->tiles_per_block > 0) per = cfg->tiles_per_block;
     if (per > j->mtiles) per = j->mtiles;
     j->nbm = (j->mtiles + per - 1) / per;
     j->nbn = 1;
@@ -152,7 +167,9 @@ static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
     }
     if (cfg && cfg->tiles_per_block > 0) return;
     if (threads > 1) {
-        int nbm = (j->nbm + threads - 1) / threads * threads;
+        /* at least 4 tasks per thread: a thread slowed by other load hands work to the rest */
+        int nbm = j->nbm > 4 * threads ? j->nbm : 4 * threads;
+        nbm = (nbm + threads - 1) / threads * threads;
         j->nbm = nbm <= j->mtiles ? nbm : j->mtiles;
         if (j->nbm < threads) {
             int nbn = (threads + j->nbm - 1) / j->nbm;
@@ -186,7 +203,6 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g
     j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
     j.pack.round = W->mode == G4V_MATH_FAST;
     j.no_scratch = cfg ? cfg->no_scratch : 0;
-    j.kc_groups = cfg ? cfg->kc_groups : 0;
     plan(&j, g4v_pool_size(pool), cfg);
     g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
 }

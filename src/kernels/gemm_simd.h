@@ -37,9 +37,14 @@ static inline __m256i g4v_simde_cvtepi32_epi16(__m512i v) {
     return r;
 }
 #define _mm512_cvtepi32_epi16 g4v_simde_cvtepi32_epi16
+/* Emulated kernels keep their loops rolled: unrolled SIMDe code compiles very slowly. */
+#define G4V_UNROLL(n)
 #else
 #include <immintrin.h>
 #define g4v_as_bh(v) ((__m512bh)(v))
+/* Full unrolling keeps the accumulator arrays in registers. */
+#define G4V_PRAGMA(x) _Pragma(#x)
+#define G4V_UNROLL(n) G4V_PRAGMA(GCC unroll n)
 #endif
 
 #endif

@@ -1,0 +1,137 @@
+/* bench_gemm.c - our GEMM on the encoder's shapes against measured peaks and oneDNN, one run.
+ *
+ *   bench_gemm [--m M] [--reps R] [--mode fast|precise]
+ *
+ * Measures, in the same process: FMA and vdpbf16ps throughput peaks for 1 and 2 threads; then
+ * for each shape (M x K -> N with M = L = 2304 patches, i.e. 256 soft tokens) and 1 and 2
+ * threads, our g4v_gemm (BF16 weights, f32 X; the kernel g4v_wmat_create picks) and oneDNN's
+ * matmul (weights prepacked; bf16 where oneDNN has a native kernel, and f32). The machine is
+ * shared, so each repetition runs peak, ours, oneDNN bf16 and oneDNN f32 back to back, and the
+ * table reports the median of each: ratios come from the same conditions. "% peak" divides by
+ * the peak of the instruction our kernel is built on (vdpbf16ps for avx512-bf16dp, else FMA at
+ * the widest width), the same number for the oneDNN columns. Our time includes clamping and
+ * rounding X to bf16 while packing; oneDNN's src is already bf16 (its best configuration).
+ */
+#include "bench_gemm.h"
+
+#include "base/cpu.h"
+#include "base/dtype.h"
+#include "kernels/gemm.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint32_t rng = 12345;
+static float frand(void) {
+    rng = rng * 1664525u + 1013904223u;
+    return (float)(rng >> 8) / 8388608.0f - 1.0f;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof v[0], cmp_d);
+    return v[n / 2];
+}
+
+static double time_ours(g4v_pool *pool, const float *x, int m, int k, const g4v_wmat *w, float *y,
+                        int n) {
+    double t0 = now();
+    g4v_gemm(pool, x, m, (size_t)k, w, y, (size_t)n, NULL);
+    return now() - t0;
+}
+
+enum { MAX_REPS = 64 };
+
+int main(int argc, char **argv) {
+    int m = 2304, reps = 5;
+    g4v_math_mode mode = G4V_MATH_FAST;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--m"))
+            m = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mode"))
+            mode = strcmp(argv[i + 1], "precise") ? G4V_MATH_FAST : G4V_MATH_PRECISE;
+    }
+    if (m < 1 || reps < 1 || reps > MAX_REPS) {
+        fprintf(stderr, "usage: bench_gemm [--m M] [--reps R (1..%d)] [--mode fast|precise]\n",
+                MAX_REPS);
+        return 2;
+    }
+    static const int shapes[][2] = {{768, 2304}, {768, 3072}, {3072, 768}, {768, 768}}; /* K, N */
+    g4v_pool *pools[3] = {NULL, NULL, NULL};
+    for (int t = 1; t <= 2; t++)
+        if (g4v_pool_create(t, &pools[t], NULL) != G4V_OK) return 1;
+    int width = 0;
+    bench_peak_fma(pools[1], 1, &width); /* warm up clocks; learn the vector width */
+    printf("cpu: %s, FMA %d-bit, mode %s, M = %d, medians of %d interleaved runs\n",
+           g4v_cpu_isa_name(), width, mode == G4V_MATH_FAST ? "FAST" : "PRECISE", m, reps);
+    printf("peak = the instruction our kernel uses (vdpbf16ps for avx512-bf16dp, else FMA), "
+           "measured between runs\n\n");
+    printf("%-16s %2s %-14s %8s %8s %6s | %9s %6s | %9s %6s | %s\n", "shape MxK->N", "T", "ours",
+           "peak", "GFLOP/s", "%peak", "dnnl-bf16", "%peak", "dnnl-f32", "%peak", "ours/best dnnl");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int k = shapes[s][0], n = shapes[s][1];
+        float *x = malloc(sizeof(float) * (size_t)m * k),
+              *y = malloc(sizeof(float) * (size_t)m * n);
+        uint16_t *w = malloc(sizeof(uint16_t) * (size_t)n * k);
+        if (!x || !y || !w) return 1;
+        for (size_t i = 0; i < (size_t)m * k; i++)
+            x[i] = frand();
+        for (size_t i = 0; i < (size_t)n * k; i++)
+            w[i] = g4v_f32_to_bf16(frand() * 0.05f);
+        g4v_wmat *W = NULL;
+        g4v_err err;
+        if (g4v_wmat_create(w, G4V_DT_BF16, n, k, mode, &W, &err) != G4V_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        int dp = !strcmp(g4v_wmat_kernel_name(W), "avx512-bf16dp");
+        double flops = 2.0 * m * (double)n * k;
+        for (int t = 1; t <= 2; t++) {
+            const char *ib, *iff;
+            bench_dnnl *db = bench_dnnl_create(m, n, k, 1, t, &ib);
+            bench_dnnl *df = bench_dnnl_create(m, n, k, 0, t, &iff);
+            double pk[MAX_REPS], to[MAX_REPS], tb[MAX_REPS], tf[MAX_REPS];
+            time_ours(pools[t], x, m, k, W, y, n); /* warm-up: scratch, first touch of Y */
+            for (int r = 0; r < reps; r++) {
+                pk[r] = dp ? bench_peak_dpbf16(pools[t], t) : bench_peak_fma(pools[t], t, &width);
+                to[r] = time_ours(pools[t], x, m, k, W, y, n);
+                tb[r] = db ? bench_dnnl_run(db) : 0;
+                tf[r] = df ? bench_dnnl_run(df) : 0;
+            }
+            double peak = median(pk, reps), ours = flops / median(to, reps) * 1e-9;
+            double gb = db ? flops / median(tb, reps) * 1e-9 : 0;
+            double gf = df ? flops / median(tf, reps) * 1e-9 : 0;
+            char shape[32];
+            snprintf(shape, sizeof shape, "%dx%d->%d", m, k, n);
+            printf("%-16s %2d %-14s %8.1f %8.1f %5.1f%% | %9.1f %5.1f%% | %9.1f %5.1f%% | %.2f\n",
+                   shape, t, g4v_wmat_kernel_name(W), peak, ours, 100 * ours / peak, gb,
+                   100 * gb / peak, gf, 100 * gf / peak,
+                   gb > 0 || gf > 0 ? ours / (gb > gf ? gb : gf) : 0.0);
+            if (s == 0 && t == 1) printf("  (oneDNN: bf16 %s; f32 %s)\n", ib, iff);
+            bench_dnnl_free(db);
+            bench_dnnl_free(df);
+        }
+        g4v_wmat_free(W);
+        free(x);
+        free(y);
+        free(w);
+    }
+    for (int t = 1; t <= 2; t++)
+        g4v_pool_destroy(pools[t]);
+    return 0;
+}

@@ -1,0 +1,108 @@
+/* bench_gemm_peak.c - instruction throughput peaks, measured in the same run as the GEMMs.
+ *
+ * Each thread runs enough independent accumulator chains to cover latency x throughput (24 for
+ * zmm FMA and vdpbf16ps, as DESIGN.md measured on Zen 5; 12 for ymm FMA, all 16 registers
+ * minus operands) for a fixed number of iterations; GFLOP/s = total FLOPs / wall time. Functions
+ * carry their own target attributes, so this file needs no ISA flags. Each measurement is short
+ * so that bench_gemm.c can repeat it between GEMM runs and see the same machine load.
+ */
+#include "bench_gemm.h"
+
+#include "base/cpu.h"
+
+#include <immintrin.h>
+#include <time.h>
+
+enum { ITERS = 4 * 1000 * 1000 }; /* ~10-20 ms per measurement */
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static volatile float sink;
+
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define CHAINS24(X)                                                                                \
+    CHAINS(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+
+__attribute__((target("avx2,fma"))) static void fma_ymm(void *arg, int task, int worker) {
+    (void)arg, (void)task, (void)worker;
+    __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+#define DECL(i) __m256 a##i = _mm256_set1_ps((float)(i));
+#define STEP(i) a##i = _mm256_fmadd_ps(a##i, b, c);
+#define SUM(i) s = _mm256_add_ps(s, a##i);
+    CHAINS(DECL)
+    for (int it = 0; it < ITERS; it++) {
+        CHAINS(STEP)
+    }
+    __m256 s = _mm256_setzero_ps();
+    CHAINS(SUM)
+    sink = _mm256_cvtss_f32(s);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+__attribute__((target("avx512f"))) static void fma_zmm(void *arg, int task, int worker) {
+    (void)arg, (void)task, (void)worker;
+    __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, b, c);
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+    CHAINS24(DECL)
+    for (int it = 0; it < ITERS / 2; it++) {
+        CHAINS24(STEP)
+    }
+    __m512 s = _mm512_setzero_ps();
+    CHAINS24(SUM)
+    sink = _mm512_reduce_add_ps(s);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static void dp_zmm(void *arg, int task, int worker) {
+    (void)arg, (void)task, (void)worker;
+    __m512bh x = (__m512bh)_mm512_set1_epi32(0x3c003c00),
+             y = (__m512bh)_mm512_set1_epi32(0x3c003c00);
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+    CHAINS24(DECL)
+    for (int it = 0; it < ITERS / 4; it++) {
+        CHAINS24(STEP)
+    }
+    __m512 s = _mm512_setzero_ps();
+    CHAINS24(SUM)
+    sink = _mm512_reduce_add_ps(s);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+static double run(g4v_pool *pool, int threads, g4v_task_fn fn, double flops_per_thread) {
+    double t0 = now();
+    g4v_pool_run(pool, threads, fn, NULL);
+    return flops_per_thread * threads / (now() - t0) * 1e-9;
+}
+
+double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits) {
+    unsigned f = g4v_cpu_features();
+    if (f & G4V_CPU_AVX512) {
+        *width_bits = 512;
+        return run(pool, threads, fma_zmm, (double)(ITERS / 2) * 24 * 32);
+    }
+    if (f & G4V_CPU_AVX2) {
+        *width_bits = 256;
+        return run(pool, threads, fma_ymm, (double)ITERS * 12 * 16);
+    }
+    *width_bits = 0;
+    return 0.0;
+}
+
+double bench_peak_dpbf16(g4v_pool *pool, int threads) {
+    if (!(g4v_cpu_features() & G4V_CPU_AVX512BF16)) return 0.0;
+    return run(pool, threads, dp_zmm, (double)(ITERS / 4) * 24 * 64);
+}
