@@ -30,8 +30,7 @@ static int cmp(const void *a, const void *b) {
 
 static void report(const char *name, double *t, int n) {
     printf("times %s:", name);
-    for (int i = 0; i < n; i++)
-        printf(" %.3f", t[i]);
+    for (int i = 0; i < n; i++) printf(" %.3f", t[i]);
     printf("\n");
     qsort(t, (size_t)n, sizeof *t, cmp);
     printf("%-7s median %8.2f ms  min %8.2f ms\n", name, t[n / 2], t[0]);
