@@ -4,7 +4,7 @@
 set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev"
-TEST_PKGS="python3 python3-numpy python3-pil clang libclang-rt-14-dev"
+TEST_PKGS="python3 python3-numpy python3-pil clang libclang-rt-14-dev libsimde-dev"
 
 want="$BUILD_PKGS"
 [ "${1:-}" = "--test" ] && want="$BUILD_PKGS $TEST_PKGS"
