@@ -63,17 +63,14 @@ static inline void store_row(float *y, __m256 v0, __m256 v1, const g4v_ukr_epi *
 
 #define START                                                                                      \
     __m256 c[MR][2];                                                                               \
-    for (int m = 0; m < MR; m++)                                                                   \
-        c[m][0] = c[m][1] = _mm256_setzero_ps();                                                   \
-    if (acc_in)                                                                                    \
-        for (int m = 0; m < MR; m++) {                                                             \
+    G4V_UNROLL(6) for (int m = 0; m < MR; m++) c[m][0] = c[m][1] = _mm256_setzero_ps();            \
+    if (acc_in) G4V_UNROLL(6) for (int m = 0; m < MR; m++) {                                       \
             c[m][0] = _mm256_loadu_ps(acc_in + m * NR);                                            \
             c[m][1] = _mm256_loadu_ps(acc_in + m * NR + 8);                                        \
         }
 
 #define FINISH                                                                                     \
-    for (int m = 0; m < MR; m++)                                                                   \
-        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+    G4V_UNROLL(6) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 
 /* One k step: the MR broadcasts of a[m * KG + j] times the two B vectors. */
 #define STEP(j, b0, b1)                                                                            \
@@ -96,6 +93,13 @@ static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *ac
     FINISH
 }
 
+/* p, but opaque to the optimiser: the odd half of a pair step reloads B (folded into vpand)
+ * instead of keeping the raw vectors live, which would spill accumulators (16 ymm only). */
+static inline const uint32_t *reload(const uint32_t *p) {
+    __asm__("" : "+r"(p));
+    return p;
+}
+
 static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
                       size_t ldy, const g4v_ukr_epi *e) {
     const float *a = a_;
@@ -104,13 +108,16 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
         G4V_UNROLL(4) for (int p = 0; p < KG / 2; p++, b += NR) {
-            __m256i w0 = _mm256_loadu_si256((const __m256i *)b);
-            __m256i w1 = _mm256_loadu_si256((const __m256i *)(b + 8));
-            __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16));
-            __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
+            __m256 e0 =
+                _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)b), 16));
+            __m256 e1 = _mm256_castsi256_ps(
+                _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(b + 8)), 16));
             STEP(2 * p, e0, e1)
-            __m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(w0, odd));
-            __m256 o1 = _mm256_castsi256_ps(_mm256_and_si256(w1, odd));
+            const uint32_t *bo = reload(b);
+            __m256 o0 =
+                _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)bo), odd));
+            __m256 o1 = _mm256_castsi256_ps(
+                _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(bo + 8)), odd));
             STEP(2 * p + 1, o0, o1)
         }
     }

@@ -65,17 +65,14 @@ static inline void store_row(float *y, __m512 v0, __m512 v1, const g4v_ukr_epi *
 
 #define START                                                                                      \
     __m512 c[MR][2];                                                                               \
-    for (int m = 0; m < MR; m++)                                                                   \
-        c[m][0] = c[m][1] = _mm512_setzero_ps();                                                   \
-    if (acc_in)                                                                                    \
-        for (int m = 0; m < MR; m++) {                                                             \
+    G4V_UNROLL(12) for (int m = 0; m < MR; m++) c[m][0] = c[m][1] = _mm512_setzero_ps();           \
+    if (acc_in) G4V_UNROLL(12) for (int m = 0; m < MR; m++) {                                      \
             c[m][0] = _mm512_loadu_ps(acc_in + m * NR);                                            \
             c[m][1] = _mm512_loadu_ps(acc_in + m * NR + 16);                                       \
         }
 
 #define FINISH                                                                                     \
-    for (int m = 0; m < MR; m++)                                                                   \
-        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+    G4V_UNROLL(12) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 
 /* One k step: A values a[m * KG + j] (broadcast) times the two B vectors. */
 #define STEP(j, b0, b1)                                                                            \

@@ -67,10 +67,8 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     const int32_t *a = a_; /* one bf16 pair per int32 */
     const uint32_t *b = b_;
     __m512 c[MR][2];
-    for (int m = 0; m < MR; m++)
-        c[m][0] = c[m][1] = _mm512_setzero_ps();
-    if (acc_in)
-        for (int m = 0; m < MR; m++) {
+    G4V_UNROLL(12) for (int m = 0; m < MR; m++) c[m][0] = c[m][1] = _mm512_setzero_ps();
+    if (acc_in) G4V_UNROLL(12) for (int m = 0; m < MR; m++) {
             c[m][0] = _mm512_loadu_ps(acc_in + m * NR);
             c[m][1] = _mm512_loadu_ps(acc_in + m * NR + 16);
         }
@@ -85,8 +83,7 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
             }
         }
     }
-    for (int m = 0; m < MR; m++)
-        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+    G4V_UNROLL(12) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 }
 
 const g4v_gemm_kernel g4v_gemm_avx512_bf16dp = {
