@@ -174,6 +174,63 @@ static int shard_name_ok(const char *s) {
     return n > 0 && n < 256 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
+typedef struct shard_ref {
+    const char *name;
+    size_t at; /* position in the weight_map */
+} shard_ref;
+
+static int cmp_shard_ref(const void *a, const void *b) {
+    const shard_ref *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The distinct shard names of the n weight_map entries, in order of first appearance (*names,
+ * pointing into the tree), and each entry's index in that list (*of_entry). Sorted, not searched
+ * linearly: a 6.7 MB index naming 100,000 shards took 197 s that way. */
+static int distinct_shards(const cJSON *wm, size_t n, const char ***names, size_t *nnames,
+                           size_t **of_entry, g4v_err *err) {
+    shard_ref *r = g4v_malloc_array(n, sizeof *r);
+    size_t *group = g4v_malloc_array(n, sizeof *group), *rank = g4v_malloc_array(n, sizeof *rank);
+    size_t *sid = g4v_malloc_array(n, sizeof *sid);
+    const char **out = g4v_malloc_array(n, sizeof *out);
+    if (!r || !group || !rank || !sid || !out) {
+        g4v_free(r);
+        g4v_free(group);
+        g4v_free(rank);
+        g4v_free(sid);
+        g4v_free(out);
+        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
+    }
+    size_t i = 0;
+    for (const cJSON *c = wm->child; c && i < n; c = c->next, i++)
+        r[i] = (shard_ref){c->valuestring, i};
+    qsort(r, n, sizeof *r, cmp_shard_ref);
+    size_t ngroups = 0;
+    for (i = 0; i < n; i++) {
+        if (i && strcmp(r[i - 1].name, r[i].name)) ngroups++;
+        group[r[i].at] = ngroups;
+    }
+    for (i = 0; i < n; i++) rank[i] = SIZE_MAX;
+    size_t k = 0;
+    i = 0; /* in entry order: first appearance decides a shard's index */
+    for (const cJSON *c = wm->child; c && i < n; c = c->next, i++) {
+        size_t g = group[i];
+        if (rank[g] == SIZE_MAX) {
+            rank[g] = k;
+            out[k++] = c->valuestring;
+        }
+        sid[i] = rank[g];
+    }
+    g4v_free(r);
+    g4v_free(group);
+    g4v_free(rank);
+    *names = out;
+    *nnames = k;
+    *of_entry = sid;
+    return G4V_OK;
+}
+
 /* Looks the missing tensors up in the index's weight_map and matches the shards that hold them. */
 static int load_shards(loader *L, const char *index_path, int *nshards_used, int *nshards_total) {
     cJSON *idx;
@@ -184,33 +241,24 @@ static int load_shards(loader *L, const char *index_path, int *nshards_used, int
         cJSON_Delete(idx);
         return g4v_fail(L->err, G4V_ERR_MODEL, "%s: no weight_map object", index_path);
     }
-    /* Distinct shard names, pointing into the cJSON tree. */
-    const char **shards = NULL;
-    size_t nshards = 0;
-    for (const cJSON *c = wm->child; c && !st; c = c->next) {
-        if (!cJSON_IsString(c) || !shard_name_ok(c->valuestring)) {
+    size_t n = 0;
+    for (const cJSON *c = wm->child; c && !st; c = c->next, n++)
+        if (!cJSON_IsString(c) || !shard_name_ok(c->valuestring))
             st = g4v_fail(L->err, G4V_ERR_MODEL,
                           "%s: weight_map entry for %s is not a plain file "
                           "name in this directory",
                           index_path, c->string ? c->string : "?");
-            break;
-        }
-        size_t s = 0;
-        while (s < nshards && strcmp(shards[s], c->valuestring))
-            s++;
-        if (s == nshards) {
-            const char **grown = g4v_realloc(shards, (nshards + 1) * sizeof *shards);
-            if (!grown) {
-                st = g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
-                break;
-            }
-            shards = grown;
-            shards[nshards++] = c->valuestring;
-        }
+    /* Distinct shard names, pointing into the cJSON tree. */
+    const char **shards = NULL;
+    size_t nshards = 0, *sid = NULL;
+    if (!st) st = distinct_shards(wm, n, &shards, &nshards, &sid, L->err);
+    size_t i = 0;
+    for (const cJSON *c = wm->child; c && !st; c = c->next, i++) {
         int prefixed;
         g4v_wanted *w = g4v_wanted_find(L->w, L->nw, c->string, &prefixed);
-        if (w && w->file < 0 && w->shard < 0) w->shard = (int)s;
+        if (w && w->file < 0 && w->shard < 0) w->shard = (int)sid[i];
     }
+    g4v_free(sid);
     *nshards_total = (int)nshards;
     for (size_t s = 0; s < nshards && !st; s++) {
         const char *example = NULL;

@@ -14,7 +14,10 @@
  * And a CPU bomb: a progressive JPEG repeating one scan 5000 times must stop at 100 scans; and a
  * PNG whose 100 zTXt chunks each inflate to 8 MB must stay within ~1 MB per allocation.
  *
- *     test_bombs IMAGE_CORPUS_DIR
+ * An algorithmic one: an index naming 100,000 distinct shards (6.7 MB) took 197 s to open when
+ * shard names were deduplicated by linear search; it must open in well under a second.
+ *
+ *     test_bombs FUZZ_DIR      (the repository's fuzz/: seed images and the micro checkpoint)
  */
 #define _GNU_SOURCE
 #include "base/alloc.h"
@@ -116,8 +119,9 @@ static buf load(const char *dir, const char *name) {
     buf b = {NULL, 0};
     FILE *f = fopen(path, "rb");
     if (!f) return b;
-    b.p = malloc(1 << 16);
+    b.p = malloc((1 << 16) + 1);
     b.n = fread(b.p, 1, 1 << 16, f);
+    b.p[b.n] = 0; /* the index is searched as text */
     fclose(f);
     return b;
 }
@@ -463,12 +467,68 @@ static void checkpoint_bombs(void) {
     rmdir(dir);
 }
 
+static void copy_file(const char *from_dir, const char *to_dir, const char *name) {
+    char dst[4096];
+    snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
+    buf b = load(from_dir, name);
+    CHECK_MSG(b.n > 0, "cannot read %s/%s", from_dir, name);
+    write_file(dst, b.p, b.n, 0);
+    free(b.p);
+}
+
+/* The micro checkpoint's shards with an index that also names 100,000 other shards (text
+ * tensors, say): those are never opened, and listing them must cost O(n log n). */
+static void shard_bomb(const char *fuzz_dir) {
+    char data[4096], dir[] = "/tmp/g4v-shards-XXXXXX";
+    snprintf(data, sizeof data, "%s/data/micro-shards", fuzz_dir);
+    REQUIRE(mkdtemp(dir) != NULL);
+    static const char *const files[] = {"config.json", "model-00001-of-00002.safetensors",
+                                        "model-00002-of-00002.safetensors"};
+    for (int i = 0; i < 3; i++) copy_file(data, dir, files[i]);
+    buf idx = load(data, "model.safetensors.index.json");
+    char *wm = idx.n ? strstr((char *)idx.p, "\"weight_map\"") : NULL;
+    char *brace = wm ? strchr(wm, '{') : NULL;
+    REQUIRE(brace != NULL);
+    const int decoys = 100000;
+    size_t cap = idx.n + (size_t)decoys * 80, at = (size_t)(brace + 1 - (char *)idx.p);
+    char *text = malloc(cap);
+    memcpy(text, idx.p, at);
+    for (int i = 0; i < decoys; i++)
+        at += (size_t)snprintf(text + at, cap - at,
+                               "\"model.language_model.layers.%d.w\": \"shard-%06d.safetensors\",",
+                               i, i);
+    memcpy(text + at, brace + 1, idx.n - (size_t)(brace + 1 - (char *)idx.p));
+    at += idx.n - (size_t)(brace + 1 - (char *)idx.p);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    write_file(path, text, at, 0);
+    g4v_checkpoint *ck = NULL;
+    g4v_err err;
+    double t0 = now_us();
+    int st = g4v_checkpoint_open(dir, NULL, &ck, &err);
+    double dt = now_us() - t0;
+    printf("  %-28s %-6s %-16s %8.1f ms  (%zu bytes)\n", "index naming 100000 shards", "open",
+           g4v_status_name(st), dt / 1e3, at);
+    CHECK_MSG(st == G4V_OK, "shard bomb: %s", err.msg);
+    CHECK_MSG(dt < 5e6, "shard bomb: %.1f s to open", dt / 1e6);
+    g4v_checkpoint_close(ck);
+    free(text);
+    free(idx.p);
+    unlink(path);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: test_bombs IMAGE_CORPUS_DIR\n");
+        fprintf(stderr, "usage: test_bombs FUZZ_DIR\n");
         return 2;
     }
-    const char *d = argv[1];
+    char d[4096];
+    snprintf(d, sizeof d, "%s/corpus/image", argv[1]);
     install_hooks();
     printf("decompression bombs (default limits: 178956970 pixels, 65500 per side):\n");
     image_case("PNG 100000x100000", png_bomb(d, 100000, 100000));
@@ -485,5 +545,6 @@ int main(int argc, char **argv) {
     text_bomb();
     printf("checkpoint headers:\n");
     checkpoint_bombs();
+    shard_bomb(argv[1]);
     return test_summary("test_bombs");
 }
