@@ -27,9 +27,11 @@
  * Memory (g4v_wmat_bytes): BF16 weights stay 2 bytes per element in both modes; F16/F32 weights
  * are held as f32 (4 bytes) since W is used exactly as stored. Tiles are zero-padded (N to the
  * tile width, K to 8 or 16).
- * Scratch: g4v_gemm packs A into a per-thread buffer (about half the L2) allocated on a thread's
- * first call and reused; it never allocates afterwards. If that allocation fails it falls back to
- * an allocation-free path with the same results.
+ * Scratch: g4v_gemm packs a task's rows of A (and keeps partial sums when K is split into
+ * chunks) in a per-thread buffer, allocated by a thread's first call with the largest shape and
+ * reused afterwards (a few MB at most; freed when the thread exits), so the hot path does not
+ * allocate once warm. If that allocation fails it falls back to an allocation-free path with the
+ * same results.
  * Requirements: in_lo <= in_hi and out_lo <= out_hi (not NaN); ldx >= K, ldy >= N; Y must not
  * overlap X.
  */
