@@ -40,6 +40,8 @@
 #define MAX_STEPS 100000
 #define BUDGET 70
 
+#ifdef G4V_FAULT_INJECTION
+
 /* ---- cJSON through g4v_malloc, remembering whether it took the first injected failure -------- */
 static long fail_at = -1;  /* the N of the current step */
 static int cjson_first;    /* the first failing allocation of this step was cJSON's */
@@ -240,12 +242,15 @@ static void sweep_path(const g4v_encoder *enc, int T, const char *dir, const cha
     free(b.p);
 }
 
+#endif /* G4V_FAULT_INJECTION */
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: test_alloc_fail TINY_MODEL_DIR IMAGE_CORPUS_DIR\n");
         return 2;
     }
 #ifndef G4V_FAULT_INJECTION
+    (void)argv;
     printf("test_alloc_fail: skipped (build with -DG4V_FAULT_INJECTION=ON, e.g. make fault)\n");
     return 77;
 #else
