@@ -21,9 +21,9 @@
 #include <string.h>
 
 enum {
-    MAX_TILE = 512, /* floats in the largest MR x NR tile (12 x 32 = 384) */
-    STACK_A = 16 << 10
-}; /* bytes of packed A per chunk on the allocation-free path */
+    MAX_TILE = 512,    /* floats in the largest MR x NR tile (12 x 32 = 384) */
+    STACK_A = 16 << 10 /* bytes of packed A per chunk on the allocation-free path */
+};
 
 typedef struct {
     const float *X;
