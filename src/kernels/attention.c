@@ -16,8 +16,11 @@
  * S[j][i], O[c][i]), so every inner loop runs over the queries i of the tile with independent
  * sums. Each logit is still summed over c = 0..d-1 in order and each output over keys j in
  * order; the Q transpose happens once per task, not once per key tile.
+ * g4v_attention dispatches to a SIMD variant (attention_avx2.c) when the CPU has one.
  */
-#include "kernels.h"
+#include "attention_isa.h"
+
+#include "base/cpu.h"
 
 #include <math.h>
 
@@ -143,8 +146,20 @@ static void attn_task(void *varg, int task, int worker) {
     }
 }
 
-void g4v_attention(g4v_pool *pool, const g4v_attn_args *a) {
+void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->L <= 0) return;
     attn_job job = {a, (a->L + BQ - 1) / BQ};
     g4v_pool_run(pool, a->H * job.q_tiles, attn_task, &job);
+}
+
+/* Dispatch: the SIMD variant when CPUID (capped by G4V_ISA) allows it, else the portable one.
+ * Asked on every call (a few hundred ns per layer), so G4V_ISA set before the first call works. */
+void g4v_attention(g4v_pool *pool, const g4v_attn_args *a) {
+#ifdef G4V_ATTN_HAVE_X86
+    if (g4v_cpu_features() & G4V_CPU_AVX2) {
+        g4v_attention_avx2(pool, a);
+        return;
+    }
+#endif
+    g4v_attention_portable(pool, a);
 }
