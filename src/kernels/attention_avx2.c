@@ -7,7 +7,7 @@
  * and V tiles stream through. Layout as in attention.c, query index fastest: qT[c][i], S[j][i],
  * O[c][i].
  *  - logits: a 4-key x 16-query block in 8 accumulators, one FMA per channel, channels in order;
- *  - softmax: max, exp and sum vectorised over the 16 queries with a polynomial exp (exp_ps);
+ *  - softmax: max, exp and sum vectorised over the 16 queries with a polynomial exp (exp_avx2.h);
  *  - P.V: a 4-channel x 16-query block of O in 8 accumulators, one FMA per key, keys in order.
  * Everything is f32, nothing is rounded to bf16. Differences from the portable kernel come only
  * from FMA's single rounding and exp_ps (<= 2 ulp): tests measure the bound. Each task writes
@@ -17,35 +17,13 @@
 #include "attention_isa.h"
 
 #ifdef G4V_ATTN_HAVE_X86
+#include "exp_avx2.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 
 enum { QB = 16, KB = 64 };
-
-/* exp(x) for x <= 88: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is exact
- * enough), e^r by Cephes' degree-7 expf polynomial, times 2^n built in the exponent bits.
- * Results below FLT_MIN (x < -87.336) are flushed to 0, which also covers -inf. */
-static inline __m256 exp_ps(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.33654f);
-    __m256 tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
-                                  23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(tiny, y);
-}
 
 void g4v_exp_avx2(const float *x, float *y, size_t n) {
     size_t i = 0;

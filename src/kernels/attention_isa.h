@@ -7,7 +7,7 @@
 
 #include "kernels.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #define G4V_ATTN_HAVE_X86 1
 #endif
 

@@ -1,7 +1,10 @@
 /* gelu.c - GeGLU with the tanh form of GELU ("gelu_pytorch_tanh", SPEC C.4), in f32:
- * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Not the erf form, not x*sigmoid(1.702x). */
+ * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Not the erf form, not x*sigmoid(1.702x).
+ * g4v_geglu uses the AVX2 row kernel (gelu_avx2.c) when CPUID and G4V_ISA allow. */
 #include "kernels.h"
 
+#include "base/cpu.h"
+#include "gelu_isa.h"
 #include "par_rows.h"
 
 #include <math.h>
@@ -16,6 +19,7 @@ typedef struct {
     const float *up;
     int n;
     size_t ld;
+    int simd; /* use g4v_geglu_row_avx2 */
 } geglu_job;
 
 static void geglu_rows(void *arg, size_t r0, size_t r1) {
@@ -23,11 +27,17 @@ static void geglu_rows(void *arg, size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; r++) {
         float *g = j->gate + r * j->ld;
         const float *u = j->up + r * j->ld;
+#ifdef G4V_GELU_HAVE_X86
+        if (j->simd) {
+            g4v_geglu_row_avx2(g, u, j->n);
+            continue;
+        }
+#endif
         for (int i = 0; i < j->n; i++) g[i] = g4v_gelu_tanh(g[i]) * u[i];
     }
 }
 
 void g4v_geglu(g4v_pool *pool, float *gate, const float *up, size_t rows, int n, size_t ld) {
-    geglu_job j = {gate, up, n, ld};
+    geglu_job j = {gate, up, n, ld, (g4v_cpu_features() & G4V_CPU_AVX2) != 0};
     g4v_par_rows(pool, rows, (size_t)n, geglu_rows, &j);
 }

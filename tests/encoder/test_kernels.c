@@ -4,6 +4,7 @@
  * 1/2/3 threads), 2D RoPE (pairing t <-> t + d/4 inside each half, column vs row halves),
  * RMSNorm (weight as w, per head), tanh GELU, and the pooling order. */
 #include "base/pool.h"
+#include "kernels/attention_isa.h" /* g4v_attention_portable; SIMD variants: test_attention */
 #include "kernels/kernels.h"
 #include "test_util.h"
 
@@ -61,11 +62,11 @@ static void test_attention(g4v_pool *p2, g4v_pool *p3, int L, int H, int Hkv, in
     attention_ref(q, k, v, ref, L, H, Hkv, d);
     g4v_attn_args a = {q, k, v, (size_t)H * d, (size_t)Hkv * d, (size_t)Hkv * d, o1,
                        (size_t)H * d, L, H, Hkv, d, 1.0f, scr};
-    g4v_attention(NULL, &a);
+    g4v_attention_portable(NULL, &a);
     a.out = o2;
-    g4v_attention(p2, &a);
+    g4v_attention_portable(p2, &a);
     a.out = o3;
-    g4v_attention(p3, &a);
+    g4v_attention_portable(p3, &a);
     double num = 0, den = 0, maxerr = 0;
     for (size_t i = 0; i < nq; i++) {
         double e = o1[i] - ref[i];
