@@ -1,0 +1,236 @@
+/* bench_encoder.c - whole-encoder benchmark: seconds per image, GFLOP/s, fraction of the
+ * measured FMA peak, peak RSS and model load time for e4b-shaped checkpoints, side by side with
+ * the PyTorch peer (bench/torch_peer.py) measured in the same run.
+ *
+ * usage: bench_encoder --model DIR [--budgets 70,140,280,560,1120] [--threads 1,2]
+ *                      [--reps N] [--reps-large N] [--peer CMD] [--peer-reps N] [--precise]
+ * Each (budget, threads) point runs in a forked child so that its peak RSS (getrusage) and load
+ * time are its own: load the model (g4v_model_load, warm page cache after the first point), one
+ * warm-up encode (first touch of the workspace), then --reps timed encodes (default 5; 3 for
+ * budgets >= 560), median reported. The image is random RGB already at the square target size
+ * for the budget, so g4v_encode_rgb's resize is a same-size pass (a few ms at most).
+ * FLOPs as SPEC G: 2L(4D^2 + 3DI) per layer + 4L^2 Hd attention + 2L(3p^2)D + 2NDT.
+ * The FMA peak (bench_gemm_peak.c) is measured before each thread count's rows, in the same run.
+ * --peer CMD is run once per thread count as `CMD --model DIR --threads T --budgets ...
+ * --sides ... --reps ...` and its "peer budget=B dtype=X ... median_s=S" lines are joined into
+ * the table; "-" where the peer was not run or failed.
+ */
+#include "bench_gemm.h"
+
+#include "base/pool.h"
+#include "g4v.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAXB = 8, MAXT = 4 };
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int parse_list(const char *s, int *out, int max) {
+    int n = 0;
+    while (*s && n < max) {
+        out[n++] = atoi(s);
+        const char *c = strchr(s, ',');
+        if (!c) break;
+        s = c + 1;
+    }
+    return n;
+}
+
+typedef struct {
+    double median, load_s, gflop, rss_mb;
+    int tokens, L, side, ok;
+} point;
+
+/* Child: load, warm up, time reps encodes; write a point to fd. */
+static void child(const char *dir, int budget, int threads, int reps, int precise, int fd) {
+    point pt = {0};
+    char msg[512];
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.precise = precise;
+    g4v_model *m = NULL;
+    g4v_ctx *ctx = NULL;
+    double t0 = now();
+    if (g4v_model_load(dir, &mo, &m, msg, sizeof msg)) {
+        fprintf(stderr, "bench_encoder: %s\n", msg);
+        goto out;
+    }
+    pt.load_s = now() - t0;
+    g4v_model_info info;
+    g4v_model_get_info(m, &info);
+    int tw, th;
+    if (g4v_model_plan(m, 4096, 4096, budget, &tw, &th, &pt.tokens)) goto out;
+    pt.side = tw;
+    g4v_ctx_options co;
+    g4v_ctx_options_init(&co);
+    co.threads = threads;
+    if (g4v_ctx_create(m, &co, &ctx, msg, sizeof msg)) goto out;
+    size_t n = (size_t)tw * th * 3;
+    uint8_t *rgb = malloc(n);
+    if (!rgb) goto out;
+    unsigned s = 12345;
+    for (size_t i = 0; i < n; i++) rgb[i] = (uint8_t)((s = s * 1103515245u + 12345u) >> 24);
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.budget = budget;
+    g4v_result r;
+    double ts[64];
+    if (reps > 64) reps = 64;
+    for (int i = -1; i < reps; i++) {
+        double t = now();
+        if (g4v_encode_rgb(ctx, rgb, tw, th, (size_t)tw * 3, &eo, &r)) {
+            fprintf(stderr, "bench_encoder: %s\n", g4v_ctx_error(ctx));
+            goto out;
+        }
+        if (i >= 0) ts[i] = now() - t;
+    }
+    qsort(ts, (size_t)reps, sizeof ts[0], cmp_d);
+    pt.median = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
+    double L = (double)(tw / info.patch_size) * (th / info.patch_size), D = info.hidden_size;
+    double I = info.intermediate_size, Hd = (double)info.num_heads * info.head_dim;
+    double p2 = (double)info.patch_size * info.patch_size;
+    pt.L = (int)L;
+    pt.gflop = (info.num_layers * (2 * L * (4 * D * D + 3 * D * I) + 4 * L * L * Hd) +
+                2 * L * 3 * p2 * D + 2.0 * r.n_tokens * D * info.dim) * 1e-9;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    pt.rss_mb = ru.ru_maxrss / 1024.0;
+    pt.ok = 1;
+    free(rgb);
+out:
+    g4v_ctx_free(ctx);
+    g4v_model_free(m);
+    if (write(fd, &pt, sizeof pt) != (ssize_t)sizeof pt) _exit(1);
+    _exit(0);
+}
+
+static point run_point(const char *dir, int budget, int threads, int reps, int precise) {
+    point pt = {0};
+    int fds[2];
+    if (pipe(fds)) return pt;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        child(dir, budget, threads, reps, precise, fds[1]);
+    }
+    close(fds[1]);
+    if (pid > 0 && read(fds[0], &pt, sizeof pt) != (ssize_t)sizeof pt) memset(&pt, 0, sizeof pt);
+    close(fds[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    return pt;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *peer = NULL;
+    int budgets[MAXB] = {70, 140, 280, 560, 1120}, nb = 5, threads[MAXT] = {1, 2}, nt = 2;
+    int reps = 5, reps_large = 3, peer_reps = 3, precise = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--precise")) precise = 1;
+        else if (!v) {
+            fprintf(stderr, "bench_encoder: %s needs a value\n", a);
+            return 2;
+        } else if (!strcmp(a, "--model")) dir = v, i++;
+        else if (!strcmp(a, "--budgets")) nb = parse_list(v, budgets, MAXB), i++;
+        else if (!strcmp(a, "--threads")) nt = parse_list(v, threads, MAXT), i++;
+        else if (!strcmp(a, "--reps")) reps = atoi(v), i++;
+        else if (!strcmp(a, "--reps-large")) reps_large = atoi(v), i++;
+        else if (!strcmp(a, "--peer")) peer = v, i++;
+        else if (!strcmp(a, "--peer-reps")) peer_reps = atoi(v), i++;
+        else {
+            fprintf(stderr, "bench_encoder: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (!dir || reps < 1 || reps_large < 1) {
+        fprintf(stderr, "usage: bench_encoder --model DIR [--budgets 70,140,...] [--threads 1,2] "
+                        "[--reps N] [--reps-large N] [--peer CMD] [--peer-reps N] [--precise]\n");
+        return 2;
+    }
+    printf("bench_encoder: %s, %s mode, ISA %s, %ld online CPUs\n", dir,
+           precise ? "PRECISE" : "FAST", getenv("G4V_ISA") ? getenv("G4V_ISA") : "auto",
+           sysconf(_SC_NPROCESSORS_ONLN));
+    printf("| budget | tokens | L | thr | ours s (median/reps) | GFLOP/s | %% FMA peak | peak RSS MB "
+           "| load s | torch bf16 s | torch f32 s | torch bf16 / ours | torch f32 / ours |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int ti = 0; ti < nt; ti++) {
+        int T = threads[ti], width = 0;
+        g4v_pool *pool = NULL;
+        if (g4v_pool_create(T, &pool, NULL)) return 1;
+        double peak = 0;
+        for (int k = 0; k < 3; k++) { /* best of 3 short runs */
+            double p = bench_peak_fma(pool, T, &width);
+            if (p > peak) peak = p;
+        }
+        g4v_pool_destroy(pool);
+        point pts[MAXB];
+        for (int bi = 0; bi < nb; bi++)
+            pts[bi] = run_point(dir, budgets[bi], T, budgets[bi] >= 560 ? reps_large : reps,
+                                precise);
+        /* the peer, once per thread count, all budgets */
+        double pb[MAXB] = {0}, pf[MAXB] = {0};
+        if (peer) {
+            char cmd[4096], bl[256] = "", sl[256] = "", rl[256] = "";
+            for (int bi = 0; bi < nb; bi++) {
+                size_t o1 = strlen(bl), o2 = strlen(sl), o3 = strlen(rl);
+                snprintf(bl + o1, sizeof bl - o1, "%s%d", bi ? "," : "", budgets[bi]);
+                snprintf(sl + o2, sizeof sl - o2, "%s%d", bi ? "," : "", pts[bi].side ? pts[bi].side : 48);
+                snprintf(rl + o3, sizeof rl - o3, "%s%d", bi ? "," : "",
+                         budgets[bi] >= 560 ? (peer_reps > 1 ? peer_reps - 1 : 1) : peer_reps);
+            }
+            snprintf(cmd, sizeof cmd, "%s --model %s --threads %d --budgets %s --sides %s --reps %s",
+                     peer, dir, T, bl, sl, rl);
+            fprintf(stderr, "bench_encoder: running peer: %s\n", cmd);
+            fflush(NULL);
+            FILE *f = popen(cmd, "r");
+            char line[512];
+            while (f && fgets(line, sizeof line, f)) {
+                int b;
+                char dt[8];
+                double s;
+                const char *ms = strstr(line, "median_s=");
+                if (sscanf(line, "peer budget=%d dtype=%7s", &b, dt) == 2 && ms &&
+                    sscanf(ms, "median_s=%lf", &s) == 1)
+                    for (int bi = 0; bi < nb; bi++)
+                        if (budgets[bi] == b) *(strcmp(dt, "bf16") ? &pf[bi] : &pb[bi]) = s;
+                fprintf(stderr, "  %s", line);
+            }
+            if (f) pclose(f);
+        }
+        for (int bi = 0; bi < nb; bi++) {
+            point *p = &pts[bi];
+            int r = budgets[bi] >= 560 ? reps_large : reps;
+            if (!p->ok) {
+                printf("| %d | - | - | %d | failed | | | | | | | | |\n", budgets[bi], T);
+                continue;
+            }
+            char b1[32] = "-", b2[32] = "-", r1[32] = "-", r2[32] = "-";
+            if (pb[bi] > 0) snprintf(b1, sizeof b1, "%.2f", pb[bi]), snprintf(r1, sizeof r1, "%.1fx", pb[bi] / p->median);
+            if (pf[bi] > 0) snprintf(b2, sizeof b2, "%.2f", pf[bi]), snprintf(r2, sizeof r2, "%.1fx", pf[bi] / p->median);
+            double gf = p->gflop / p->median;
+            printf("| %d | %d | %d | %d | %.3f (%d) | %.1f | %.0f%% of %.0f | %.0f | %.2f | %s | %s | %s | %s |\n",
+                   budgets[bi], p->tokens, p->L, T, p->median, r, gf, 100 * gf / peak, peak,
+                   p->rss_mb, p->load_s, b1, b2, r1, r2);
+            fflush(stdout);
+        }
+        (void)width;
+    }
+    return 0;
+}
