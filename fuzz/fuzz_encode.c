@@ -1,58 +1,69 @@
-/* fuzz_encode.c - the input is an image file; the whole path runs on the tiny checkpoint.
+/* fuzz_encode.c - the input is an image file; the whole path runs on the tiny checkpoint through
+ * the public API.
  *
- * bytes -> g4v_image_load (decode, EXIF, target size for a 70-token budget, Pillow resize) ->
- * g4v_encoder_run on tools/gen_checkpoint.py's "tiny" model (loaded once, from G4V_FUZZ_MODEL or
- * the directory the build generated). Any image that loads must encode: the size is a multiple
- * of 48 within the budget, and every output value is finite. Limits as in fuzz_image.
+ * g4v_encode_memory: decode, EXIF, target size for a 70-token budget, Pillow resize, encoder,
+ * on tools/gen_checkpoint.py's "tiny" model (loaded once with g4v_model_load from G4V_FUZZ_MODEL
+ * or the directory the build generated; one thread). The bf16 output is asked for on odd input
+ * lengths. A failure must carry a proper status and g4v_ctx_error text; a success must give a
+ * grid of at most 70 tokens at a multiple-of-48 size and finite features (bf16 = their rounding).
+ * Limits as in fuzz_image (262,144 pixels, 16,384 per side).
  */
 #include "fuzz_common.h"
 
-#include "encoder/encoder.h"
-#include "image/image.h"
-#include "io/checkpoint.h"
+#include "base/dtype.h"
+#include "g4v.h"
 
 #include <math.h>
-#include <stdlib.h>
+#include <string.h>
 
 #define FZ_BUDGET 70
 
-static g4v_checkpoint *ck;
-static g4v_encoder *enc;
-static g4v_workspace *ws;
-static float *out;
+static g4v_ctx *ctx;
 
 static void load_model(void) {
-    g4v_err err;
+    char msg[1024] = "";
     const char *dir = fz_model_dir();
-    if (g4v_checkpoint_open(dir, NULL, &ck, &err) || g4v_encoder_create(ck, NULL, &enc, &err))
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.budget = FZ_BUDGET;
+    mo.max_pixels = 1u << 18;
+    mo.max_dimension = 1 << 14;
+    g4v_ctx_options co;
+    g4v_ctx_options_init(&co);
+    co.threads = 1;
+    g4v_model *model = NULL; /* lives as long as the process, as ctx does */
+    if (g4v_model_load(dir, &mo, &model, msg, sizeof msg) ||
+        g4v_ctx_create(model, &co, &ctx, msg, sizeof msg))
         fz_die(__FILE__, __LINE__, "model", "cannot load the tiny model from '%s' (set "
-               "G4V_FUZZ_MODEL): %s", dir, err.msg);
-    ws = g4v_workspace_create();
-    out = malloc(sizeof *out * FZ_BUDGET * (size_t)ck->cfg.text_hidden_size);
-    FZ_ASSERT(ws && out, "out of memory");
+               "G4V_FUZZ_MODEL): %s", dir, msg);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!enc) load_model();
-    g4v_image_opts o;
-    g4v_image_opts_default(&o);
-    o.max_pixels = 1u << 18;
-    o.max_dimension = 1 << 14;
-    g4v_err err;
-    g4v_image img;
-    int st = g4v_image_load(data, size, FZ_BUDGET, &o, &img, NULL, &err);
+    if (!ctx) load_model();
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.bf16 = (int)(size & 1);
+    g4v_result r;
+    int st = g4v_encode_memory(ctx, data, size, &eo, &r);
     if (st) {
-        fz_check_failure(st, &err, "g4v_image_load");
+        const char *msg = g4v_ctx_error(ctx);
+        FZ_ASSERT(st > G4V_OK && st < G4V_ERR_INTERNAL, "status %d (%s): %s", st,
+                  g4v_status_name(st), msg);
+        FZ_ASSERT(msg && msg[0], "%s without a message", g4v_status_name(st));
+        FZ_ASSERT(r.features == NULL && r.n_tokens == 0, "failed encode left a result");
         return 0;
     }
-    FZ_ASSERT(img.width % 48 == 0 && img.height % 48 == 0 &&
-                  (img.width / 48) * (img.height / 48) <= FZ_BUDGET,
-              "target size %dx%d", img.width, img.height);
-    st = g4v_encoder_run(enc, ws, NULL, img.rgb, img.width, img.height, (size_t)img.width * 3, out,
-                         &err);
-    FZ_ASSERT(st == G4V_OK, "encoding a %dx%d image: %s", img.width, img.height, err.msg);
-    size_t n = (size_t)(img.width / 48) * (img.height / 48) * ck->cfg.text_hidden_size;
-    for (size_t i = 0; i < n; i++) FZ_ASSERT(isfinite(out[i]), "output %zu is %g", i, out[i]);
-    g4v_image_free(&img);
+    FZ_ASSERT(r.width % 48 == 0 && r.height % 48 == 0 && r.grid_w == r.width / 48 &&
+                  r.grid_h == r.height / 48 && r.n_tokens == r.grid_w * r.grid_h &&
+                  r.n_tokens >= 1 && r.n_tokens <= FZ_BUDGET && r.budget == FZ_BUDGET,
+              "result %dx%d, grid %dx%d, %d tokens", r.width, r.height, r.grid_w, r.grid_h,
+              r.n_tokens);
+    size_t n = (size_t)r.n_tokens * (size_t)r.dim;
+    for (size_t i = 0; i < n; i++) {
+        FZ_ASSERT(isfinite(r.features[i]), "feature %zu is %g", i, r.features[i]);
+        if (eo.bf16)
+            FZ_ASSERT(r.features_bf16[i] == g4v_f32_to_bf16(r.features[i]), "bf16 %zu differs", i);
+    }
+    FZ_ASSERT(eo.bf16 || r.features_bf16 == NULL, "bf16 output not asked for");
     return 0;
 }
