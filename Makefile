@@ -16,7 +16,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps build test demo asan tsan fault fuzz-build fuzz fuzz-smoke clean
+.PHONY: all deps test-deps build test demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench
 
 all: build
 
@@ -112,3 +112,23 @@ fuzz-smoke: fuzz-build
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz
+
+# make bench: whole-encoder table (bench/bench_encoder.c) vs the PyTorch peer (bench/torch_peer.py)
+# on a synthetic e4b checkpoint ($(BENCH_MODEL), generated once). BENCH_ARGS picks budgets,
+# threads and repetitions (e.g. BENCH_ARGS="--budgets 70,140,280 --threads 1,2"). The peer needs
+# Debian's python3-torch (bench only, not a test dependency); OpenBLAS (libopenblas0-pthread) is
+# loaded for the peer alone via LD_LIBRARY_PATH, and the environment's OpenBLAS caps are unset
+# for it (DESIGN.md "Benchmarking peers fairly"). Without torch the peer columns read "-".
+BENCH_MODEL ?= $(BUILD)/bench-e4b
+BENCH_ARGS ?=
+BENCH_PEER ?= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread $(PYTHON) bench/torch_peer.py
+bench:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target bench_encoder
+	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \
+	  $(PYTHON) tools/gen_checkpoint.py $(BENCH_MODEL) --config e4b --seed 0; fi
+	@uptime
+	@peer=""; if $(PYTHON) -c "import torch" 2>/dev/null; then peer="$(BENCH_PEER)"; \
+	  else echo "bench: python3-torch not installed: no peer columns"; fi; \
+	  $(BUILD)/bench/bench_encoder --model $(BENCH_MODEL) $(BENCH_ARGS) $${peer:+--peer "$$peer"}

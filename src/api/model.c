@@ -83,7 +83,8 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
     lim.max_header_bytes = o.max_header_bytes;
-    g4v_encoder_opts eo = {o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST};
+    /* the checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS) */
+    g4v_encoder_opts eo = {o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST, 1};
     if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||
         (st = g4v_encoder_create(m->ck, &eo, &m->enc, &err))) {
         g4v_model_free(m);

@@ -34,6 +34,11 @@ typedef struct g4v_workspace g4v_workspace;
 
 typedef struct g4v_encoder_opts {
     g4v_math_mode mode; /* G4V_MATH_FAST (default) or G4V_MATH_PRECISE */
+    /* 1: after packing each weight, drop its pages from memory (madvise DONTNEED), so peak RSS
+     * is about the packed weights, not twice them. ONLY for a checkpoint from
+     * g4v_checkpoint_open (read-only file mappings); tensors in ordinary memory would be zeroed.
+     * 0 (default): leave the tensors alone. */
+    int drop_mapped_pages;
 } g4v_encoder_opts;
 
 /* The checkpoint must outlive the encoder (weights may stay memory-mapped). */

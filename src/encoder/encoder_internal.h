@@ -16,6 +16,7 @@ typedef struct enc_layer {
 struct g4v_encoder {
     g4v_vision_config cfg;
     g4v_math_mode mode;
+    int drop_mapped_pages;     /* g4v_encoder_opts.drop_mapped_pages */
     g4v_tensor position_table; /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
     g4v_wmat *input_proj;      /* [D, 3*p*p], fed exact integers 2u - 255 */
     g4v_wmat *embed_proj;      /* [T, D], always PRECISE */

@@ -8,8 +8,11 @@
 #include "base/alloc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static const char *const lin_names[G4V_LIN_COUNT] = {"q_proj", "k_proj", "v_proj", "o_proj",
                                                      "gate_proj", "up_proj", "down_proj"};
@@ -73,9 +76,27 @@ static const float *widen(const g4v_tensor *t, float *dst, int n) {
     return dst;
 }
 
-static int prepare(const g4v_tensor *t, g4v_math_mode mode, g4v_wmat **out, const char *name,
-                   int layer, g4v_err *err) {
+/* Drops the whole pages inside [data, data + n) from this process's memory (opts->
+ * drop_mapped_pages): the tensor has been packed and is never read again, and without this the
+ * mapped checkpoint and the packed copy would both stay resident (~2x the weight bytes of RSS).
+ * Only for read-only file mappings, where MADV_DONTNEED just unmaps page-cache pages (a later
+ * read would fault them back in); on anonymous memory it would zero them, hence opt-in. */
+static void drop_pages(const void *data, size_t n) {
+#ifdef MADV_DONTNEED
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0) return;
+    uintptr_t lo = ((uintptr_t)data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+    uintptr_t hi = ((uintptr_t)data + n) & ~((uintptr_t)ps - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advisory: failure is harmless */
+#else
+    (void)data, (void)n;
+#endif
+}
+
+static int prepare(const g4v_encoder *e, const g4v_tensor *t, g4v_math_mode mode, g4v_wmat **out,
+                   const char *name, int layer, g4v_err *err) {
     int st = g4v_wmat_create(t->data, t->dtype, (int)t->shape[0], (int)t->shape[1], mode, out, err);
+    if (!st && e->drop_mapped_pages) drop_pages(t->data, t->nbytes);
     if (st) {
         if (layer >= 0)
             g4v_err_prefix(err, "encoder: preparing layer %d %s: ", layer, name);
@@ -129,7 +150,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        int st = prepare(&w->lin[j], e->mode, &el->lin[j], lin_names[j], i, err);
+        int st = prepare(e, &w->lin[j], e->mode, &el->lin[j], lin_names[j], i, err);
         if (st) return st;
     }
     return G4V_OK;
@@ -167,11 +188,11 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_err *err) {
         e->std_scale = widen(&ck->std_scale, vec + D, (int)D);
     }
     e->position_table = ck->position_table;
-    if ((st = prepare(&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, err)))
+    if ((st = prepare(e, &ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, err)))
         return st;
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
      * error (DESIGN.md "Numerics"), so it ignores the FAST mode. */
-    return prepare(&ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1,
+    return prepare(e, &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1,
                    err);
 }
 
@@ -188,6 +209,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     if (!e) return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory");
     e->cfg = ck->cfg;
     e->mode = mode;
+    e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
     if ((st = build(e, ck, err))) {
         g4v_encoder_free(e);
         return st;
