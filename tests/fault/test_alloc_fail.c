@@ -11,7 +11,8 @@
  *                image per decoder and mode (PNG plain/Adam7/eXIf/raw-profile/XMP/16-bit/
  *                palette, JPEG streamed/oriented/gray/CMYK, GIF, WebP still/animated, BMP RLE);
  *   encode path: the same + g4v_workspace_create + g4v_encoder_run, for a PNG (whole-image
- *                path, orientation 6), a JPEG (streamed, bottom-up) and an animated WebP.
+ *                path, orientation 6), a JPEG (streamed, bottom-up) and an animated WebP;
+ *   public API:  g4v_model_load + g4v_ctx_create + g4v_encode_memory of a JPEG.
  * Every failing step must return an error status (G4V_ERR_NOMEM when one of our allocations was
  * the first to fail) without crashing or leaking, and the call after the sweep, without
  * injection, must give bit-identical output to a run before it.
@@ -26,6 +27,7 @@
  */
 #include "base/alloc.h"
 #include "encoder/encoder.h"
+#include "g4v.h"
 #include "image/image.h"
 #include "io/checkpoint.h"
 #include "test_util.h"
@@ -92,8 +94,21 @@ static void judge(const char *what, long n, int st, const g4v_err *err, sweep_st
 }
 
 /* ---- load path ------------------------------------------------------------------------------ */
+typedef struct {
+    uint8_t *p;
+    size_t n;
+} buf;
+
+typedef struct {
+    const char *dir; /* the tiny checkpoint */
+    const buf *image; /* for the API step */
+} step_args;
+
 /* One step; returns the status and sets *used to the allocations attempted. */
-static int load_step(const char *dir, long n, long *used, g4v_err *err) {
+typedef int (*step_fn)(const step_args *a, long n, long *used, g4v_err *err);
+
+static int load_step(const step_args *a, long n, long *used, g4v_err *err) {
+    const char *dir = a->dir;
     g4v_checkpoint *ck = NULL;
     g4v_encoder *enc = NULL;
     begin_step(n);
@@ -105,16 +120,44 @@ static int load_step(const char *dir, long n, long *used, g4v_err *err) {
     return st;
 }
 
+/* The public API end to end: g4v_model_load + g4v_ctx_create (1 thread) + g4v_encode_memory. */
+static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.budget = BUDGET;
+    g4v_ctx_options co;
+    g4v_ctx_options_init(&co);
+    co.threads = 1;
+    g4v_model *model = NULL;
+    g4v_ctx *ctx = NULL;
+    g4v_result r;
+    err->msg[0] = 0;
+    begin_step(n);
+    int st = g4v_model_load(a->dir, &mo, &model, err->msg, sizeof err->msg);
+    if (!st) st = g4v_ctx_create(model, &co, &ctx, err->msg, sizeof err->msg);
+    if (!st) {
+        st = g4v_encode_memory(ctx, a->image->p, a->image->n, NULL, &r);
+        if (st) snprintf(err->msg, sizeof err->msg, "%s", g4v_ctx_error(ctx));
+    }
+    *used = end_step();
+    err->status = st;
+    g4v_ctx_free(ctx);
+    g4v_model_free(model);
+    return st;
+}
+
 /* Parsing the tiny checkpoint's header alone takes ~1400 cJSON allocations, and each step parses
  * it again, so a dry run first marks which allocations are cJSON's: every allocation of ours is
  * swept, cJSON's at the first and last of each run of them and every 37th in between (all of
  * them with G4V_SWEEP_ALL=1). */
-static void sweep_load(const char *dir) {
+static void sweep_mapped(const char *what, step_fn step, const step_args *a) {
     g4v_err err;
     long total = 0;
+    /* warm-up: per-thread caches (the GEMM scratch) are allocated once and then reused */
+    step(a, LONG_MAX, &total, &err);
     cjson_map_len = MAX_STEPS;
     cjson_map = calloc((size_t)cjson_map_len, 1);
-    int st = load_step(dir, LONG_MAX, &total, &err);
+    int st = step(a, LONG_MAX, &total, &err);
     unsigned char *map = cjson_map;
     cjson_map = NULL;
     REQUIRE(st == G4V_OK && total < MAX_STEPS);
@@ -128,26 +171,23 @@ static void sweep_load(const char *dir) {
         swept++;
         long used;
         memset(&err, 0, sizeof err);
-        st = load_step(dir, n, &used, &err);
-        judge("load", n, st, &err, &s);
+        st = step(a, n, &used, &err);
+        if (st == G4V_OK && used <= n) break; /* fewer allocations than the dry run: done */
+        judge(what, n, st, &err, &s);
     }
     long used;
-    st = load_step(dir, total, &used, &err); /* one past the last: nothing fails */
-    CHECK_MSG(st == G4V_OK && used == total, "load: no clean finish (%s, %ld of %ld allocations)",
-              g4v_status_name(st), used, total);
-    CHECK_MSG(ours > 10, "load: only %ld allocations of ours (fault injection compiled in?)", ours);
-    printf("  load (checkpoint_open + encoder_create): %ld allocations (%ld ours, %ld cJSON), %ld "
-           "swept: %ld NOMEM, %ld other (cJSON first), %ld absorbed\n",
-           total, ours, theirs, swept, s.nomem, s.other, s.tolerated);
+    st = step(a, total, &used, &err); /* one past the last: nothing fails */
+    CHECK_MSG(st == G4V_OK && used <= total, "%s: no clean finish (%s, %ld of %ld allocations)",
+              what, g4v_status_name(st), used, total);
+    CHECK_MSG(ours > 10, "%s: only %ld allocations of ours (fault injection compiled in?)", what,
+              ours);
+    printf("  %s: %ld allocations (%ld ours, %ld cJSON), %ld swept: %ld NOMEM, %ld other (cJSON "
+           "first), %ld absorbed\n",
+           what, total, ours, theirs, swept, s.nomem, s.other, s.tolerated);
     free(map);
 }
 
 /* ---- encode path ---------------------------------------------------------------------------- */
-typedef struct {
-    uint8_t *p;
-    size_t n;
-} buf;
-
 static buf load_file(const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -257,7 +297,15 @@ int main(int argc, char **argv) {
     cJSON_Hooks hooks = {cjson_malloc, g4v_free};
     cJSON_InitHooks(&hooks);
     printf("allocation-failure sweeps:\n");
-    sweep_load(argv[1]);
+    step_args a = {argv[1], NULL};
+    sweep_mapped("load (checkpoint_open + encoder_create)", load_step, &a);
+    buf api_image = load_file(argv[2], "orient3.jpg");
+    a.image = &api_image;
+    if (api_image.n)
+        sweep_mapped("API (model_load + ctx_create + encode_memory, orient3.jpg)", api_step, &a);
+    else
+        CHECK_MSG(0, "%s/orient3.jpg: cannot read", argv[2]);
+    free(api_image.p);
 
     g4v_checkpoint *ck = NULL;
     g4v_encoder *enc = NULL;
