@@ -12,7 +12,7 @@
  *                palette, JPEG streamed/oriented/gray/CMYK, GIF, WebP still/animated, BMP RLE);
  *   encode path: the same + g4v_workspace_create + g4v_encoder_run, for a PNG (whole-image
  *                path, orientation 6), a JPEG (streamed, bottom-up) and an animated WebP;
- *   public API:  g4v_model_load + g4v_ctx_create + g4v_encode_memory of a JPEG.
+ *   public API:  g4v_model_load + g4v_ctx_create (2 threads) + g4v_encode_memory of a JPEG.
  * Every failing step must return an error status (G4V_ERR_NOMEM when one of our allocations was
  * the first to fail) without crashing or leaking, and the call after the sweep, without
  * injection, must give bit-identical output to a run before it.
@@ -120,14 +120,15 @@ static int load_step(const step_args *a, long n, long *used, g4v_err *err) {
     return st;
 }
 
-/* The public API end to end: g4v_model_load + g4v_ctx_create (1 thread) + g4v_encode_memory. */
+/* The public API end to end: g4v_model_load + g4v_ctx_create (2 threads: the pool is swept too)
+ * + g4v_encode_memory. */
 static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = BUDGET;
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);
-    co.threads = 1;
+    co.threads = 2;
     g4v_model *model = NULL;
     g4v_ctx *ctx = NULL;
     g4v_result r;
@@ -302,7 +303,7 @@ int main(int argc, char **argv) {
     buf api_image = load_file(argv[2], "orient3.jpg");
     a.image = &api_image;
     if (api_image.n)
-        sweep_mapped("API (model_load + ctx_create + encode_memory, orient3.jpg)", api_step, &a);
+        sweep_mapped("API (model_load + ctx_create(2 threads) + encode_memory, orient3.jpg)", api_step, &a);
     else
         CHECK_MSG(0, "%s/orient3.jpg: cannot read", argv[2]);
     free(api_image.p);
