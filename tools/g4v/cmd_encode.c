@@ -17,7 +17,6 @@
 #include "g4v.h"
 #include "inputs.h"
 #include "npy.h"
-#include "npy_u16.h"
 #include "out_safetensors.h"
 
 #include <cjson/cJSON.h>

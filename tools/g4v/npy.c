@@ -12,21 +12,22 @@ static int is_little_endian(void) {
     return *(const uint8_t *)&one == 1;
 }
 
-/* Writes n 4-byte elements, byte-swapping on big-endian hosts. */
-static int write_le32(FILE *f, const void *data, size_t n) {
-    if (is_little_endian()) return fwrite(data, 4, n, f) == n ? 0 : -1;
+/* Writes n elements of `size` bytes, byte-swapping on big-endian hosts. */
+static int write_le(FILE *f, const void *data, size_t size, size_t n) {
+    if (is_little_endian()) return fwrite(data, size, n, f) == n ? 0 : -1;
     uint8_t buf[4096];
     const uint8_t *s = data;
     for (size_t i = 0; i < n;) {
         size_t k = 0;
-        for (; k < sizeof buf / 4 && i < n; k++, i++)
-            for (int b = 0; b < 4; b++) buf[4 * k + b] = s[4 * i + 3 - b];
-        if (fwrite(buf, 4, k, f) != k) return -1;
+        for (; k < sizeof buf / size && i < n; k++, i++)
+            for (size_t b = 0; b < size; b++) buf[size * k + b] = s[size * i + size - 1 - b];
+        if (fwrite(buf, size, k, f) != k) return -1;
     }
     return 0;
 }
 
-static int write_npy(const char *path, const char *descr, const void *x, long rows, long cols) {
+static int write_npy(const char *path, const char *descr, size_t size, const void *x, long rows,
+                     long cols) {
     if (rows < 0 || cols < 0) {
         errno = EINVAL;
         return -1;
@@ -60,7 +61,7 @@ static int write_npy(const char *path, const char *descr, const void *x, long ro
         return -1;
     }
     int bad = fwrite(header, 1, padded, f) != padded;
-    if (!bad) bad = write_le32(f, x, (size_t)rows * (size_t)cols) != 0;
+    if (!bad) bad = write_le(f, x, size, (size_t)rows * (size_t)cols) != 0;
     int e = errno;
     if (fclose(f) != 0 && !bad) bad = 1, e = errno;
     if (!bad && rename(tmp, path) != 0) bad = 1, e = errno;
@@ -71,9 +72,13 @@ static int write_npy(const char *path, const char *descr, const void *x, long ro
 }
 
 int g4v_npy_write_f32(const char *path, const float *x, long rows, long cols) {
-    return write_npy(path, "<f4", x, rows, cols);
+    return write_npy(path, "<f4", 4, x, rows, cols);
 }
 
 int g4v_npy_write_i32(const char *path, const int32_t *x, long rows, long cols) {
-    return write_npy(path, "<i4", x, rows, cols);
+    return write_npy(path, "<i4", 4, x, rows, cols);
+}
+
+int g4v_npy_write_u16(const char *path, const uint16_t *x, long rows, long cols) {
+    return write_npy(path, "<u2", 2, x, rows, cols);
 }

@@ -1,4 +1,5 @@
-/* npy.h - a minimal .npy (format 1.0) writer for 2-D float32 and int32 arrays, little endian.
+/* npy.h - a minimal .npy (format 1.0) writer for 2-D float32, int32 and uint16 arrays (the
+ * last for bf16 bit patterns, `g4v encode --bf16`), little endian.
  *
  * Used by the CLI subcommands (preprocess, encode). Writes to PATH.tmp-<pid> first and renames
  * it over PATH only when everything was written, so a failed run never leaves a truncated file
@@ -11,5 +12,6 @@
 
 int g4v_npy_write_f32(const char *path, const float *x, long rows, long cols);
 int g4v_npy_write_i32(const char *path, const int32_t *x, long rows, long cols);
+int g4v_npy_write_u16(const char *path, const uint16_t *x, long rows, long cols);
 
 #endif
