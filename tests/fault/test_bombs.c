@@ -47,15 +47,17 @@ static void note(size_t n) {
     requested += n;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
+/* Under a sanitizer its runtime owns malloc: use its hooks instead of replacing malloc. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HAVE_SANITIZER 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                       \
+    __has_feature(memory_sanitizer)
+#define HAVE_SANITIZER 1
 #endif
 #endif
 
-#ifdef HAVE_ASAN
+#ifdef HAVE_SANITIZER
 /* From the sanitizer runtime (clang ships the header, gcc only the symbol). */
 int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
                                               void (*free_hook)(const volatile void *));
