@@ -134,7 +134,7 @@ static void test_errors(g4v_checkpoint *ck) {
 static void test_determinism(g4v_checkpoint *ck, g4v_math_mode mode) {
     g4v_err err;
     g4v_encoder *enc = NULL;
-    g4v_encoder_opts o = {mode};
+    g4v_encoder_opts o = {.mode = mode};
     REQUIRE(g4v_encoder_create(ck, &o, &enc, &err) == G4V_OK);
     g4v_pool *p2 = NULL, *p3 = NULL;
     REQUIRE(g4v_pool_create(2, &p2, &err) == G4V_OK && g4v_pool_create(3, &p3, &err) == G4V_OK);
