@@ -12,7 +12,8 @@
  * only for the decoder's own small structures (libpng's go through it), at most 4 times. The same holds for the checkpoint side: a safetensors header length of
  * 2^40, one under the limit but past the end of a 16-byte file, and a sparse 1 GB config.json.
  * And a CPU bomb: a progressive JPEG repeating one scan 5000 times must stop at 100 scans; and a
- * PNG whose 100 zTXt chunks each inflate to 8 MB must stay within ~1 MB per allocation.
+ * PNG whose 100 zTXt chunks each inflate to 7.9 MB must stay within ~1 MB per allocation, and
+ * one whose zTXt length field claims 1.6 GB must be refused without allocating it.
  *
  * An algorithmic one: an index naming 100,000 distinct shards (6.7 MB) took 197 s to open when
  * shard names were deduplicated by linear search; it must open in well under a second.
@@ -416,6 +417,29 @@ static void text_bomb(void) {
     free(b.p);
 }
 
+/* Found by fuzz_image: 248 bytes whose zTXt length field says 1.6 GB; libpng sized its buffer from
+ * it before reading. Refused now, with no allocation above ~2.5 MB. */
+static void chunk_length_bomb(const char *fuzz_dir) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/regressions/image", fuzz_dir);
+    buf b = load(dir, "png-ztxt-length-1.6GB.png");
+    REQUIRE(b.n > 0);
+    g4v_err err;
+    g4v_image img;
+    largest = requested = 0;
+    watching = 1;
+    double t0 = now_us();
+    int st = g4v_image_decode(b.p, b.n, NULL, &img, &err);
+    double dt = now_us() - t0;
+    watching = 0;
+    printf("  %-28s %-6s %-16s %8.1f us  largest malloc %zu bytes\n", "PNG zTXt length 1.6 GB",
+           "decode", g4v_status_name(st), dt, (size_t)largest);
+    CHECK_MSG(st == G4V_ERR_LIMIT, "chunk length bomb: %s: %s", g4v_status_name(st), err.msg);
+    CHECK_MSG(largest < (4u << 20), "chunk length bomb: a %zu-byte allocation", (size_t)largest);
+    if (st == G4V_OK) g4v_image_free(&img);
+    free(b.p);
+}
+
 static void write_file(const char *path, const void *p, size_t n, off_t sparse_size) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) return;
@@ -545,6 +569,7 @@ int main(int argc, char **argv) {
     image_case("BMP 100000x100000 top-down", bmp_bomb(d, 1));
     scan_bomb();
     text_bomb();
+    chunk_length_bomb(argv[1]);
     printf("checkpoint headers:\n");
     checkpoint_bombs();
     shard_bomb(argv[1]);
