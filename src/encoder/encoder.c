@@ -64,7 +64,7 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
     g4v_rope2d_apply(pool, b->q, L, H, d, qd, b->pos, b->rope_cos, b->rope_sin);
     g4v_rope2d_apply(pool, b->k, L, Hkv, d, kvd, b->pos, b->rope_cos, b->rope_sin);
     g4v_attn_args at = {b->q, b->k, b->v, qd, kvd, kvd, b->att, qd, L, H, Hkv, d,
-                        1.0f /* not 1/sqrt(d): q, k are RMS-normed */, b->attn_scratch};
+                        1.0f /* not 1/sqrt(d): q, k are RMS-normed */, b->attn_scratch, b->kv};
     g4v_attention(pool, &at);
     g4v_gemm(pool, b->att, L, qd, w->lin[G4V_LIN_O], b->a, (size_t)D, &w->epi[G4V_LIN_O]);
     g4v_rmsnorm(pool, b->a, b->a, (size_t)L, D, (size_t)D, w->ln_post_attn, eps);

@@ -30,6 +30,7 @@ typedef struct enc_buffers {
     float *h;        /* [L, D] residual stream */
     float *a;        /* [L, D] normed input / branch output */
     float *q, *k, *v, *att; /* [L, H*d], [L, Hkv*d] x2, [L, H*d] (attention half) */
+    float *kv;              /* [2, Hkv, L, d]: attention's head-major copy of k and v */
     float *gate, *up;       /* [L, I] x2 (MLP half; shares memory with q/k/v/att) */
     float *patches;         /* [L, 3*p*p] (patch embedding only; shares that memory too) */
     float *pooled;          /* [N, D] */

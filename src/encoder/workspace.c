@@ -59,8 +59,10 @@ int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     size_t pdim = (size_t)3 * (size_t)c->patch_size * (size_t)c->patch_size;
     size_t f = sizeof(float);
 
-    /* The shared region: patches, then q/k/v/att, then gate/up; the largest decides. */
-    size_t attn_b = mul3(L, 2 * qd + 2 * kvd, f, &of);
+    /* The shared region: patches, then q/k/v/att + the attention's head-major copy of k and v
+     * (g4v_attention_kv_floats), then gate/up; the largest decides (gate/up for every Gemma 4
+     * variant: 2I >= 2 qd + 4 kvd). */
+    size_t attn_b = mul3(L, 2 * qd + 4 * kvd, f, &of);
     size_t mlp_b = mul3(L, 2 * I, f, &of);
     size_t patch_b = mul3(L, pdim, f, &of);
     size_t shared_b = attn_b > mlp_b ? attn_b : mlp_b;
@@ -102,6 +104,7 @@ int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     b->k = b->q + L * qd;
     b->v = b->k + L * kvd;
     b->att = b->v + L * kvd;
+    b->kv = b->att + L * qd;
     b->gate = sh;
     b->up = b->gate + L * I;
     b->patches = sh;

@@ -30,6 +30,10 @@ size_t g4v_attention_scratch_floats(int d) {
     return 2 * (size_t)BQ * (size_t)d + (size_t)BK * BQ + 3 * (size_t)BQ;
 }
 
+size_t g4v_attention_kv_floats(int L, int Hkv, int d) {
+    return 2 * (size_t)L * (size_t)Hkv * (size_t)d;
+}
+
 typedef struct {
     const g4v_attn_args *a;
     int q_tiles;

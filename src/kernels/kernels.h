@@ -57,10 +57,16 @@ typedef struct g4v_attn_args {
     int L, H, Hkv, d;       /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
     float scale;            /* logits = scale * q.k (1.0 for Gemma 4 vision) */
     float *scratch;         /* g4v_attention_scratch_floats(d) floats per pool worker */
+    float *kv;              /* NULL, or g4v_attention_kv_floats(L, Hkv, d) floats (see below) */
 } g4v_attn_args;
 
 /* Floats of scratch one worker needs (multiply by g4v_pool_size for the whole buffer). */
 size_t g4v_attention_scratch_floats(int d);
+
+/* Floats of the optional kv buffer: the SIMD variants first copy K and V head-major into it, so
+ * that a tile of keys is one contiguous block (rows ldk floats apart map to a few L1 sets and
+ * evict each other). NULL skips the copy; results are the same either way. */
+size_t g4v_attention_kv_floats(int L, int Hkv, int d);
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask. Tiled over keys with an online
  * softmax, so memory is O(L*d) for any L. Logits, softmax and accumulation are f32 and never

@@ -61,7 +61,7 @@ static void test_attention(g4v_pool *p2, g4v_pool *p3, int L, int H, int Hkv, in
     fill(v, nk, 1.0f);
     attention_ref(q, k, v, ref, L, H, Hkv, d);
     g4v_attn_args a = {q, k, v, (size_t)H * d, (size_t)Hkv * d, (size_t)Hkv * d, o1,
-                       (size_t)H * d, L, H, Hkv, d, 1.0f, scr};
+                       (size_t)H * d, L, H, Hkv, d, 1.0f, scr, NULL};
     g4v_attention_portable(NULL, &a);
     a.out = o2;
     g4v_attention_portable(p2, &a);

@@ -1,0 +1,139 @@
+/* bench_attention.c - GFLOP/s of each attention variant on the encoder's shapes.
+ *
+ * usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] [--head-dim 64]
+ *                        [--threads 1] [--reps 5] [--variant NAME]
+ * q, k and v are strided as the encoder leaves them ([L, H*d] rows), random in [-2, 2) so the
+ * softmax is neither flat nor one-hot. FLOPs are SPEC G's 4*L^2*H*d. Prints one markdown row per
+ * (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the ratio to the
+ * portable kernel measured in the same run.
+ */
+#include "base/alloc.h"
+#include "base/cpu.h"
+#include "base/pool.h"
+#include "kernels/attention_isa.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void (*attn_fn)(g4v_pool *, const g4v_attn_args *);
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int parse_list(const char *s, int *out, int max) {
+    int n = 0;
+    while (s && *s && n < max) {
+        out[n++] = atoi(s);
+        s = strchr(s, ',');
+        if (s) s++;
+    }
+    return n;
+}
+
+static double time_variant(attn_fn fn, g4v_pool *pool, const g4v_attn_args *a, int reps) {
+    double t[64];
+    if (reps > 64) reps = 64;
+    fn(pool, a); /* warm-up: first touch of out and scratch */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        fn(pool, a);
+        t[r] = now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+int main(int argc, char **argv) {
+    int Ls[16] = {576, 2304}, nL = 2, H = 12, Hkv = 12, d = 64, threads = 1, reps = 5;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--L") && v) nL = parse_list(v, Ls, 16), i++;
+        else if (!strcmp(argv[i], "--heads") && v) H = atoi(v), i++;
+        else if (!strcmp(argv[i], "--kv-heads") && v) Hkv = atoi(v), i++;
+        else if (!strcmp(argv[i], "--head-dim") && v) d = atoi(v), i++;
+        else if (!strcmp(argv[i], "--threads") && v) threads = atoi(v), i++;
+        else if (!strcmp(argv[i], "--reps") && v) reps = atoi(v), i++;
+        else if (!strcmp(argv[i], "--variant") && v) only = v, i++;
+        else {
+            fprintf(stderr, "usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] "
+                            "[--head-dim 64] [--threads 1] [--reps 5] [--variant NAME]\n");
+            return !strcmp(argv[i], "--help") ? 0 : 2;
+        }
+    }
+    if (H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || d % 4 || threads <= 0 || reps <= 0) {
+        fprintf(stderr, "bench_attention: need H %% Hkv == 0, d a multiple of 4, positive counts\n");
+        return 2;
+    }
+    struct {
+        const char *name;
+        attn_fn fn;
+        unsigned needs;
+    } vars[] = {
+        {"portable", g4v_attention_portable, 0},
+#ifdef G4V_ATTN_HAVE_X86
+        {"avx2", g4v_attention_avx2, G4V_CPU_AVX2},
+#endif
+    };
+    g4v_pool *pool = NULL;
+    g4v_err err;
+    if (threads > 1 && g4v_pool_create(threads, &pool, &err)) {
+        fprintf(stderr, "bench_attention: cannot start %d threads: %s\n", threads, err.msg);
+        return 1;
+    }
+    printf("| L | H | Hkv | d | threads | variant | median s (%d reps) | GFLOP/s | vs portable |\n",
+           reps);
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int li = 0; li < nL; li++) {
+        int L = Ls[li];
+        size_t qd = (size_t)H * d, kvd = (size_t)Hkv * d;
+        float *q = g4v_malloc_large((size_t)L * qd * sizeof(float));
+        float *k = g4v_malloc_large((size_t)L * kvd * sizeof(float));
+        float *v = g4v_malloc_large((size_t)L * kvd * sizeof(float));
+        float *out = g4v_malloc_large((size_t)L * qd * sizeof(float));
+        size_t scr_n = (size_t)threads * g4v_attention_scratch_floats(d) +
+                       g4v_attention_kv_floats(L, Hkv, d);
+        float *scr = g4v_malloc_large(scr_n * sizeof(float));
+        if (!q || !k || !v || !out || !scr) {
+            fprintf(stderr, "bench_attention: out of memory at L = %d\n", L);
+            return 1;
+        }
+        uint64_t s = 0x9e3779b97f4a7c15ull;
+        for (size_t i = 0; i < (size_t)L * qd; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            q[i] = (float)((s >> 40) * (4.0 / 16777216.0) - 2.0);
+        }
+        for (size_t i = 0; i < (size_t)L * kvd; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            k[i] = (float)((s >> 40) * (4.0 / 16777216.0) - 2.0);
+            v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
+        }
+        g4v_attn_args a = {q, k, v, qd, kvd, kvd, out, qd, L, H, Hkv, d, 1.0f, scr,
+                           getenv("NOKV") ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
+        double flop = 4.0 * L * (double)L * H * d, t_port = 0;
+        for (size_t vi = 0; vi < sizeof vars / sizeof vars[0]; vi++) {
+            if ((g4v_cpu_features() & vars[vi].needs) != vars[vi].needs) continue;
+            if (only && strcmp(only, vars[vi].name)) continue;
+            double t = time_variant(vars[vi].fn, pool, &a, reps);
+            if (vi == 0) t_port = t;
+            printf("| %d | %d | %d | %d | %d | %s | %.4f | %.1f | %.2fx |\n", L, H, Hkv, d, threads,
+                   vars[vi].name, t, flop / t * 1e-9, t_port > 0 ? t_port / t : 0.0);
+            fflush(stdout);
+        }
+        g4v_free_large(q), g4v_free_large(k), g4v_free_large(v), g4v_free_large(out);
+        g4v_free_large(scr);
+    }
+    g4v_pool_destroy(pool);
+    return 0;
+}
