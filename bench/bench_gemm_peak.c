@@ -23,12 +23,24 @@ static double now(void) {
 
 static volatile float sink;
 
+/* Every task waits here until all `threads` tasks have started, so the measurement never runs
+ * them one after another on one thread (the pool hands tasks out from a shared counter, and a
+ * ~15 ms task can finish before a sleeping worker wakes up: the 2-thread "peak" then read as the
+ * 1-thread one). One task per pool thread, so the spin cannot deadlock. */
+static int started, expected;
+
+static void start_together(void) {
+    __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < expected) __builtin_ia32_pause();
+}
+
 #define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define CHAINS24(X)                                                                                \
     CHAINS(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
 
 __attribute__((target("avx2,fma"))) static void fma_ymm(void *arg, int task, int worker) {
     (void)arg, (void)task, (void)worker;
+    start_together();
     __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
 #define DECL(i) __m256 a##i = _mm256_set1_ps((float)(i));
 #define STEP(i) a##i = _mm256_fmadd_ps(a##i, b, c);
@@ -47,6 +59,7 @@ __attribute__((target("avx2,fma"))) static void fma_ymm(void *arg, int task, int
 
 __attribute__((target("avx512f"))) static void fma_zmm(void *arg, int task, int worker) {
     (void)arg, (void)task, (void)worker;
+    start_together();
     __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
 #define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
 #define STEP(i) a##i = _mm512_fmadd_ps(a##i, b, c);
@@ -65,6 +78,7 @@ __attribute__((target("avx512f"))) static void fma_zmm(void *arg, int task, int 
 
 __attribute__((target("avx512f,avx512bf16"))) static void dp_zmm(void *arg, int task, int worker) {
     (void)arg, (void)task, (void)worker;
+    start_together();
     __m512bh x = (__m512bh)_mm512_set1_epi32(0x3c003c00),
              y = (__m512bh)_mm512_set1_epi32(0x3c003c00);
 #define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
@@ -83,6 +97,9 @@ __attribute__((target("avx512f,avx512bf16"))) static void dp_zmm(void *arg, int 
 }
 
 static double run(g4v_pool *pool, int threads, g4v_task_fn fn, double flops_per_thread) {
+    if (threads > g4v_pool_size(pool)) threads = g4v_pool_size(pool);
+    __atomic_store_n(&started, 0, __ATOMIC_SEQ_CST);
+    expected = threads;
     double t0 = now();
     g4v_pool_run(pool, threads, fn, NULL);
     return flops_per_thread * threads / (now() - t0) * 1e-9;

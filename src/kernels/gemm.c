@@ -53,24 +53,41 @@ static size_t half_cache(int name, size_t guess, size_t lo, size_t hi) {
     return b < lo ? lo : b > hi ? hi : b;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define G4V_LITTLE_ENDIAN 1
+#else
+#define G4V_LITTLE_ENDIAN 0
+#endif
+
 static uint16_t raw16(const void *w, size_t i) {
     uint16_t h;
     memcpy(&h, (const unsigned char *)w + 2 * i, 2);
     return h;
 }
 
-/* B panels of bf16 pairs: word (panel, p, c) = W[n][2p] | W[n][2p+1] << 16, n = panel*NR + c. */
+/* B panels of bf16 pairs: word (panel, p, c) = W[n][2p] | W[n][2p+1] << 16, n = panel*NR + c.
+ * In little-endian memory that word is simply the 32-bit load of W[n] at element 2p, so full
+ * panels are a 32-bit transpose of NR rows, read row by row; the ragged last panel and the odd
+ * last k (zero-padded) go element by element. This runs once per weight at model load. */
 static void pack_b_pairs(const void *w, int n, int k, const g4v_wmat *m, uint32_t *dst) {
-    int nr = m->kern->nr;
-    for (int pn = 0; pn < m->npanels; pn++)
-        for (int p = 0; p < m->kpad / 2; p++)
-            for (int c = 0; c < nr; c++, dst++) {
-                int col = pn * nr + c, k0 = 2 * p;
-                size_t row = (size_t)col * (size_t)k;
+    int nr = m->kern->nr, pairs = m->kpad / 2, full_pairs = k / 2;
+    const unsigned char *wb = w;
+    for (int pn = 0; pn < m->npanels; pn++, dst += (size_t)pairs * nr) {
+        for (int c = 0; c < nr; c++) {
+            int col = pn * nr + c;
+            size_t row = (size_t)col * (size_t)k;
+            int p = 0;
+            if (col < n && G4V_LITTLE_ENDIAN)
+                for (; p < full_pairs; p++)
+                    memcpy(&dst[(size_t)p * nr + c], wb + 2 * (row + 2 * (size_t)p), 4);
+            for (; p < pairs; p++) {
+                int k0 = 2 * p;
                 uint32_t lo = col < n && k0 < k ? raw16(w, row + (size_t)k0) : 0;
                 uint32_t hi = col < n && k0 + 1 < k ? raw16(w, row + (size_t)k0 + 1) : 0;
-                *dst = lo | hi << 16;
+                dst[(size_t)p * nr + c] = lo | hi << 16;
             }
+        }
+    }
 }
 
 /* B panels of f32: element (panel, kk, c) = W[panel*NR + c][kk], exact for every dtype. */
