@@ -81,9 +81,11 @@ static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffer
     g4v_rmsnorm(pool, b->h, b->a, (size_t)L, D, (size_t)D, w->ln_pre_ff, eps);
     g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_GATE], b->gate, (size_t)I,
              &w->epi[G4V_LIN_GATE]);
-    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_UP], b->up, (size_t)I, &w->epi[G4V_LIN_UP]);
-    g4v_geglu(pool, b->gate, b->up, (size_t)L, I, (size_t)I);
-    g4v_gemm(pool, b->gate, L, (size_t)I, w->lin[G4V_LIN_DOWN], b->a, (size_t)D,
+    g4v_gemm_epi up_geglu = w->epi[G4V_LIN_UP]; /* up = gelu_tanh(gate) * up, fused */
+    up_geglu.gelu_gate = b->gate;
+    up_geglu.ldg = (size_t)I;
+    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_UP], b->up, (size_t)I, &up_geglu);
+    g4v_gemm(pool, b->up, L, (size_t)I, w->lin[G4V_LIN_DOWN], b->a, (size_t)D,
              &w->epi[G4V_LIN_DOWN]);
     g4v_rmsnorm(pool, b->a, b->a, (size_t)L, D, (size_t)D, w->ln_post_ff, eps);
     g4v_add_rows(pool, b->h, (size_t)D, b->a, (size_t)D, (size_t)L, D);

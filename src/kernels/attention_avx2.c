@@ -3,7 +3,7 @@
  * First, when a->kv is given, K and V are copied head-major (one [L, d] block per kv head), so a
  * tile of keys is contiguous: in the encoder's [L, Hkv*d] layout the rows of one head sit 3 KB
  * apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself (measured: the copy
- * takes the kernel from ~42 to ~XX GFLOP/s on one core). The copy is O(L*d) against O(L^2*d).
+ * takes the kernel from 45 to 61 GFLOP/s on one core at L = 2304, bench_attention). The copy is O(L*d) against O(L^2*d).
  *
  * A task is (head, tile of QB = 24 queries); it walks the keys in tiles of KB = 64 with the
  * online softmax of attention.c (running max m, sum l, unnormalised O, rescaled by

@@ -14,30 +14,36 @@ float g4v_gelu_tanh(float x) {
     return 0.5f * x * (1.0f + tanhf(k0 * (x + k1 * x * x * x)));
 }
 
+static void geglu_row_portable(const float *gate, const float *up, float *out, int n) {
+    for (int i = 0; i < n; i++) out[i] = g4v_gelu_tanh(gate[i]) * up[i];
+}
+
+g4v_geglu_row_fn g4v_geglu_row_impl(void) {
+#ifdef G4V_GELU_HAVE_X86
+    if (g4v_cpu_features() & G4V_CPU_AVX2) return g4v_geglu_row_avx2;
+#endif
+    return geglu_row_portable;
+}
+
+void g4v_geglu_row(const float *gate, const float *up, float *out, int n) {
+    g4v_geglu_row_impl()(gate, up, out, n);
+}
+
 typedef struct {
     float *gate;
     const float *up;
     int n;
     size_t ld;
-    int simd; /* use g4v_geglu_row_avx2 */
+    g4v_geglu_row_fn row;
 } geglu_job;
 
 static void geglu_rows(void *arg, size_t r0, size_t r1) {
     const geglu_job *j = arg;
-    for (size_t r = r0; r < r1; r++) {
-        float *g = j->gate + r * j->ld;
-        const float *u = j->up + r * j->ld;
-#ifdef G4V_GELU_HAVE_X86
-        if (j->simd) {
-            g4v_geglu_row_avx2(g, u, j->n);
-            continue;
-        }
-#endif
-        for (int i = 0; i < j->n; i++) g[i] = g4v_gelu_tanh(g[i]) * u[i];
-    }
+    for (size_t r = r0; r < r1; r++)
+        j->row(j->gate + r * j->ld, j->up + r * j->ld, j->gate + r * j->ld, j->n);
 }
 
 void g4v_geglu(g4v_pool *pool, float *gate, const float *up, size_t rows, int n, size_t ld) {
-    geglu_job j = {gate, up, n, ld, (g4v_cpu_features() & G4V_CPU_AVX2) != 0};
+    geglu_job j = {gate, up, n, ld, g4v_geglu_row_impl()};
     g4v_par_rows(pool, rows, (size_t)n, geglu_rows, &j);
 }

@@ -21,15 +21,15 @@ static inline __m256 geglu8(__m256 x, __m256 up) {
     return _mm256_mul_ps(_mm256_div_ps(x, den), up);
 }
 
-void g4v_geglu_row_avx2(float *gate, const float *up, int n) {
+void g4v_geglu_row_avx2(const float *gate, const float *up, float *out, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(gate + i, geglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+        _mm256_storeu_ps(out + i, geglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
     if (i < n) { /* the ragged end through a small buffer, never reading past n */
         float g[8] = {0}, u[8] = {0};
         for (int t = i; t < n; t++) g[t - i] = gate[t], u[t - i] = up[t];
         _mm256_storeu_ps(g, geglu8(_mm256_loadu_ps(g), _mm256_loadu_ps(u)));
-        for (int t = i; t < n; t++) gate[t] = g[t - i];
+        for (int t = i; t < n; t++) out[t] = g[t - i];
     }
 }
 #endif

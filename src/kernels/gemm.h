@@ -8,6 +8,7 @@
  *     x' = mode == FAST ? bf16(x') : x'                     (round-to-nearest-even)
  *     acc = Σ_k x'[k] · W[n, k]                             (f32 accumulation, W exact as stored)
  *     y  = clamp(acc, epi.out_lo, epi.out_hi)
+ *     y  = epi.gelu_gate ? gelu_tanh(G[m, n]) * y : y        (fused GeGLU, g4v_geglu_row)
  *     Y[m, n] = epi.accumulate ? Y[m, n] + y : y
  *
  * The summation order is fixed per (m, n) regardless of thread count, so results are
@@ -55,6 +56,12 @@ typedef struct g4v_gemm_epi {
     float in_lo, in_hi;   /* input clamp; -INFINITY/INFINITY for none */
     float out_lo, out_hi; /* output clamp */
     int accumulate;       /* nonzero: Y += result (fused residual add) */
+    /* Fused GeGLU: when non-NULL, the result is multiplied by gelu_tanh of the same element of
+     * G (row stride ldg), computed by g4v_geglu_row while the output tile is still in L1, which
+     * saves g4v_geglu's pass over two [M, N] matrices. Requires accumulate == 0. G must not
+     * overlap Y. */
+    const float *gelu_gate;
+    size_t ldg;
 } g4v_gemm_epi;
 
 /* The do-nothing epilogue: no clamps, Y = result. */

@@ -1,11 +1,12 @@
 /* gemm_ref.c - the portable GEMM: the specification of gemm.h in plain loops.
  * Slow by design; fast kernels are tested against it. Summation runs k = 0, 1, ..., K-1. */
 #include "gemm.h"
+#include "kernels.h"
 
 #include <math.h>
 
 g4v_gemm_epi g4v_gemm_epi_none(void) {
-    g4v_gemm_epi e = {-INFINITY, INFINITY, -INFINITY, INFINITY, 0};
+    g4v_gemm_epi e = {-INFINITY, INFINITY, -INFINITY, INFINITY, 0, NULL, 0};
     return e;
 }
 
@@ -26,6 +27,7 @@ void g4v_gemm_ref(const float *X, int m, size_t ldx, const void *w, g4v_dtype dt
                 acc += xv * g4v_load_elem(w, dtype, (size_t)j * k + t);
             }
             float y = clampf(acc, e.out_lo, e.out_hi);
+            if (e.gelu_gate) g4v_geglu_row(e.gelu_gate + (size_t)i * e.ldg + j, &y, &y, 1);
             float *dst = Y + (size_t)i * ldy + j;
             *dst = e.accumulate ? *dst + y : y;
         }

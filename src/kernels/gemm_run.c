@@ -15,6 +15,7 @@
  */
 #include "gemm_kernel.h"
 #include "gemm_run.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -39,6 +40,7 @@ typedef struct {
     int nbn;            /* B panels split into nbn column blocks */
     int kc;             /* KG groups per K chunk */
     int no_scratch;
+    g4v_geglu_row_fn geglu; /* the fused GeGLU's row kernel, chosen once per call */
 } gemm_job;
 
 static float clampf(float v, float lo, float hi) {
@@ -57,20 +59,31 @@ static void store_edge(const gemm_job *j, const float *tile, int nr, int rows, i
         }
 }
 
-/* One MR x NR output tile over kgroups groups, starting from acc_in (NULL: zero), finishing the
- * output when `last`, else leaving the partial sums in `partial`. */
+/* One MR x NR output tile (rows from r, columns from c) over kgroups groups, starting from
+ * acc_in (NULL: zero), finishing the output when `last`, else leaving the partial sums in
+ * `partial`. A fused GeGLU runs on the finished tile while it is still in L1. */
 static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *b,
-                     const float *acc_in, float *partial, int last, int rows, int cols, float *y) {
+                     const float *acc_in, float *partial, int last, int r, int c, int rows,
+                     int cols) {
     const g4v_gemm_kernel *k = j->W->kern;
     static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
+    float *y = j->Y + (size_t)r * j->ldy + (size_t)c;
     if (!last) {
         k->ukr(kgroups, a, b, acc_in, partial, (size_t)k->nr, &none);
-    } else if (rows == k->mr && cols == k->nr) {
+        return;
+    }
+    if (rows == k->mr && cols == k->nr) {
         k->ukr(kgroups, a, b, acc_in, y, j->ldy, &j->uepi);
     } else {
         k->ukr(kgroups, a, b, acc_in, partial, (size_t)k->nr, &none);
         store_edge(j, partial, k->nr, rows, cols, y);
     }
+    if (j->epi.gelu_gate)
+        for (int i = 0; i < rows; i++) {
+            float *yr = y + (size_t)i * j->ldy;
+            j->geglu(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr,
+                          cols);
+        }
 }
 
 /* The allocation-free path for rows [r0, r1), panels [p0, p1). */
@@ -89,14 +102,13 @@ static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
         for (int p = p0; p < p1; p++) {
             int cols = W->n - p * k->nr < k->nr ? W->n - p * k->nr : k->nr;
             const unsigned char *b = (const unsigned char *)W->b + (size_t)p * W->panel_bytes;
-            float *y = j->Y + (size_t)r * j->ldy + (size_t)p * k->nr;
             for (int g = 0; g < kgroups; g += kc) {
                 int n = kgroups - g < kc ? kgroups - g : kc;
                 int k0 = g * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
                 k->pack_a(j->X + (size_t)r * j->ldx + (size_t)k0, j->ldx, rows, klen, n * k->kg,
                           abuf, &j->pack);
                 run_tile(j, n, abuf, b + (size_t)g * k->kg * k->nr * bsize, g ? acc : NULL, acc,
-                         g + n == kgroups, rows, cols, y);
+                         g + n == kgroups, r, p * k->nr, rows, cols);
             }
         }
     }
@@ -140,8 +152,7 @@ static void task(void *arg, int t, int worker) {
                 float *part =
                     nchunks > 1 ? cbuf + ((size_t)(p - p0) * (t1 - t0) + i) * tile : local;
                 run_tile(j, n, a + (size_t)i * panel_a + aoff, b, c ? part : NULL, part,
-                         c == nchunks - 1, rows, cols,
-                         j->Y + (size_t)r * j->ldy + (size_t)p * k->nr);
+                         c == nchunks - 1, r, p * k->nr, rows, cols);
             }
         }
     }
@@ -203,6 +214,7 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g
     j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
     j.pack.round = W->mode == G4V_MATH_FAST;
     j.no_scratch = cfg ? cfg->no_scratch : 0;
+    if (j.epi.gelu_gate) j.geglu = g4v_geglu_row_impl();
     plan(&j, g4v_pool_size(pool), cfg);
     g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
 }

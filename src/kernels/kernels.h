@@ -44,6 +44,16 @@ void g4v_rope2d_apply(g4v_pool *pool, float *x, int L, int heads, int head_dim, 
 /* tanh-form GELU ("gelu_pytorch_tanh") in f32. */
 float g4v_gelu_tanh(float x);
 
+/* One row: out[i] = gelu_tanh(gate[i]) * up[i] for i < n; out may equal gate or up. The AVX2
+ * kernel (gelu_avx2.c) when CPUID and G4V_ISA allow, else g4v_gelu_tanh; g4v_geglu and the GEMM's
+ * fused GeGLU epilogue both use it, so they give the same bits. */
+void g4v_geglu_row(const float *gate, const float *up, float *out, int n);
+
+/* The row kernel g4v_geglu_row dispatches to now, for callers that run it many times (the GEMM's
+ * fused epilogue calls it per output tile; asking CPUID and G4V_ISA each time would show). */
+typedef void (*g4v_geglu_row_fn)(const float *gate, const float *up, float *out, int n);
+g4v_geglu_row_fn g4v_geglu_row_impl(void);
+
 /* GeGLU in place: gate[i] = gelu_tanh(gate[i]) * up[i] for rows x n (row stride ld in both). */
 void g4v_geglu(g4v_pool *pool, float *gate, const float *up, size_t rows, int n, size_t ld);
 

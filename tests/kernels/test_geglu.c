@@ -33,7 +33,7 @@ static void test_row(int n, double *worst_simd, double *worst_port) {
     for (int i = 0; i < n && i < 9; i++) x[n - 1 - i] = special[i];
     memcpy(g, x, sizeof(float) * (size_t)n);
     g[n] = 777.0f; /* guard */
-    g4v_geglu_row_avx2(g, u, n);
+    g4v_geglu_row_avx2(g, u, g, n);
     int bad = 0;
     CHECK_MSG(g[n] == 777.0f, "geglu n=%d: wrote past the row", n);
     for (int i = 0; i < n; i++) {
@@ -75,7 +75,7 @@ static void test_dispatch(g4v_pool *p2) {
         float want[N];
         memcpy(want, xr, sizeof want);
 #ifdef G4V_GELU_HAVE_X86
-        if (g4v_cpu_features() & G4V_CPU_AVX2) g4v_geglu_row_avx2(want, ur, N);
+        if (g4v_cpu_features() & G4V_CPU_AVX2) g4v_geglu_row_avx2(want, ur, want, N);
         else
 #endif
             for (int i = 0; i < N; i++) want[i] = g4v_gelu_tanh(xr[i]) * ur[i];

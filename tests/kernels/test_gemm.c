@@ -19,6 +19,7 @@
 #include "base/pool.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernel.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -103,6 +104,13 @@ static epi_case epi_cases(int i, data_kind kind) {
         c.name = "accumulate";
         c.epi.accumulate = 1;
         break;
+    case 5: /* the fused GeGLU (gelu_gate is set by check_case) with both clamps */
+        c.name = "geglu";
+        c.epi.in_lo = -2.0f - h;
+        c.epi.in_hi = 1.5f;
+        c.epi.out_lo = -4.0f - h;
+        c.epi.out_hi = 3.5f;
+        break;
     case 4:
         c.name = "all";
         c.epi.in_lo = -2.0f - h;
@@ -116,7 +124,7 @@ static epi_case epi_cases(int i, data_kind kind) {
     }
     return c;
 }
-enum { N_EPI = 5 };
+enum { N_EPI = 6, EPI_GEGLU = 5 };
 
 static double gamma_n(int n) {
     double u = ldexp(1.0, -24);
@@ -149,6 +157,9 @@ static int compare(const float *ours, const float *ref, const float *y0, const f
                     s += fabs((double)prep_x(x[(size_t)i * ldx + t], e, mode) *
                               (double)wv[(size_t)j * k + t]);
                 tol = 2.0 * gamma_n(k + 1) * s;
+                if (e->gelu_gate) /* scaled by |gelu(g)|, plus the product's own rounding */
+                    tol = tol * fabs((double)g4v_gelu_tanh(e->gelu_gate[(size_t)i * e->ldg + j])) *
+                              1.001 + ldexp(fabs((double)r), -23);
                 if (tol > 0 && fabs((double)o - r) / tol > worst_ratio)
                     worst_ratio = fabs((double)o - r) / tol;
             }
@@ -188,6 +199,13 @@ static void check_case(int m, int n, int k, g4v_dtype dt, g4v_math_mode mode, in
     fill_x(y0, (size_t)m * ldy, kind);
     void *w = make_weight(wv, (size_t)n * k, dt);
     epi_case ec = epi_cases(epi_i, kind);
+    float *gate = NULL;
+    if (epi_i == EPI_GEGLU) { /* gates across GELU's range: ~0, linear and curved parts */
+        gate = malloc(sizeof(float) * (size_t)m * ldy);
+        for (size_t i = 0; i < (size_t)m * ldy; i++) gate[i] = frand(-5.0f, 5.0f);
+        ec.epi.gelu_gate = gate;
+        ec.epi.ldg = ldy;
+    }
     memcpy(yr, y0, sizeof(float) * (size_t)m * ldy);
     g4v_gemm_ref(x, m, ldx, w, dt, n, k, mode, yr, ldy, &ec.epi);
     int count;
@@ -216,6 +234,7 @@ static void check_case(int m, int n, int k, g4v_dtype dt, g4v_math_mode mode, in
         CHECK_MSG(ok, "%s", what);
         g4v_wmat_free(W);
     }
+    free(gate);
     free(w);
     free(x);
     free(wv);
@@ -371,14 +390,20 @@ static void test_determinism(void) {
     g4v_pool *pools[3] = {NULL, NULL, NULL};
     for (int t = 0; t < 3; t++)
         REQUIRE(g4v_pool_create(t + 1, &pools[t], NULL) == G4V_OK);
-    g4v_gemm_epi epi = epi_cases(4, DATA_REAL).epi;
+    float *gate = malloc(sizeof(float) * m * n);
+    for (int r = 0; r < m * n; r++) gate[r] = frand(-5.0f, 5.0f);
+    g4v_gemm_epi epis[2] = {epi_cases(4, DATA_REAL).epi, epi_cases(EPI_GEGLU, DATA_REAL).epi};
+    epis[1].gelu_gate = gate;
+    epis[1].ldg = (size_t)n;
     /* {tiles per task, panels per task, no scratch, K chunk in groups} */
     static const g4v_gemm_cfg cfgs[] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {3, 2, 0, 0}, {0, 0, 0, 2},
                                         {4, 2, 0, 5}, {0, 0, 1, 0}, {0, 0, 1, 1}, {2, 3, 1, 3}};
     int count;
     const g4v_gemm_kernel *const *all = kernels(&count);
-    for (int i = 0; i < count; i++)
+    for (int q = 0; q < 2 * count; q++) /* both epilogues x every kernel */
         for (int md = 0; md < 2; md++) {
+            int i = q % count;
+            const g4v_gemm_epi epi = epis[q / count];
             if (!g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md], g4v_gemm_features()))
                 continue;
             g4v_wmat *W = NULL;
@@ -410,6 +435,7 @@ static void test_determinism(void) {
     free(wv);
     free(y1);
     free(y2);
+    free(gate);
 }
 
 /* The dispatcher picks the first fitting kernel, honouring G4V_ISA; sizes; argument errors. */
