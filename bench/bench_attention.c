@@ -59,13 +59,20 @@ int main(int argc, char **argv) {
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--L") && v) nL = parse_list(v, Ls, 16), i++;
-        else if (!strcmp(argv[i], "--heads") && v) H = atoi(v), i++;
-        else if (!strcmp(argv[i], "--kv-heads") && v) Hkv = atoi(v), i++;
-        else if (!strcmp(argv[i], "--head-dim") && v) d = atoi(v), i++;
-        else if (!strcmp(argv[i], "--threads") && v) threads = atoi(v), i++;
-        else if (!strcmp(argv[i], "--reps") && v) reps = atoi(v), i++;
-        else if (!strcmp(argv[i], "--variant") && v) only = v, i++;
+        if (!strcmp(argv[i], "--L") && v)
+            nL = parse_list(v, Ls, 16), i++;
+        else if (!strcmp(argv[i], "--heads") && v)
+            H = atoi(v), i++;
+        else if (!strcmp(argv[i], "--kv-heads") && v)
+            Hkv = atoi(v), i++;
+        else if (!strcmp(argv[i], "--head-dim") && v)
+            d = atoi(v), i++;
+        else if (!strcmp(argv[i], "--threads") && v)
+            threads = atoi(v), i++;
+        else if (!strcmp(argv[i], "--reps") && v)
+            reps = atoi(v), i++;
+        else if (!strcmp(argv[i], "--variant") && v)
+            only = v, i++;
         else {
             fprintf(stderr, "usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] "
                             "[--head-dim 64] [--threads 1] [--reps 5] [--variant NAME]\n");
@@ -73,7 +80,8 @@ int main(int argc, char **argv) {
         }
     }
     if (H <= 0 || Hkv <= 0 || H % Hkv || d <= 0 || d % 4 || threads <= 0 || reps <= 0) {
-        fprintf(stderr, "bench_attention: need H %% Hkv == 0, d a multiple of 4, positive counts\n");
+        fprintf(stderr,
+                "bench_attention: need H %% Hkv == 0, d a multiple of 4, positive counts\n");
         return 2;
     }
     struct {
@@ -102,8 +110,8 @@ int main(int argc, char **argv) {
         float *k = g4v_malloc_large((size_t)L * kvd * sizeof(float));
         float *v = g4v_malloc_large((size_t)L * kvd * sizeof(float));
         float *out = g4v_malloc_large((size_t)L * qd * sizeof(float));
-        size_t scr_n = (size_t)threads * g4v_attention_scratch_floats(d) +
-                       g4v_attention_kv_floats(L, Hkv, d);
+        size_t scr_n =
+            (size_t)threads * g4v_attention_scratch_floats(d) + g4v_attention_kv_floats(L, Hkv, d);
         float *scr = g4v_malloc_large(scr_n * sizeof(float));
         if (!q || !k || !v || !out || !scr) {
             fprintf(stderr, "bench_attention: out of memory at L = %d\n", L);
@@ -119,8 +127,22 @@ int main(int argc, char **argv) {
             k[i] = (float)((s >> 40) * (4.0 / 16777216.0) - 2.0);
             v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
         }
-        g4v_attn_args a = {q, k, v, qd, kvd, kvd, out, qd, L, H, Hkv, d, 1.0f, scr,
-                           getenv("NOKV") ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
+        g4v_attn_args a = {
+            q,
+            k,
+            v,
+            qd,
+            kvd,
+            kvd,
+            out,
+            qd,
+            L,
+            H,
+            Hkv,
+            d,
+            1.0f,
+            scr,
+            getenv("NOKV") ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
         for (size_t vi = 0; vi < sizeof vars / sizeof vars[0]; vi++) {
             if ((g4v_cpu_features() & vars[vi].needs) != vars[vi].needs) continue;

@@ -37,7 +37,9 @@ static unsigned detect(void) {
     return f;
 }
 #else
-static unsigned detect(void) { return 0; }
+static unsigned detect(void) {
+    return 0;
+}
 #endif
 
 static unsigned mask_from_env(void) {

@@ -2,8 +2,9 @@
  *
  * First, when a->kv is given, K and V are copied head-major (one [L, d] block per kv head), so a
  * tile of keys is contiguous: in the encoder's [L, Hkv*d] layout the rows of one head sit 3 KB
- * apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself (measured: the copy
- * takes the kernel from 45 to 61 GFLOP/s on one core at L = 2304, bench_attention). The copy is O(L*d) against O(L^2*d).
+ * apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself. Measured with
+ * bench_attention at L = 2304 on one core: 45 GFLOP/s without the copy, 61 with it. The copy is
+ * O(L*d) against the O(L^2*d) of the products.
  *
  * A task is (head, tile of QB = 24 queries); it walks the keys in tiles of KB = 64 with the
  * online softmax of attention.c (running max m, sum l, unnormalised O, rescaled by
@@ -33,12 +34,15 @@ enum { QV = 3, QB = 8 * QV, KB = 64, KEYS_PER_PACK_TASK = 512 };
 
 void g4v_exp_avx2(const float *x, float *y, size_t n) {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp_ps(_mm256_loadu_ps(x + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, exp_ps(_mm256_loadu_ps(x + i)));
     if (i < n) {
         float bx[8] = {0}, by[8];
-        for (size_t t = i; t < n; t++) bx[t - i] = x[t];
+        for (size_t t = i; t < n; t++)
+            bx[t - i] = x[t];
         _mm256_storeu_ps(by, exp_ps(_mm256_loadu_ps(bx)));
-        for (size_t t = i; t < n; t++) y[t] = by[t - i];
+        for (size_t t = i; t < n; t++)
+            y[t] = by[t - i];
     }
 }
 
@@ -50,19 +54,22 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
     for (; j + 4 <= nk; j += 4) {
         const float *k = k0 + (size_t)j * ldk;
         __m256 acc[4][QV];
-        G4V_UNROLL(4) for (int r = 0; r < 4; r++)
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = _mm256_setzero_ps();
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] =
+            _mm256_setzero_ps();
         for (int c = 0; c < d; c++) {
             __m256 q[QV];
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++) q[v] = _mm256_load_ps(qT + (size_t)c * QB + 8 * v);
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++) q[v] = _mm256_load_ps(qT + (size_t)c * QB + 8 * v);
             G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
                 __m256 b = _mm256_broadcast_ss(k + (size_t)r * ldk + c);
-                G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = _mm256_fmadd_ps(q[v], b, acc[r][v]);
+                G4V_UNROLL(3)
+                for (int v = 0; v < QV; v++) acc[r][v] = _mm256_fmadd_ps(q[v], b, acc[r][v]);
             }
         }
-        G4V_UNROLL(4) for (int r = 0; r < 4; r++)
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-                _mm256_store_ps(S + (size_t)(j + r) * QB + 8 * v, _mm256_mul_ps(acc[r][v], sc));
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++)
+            _mm256_store_ps(S + (size_t)(j + r) * QB + 8 * v, _mm256_mul_ps(acc[r][v], sc));
     }
     for (; j < nk; j++) { /* ragged end of the keys: one at a time */
         const float *k = k0 + (size_t)j * ldk;
@@ -70,10 +77,12 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
         G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[v] = _mm256_setzero_ps();
         for (int c = 0; c < d; c++) {
             __m256 b = _mm256_broadcast_ss(k + c);
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-                acc[v] = _mm256_fmadd_ps(_mm256_load_ps(qT + (size_t)c * QB + 8 * v), b, acc[v]);
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++) acc[v] =
+                _mm256_fmadd_ps(_mm256_load_ps(qT + (size_t)c * QB + 8 * v), b, acc[v]);
         }
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++)
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
             _mm256_store_ps(S + (size_t)j * QB + 8 * v, _mm256_mul_ps(acc[v], sc));
     }
 }
@@ -85,8 +94,9 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
     __m256 mx[QV], corr[QV], sum[QV];
     G4V_UNROLL(3) for (int v = 0; v < QV; v++) mx[v] = _mm256_load_ps(m + 8 * v);
     for (int j = 0; j < nk; j++)
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-            mx[v] = _mm256_max_ps(mx[v], _mm256_load_ps(S + (size_t)j * QB + 8 * v));
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++) mx[v] =
+            _mm256_max_ps(mx[v], _mm256_load_ps(S + (size_t)j * QB + 8 * v));
     G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
         corr[v] = exp_ps(_mm256_sub_ps(_mm256_load_ps(m + 8 * v), mx[v]));
         sum[v] = _mm256_mul_ps(_mm256_load_ps(l + 8 * v), corr[v]);
@@ -108,29 +118,34 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
     for (; c + 4 <= d; c += 4) {
         float *o = O + (size_t)c * QB;
         __m256 acc[4][QV];
-        G4V_UNROLL(4) for (int r = 0; r < 4; r++)
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-                acc[r][v] = _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * QB + 8 * v), corr[v]);
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] =
+            _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * QB + 8 * v), corr[v]);
         const float *vr = v0 + c;
         for (int j = 0; j < nk; j++, vr += ldv) {
             __m256 p[QV];
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++) p[v] = _mm256_load_ps(S + (size_t)j * QB + 8 * v);
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++) p[v] = _mm256_load_ps(S + (size_t)j * QB + 8 * v);
             G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
                 __m256 b = _mm256_broadcast_ss(vr + r);
-                G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = _mm256_fmadd_ps(p[v], b, acc[r][v]);
+                G4V_UNROLL(3)
+                for (int v = 0; v < QV; v++) acc[r][v] = _mm256_fmadd_ps(p[v], b, acc[r][v]);
             }
         }
-        G4V_UNROLL(4) for (int r = 0; r < 4; r++)
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++) _mm256_store_ps(o + (size_t)r * QB + 8 * v, acc[r][v]);
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++)
+            _mm256_store_ps(o + (size_t)r * QB + 8 * v, acc[r][v]);
     }
     for (; c < d; c++) { /* channels beyond a multiple of 4 */
         float *o = O + (size_t)c * QB;
         __m256 acc[QV];
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[v] = _mm256_mul_ps(_mm256_load_ps(o + 8 * v), corr[v]);
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++) acc[v] = _mm256_mul_ps(_mm256_load_ps(o + 8 * v), corr[v]);
         for (int j = 0; j < nk; j++) {
             __m256 b = _mm256_broadcast_ss(v0 + (size_t)j * ldv + c);
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-                acc[v] = _mm256_fmadd_ps(_mm256_load_ps(S + (size_t)j * QB + 8 * v), b, acc[v]);
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++) acc[v] =
+                _mm256_fmadd_ps(_mm256_load_ps(S + (size_t)j * QB + 8 * v), b, acc[v]);
         }
         G4V_UNROLL(3) for (int v = 0; v < QV; v++) _mm256_store_ps(o + 8 * v, acc[v]);
     }
@@ -180,14 +195,17 @@ static void attn_task(void *varg, int task, int worker) {
     for (int i = 0; i < QB; i++) {
         if (i < nq) {
             const float *q = a->q + (size_t)(q_start + i) * a->ldq + (size_t)h * d;
-            for (int c = 0; c < d; c++) qT[(size_t)c * QB + i] = q[c];
+            for (int c = 0; c < d; c++)
+                qT[(size_t)c * QB + i] = q[c];
         } else {
-            for (int c = 0; c < d; c++) qT[(size_t)c * QB + i] = 0.0f;
+            for (int c = 0; c < d; c++)
+                qT[(size_t)c * QB + i] = 0.0f;
         }
         m[i] = -INFINITY;
         l[i] = 0.0f;
     }
-    for (size_t i = 0; i < (size_t)QB * d; i++) O[i] = 0.0f;
+    for (size_t i = 0; i < (size_t)QB * d; i++)
+        O[i] = 0.0f;
 
     for (int k_start = 0; k_start < a->L; k_start += KB) {
         int nk = a->L - k_start < KB ? a->L - k_start : KB;
@@ -197,14 +215,22 @@ static void attn_task(void *varg, int task, int worker) {
     for (int i = 0; i < nq; i++) {
         float *out = a->out + (size_t)(q_start + i) * a->ldo + (size_t)h * d;
         float inv = 1.0f / l[i];
-        for (int c = 0; c < d; c++) out[c] = O[(size_t)c * QB + i] * inv;
+        for (int c = 0; c < d; c++)
+            out[c] = O[(size_t)c * QB + i] * inv;
     }
 }
 
 void g4v_attention_avx2(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->L <= 0) return;
-    attn_job job = {a, (a->L + QB - 1) / QB, (a->L + KEYS_PER_PACK_TASK - 1) / KEYS_PER_PACK_TASK,
-                    a->k, a->v, a->ldk, a->ldv, (size_t)a->d, (size_t)a->d};
+    attn_job job = {a,
+                    (a->L + QB - 1) / QB,
+                    (a->L + KEYS_PER_PACK_TASK - 1) / KEYS_PER_PACK_TASK,
+                    a->k,
+                    a->v,
+                    a->ldk,
+                    a->ldv,
+                    (size_t)a->d,
+                    (size_t)a->d};
     if (a->kv) {
         g4v_pool_run(pool, a->Hkv * job.pack_chunks, pack_task, &job);
         size_t head = (size_t)a->L * (size_t)a->d;

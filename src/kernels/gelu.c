@@ -1,6 +1,7 @@
 /* gelu.c - GeGLU with the tanh form of GELU ("gelu_pytorch_tanh", SPEC C.4), in f32:
- * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Not the erf form, not x*sigmoid(1.702x).
- * g4v_geglu uses the AVX2 row kernel (gelu_avx2.c) when CPUID and G4V_ISA allow. */
+ * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Not the erf form, not
+ * x*sigmoid(1.702x). g4v_geglu uses the AVX2 row kernel (gelu_avx2.c) when CPUID and G4V_ISA allow.
+ */
 #include "kernels.h"
 
 #include "base/cpu.h"
@@ -15,7 +16,8 @@ float g4v_gelu_tanh(float x) {
 }
 
 static void geglu_row_portable(const float *gate, const float *up, float *out, int n) {
-    for (int i = 0; i < n; i++) out[i] = g4v_gelu_tanh(gate[i]) * up[i];
+    for (int i = 0; i < n; i++)
+        out[i] = g4v_gelu_tanh(gate[i]) * up[i];
 }
 
 g4v_geglu_row_fn g4v_geglu_row_impl(void) {

@@ -81,8 +81,7 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
     if (j->epi.gelu_gate)
         for (int i = 0; i < rows; i++) {
             float *yr = y + (size_t)i * j->ldy;
-            j->geglu(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr,
-                          cols);
+            j->geglu(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr, cols);
         }
 }
 
