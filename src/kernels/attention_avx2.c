@@ -13,12 +13,13 @@
  * pipes busy (8 left them waiting on latency). Layout as in attention.c, query index fastest:
  * qT[c][i], S[j][i], O[c][i].
  *  - logits: 4 keys x 24 queries, one FMA per channel, channels in order;
- *  - softmax: max, exp and sum vectorised over the queries with a polynomial exp (exp_avx2.h);
+ *  - softmax: max, exp and sum vectorised over the queries with a polynomial exp for
+ *    non-positive arguments (exp_nonpos_ps, exp_avx2.h);
  *  - P.V: 4 channels x 24 queries of O, one FMA per key, keys in order.
  * Everything is f32, nothing is rounded to bf16. Differences from the portable kernel come only
- * from FMA's single rounding and exp_ps (<= 2 ulp): tests measure the bound. Each task writes
- * only its own [24, d] output tile, so results do not depend on the thread count.
- * Compiled with -mavx2 -mfma (isa_flags.cmake); called only when CPUID reports both.
+ * from FMA's single rounding and the polynomial exp (<= 2 ulp): tests measure the bound. Each task
+ * writes only its own [24, d] output tile, so results do not depend on the thread count. Compiled
+ * with -mavx2 -mfma (isa_flags.cmake); called only when CPUID reports both.
  */
 #include "attention_isa.h"
 
@@ -46,6 +47,20 @@ void g4v_exp_avx2(const float *x, float *y, size_t n) {
     }
 }
 
+void g4v_exp_nonpos_avx2(const float *x, float *y, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, exp_nonpos_ps(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float bx[8] = {0}, by[8];
+        for (size_t t = i; t < n; t++)
+            bx[t - i] = x[t];
+        _mm256_storeu_ps(by, exp_nonpos_ps(_mm256_loadu_ps(bx)));
+        for (size_t t = i; t < n; t++)
+            y[t] = by[t - i];
+    }
+}
+
 /* S[j][0..QB) = scale * q . k_j for the nk keys of this tile; each sum runs c = 0..d-1. */
 static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int nk, float scale,
                         float *S) {
@@ -55,21 +70,25 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
         const float *k = k0 + (size_t)j * ldk;
         __m256 acc[4][QV];
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] =
-            _mm256_setzero_ps();
+        for (int r = 0; r < 4; r++)
+            G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = _mm256_setzero_ps();
         for (int c = 0; c < d; c++) {
             __m256 q[QV];
             G4V_UNROLL(3)
-            for (int v = 0; v < QV; v++) q[v] = _mm256_load_ps(qT + (size_t)c * QB + 8 * v);
+            for (int v = 0; v < QV; v++)
+                q[v] = _mm256_load_ps(qT + (size_t)c * QB + 8 * v);
             G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
                 __m256 b = _mm256_broadcast_ss(k + (size_t)r * ldk + c);
                 G4V_UNROLL(3)
-                for (int v = 0; v < QV; v++) acc[r][v] = _mm256_fmadd_ps(q[v], b, acc[r][v]);
+                for (int v = 0; v < QV; v++)
+                    acc[r][v] = _mm256_fmadd_ps(q[v], b, acc[r][v]);
             }
         }
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-            _mm256_store_ps(S + (size_t)(j + r) * QB + 8 * v, _mm256_mul_ps(acc[r][v], sc));
+        for (int r = 0; r < 4; r++)
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                _mm256_store_ps(S + (size_t)(j + r) * QB + 8 * v, _mm256_mul_ps(acc[r][v], sc));
     }
     for (; j < nk; j++) { /* ragged end of the keys: one at a time */
         const float *k = k0 + (size_t)j * ldk;
@@ -78,8 +97,8 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
         for (int c = 0; c < d; c++) {
             __m256 b = _mm256_broadcast_ss(k + c);
             G4V_UNROLL(3)
-            for (int v = 0; v < QV; v++) acc[v] =
-                _mm256_fmadd_ps(_mm256_load_ps(qT + (size_t)c * QB + 8 * v), b, acc[v]);
+            for (int v = 0; v < QV; v++)
+                acc[v] = _mm256_fmadd_ps(_mm256_load_ps(qT + (size_t)c * QB + 8 * v), b, acc[v]);
         }
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
@@ -95,16 +114,16 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
     G4V_UNROLL(3) for (int v = 0; v < QV; v++) mx[v] = _mm256_load_ps(m + 8 * v);
     for (int j = 0; j < nk; j++)
         G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++) mx[v] =
-            _mm256_max_ps(mx[v], _mm256_load_ps(S + (size_t)j * QB + 8 * v));
+    for (int v = 0; v < QV; v++)
+        mx[v] = _mm256_max_ps(mx[v], _mm256_load_ps(S + (size_t)j * QB + 8 * v));
     G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
-        corr[v] = exp_ps(_mm256_sub_ps(_mm256_load_ps(m + 8 * v), mx[v]));
+        corr[v] = exp_nonpos_ps(_mm256_sub_ps(_mm256_load_ps(m + 8 * v), mx[v]));
         sum[v] = _mm256_mul_ps(_mm256_load_ps(l + 8 * v), corr[v]);
     }
     for (int j = 0; j < nk; j++) {
         float *s = S + (size_t)j * QB;
         G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
-            __m256 p = exp_ps(_mm256_sub_ps(_mm256_load_ps(s + 8 * v), mx[v]));
+            __m256 p = exp_nonpos_ps(_mm256_sub_ps(_mm256_load_ps(s + 8 * v), mx[v]));
             _mm256_store_ps(s + 8 * v, p);
             sum[v] = _mm256_add_ps(sum[v], p);
         }
@@ -119,33 +138,39 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
         float *o = O + (size_t)c * QB;
         __m256 acc[4][QV];
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] =
-            _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * QB + 8 * v), corr[v]);
+        for (int r = 0; r < 4; r++)
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++) acc[r][v] =
+                _mm256_mul_ps(_mm256_load_ps(o + (size_t)r * QB + 8 * v), corr[v]);
         const float *vr = v0 + c;
         for (int j = 0; j < nk; j++, vr += ldv) {
             __m256 p[QV];
             G4V_UNROLL(3)
-            for (int v = 0; v < QV; v++) p[v] = _mm256_load_ps(S + (size_t)j * QB + 8 * v);
+            for (int v = 0; v < QV; v++)
+                p[v] = _mm256_load_ps(S + (size_t)j * QB + 8 * v);
             G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
                 __m256 b = _mm256_broadcast_ss(vr + r);
                 G4V_UNROLL(3)
-                for (int v = 0; v < QV; v++) acc[r][v] = _mm256_fmadd_ps(p[v], b, acc[r][v]);
+                for (int v = 0; v < QV; v++)
+                    acc[r][v] = _mm256_fmadd_ps(p[v], b, acc[r][v]);
             }
         }
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) G4V_UNROLL(3) for (int v = 0; v < QV; v++)
-            _mm256_store_ps(o + (size_t)r * QB + 8 * v, acc[r][v]);
+        for (int r = 0; r < 4; r++)
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++) _mm256_store_ps(o + (size_t)r * QB + 8 * v, acc[r][v]);
     }
     for (; c < d; c++) { /* channels beyond a multiple of 4 */
         float *o = O + (size_t)c * QB;
         __m256 acc[QV];
         G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++) acc[v] = _mm256_mul_ps(_mm256_load_ps(o + 8 * v), corr[v]);
+        for (int v = 0; v < QV; v++)
+            acc[v] = _mm256_mul_ps(_mm256_load_ps(o + 8 * v), corr[v]);
         for (int j = 0; j < nk; j++) {
             __m256 b = _mm256_broadcast_ss(v0 + (size_t)j * ldv + c);
             G4V_UNROLL(3)
-            for (int v = 0; v < QV; v++) acc[v] =
-                _mm256_fmadd_ps(_mm256_load_ps(S + (size_t)j * QB + 8 * v), b, acc[v]);
+            for (int v = 0; v < QV; v++)
+                acc[v] = _mm256_fmadd_ps(_mm256_load_ps(S + (size_t)j * QB + 8 * v), b, acc[v]);
         }
         G4V_UNROLL(3) for (int v = 0; v < QV; v++) _mm256_store_ps(o + 8 * v, acc[v]);
     }

@@ -21,6 +21,10 @@ void g4v_attention_avx2(g4v_pool *pool, const g4v_attn_args *a);
 /* The kernel's vectorised exp, y[i] = exp(x[i]) for x <= 88 (exposed for its accuracy test):
  * within 2 ulp of expf for results >= FLT_MIN, 0 below (no denormals), -inf gives 0. */
 void g4v_exp_avx2(const float *x, float *y, size_t n);
+
+/* The softmax's exp (exp_nonpos_ps), for x <= 0: as accurate as g4v_exp_avx2 on [-87.3, 0];
+ * below -87.336 (and -inf) it gives ~FLT_MIN instead of 0. */
+void g4v_exp_nonpos_avx2(const float *x, float *y, size_t n);
 #endif
 
 #endif

@@ -15,7 +15,8 @@
  *  - bit-identical results for 1, 2 and 3 threads, with and without the kv buffer (the
  *    head-major copy of k and v), and padding columns of out never written;
  *  - g4v_attention (the dispatcher) equals the variant G4V_ISA selects, bit for bit.
- * exp: max ulp error vs double exp over [-87.3, 88] stays <= 2, -inf and x < -87.34 give 0.
+ * exp: max ulp error vs double exp over [-87.3, 88] stays <= 2, -inf and x < -87.34 give 0;
+ * the softmax's exp for x <= 0: <= 2 ulp over [-87.3, 0], ~FLT_MIN below (and for -inf, NaN).
  */
 #include "base/cpu.h"
 #include "base/pool.h"
@@ -226,6 +227,23 @@ static void test_exp(void) {
     CHECK(ys[4] == 1.0f && ys[5] == 1.0f && ys[9] == 1.0f && ys[10] == 1.0f);
     CHECK(ulp_diff(ys[6], (float)M_E) <= 1 && ulp_diff(ys[7], (float)(1 / M_E)) <= 1);
     CHECK(isfinite(ys[8]) && ulp_diff(ys[8], (float)exp(88.0)) <= 2);
+
+    /* the softmax's exp over [-87.3, 0]: same bound; below that ~FLT_MIN, never 0 or denormal */
+    for (int i = 0; i < N; i++) x[i] = -87.3f * (float)i / (N - 1);
+    g4v_exp_nonpos_avx2(x, y, N);
+    int worst_np = 0;
+    for (int i = 0; i < N; i++) {
+        int u = ulp_diff(y[i], (float)exp((double)x[i]));
+        if (u > worst_np) worst_np = u, at = x[i];
+    }
+    CHECK_MSG(worst_np <= 2, "exp_nonpos_avx2: %d ulp at x = %.9g", worst_np, at);
+    printf("exp_nonpos_avx2: max %d ulp over [-87.3, 0]\n", worst_np);
+    float np[7] = {-INFINITY, -1000.0f, -87.34f, 0.0f, -0.0f, -1e-8f, NAN};
+    float yn[7];
+    g4v_exp_nonpos_avx2(np, yn, 7);
+    for (int i = 0; i < 3; i++)
+        CHECK_MSG(yn[i] >= FLT_MIN && yn[i] <= 1.01f * FLT_MIN, "exp_nonpos(%g) = %g", np[i], yn[i]);
+    CHECK(yn[3] == 1.0f && yn[4] == 1.0f && yn[5] == 1.0f && yn[6] <= 1.01f * FLT_MIN);
     free(x);
     free(y);
 #endif
