@@ -19,7 +19,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps build test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench
+.PHONY: all deps test-deps bench-deps build test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench
 
 all: build
 
@@ -28,6 +28,9 @@ deps:
 
 test-deps:
 	scripts/install-deps.sh --test
+
+bench-deps:
+	scripts/install-deps.sh --bench
 
 build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -128,15 +131,16 @@ clean:
 
 # make bench: whole-encoder table (bench/bench_encoder.c) vs the PyTorch peer (bench/torch_peer.py)
 # on a synthetic e4b checkpoint ($(BENCH_MODEL), generated once). BENCH_ARGS picks budgets,
-# threads and repetitions (e.g. BENCH_ARGS="--budgets 70,140,280 --threads 1,2"). The peer needs
-# Debian's python3-torch (bench only, not a test dependency); OpenBLAS (libopenblas0-pthread) is
-# loaded for the peer alone via LD_LIBRARY_PATH, and the environment's OpenBLAS caps are unset
-# for it (DESIGN.md "Benchmarking peers fairly"). Without torch the peer columns read "-".
+# threads and repetitions (e.g. BENCH_ARGS="--budgets 70,140,280 --threads 1,2"). bench-deps
+# installs the peers (Debian's python3-torch and libopenblas0-pthread, libdnnl-dev for bench_gemm;
+# never needed by the tests). OpenBLAS is loaded for the peer via LD_LIBRARY_PATH, and the
+# environment's OpenBLAS caps are unset for it (DESIGN.md "Benchmarking peers fairly").
+# Without torch the peer columns read "-".
 BENCH_MODEL ?= $(BUILD)/bench-e4b
 BENCH_ARGS ?=
 BENCH_PEER ?= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
   LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread $(PYTHON) bench/torch_peer.py
-bench:
+bench: bench-deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target bench_encoder
 	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \

@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Installs everything gemma4-vision needs to build and test, from Debian's archive only.
 # Idempotent: packages already present are skipped by apt. Run as root (or via sudo).
+#   install-deps.sh          build
+#   install-deps.sh --test   build + tests (make test)
+#   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
+#                            OpenBLAS for bench/torch_peer.py, oneDNN for bench_gemm. Note that
+#                            Debian makes a newly installed OpenBLAS the system libblas.so.3.
 set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev"
 TEST_PKGS="python3 python3-numpy python3-pil clang libclang-rt-14-dev libsimde-dev"
+BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
 
 want="$BUILD_PKGS"
-[ "${1:-}" = "--test" ] && want="$BUILD_PKGS $TEST_PKGS"
+case "${1:-}" in
+    --test) want="$BUILD_PKGS $TEST_PKGS" ;;
+    --bench) want="$BUILD_PKGS $TEST_PKGS $BENCH_PKGS" ;;
+    "") ;;
+    *) echo "usage: install-deps.sh [--test|--bench]" >&2; exit 1 ;;
+esac
 
 missing=""
 for p in $want; do

@@ -160,7 +160,12 @@ void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
  * Asked on every call (a few hundred ns per layer), so G4V_ISA set before the first call works. */
 void g4v_attention(g4v_pool *pool, const g4v_attn_args *a) {
 #ifdef G4V_ATTN_HAVE_X86
-    if (g4v_cpu_features() & G4V_CPU_AVX2) {
+    unsigned f = g4v_cpu_features();
+    if (f & G4V_CPU_AVX512) {
+        g4v_attention_avx512(pool, a);
+        return;
+    }
+    if (f & G4V_CPU_AVX2) {
         g4v_attention_avx2(pool, a);
         return;
     }

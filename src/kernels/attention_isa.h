@@ -7,7 +7,7 @@
 
 #include "kernels.h"
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
 #define G4V_ATTN_HAVE_X86 1
 #endif
 
@@ -17,6 +17,10 @@ void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a);
 #ifdef G4V_ATTN_HAVE_X86
 /* AVX2 + FMA (attention_avx2.c). Call only when g4v_cpu_features() has G4V_CPU_AVX2. */
 void g4v_attention_avx2(g4v_pool *pool, const g4v_attn_args *a);
+
+/* AVX-512F (attention_avx512.c), 48-query tiles. Call only when g4v_cpu_features() has
+ * G4V_CPU_AVX512. */
+void g4v_attention_avx512(g4v_pool *pool, const g4v_attn_args *a);
 
 /* The kernel's vectorised exp, y[i] = exp(x[i]) for x <= 88 (exposed for its accuracy test):
  * within 2 ulp of expf for results >= FLT_MIN, 0 below (no denormals), -inf gives 0. */

@@ -4,7 +4,7 @@
 #ifndef G4V_KERNELS_EXP_AVX2_H
 #define G4V_KERNELS_EXP_AVX2_H
 
-#include <immintrin.h>
+#include "gemm_simd.h" /* <immintrin.h>, or SIMDe in the emulated test builds */
 
 /* exp(x) for x <= 88: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is exact
  * enough), e^r by Cephes' degree-7 expf polynomial, times 2^n built in the exponent bits.

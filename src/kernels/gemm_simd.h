@@ -37,6 +37,9 @@ static inline __m256i g4v_simde_cvtepi32_epi16(__m512i v) {
     return r;
 }
 #define _mm512_cvtepi32_epi16 g4v_simde_cvtepi32_epi16
+#ifndef _MM_FROUND_NO_EXC /* used by exp_avx2.h; SIMDe 0.7 has only the prefixed name */
+#define _MM_FROUND_NO_EXC SIMDE_MM_FROUND_NO_EXC
+#endif
 /* Emulated kernels keep their loops rolled: unrolled SIMDe code compiles very slowly. */
 #define G4V_UNROLL(n)
 #else

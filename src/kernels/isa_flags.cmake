@@ -9,8 +9,8 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set_source_files_properties(${_g4v_k}/gemm_avx2.c ${_g4v_k}/attention_avx2.c
                               ${_g4v_k}/gelu_avx2.c PROPERTIES
                               COMPILE_OPTIONS "${G4V_AVX2_FLAGS}")
-  set_source_files_properties(${_g4v_k}/gemm_avx512.c PROPERTIES COMPILE_OPTIONS
-                              "${G4V_AVX512_FLAGS}")
+  set_source_files_properties(${_g4v_k}/gemm_avx512.c ${_g4v_k}/attention_avx512.c PROPERTIES
+                              COMPILE_OPTIONS "${G4V_AVX512_FLAGS}")
   set_source_files_properties(${_g4v_k}/gemm_avx512bf16.c PROPERTIES COMPILE_OPTIONS
                               "${G4V_AVX512_FLAGS};-mavx512bf16")
 endif()
