@@ -7,6 +7,8 @@
  * (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the ratio to the
  * portable kernel measured in the same run.
  */
+#include "bench_util.h"
+
 #include "base/alloc.h"
 #include "base/cpu.h"
 #include "base/pool.h"
@@ -20,16 +22,7 @@
 
 typedef void (*attn_fn)(g4v_pool *, const g4v_attn_args *);
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
@@ -46,12 +39,11 @@ static double time_variant(attn_fn fn, g4v_pool *pool, const g4v_attn_args *a, i
     if (reps > 64) reps = 64;
     fn(pool, a); /* warm-up: first touch of out and scratch */
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         fn(pool, a);
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-    return t[reps / 2];
+    return bench_median(t, reps);
 }
 
 int main(int argc, char **argv) {

@@ -16,6 +16,7 @@
  * the table; "-" where the peer was not run or failed.
  */
 #include "bench_gemm.h"
+#include "bench_util.h"
 
 #include "base/pool.h"
 #include "g4v.h"
@@ -30,16 +31,7 @@
 
 enum { MAXB = 8, MAXT = 4 };
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
@@ -66,12 +58,12 @@ static void child(const char *dir, int budget, int threads, int reps, int precis
     mo.precise = precise;
     g4v_model *m = NULL;
     g4v_ctx *ctx = NULL;
-    double t0 = now();
+    double t0 = bench_now();
     if (g4v_model_load(dir, &mo, &m, msg, sizeof msg)) {
         fprintf(stderr, "bench_encoder: %s\n", msg);
         goto out;
     }
-    pt.load_s = now() - t0;
+    pt.load_s = bench_now() - t0;
     g4v_model_info info;
     g4v_model_get_info(m, &info);
     int tw, th;
@@ -94,15 +86,14 @@ static void child(const char *dir, int budget, int threads, int reps, int precis
     double ts[64];
     if (reps > 64) reps = 64;
     for (int i = -1; i < reps; i++) {
-        double t = now();
+        double t = bench_now();
         if (g4v_encode_rgb(ctx, rgb, tw, th, (size_t)tw * 3, &eo, &r)) {
             fprintf(stderr, "bench_encoder: %s\n", g4v_ctx_error(ctx));
             goto out;
         }
-        if (i >= 0) ts[i] = now() - t;
+        if (i >= 0) ts[i] = bench_now() - t;
     }
-    qsort(ts, (size_t)reps, sizeof ts[0], cmp_d);
-    pt.median = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
+    pt.median = bench_median(ts, reps);
     double L = (double)(tw / info.patch_size) * (th / info.patch_size), D = info.hidden_size;
     double I = info.intermediate_size, Hd = (double)info.num_heads * info.head_dim;
     double p2 = (double)info.patch_size * info.patch_size;

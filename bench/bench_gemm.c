@@ -13,6 +13,7 @@
  * rounding X to bf16 while packing; oneDNN's src is already bf16 (its best configuration).
  */
 #include "bench_gemm.h"
+#include "bench_util.h"
 
 #include "base/cpu.h"
 #include "base/dtype.h"
@@ -24,16 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static uint32_t rng = 12345;
 static float frand(void) {
@@ -41,16 +33,12 @@ static float frand(void) {
     return (float)(rng >> 8) / 8388608.0f - 1.0f;
 }
 
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof v[0], cmp_d);
-    return v[n / 2];
-}
 
 static double time_ours(g4v_pool *pool, const float *x, int m, int k, const g4v_wmat *w, float *y,
                         int n) {
-    double t0 = now();
+    double t0 = bench_now();
     g4v_gemm(pool, x, m, (size_t)k, w, y, (size_t)n, NULL);
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 enum { MAX_REPS = 64 };
@@ -116,9 +104,9 @@ int main(int argc, char **argv) {
                 tb[r] = db ? bench_dnnl_run(db) : 0;
                 tf[r] = df ? bench_dnnl_run(df) : 0;
             }
-            double peak = median(pk, reps), ours = flops / median(to, reps) * 1e-9;
-            double gb = db ? flops / median(tb, reps) * 1e-9 : 0;
-            double gf = df ? flops / median(tf, reps) * 1e-9 : 0;
+            double peak = bench_median(pk, reps), ours = flops / bench_median(to, reps) * 1e-9;
+            double gb = db ? flops / bench_median(tb, reps) * 1e-9 : 0;
+            double gf = df ? flops / bench_median(tf, reps) * 1e-9 : 0;
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%d->%d", m, k, n);
             printf("%-16s %2d %-14s %8.1f %8.1f %5.1f%% | %9.1f %5.1f%% | %9.1f %5.1f%% | %.2f\n",

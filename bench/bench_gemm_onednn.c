@@ -5,6 +5,7 @@
  * matmul's type (bf16 or f32), weights reordered once into oneDNN's preferred layout, f32 dst.
  */
 #include "bench_gemm.h"
+#include "bench_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,6 @@ struct bench_dnnl {
     int threads;
 };
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void fill(dnnl_memory_t mem, size_t bytes, unsigned char hi) {
     unsigned char *p = NULL;
@@ -100,10 +96,10 @@ double bench_dnnl_run(bench_dnnl *b) {
     omp_set_num_threads(b->threads);
     dnnl_exec_arg_t args[3] = {
         {DNNL_ARG_SRC, b->src}, {DNNL_ARG_WEIGHTS, b->w}, {DNNL_ARG_DST, b->dst}};
-    double t0 = now();
+    double t0 = bench_now();
     if (dnnl_primitive_execute(b->prim, b->st, 3, args) != dnnl_success) return -1.0;
     if (dnnl_stream_wait(b->st) != dnnl_success) return -1.0;
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 void bench_dnnl_free(bench_dnnl *b) {

@@ -7,6 +7,7 @@
  * so that bench_gemm.c can repeat it between GEMM runs and see the same machine load.
  */
 #include "bench_gemm.h"
+#include "bench_util.h"
 
 #include "base/cpu.h"
 
@@ -15,11 +16,6 @@
 
 enum { ITERS = 4 * 1000 * 1000 }; /* ~10-20 ms per measurement */
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static volatile float sink;
 
@@ -100,9 +96,9 @@ static double run(g4v_pool *pool, int threads, g4v_task_fn fn, double flops_per_
     if (threads > g4v_pool_size(pool)) threads = g4v_pool_size(pool);
     __atomic_store_n(&started, 0, __ATOMIC_SEQ_CST);
     expected = threads;
-    double t0 = now();
+    double t0 = bench_now();
     g4v_pool_run(pool, threads, fn, NULL);
-    return flops_per_thread * threads / (now() - t0) * 1e-9;
+    return flops_per_thread * threads / (bench_now() - t0) * 1e-9;
 }
 
 double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits) {

@@ -9,6 +9,8 @@
  *   resize   g4v_image_resize alone on the decoded image
  * bench/bench_preprocess.py runs this next to Pillow and reports the ratio.
  */
+#include "bench_util.h"
+
 #include "base/alloc.h"
 #include "image/image_internal.h"
 
@@ -17,23 +19,14 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void report(const char *name, double *t, int n) {
     printf("times %s:", name);
     for (int i = 0; i < n; i++) printf(" %.3f", t[i]);
     printf("\n");
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    printf("%-7s median %8.2f ms  min %8.2f ms\n", name, t[n / 2], t[0]);
+    double med = bench_median(t, n);
+    printf("%-7s median %8.2f ms  min %8.2f ms\n", name, med, t[0]);
 }
 
 int main(int argc, char **argv) {
@@ -57,10 +50,10 @@ int main(int argc, char **argv) {
     g4v_image_info info;
     printf("kernels: %s\n", g4v_rs_kernels_get()->name);
     for (int i = 0; i < reps; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now() * 1e3;
         if (g4v_image_load(b, (size_t)n, tokens, NULL, &img, &info, &err))
             return fprintf(stderr, "%s\n", err.msg), 2;
-        t[i] = now_ms() - t0;
+        t[i] = bench_now() * 1e3 - t0;
         if (i == 0)
             printf("%s %dx%d -> %dx%d (%s)\n", info.format, info.width, info.height, img.width,
                    img.height, info.streamed ? "streamed" : "whole image");
@@ -69,24 +62,24 @@ int main(int argc, char **argv) {
     report("load", t, reps);
     if (argc > 4 && !strcmp(argv[4], "load")) return 0;
     for (int i = 0; i < reps; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now() * 1e3;
         if (g4v_image_decode(b, (size_t)n, NULL, &full, &err))
             return fprintf(stderr, "%s\n", err.msg), 2;
-        t[i] = now_ms() - t0;
+        t[i] = bench_now() * 1e3 - t0;
         g4v_image_free(&full);
     }
     report("decode", t, reps);
     int th, tw;
     double *tr = malloc(sizeof(double) * reps);
     for (int i = 0; i < reps; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now() * 1e3;
         g4v_image_decode(b, (size_t)n, NULL, &full, &err);
         g4v_target_size(full.height, full.width, tokens, &th, &tw, &err);
-        double t1 = now_ms();
+        double t1 = bench_now() * 1e3;
         g4v_image_resize(full.rgb, full.width, full.height, (size_t)full.width * 3, tw, th,
                          G4V_RESIZE_PILLOW_9, &img, &err);
-        t[i] = now_ms() - t0;
-        tr[i] = now_ms() - t1;
+        t[i] = bench_now() * 1e3 - t0;
+        tr[i] = bench_now() * 1e3 - t1;
         g4v_image_free(&img);
         g4v_image_free(&full);
     }
