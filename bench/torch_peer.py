@@ -9,7 +9,8 @@ RoPE, eager attention as HF's eager path: scores with scale 1.0, softmax in f32 
 x sqrt(D), [standardize], weightless RMSNorm, projection. Weights are loaded once from the
 safetensors files (BF16/F16/F32) and cast to the run dtype: --dtype bf16 keeps bf16 weights and
 activations (norms and softmax in f32, as HF does), f32 runs everything in f32. Runs under
-torch.inference_mode with torch.set_num_threads(--threads).
+torch.inference_mode with torch.set_num_threads(--threads), and OpenBLAS (which torch reaches
+through the plain BLAS interface) limited to the same count through OPENBLAS_NUM_THREADS.
 
 Prints one line per budget: "peer budget=B dtype=X L=... tokens=N median_s=S reps=R load_s=..."
 (the image is random uint8 at the budget's square target size, patchified outside the timing;
@@ -25,9 +26,26 @@ import struct
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+
+def _blas_threads_from_argv():
+    """--threads, read before numpy and torch load: Debian's torch calls the system BLAS
+    (OpenBLAS here) through the plain libblas interface, so torch.set_num_threads does not reach
+    it; OpenBLAS takes its thread count from the environment when it loads, and otherwise uses
+    every core (a "1-thread" peer then ran its matmuls on 2 threads, above the 1-core peak)."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "1"
+
+
+os.environ["OPENBLAS_NUM_THREADS"] = _blas_threads_from_argv()
+os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"]
+
+import numpy as np  # noqa: E402  (after the thread count is in the environment)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def load_tensors(path):
