@@ -26,8 +26,11 @@
 
 enum { BQ = 64, BK = 64 };
 
+/* Sized for the largest task of any variant: 96 queries (the SIMD variants run 4 x 24 or 2 x 48,
+ * this kernel 64), with per-query state, one key tile of logits and 64 bytes of alignment slack. */
 size_t g4v_attention_scratch_floats(int d) {
-    return 2 * (size_t)BQ * (size_t)d + (size_t)BK * BQ + 3 * (size_t)BQ;
+    enum { MAXQ = 96 };
+    return 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16;
 }
 
 size_t g4v_attention_kv_floats(int L, int Hkv, int d) {
@@ -48,7 +51,8 @@ static void tile_logits(const g4v_attn_args *a, const float *qT, const float *k0
     for (int j = 0; j < nk; j++) {
         const float *k = k0 + (size_t)j * a->ldk;
         float *restrict s = S + (size_t)j * BQ;
-        for (int i = 0; i < BQ; i++) s[i] = 0.0f;
+        for (int i = 0; i < BQ; i++)
+            s[i] = 0.0f;
         int c = 0;
         for (; c + 4 <= d; c += 4) {
             float k_0 = k[c], k_1 = k[c + 1], k_2 = k[c + 2], k_3 = k[c + 3];
@@ -60,9 +64,11 @@ static void tile_logits(const g4v_attn_args *a, const float *qT, const float *k0
         for (; c < d; c++) {
             float kc = k[c];
             const float *restrict q = qT + (size_t)c * BQ;
-            for (int i = 0; i < BQ; i++) s[i] += q[i] * kc;
+            for (int i = 0; i < BQ; i++)
+                s[i] += q[i] * kc;
         }
-        for (int i = 0; i < BQ; i++) s[i] *= a->scale;
+        for (int i = 0; i < BQ; i++)
+            s[i] *= a->scale;
     }
 }
 
@@ -72,10 +78,12 @@ static void tile_logits(const g4v_attn_args *a, const float *qT, const float *k0
 static void tile_update(const g4v_attn_args *a, float *S, const float *v0, int nk,
                         float *restrict m, float *restrict l, float *restrict corr, float *O) {
     int d = a->d;
-    for (int i = 0; i < BQ; i++) corr[i] = m[i];
+    for (int i = 0; i < BQ; i++)
+        corr[i] = m[i];
     for (int j = 0; j < nk; j++) {
         const float *restrict s = S + (size_t)j * BQ;
-        for (int i = 0; i < BQ; i++) m[i] = s[i] > m[i] ? s[i] : m[i];
+        for (int i = 0; i < BQ; i++)
+            m[i] = s[i] > m[i] ? s[i] : m[i];
     }
     for (int i = 0; i < BQ; i++) {
         corr[i] = expf(corr[i] - m[i]);
@@ -83,12 +91,15 @@ static void tile_update(const g4v_attn_args *a, float *S, const float *v0, int n
     }
     for (int c = 0; c < d; c++) {
         float *restrict o = O + (size_t)c * BQ;
-        for (int i = 0; i < BQ; i++) o[i] *= corr[i];
+        for (int i = 0; i < BQ; i++)
+            o[i] *= corr[i];
     }
     for (int j = 0; j < nk; j++) {
         float *restrict p = S + (size_t)j * BQ;
-        for (int i = 0; i < BQ; i++) p[i] = expf(p[i] - m[i]);
-        for (int i = 0; i < BQ; i++) l[i] += p[i];
+        for (int i = 0; i < BQ; i++)
+            p[i] = expf(p[i] - m[i]);
+        for (int i = 0; i < BQ; i++)
+            l[i] += p[i];
     }
     int j = 0;
     for (; j + 4 <= nk; j += 4) { /* four keys per pass over O, same order as one at a time */
@@ -107,7 +118,8 @@ static void tile_update(const g4v_attn_args *a, float *S, const float *v0, int n
         for (int c = 0; c < d; c++) {
             float vc = v[c];
             float *restrict o = O + (size_t)c * BQ;
-            for (int i = 0; i < BQ; i++) o[i] += p[i] * vc;
+            for (int i = 0; i < BQ; i++)
+                o[i] += p[i] * vc;
         }
     }
 }
@@ -127,14 +139,17 @@ static void attn_task(void *varg, int task, int worker) {
     for (int i = 0; i < BQ; i++) {
         if (i < nq) {
             const float *q = a->q + (size_t)(q_start + i) * a->ldq + (size_t)h * d;
-            for (int c = 0; c < d; c++) qT[(size_t)c * BQ + i] = q[c];
+            for (int c = 0; c < d; c++)
+                qT[(size_t)c * BQ + i] = q[c];
         } else {
-            for (int c = 0; c < d; c++) qT[(size_t)c * BQ + i] = 0.0f;
+            for (int c = 0; c < d; c++)
+                qT[(size_t)c * BQ + i] = 0.0f;
         }
         m[i] = -INFINITY;
         l[i] = 0.0f;
     }
-    for (size_t i = 0; i < (size_t)BQ * d; i++) O[i] = 0.0f;
+    for (size_t i = 0; i < (size_t)BQ * d; i++)
+        O[i] = 0.0f;
 
     for (int k_start = 0; k_start < a->L; k_start += BK) {
         int nk = a->L - k_start < BK ? a->L - k_start : BK;
@@ -146,7 +161,8 @@ static void attn_task(void *varg, int task, int worker) {
     for (int i = 0; i < nq; i++) {
         float *out = a->out + (size_t)(q_start + i) * a->ldo + (size_t)h * d;
         float inv = 1.0f / l[i];
-        for (int c = 0; c < d; c++) out[c] = O[(size_t)c * BQ + i] * inv;
+        for (int c = 0; c < d; c++)
+            out[c] = O[(size_t)c * BQ + i] * inv;
     }
 }
 

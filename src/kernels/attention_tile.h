@@ -11,11 +11,13 @@
  * bench_attention at L = 2304 on one Zen 3 core (AVX2): 45 GFLOP/s without the copy, 61 with it.
  * The copy is O(L*d) against the O(L^2*d) of the products.
  *
- * A task is (head, tile of QB = 3 vectors of queries); it walks the keys in tiles of KB = 64 with
- * the online softmax of attention.c (running max m, sum l, unnormalised O, rescaled by
- * exp(m_old - m_new) when the max moves). Both products are 4 x 3-vector register blocks: 12
- * accumulators, enough independent FMA chains to keep two FMA pipes busy (8 left them waiting on
- * latency). Layout as in attention.c, query index fastest: qT[c][i], S[j][i], O[c][i].
+ * A task is (head, 96 consecutive queries) as NSUB register tiles of QB = 3 vectors of queries
+ * (4 x 24 with AVX2, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with the online
+ * softmax of attention.c (running max m, sum l, unnormalised O, rescaled by exp(m_old - m_new)
+ * when the max moves), each key tile serving all its register tiles while in L1. Both products
+ * are 4 x 3-vector register blocks: 12 accumulators, enough independent FMA chains to keep two
+ * FMA pipes busy (8 left them waiting on latency). Layout as in attention.c, query index
+ * fastest: qT[c][i], S[j][i], O[c][i].
  *  - logits: 4 keys x QB queries, one FMA per channel, channels in order;
  *  - softmax: max, exp and sum vectorised over the queries (AV_EXPNP, <= 2 ulp);
  *  - P.V: 4 channels x QB queries of O, one FMA per key, keys in order.
@@ -30,7 +32,9 @@
 #include <math.h>
 #include <stdint.h>
 
-enum { QV = 3, QB = AV_W * QV, KB = 64, KEYS_PER_PACK_TASK = 512 };
+/* QB queries per register tile, NSUB tiles per task (96 queries in both variants), KB keys per
+ * key tile. */
+enum { QV = 3, QB = AV_W * QV, NSUB = 96 / QB, KB = 64, KEYS_PER_PACK_TASK = 512 };
 
 /* S[j][0..QB) = scale * q . k_j for the nk keys of this tile; each sum runs c = 0..d-1. */
 static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int nk, float scale,
@@ -173,54 +177,77 @@ static void pack_task(void *varg, int task, int worker) {
     }
 }
 
-/* Scratch per worker, 64-byte aligned floats: qT, O [d][QB]; S [KB][QB]; m, l [QB]. Fits in
- * g4v_attention_scratch_floats(d) (sized for the portable kernel's 64-query tiles; QB <= 48)
- * with room for the alignment slack below. */
+/* One register tile's running state: its queries transposed, the unnormalised output, m and l. */
+typedef struct {
+    float *qT, *O, *m, *l;
+} sub_tile;
+
+/* A task is NSUB register tiles of consecutive queries of one head, walking the keys together:
+ * each K and V tile is used by all of them while it is in L1, which divides the traffic from
+ * L2/L3 by NSUB (K and V of one head are 5 MB at L = 10,080). Every tile's arithmetic is what it
+ * would be alone, so the tiling changes speed, never results.
+ * Scratch per worker, 64-byte aligned floats: per tile qT, O [d][QB], m, l [QB]; one S [KB][QB]:
+ * within g4v_attention_scratch_floats(d), sized for 96-query tasks. */
 static void attn_task(void *varg, int task, int worker) {
     const attn_job *job = varg;
     const g4v_attn_args *a = job->a;
     int h = task / job->q_tiles, qt = task % job->q_tiles;
     int kvh = h / (a->H / a->Hkv), d = a->d;
-    int q_start = qt * QB, nq = a->L - q_start < QB ? a->L - q_start : QB;
+    int q0 = qt * QB * NSUB, nq_task = a->L - q0 < QB * NSUB ? a->L - q0 : QB * NSUB;
+    int nsub = (nq_task + QB - 1) / QB;
     const float *k = job->k + (size_t)kvh * job->head_k, *v = job->v + (size_t)kvh * job->head_v;
 
     float *base = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
-    float *qT = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
-    float *O = qT + (size_t)QB * d, *S = O + (size_t)QB * d;
-    float *m = S + (size_t)KB * QB, *l = m + QB;
-    /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
-    for (int i = 0; i < QB; i++) {
-        if (i < nq) {
-            const float *q = a->q + (size_t)(q_start + i) * a->ldq + (size_t)h * d;
-            for (int c = 0; c < d; c++)
-                qT[(size_t)c * QB + i] = q[c];
-        } else {
-            for (int c = 0; c < d; c++)
-                qT[(size_t)c * QB + i] = 0.0f;
+    float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+    sub_tile t[NSUB];
+    for (int s = 0; s < nsub; s++) {
+        t[s].qT = p;
+        t[s].O = p + (size_t)QB * d;
+        t[s].m = t[s].O + (size_t)QB * d;
+        t[s].l = t[s].m + QB;
+        p = t[s].l + QB;
+        int qs = q0 + s * QB, nq = a->L - qs < QB ? a->L - qs : QB;
+        /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
+        for (int i = 0; i < QB; i++) {
+            if (i < nq) {
+                const float *q = a->q + (size_t)(qs + i) * a->ldq + (size_t)h * d;
+                for (int c = 0; c < d; c++)
+                    t[s].qT[(size_t)c * QB + i] = q[c];
+            } else {
+                for (int c = 0; c < d; c++)
+                    t[s].qT[(size_t)c * QB + i] = 0.0f;
+            }
+            t[s].m[i] = -INFINITY;
+            t[s].l[i] = 0.0f;
         }
-        m[i] = -INFINITY;
-        l[i] = 0.0f;
+        for (size_t i = 0; i < (size_t)QB * d; i++)
+            t[s].O[i] = 0.0f;
     }
-    for (size_t i = 0; i < (size_t)QB * d; i++)
-        O[i] = 0.0f;
+    float *S = p;
 
     for (int k_start = 0; k_start < a->L; k_start += KB) {
         int nk = a->L - k_start < KB ? a->L - k_start : KB;
-        tile_logits(qT, k + (size_t)k_start * job->ldk, job->ldk, d, nk, a->scale, S);
-        tile_update(S, v + (size_t)k_start * job->ldv, job->ldv, d, nk, m, l, O);
+        const float *kt = k + (size_t)k_start * job->ldk, *vt = v + (size_t)k_start * job->ldv;
+        for (int s = 0; s < nsub; s++) {
+            tile_logits(t[s].qT, kt, job->ldk, d, nk, a->scale, S);
+            tile_update(S, vt, job->ldv, d, nk, t[s].m, t[s].l, t[s].O);
+        }
     }
-    for (int i = 0; i < nq; i++) {
-        float *out = a->out + (size_t)(q_start + i) * a->ldo + (size_t)h * d;
-        float inv = 1.0f / l[i];
-        for (int c = 0; c < d; c++)
-            out[c] = O[(size_t)c * QB + i] * inv;
+    for (int s = 0; s < nsub; s++) {
+        int qs = q0 + s * QB, nq = a->L - qs < QB ? a->L - qs : QB;
+        for (int i = 0; i < nq; i++) {
+            float *out = a->out + (size_t)(qs + i) * a->ldo + (size_t)h * d;
+            float inv = 1.0f / t[s].l[i];
+            for (int c = 0; c < d; c++)
+                out[c] = t[s].O[(size_t)c * QB + i] * inv;
+        }
     }
 }
 
 void AV_NAME(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->L <= 0) return;
     attn_job job = {a,
-                    (a->L + QB - 1) / QB,
+                    (a->L + QB * NSUB - 1) / (QB * NSUB),
                     (a->L + KEYS_PER_PACK_TASK - 1) / KEYS_PER_PACK_TASK,
                     a->k,
                     a->v,
