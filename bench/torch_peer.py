@@ -27,21 +27,22 @@ import sys
 import time
 
 
-def _blas_threads_from_argv():
-    """--threads, read before numpy and torch load: Debian's torch calls the system BLAS
-    (OpenBLAS here) through the plain libblas interface, so torch.set_num_threads does not reach
-    it; OpenBLAS takes its thread count from the environment when it loads, and otherwise uses
-    every core (a "1-thread" peer then ran its matmuls on 2 threads, above the 1-core peak)."""
+def _argv_value(flag, default):
     for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
+        if arg == flag and i + 1 < len(sys.argv):
             return sys.argv[i + 1]
-        if arg.startswith("--threads="):
+        if arg.startswith(flag + "="):
             return arg.split("=", 1)[1]
-    return "1"
+    return default
 
 
-os.environ["OPENBLAS_NUM_THREADS"] = _blas_threads_from_argv()
-os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"]
+# Read before numpy and torch load: Debian's torch calls the system BLAS (OpenBLAS here) through
+# the plain libblas interface, so torch.set_num_threads does not reach it; OpenBLAS takes its
+# thread count from the environment when it loads, and otherwise uses every core (a "1-thread"
+# peer then ran its matmuls on 2 threads, above the 1-core peak). --blas-threads (default
+# --threads) sets it apart from torch's own threads: on 2 cores, torch 1 + OpenBLAS 2 avoids
+# torch's idle OpenMP threads competing with OpenBLAS's and was measured faster at small budgets.
+os.environ["OPENBLAS_NUM_THREADS"] = _argv_value("--blas-threads", _argv_value("--threads", "1"))
 
 import numpy as np  # noqa: E402  (after the thread count is in the environment)
 import torch  # noqa: E402
@@ -189,6 +190,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--blas-threads", type=int, default=0,
+                    help="OpenBLAS threads (default: --threads); read before torch loads")
     ap.add_argument("--budgets", default="70,140,280")
     ap.add_argument("--sides", default="", help="image sides per budget (from bench_encoder)")
     ap.add_argument("--reps", default="3", help="one count, or one per budget")
@@ -228,7 +231,8 @@ def main():
                     times.append(time.perf_counter() - t)
             print(f"peer budget={b} dtype={dt} L={gh * gw} tokens={out.shape[0]} "
                   f"median_s={statistics.median(times):.4f} reps={r} load_s={load_s:.2f} "
-                  f"threads={torch.get_num_threads()}", flush=True)
+                  f"threads={torch.get_num_threads()} "
+                  f"blas_threads={os.environ['OPENBLAS_NUM_THREADS']}", flush=True)
 
 
 if __name__ == "__main__":
