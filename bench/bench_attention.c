@@ -1,7 +1,9 @@
 /* bench_attention.c - GFLOP/s of each attention variant on the encoder's shapes.
  *
  * usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] [--head-dim 64]
- *                        [--threads 1] [--reps 5] [--variant NAME]
+ *                        [--threads 1] [--reps 5] [--variant NAME] [--no-kv-copy]
+ * --no-kv-copy passes no kv buffer, so the SIMD variants read K and V in place (strided), which
+ * measures what the head-major copy buys.
  * q, k and v are strided as the encoder leaves them ([L, H*d] rows), random in [-2, 2) so the
  * softmax is neither flat nor one-hot. FLOPs are SPEC G's 4*L^2*H*d. Prints one markdown row per
  * (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the ratio to the
@@ -21,8 +23,6 @@
 #include <time.h>
 
 typedef void (*attn_fn)(g4v_pool *, const g4v_attn_args *);
-
-
 
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
@@ -49,6 +49,7 @@ static double time_variant(attn_fn fn, g4v_pool *pool, const g4v_attn_args *a, i
 int main(int argc, char **argv) {
     int Ls[16] = {576, 2304}, nL = 2, H = 12, Hkv = 12, d = 64, threads = 1, reps = 5;
     const char *only = NULL;
+    int kv_copy = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--L") && v)
@@ -65,9 +66,12 @@ int main(int argc, char **argv) {
             reps = atoi(v), i++;
         else if (!strcmp(argv[i], "--variant") && v)
             only = v, i++;
+        else if (!strcmp(argv[i], "--no-kv-copy"))
+            kv_copy = 0;
         else {
             fprintf(stderr, "usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] "
-                            "[--head-dim 64] [--threads 1] [--reps 5] [--variant NAME]\n");
+                            "[--head-dim 64] [--threads 1] [--reps 5] [--variant NAME] "
+                            "[--no-kv-copy]\n");
             return !strcmp(argv[i], "--help") ? 0 : 2;
         }
     }
@@ -120,21 +124,11 @@ int main(int argc, char **argv) {
             v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
         }
         g4v_attn_args a = {
-            q,
-            k,
-            v,
-            qd,
-            kvd,
-            kvd,
-            out,
-            qd,
-            L,
-            H,
-            Hkv,
-            d,
-            1.0f,
-            scr,
-            getenv("NOKV") ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
+            q,    k,   v,
+            qd,   kvd, kvd,
+            out,  qd,  L,
+            H,    Hkv, d,
+            1.0f, scr, !kv_copy ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
         for (size_t vi = 0; vi < sizeof vars / sizeof vars[0]; vi++) {
             if ((g4v_cpu_features() & vars[vi].needs) != vars[vi].needs) continue;

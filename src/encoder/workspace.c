@@ -15,7 +15,9 @@ struct g4v_workspace {
     size_t cap; /* bytes */
 };
 
-g4v_workspace *g4v_workspace_create(void) { return g4v_calloc(1, sizeof(g4v_workspace)); }
+g4v_workspace *g4v_workspace_create(void) {
+    return g4v_calloc(1, sizeof(g4v_workspace));
+}
 
 void g4v_workspace_free(g4v_workspace *ws) {
     if (!ws) return;
@@ -62,7 +64,11 @@ int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     /* The shared region: patches, then q/k/v/att + the attention's head-major copy of k and v
      * (g4v_attention_kv_floats), then gate/up; the largest decides (gate/up for every Gemma 4
      * variant: 2I >= 2 qd + 4 kvd). */
-    size_t attn_b = mul3(L, 2 * qd + 4 * kvd, f, &of);
+    size_t attn_b = mul3(L, 2 * qd + 2 * kvd, f, &of), kv_b = 0;
+    if (__builtin_mul_overflow(g4v_attention_kv_floats((int)L, c->num_kv_heads, c->head_dim), f,
+                               &kv_b) ||
+        __builtin_add_overflow(attn_b, kv_b, &attn_b))
+        of = 1;
     size_t mlp_b = mul3(L, 2 * I, f, &of);
     size_t patch_b = mul3(L, pdim, f, &of);
     size_t shared_b = attn_b > mlp_b ? attn_b : mlp_b;
@@ -78,12 +84,13 @@ int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     size_t o_pos = take(&lo, mul3(L, 2, sizeof(int32_t), &of));
     size_t o_cos = take(&lo, rope_b);
     size_t o_sin = take(&lo, rope_b);
-    size_t o_scr = take(&lo, mul3((size_t)nworkers, g4v_attention_scratch_floats(c->head_dim), f,
-                                  &of));
+    size_t o_scr =
+        take(&lo, mul3((size_t)nworkers, g4v_attention_scratch_floats(c->head_dim), f, &of));
     if (of || lo.overflow)
         return g4v_fail(err, G4V_ERR_LIMIT,
                         "encoder workspace: a %dx%d patch grid needs more memory than can be "
-                        "addressed", gw, gh);
+                        "addressed",
+                        gw, gh);
 
     if (lo.off > ws->cap) {
         g4v_free_large(ws->buf);
@@ -93,7 +100,8 @@ int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
         if (!ws->buf)
             return g4v_fail(err, G4V_ERR_NOMEM,
                             "encoder workspace: out of memory allocating %zu MB for a %dx%d "
-                            "patch grid", lo.off >> 20, gw, gh);
+                            "patch grid",
+                            lo.off >> 20, gw, gh);
         ws->cap = lo.off;
     }
     char *base = ws->buf;

@@ -154,7 +154,7 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
 
 typedef struct {
     const g4v_attn_args *a;
-    int q_tiles, pack_chunks;
+    int q_blocks, pack_chunks; /* 96-query blocks per head, K/V copy tasks per kv head */
     const float *k, *v; /* kv head 0 of K and V: packed (ld = d, heads L*d apart) or as given */
     size_t ldk, ldv, head_k, head_v;
 } attn_job;
@@ -191,7 +191,7 @@ typedef struct {
 static void attn_task(void *varg, int task, int worker) {
     const attn_job *job = varg;
     const g4v_attn_args *a = job->a;
-    int h = task / job->q_tiles, qt = task % job->q_tiles;
+    int h = task / job->q_blocks, qt = task % job->q_blocks;
     int kvh = h / (a->H / a->Hkv), d = a->d;
     int q0 = qt * QB * NSUB, nq_task = a->L - q0 < QB * NSUB ? a->L - q0 : QB * NSUB;
     int nsub = (nq_task + QB - 1) / QB;
@@ -263,7 +263,7 @@ void AV_NAME(g4v_pool *pool, const g4v_attn_args *a) {
         job.ldk = job.ldv = (size_t)a->d;
         job.head_k = job.head_v = head;
     }
-    g4v_pool_run(pool, a->H * job.q_tiles, attn_task, &job);
+    g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
 }
 
 #endif

@@ -17,6 +17,7 @@ static float clampf(float v, float lo, float hi) {
 void g4v_gemm_ref(const float *X, int m, size_t ldx, const void *w, g4v_dtype dtype, int n, int k,
                   g4v_math_mode mode, float *Y, size_t ldy, const g4v_gemm_epi *epi) {
     g4v_gemm_epi e = epi ? *epi : g4v_gemm_epi_none();
+    g4v_geglu_row_fn geglu = e.gelu_gate ? g4v_geglu_row_impl() : NULL;
     for (int i = 0; i < m; i++) {
         const float *x = X + (size_t)i * ldx;
         for (int j = 0; j < n; j++) {
@@ -27,7 +28,7 @@ void g4v_gemm_ref(const float *X, int m, size_t ldx, const void *w, g4v_dtype dt
                 acc += xv * g4v_load_elem(w, dtype, (size_t)j * k + t);
             }
             float y = clampf(acc, e.out_lo, e.out_hi);
-            if (e.gelu_gate) g4v_geglu_row(e.gelu_gate + (size_t)i * e.ldg + j, &y, &y, 1);
+            if (geglu) geglu(e.gelu_gate + (size_t)i * e.ldg + j, &y, &y, 1);
             float *dst = Y + (size_t)i * ldy + j;
             *dst = e.accumulate ? *dst + y : y;
         }

@@ -317,6 +317,18 @@ static double now_us(void) {
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
+/* g4v_image_decode of b with the allocation watch on (largest, requested reset first); *us gets
+ * the decode's wall time in microseconds. */
+static int watched_decode(const buf *b, g4v_image *img, g4v_err *err, double *us) {
+    largest = requested = 0;
+    watching = 1;
+    double t0 = now_us();
+    int st = g4v_image_decode(b->p, b->n, NULL, img, err);
+    *us = now_us() - t0;
+    watching = 0;
+    return st;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -399,12 +411,8 @@ static void text_bomb(void) {
     buf b = png_text_bomb(100);
     g4v_err err;
     g4v_image img;
-    largest = requested = 0;
-    watching = 1;
-    double t0 = now_us();
-    int st = g4v_image_decode(b.p, b.n, NULL, &img, &err);
-    double dt = now_us() - t0;
-    watching = 0;
+    double dt;
+    int st = watched_decode(&b, &img, &err, &dt);
     printf("  %-28s %-6s %-16s %8.1f ms  (%zu bytes; largest malloc %zu, all %zu MB)\n",
            "PNG 100 zTXt x 7.9 MB", "decode", g4v_status_name(st), dt / 1e3, b.n, (size_t)largest,
            (size_t)requested >> 20);
@@ -426,12 +434,8 @@ static void chunk_length_bomb(const char *fuzz_dir) {
     REQUIRE(b.n > 0);
     g4v_err err;
     g4v_image img;
-    largest = requested = 0;
-    watching = 1;
-    double t0 = now_us();
-    int st = g4v_image_decode(b.p, b.n, NULL, &img, &err);
-    double dt = now_us() - t0;
-    watching = 0;
+    double dt;
+    int st = watched_decode(&b, &img, &err, &dt);
     printf("  %-28s %-6s %-16s %8.1f us  largest malloc %zu bytes\n", "PNG zTXt length 1.6 GB",
            "decode", g4v_status_name(st), dt, (size_t)largest);
     CHECK_MSG(st == G4V_ERR_LIMIT, "chunk length bomb: %s: %s", g4v_status_name(st), err.msg);

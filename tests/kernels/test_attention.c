@@ -15,6 +15,7 @@
  *  - bit-identical results for 1, 2 and 3 threads, with and without the kv buffer (the
  *    head-major copy of k and v), and padding columns of out never written;
  *  - g4v_attention (the dispatcher) equals the variant G4V_ISA selects, bit for bit.
+ * G4V_TEST_VERBOSE=1 prints each case's measured errors.
  * exp: max ulp error vs double exp over [-87.3, 88] stays <= 2, -inf and x < -87.34 give 0;
  * the softmax's exp for x <= 0: <= 2 ulp over [-87.3, 0], ~FLT_MIN below (and for -inf, NaN).
  */
