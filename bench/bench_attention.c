@@ -14,7 +14,7 @@
 #include "base/alloc.h"
 #include "base/cpu.h"
 #include "base/pool.h"
-#include "kernels/attention_isa.h"
+#include "kernels/dispatch.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-typedef void (*attn_fn)(g4v_pool *, const g4v_attn_args *);
 
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
@@ -34,7 +33,7 @@ static int parse_list(const char *s, int *out, int max) {
     return n;
 }
 
-static double time_variant(attn_fn fn, g4v_pool *pool, const g4v_attn_args *a, int reps) {
+static double time_variant(g4v_attention_fn *fn, g4v_pool *pool, const g4v_attn_args *a, int reps) {
     double t[64];
     if (reps > 64) reps = 64;
     fn(pool, a); /* warm-up: first touch of out and scratch */
@@ -80,16 +79,18 @@ int main(int argc, char **argv) {
                 "bench_attention: need H %% Hkv == 0, d a multiple of 4, positive counts\n");
         return 2;
     }
+    /* Every registered attention variant the CPU runs, portable first (the ratio's base). */
     struct {
         const char *name;
-        attn_fn fn;
-        unsigned needs;
-    } vars[] = {
-        {"portable", g4v_attention_portable, 0},
-#ifdef G4V_ATTN_HAVE_X86
-        {"avx2", g4v_attention_avx2, G4V_CPU_AVX2},
-#endif
-    };
+        g4v_attention_fn *fn;
+    } vars[16];
+    int nvars = 0, nreg;
+    const g4v_kernel_variant *reg = g4v_kernel_variants(&nreg);
+    for (int i = nreg - 1; i >= 0 && nvars < 16; i--)
+        if (reg[i].family == G4V_KF_ATTENTION && !(reg[i].needs & ~g4v_cpu_features())) {
+            vars[nvars].name = reg[i].isa;
+            vars[nvars++].fn = reg[i].impl.attention;
+        }
     g4v_pool *pool = NULL;
     g4v_err err;
     if (threads > 1 && g4v_pool_create(threads, &pool, &err)) {
@@ -124,14 +125,11 @@ int main(int argc, char **argv) {
             v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
         }
         g4v_attn_args a = {
-            q,    k,   v,
-            qd,   kvd, kvd,
-            out,  qd,  L,
-            H,    Hkv, d,
-            1.0f, scr, !kv_copy ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
+            .q = q, .k = k, .v = v, .ldq = qd, .ldk = kvd, .ldv = kvd, .out = out, .ldo = qd,
+            .L = L, .H = H, .Hkv = Hkv, .d = d, .scale = 1.0f, .scratch = scr,
+            .kv = !kv_copy ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
-        for (size_t vi = 0; vi < sizeof vars / sizeof vars[0]; vi++) {
-            if ((g4v_cpu_features() & vars[vi].needs) != vars[vi].needs) continue;
+        for (int vi = 0; vi < nvars; vi++) {
             if (only && strcmp(only, vars[vi].name)) continue;
             double t = time_variant(vars[vi].fn, pool, &a, reps);
             if (vi == 0) t_port = t;

@@ -17,6 +17,7 @@
 
 #include "base/cpu.h"
 #include "base/dtype.h"
+#include "kernels/dispatch.h"
 #include "kernels/gemm.h"
 
 #include <stdint.h>
@@ -37,7 +38,7 @@ static float frand(void) {
 static double time_ours(g4v_pool *pool, const float *x, int m, int k, const g4v_wmat *w, float *y,
                         int n) {
     double t0 = bench_now();
-    g4v_gemm(pool, x, m, (size_t)k, w, y, (size_t)n, NULL);
+    g4v_gemm(pool, x, (size_t)k, w, y, (size_t)n, (size_t)m, NULL);
     return bench_now() - t0;
 }
 
@@ -83,7 +84,7 @@ int main(int argc, char **argv) {
             w[i] = g4v_f32_to_bf16(frand() * 0.05f);
         g4v_wmat *W = NULL;
         g4v_err err;
-        if (g4v_wmat_create(w, G4V_DT_BF16, n, k, mode, &W, &err) != G4V_OK) {
+        if (g4v_wmat_create(g4v_kernels_current(), w, G4V_DT_BF16, n, k, mode, &W, &err) != G4V_OK) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }

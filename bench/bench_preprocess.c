@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "image/image_internal.h"
+#include "kernels/dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
     g4v_err err;
     g4v_image img, full;
     g4v_image_info info;
-    printf("kernels: %s\n", g4v_rs_kernels_get()->name);
+    printf("kernels: %s\n", g4v_kernels_current()->isa[G4V_KF_RESIZE]);
     for (int i = 0; i < reps; i++) {
         double t0 = bench_now() * 1e3;
         if (g4v_image_load(b, (size_t)n, tokens, NULL, &img, &info, &err))

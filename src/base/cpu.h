@@ -9,8 +9,7 @@
 enum {
     G4V_CPU_AVX2 = 1 << 0,      /* AVX2 + FMA */
     G4V_CPU_AVX512 = 1 << 1,    /* AVX-512 F, BW, VL, DQ */
-    G4V_CPU_AVX512BF16 = 1 << 2,
-    G4V_CPU_AVX512VNNI = 1 << 3
+    G4V_CPU_AVX512BF16 = 1 << 2 /* vdpbf16ps */
 };
 
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */

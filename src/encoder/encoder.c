@@ -1,21 +1,24 @@
-/* encoder.c - the vision tower's forward pass, one function per step of SPEC.md section C.
+/* encoder.c - the vision tower's forward pass, one function per step of [NUM:forward], each
+ * labelled with its step there and the Hugging Face module it corresponds to.
  *
- * Numerics (DESIGN.md): activations and the residual stream are f32 throughout; the only
+ * Numerics ([NUM:rounding]): activations and the residual stream are f32 throughout; the only
  * rounding choice is the GEMM input mode of the model (FAST rounds GEMM inputs to bf16, PRECISE
  * does not). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and scaled
  * by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
  * Attention logits and probabilities are never rounded. Unlike HF we do not round to bf16
  * between ops, so results match HF's bf16 run only to ~1% but an f64 reference to ~1e-6.
- * The image is run unpadded (SPEC C.0): L = pH * pW patches, no mask.
+ * The image is run unpadded ([NUM:inputs]): L = pH * pW patches, no mask. Every kernel call goes
+ * through the kernel table the model chose at creation (e->kernels).
  */
 #include "encoder_internal.h"
 
-#include "kernels/kernels.h"
+#include "kernels/dispatch.h"
 
 #include <limits.h>
 #include <math.h>
 
-/* SPEC C.1 + B.5 + B.6: patches in (dy, dx, c) order, positions (column, row). The pixel values
+/* [NUM:patch] (Gemma4VisionPatchEmbedder), patches and positions as in [PRE:patchify]: patches in
+ * (dy, dx, c) order, positions (column, row). The pixel values
  * 2*(u/255 - 0.5) are computed as the integers 2u - 255 (exact in bf16) and the 1/255 is applied
  * to the GEMM result in f32; then the two position-table rows are added. */
 static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool,
@@ -35,7 +38,7 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
             b->pos[2 * l + 1] = py;
         }
     }
-    g4v_gemm(pool, b->patches, (int)L, pdim, e->input_proj, b->h, (size_t)D, NULL);
+    g4v_gemm(pool, b->patches, pdim, e->input_proj, b->h, (size_t)D, L, NULL);
     const g4v_tensor *tab = &e->position_table;
     for (size_t l = 0; l < L; l++) {
         float *h = b->h + l * D;
@@ -46,65 +49,72 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
     }
 }
 
-/* SPEC C.5 (+ C.5a RoPE): h += post_norm(o_proj(attention(input_norm(h)))). */
+/* [NUM:attention] (Gemma4VisionEncoderLayer's attention half, Gemma4VisionAttention):
+ * h += post_norm(o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v_norm(v)))),
+ * q, k, v = ClippableLinears of input_norm(h). */
 static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
-                            g4v_pool *pool, int L) {
+                            g4v_pool *pool, size_t L) {
+    const g4v_kernels *k = e->kernels;
     const g4v_vision_config *c = &e->cfg;
     int D = c->hidden_size, H = c->num_heads, Hkv = c->num_kv_heads, d = c->head_dim;
-    size_t qd = (size_t)H * d, kvd = (size_t)Hkv * d;
+    size_t ld = (size_t)D, qd = (size_t)H * d, kvd = (size_t)Hkv * d;
     float eps = (float)c->rms_norm_eps;
 
-    g4v_rmsnorm(pool, b->h, b->a, (size_t)L, D, (size_t)D, w->ln_in, eps);
-    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_Q], b->q, qd, &w->epi[G4V_LIN_Q]);
-    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_K], b->k, kvd, &w->epi[G4V_LIN_K]);
-    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_V], b->v, kvd, &w->epi[G4V_LIN_V]);
-    g4v_rmsnorm(pool, b->q, b->q, (size_t)L * H, d, (size_t)d, w->q_norm, eps);
-    g4v_rmsnorm(pool, b->k, b->k, (size_t)L * Hkv, d, (size_t)d, w->k_norm, eps);
-    g4v_rmsnorm(pool, b->v, b->v, (size_t)L * Hkv, d, (size_t)d, NULL, eps); /* no weight */
-    g4v_rope2d_apply(pool, b->q, L, H, d, qd, b->pos, b->rope_cos, b->rope_sin);
-    g4v_rope2d_apply(pool, b->k, L, Hkv, d, kvd, b->pos, b->rope_cos, b->rope_sin);
-    g4v_attn_args at = {b->q, b->k, b->v, qd, kvd, kvd, b->att, qd, L, H, Hkv, d,
-                        1.0f /* not 1/sqrt(d): q, k are RMS-normed */, b->attn_scratch, b->kv};
-    g4v_attention(pool, &at);
-    g4v_gemm(pool, b->att, L, qd, w->lin[G4V_LIN_O], b->a, (size_t)D, &w->epi[G4V_LIN_O]);
-    g4v_rmsnorm(pool, b->a, b->a, (size_t)L, D, (size_t)D, w->ln_post_attn, eps);
-    g4v_add_rows(pool, b->h, (size_t)D, b->a, (size_t)D, (size_t)L, D);
+    g4v_rmsnorm(k, pool, b->h, b->a, ld, L, D, w->ln_in, eps);
+    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_Q], b->q, qd, L, &w->epi[G4V_LIN_Q]);
+    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_K], b->k, kvd, L, &w->epi[G4V_LIN_K]);
+    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_V], b->v, kvd, L, &w->epi[G4V_LIN_V]);
+    g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, L * H, d, w->q_norm, eps);
+    g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, L * Hkv, d, w->k_norm, eps);
+    g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, L * Hkv, d, NULL, eps); /* v_norm: no weight */
+    g4v_rope2d_apply(k, pool, b->q, qd, b->pos, b->rope_cos, b->rope_sin, L, H, d); /* [NUM:rope] */
+    g4v_rope2d_apply(k, pool, b->k, kvd, b->pos, b->rope_cos, b->rope_sin, L, Hkv, d);
+    g4v_attn_args at = {.q = b->q, .k = b->k, .v = b->v, .ldq = qd, .ldk = kvd, .ldv = kvd,
+                        .out = b->att, .ldo = qd, .L = (int)L, .H = H, .Hkv = Hkv, .d = d,
+                        .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
+                        .scratch = b->attn_scratch, .kv = b->kv};
+    g4v_attention(k, pool, &at);
+    g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, L, &w->epi[G4V_LIN_O]);
+    g4v_rmsnorm(k, pool, b->a, b->a, ld, L, D, w->ln_post_attn, eps);
+    g4v_add_rows(k, pool, b->a, ld, b->h, ld, L, D);
 }
 
-/* SPEC C.4: h += post_norm(down(gelu_tanh(gate(x)) * up(x))), x = pre_norm(h). */
+/* [NUM:mlp] (Gemma4VisionEncoderLayer's MLP half, Gemma4VisionMLP):
+ * h += post_norm(down(gelu_tanh(gate(x)) * up(x))), x = pre_norm(h). */
 static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
-                      g4v_pool *pool, int L) {
+                      g4v_pool *pool, size_t L) {
+    const g4v_kernels *k = e->kernels;
     const g4v_vision_config *c = &e->cfg;
     int D = c->hidden_size, I = c->intermediate_size;
+    size_t ld = (size_t)D, ldi = (size_t)I;
     float eps = (float)c->rms_norm_eps;
 
-    g4v_rmsnorm(pool, b->h, b->a, (size_t)L, D, (size_t)D, w->ln_pre_ff, eps);
-    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_GATE], b->gate, (size_t)I,
-             &w->epi[G4V_LIN_GATE]);
+    g4v_rmsnorm(k, pool, b->h, b->a, ld, L, D, w->ln_pre_ff, eps);
+    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_GATE], b->gate, ldi, L, &w->epi[G4V_LIN_GATE]);
     g4v_gemm_epi up_geglu = w->epi[G4V_LIN_UP]; /* up = gelu_tanh(gate) * up, fused */
     up_geglu.gelu_gate = b->gate;
-    up_geglu.ldg = (size_t)I;
-    g4v_gemm(pool, b->a, L, (size_t)D, w->lin[G4V_LIN_UP], b->up, (size_t)I, &up_geglu);
-    g4v_gemm(pool, b->up, L, (size_t)I, w->lin[G4V_LIN_DOWN], b->a, (size_t)D,
-             &w->epi[G4V_LIN_DOWN]);
-    g4v_rmsnorm(pool, b->a, b->a, (size_t)L, D, (size_t)D, w->ln_post_ff, eps);
-    g4v_add_rows(pool, b->h, (size_t)D, b->a, (size_t)D, (size_t)L, D);
+    up_geglu.ldg = ldi;
+    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_UP], b->up, ldi, L, &up_geglu);
+    g4v_gemm(pool, b->up, ldi, w->lin[G4V_LIN_DOWN], b->a, ld, L, &w->epi[G4V_LIN_DOWN]);
+    g4v_rmsnorm(k, pool, b->a, b->a, ld, L, D, w->ln_post_ff, eps);
+    g4v_add_rows(k, pool, b->a, ld, b->h, ld, L, D);
 }
 
-/* SPEC C.6 - C.8: 3x3 mean, x sqrt(D), [standardize], RMSNorm without weight, projection to T.
- * Output rows are in row-major pooled-grid order. */
+/* [NUM:pool] (Gemma4VisionPooler, Gemma4MultimodalEmbedder): k x k mean, x sqrt(D),
+ * [standardize], RMSNorm without weight, projection to T. Output rows are in row-major
+ * pooled-grid order. */
 static void pool_and_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool, int gh,
                            int gw, float *out) {
+    const g4v_kernels *kt = e->kernels;
     const g4v_vision_config *c = &e->cfg;
     int D = c->hidden_size, k = c->pooling_kernel_size;
-    size_t N = (size_t)(gh / k) * (size_t)(gw / k);
+    size_t ld = (size_t)D, N = (size_t)(gh / k) * (size_t)(gw / k);
 
-    g4v_avgpool(b->h, gh, gw, D, (size_t)D, k, b->pooled);
+    g4v_avgpool(b->h, ld, b->pooled, gh, gw, D, k);
     g4v_scale(b->pooled, N * D, (float)sqrt((double)D));
-    if (c->standardize) g4v_standardize(b->pooled, N, D, (size_t)D, e->std_bias, e->std_scale);
-    g4v_rmsnorm(pool, b->pooled, b->pooled, N, D, (size_t)D, NULL, (float)c->rms_norm_eps);
-    g4v_gemm(pool, b->pooled, (int)N, (size_t)D, e->embed_proj, out,
-             (size_t)c->text_hidden_size, NULL);
+    if (c->standardize) g4v_standardize(b->pooled, ld, e->std_bias, e->std_scale, N, D);
+    g4v_rmsnorm(kt, pool, b->pooled, b->pooled, ld, N, D, NULL, (float)c->rms_norm_eps);
+    g4v_gemm(pool, b->pooled, ld, e->embed_proj, out, (size_t)c->text_hidden_size, N, NULL);
 }
 
 static int check_image(const g4v_vision_config *c, const uint8_t *rgb, int width, int height,
@@ -120,11 +130,11 @@ static int check_image(const g4v_vision_config *c, const uint8_t *rgb, int width
                         stride, (size_t)width * 3);
     int gw = width / c->patch_size, gh = height / c->patch_size;
     if (gw > c->position_embedding_size || gh > c->position_embedding_size)
-        return g4v_fail(err, G4V_ERR_LIMIT,
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "encoder: a %dx%d patch grid exceeds the position table (%d per axis)",
                         gw, gh, c->position_embedding_size);
     if ((long long)gw * gh > INT_MAX)
-        return g4v_fail(err, G4V_ERR_LIMIT, "encoder: %dx%d patches is too many", gw, gh);
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED, "encoder: %dx%d patches is too many", gw, gh);
     return G4V_OK;
 }
 
@@ -134,9 +144,10 @@ int g4v_encoder_run(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool, con
     const g4v_vision_config *c = &e->cfg;
     int st = check_image(c, rgb, width, height, stride, out, err);
     if (st) return st;
-    int gw = width / c->patch_size, gh = height / c->patch_size, L = gw * gh;
+    int gw = width / c->patch_size, gh = height / c->patch_size;
+    size_t L = (size_t)gw * (size_t)gh;
     enc_buffers b;
-    if ((st = enc_workspace_reserve(ws, c, gh, gw, g4v_pool_size(pool), &b, err))) return st;
+    if ((st = g4v_workspace_reserve(ws, c, gh, gw, g4v_pool_size(pool), &b, err))) return st;
 
     g4v_rope2d_table(c->rope_theta, c->head_dim, gh > gw ? gh : gw, b.rope_cos, b.rope_sin);
     patch_embed(e, &b, pool, rgb, stride, gh, gw);

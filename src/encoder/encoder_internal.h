@@ -16,6 +16,7 @@ typedef struct enc_layer {
 struct g4v_encoder {
     g4v_vision_config cfg;
     g4v_math_mode mode;
+    const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
     int drop_mapped_pages;     /* g4v_encoder_opts.drop_mapped_pages */
     g4v_tensor position_table; /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
     g4v_wmat *input_proj;      /* [D, 3*p*p], fed exact integers 2u - 255 */
@@ -40,8 +41,8 @@ typedef struct enc_buffers {
 } enc_buffers;
 
 /* Grows ws (never shrinks) to hold an image with a gh x gw patch grid on nworkers threads and
- * fills b. Fails with G4V_ERR_LIMIT when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
-int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, int gh, int gw,
+ * fills b. Fails with G4V_ERR_UNSUPPORTED when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
+int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, int gh, int gw,
                           int nworkers, enc_buffers *b, g4v_err *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include "encoder_internal.h"
 
 #include "base/alloc.h"
+#include "kernels/dispatch.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -95,7 +96,8 @@ static void drop_pages(const void *data, size_t n) {
 
 static int prepare(const g4v_encoder *e, const g4v_tensor *t, g4v_math_mode mode, g4v_wmat **out,
                    const char *name, int layer, g4v_err *err) {
-    int st = g4v_wmat_create(t->data, t->dtype, (int)t->shape[0], (int)t->shape[1], mode, out, err);
+    int st = g4v_wmat_create(e->kernels, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1],
+                             mode, out, err);
     if (!st && e->drop_mapped_pages) drop_pages(t->data, t->nbytes);
     if (st) {
         if (layer >= 0)
@@ -139,12 +141,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
     el->q_norm = dst[4];
     el->k_norm = dst[5];
     for (int j = 0; j < G4V_LIN_COUNT; j++) {
-        const g4v_clip *cl = &w->clip[j];
-        if (isnan(cl->in_min) || isnan(cl->in_max) || isnan(cl->out_min) || isnan(cl->out_max) ||
-            cl->in_min > cl->in_max || cl->out_min > cl->out_max)
-            return g4v_fail(err, G4V_ERR_MODEL,
-                            "encoder: layer %d %s: clip bounds [%g, %g] -> [%g, %g] are invalid",
-                            i, lin_names[j], cl->in_min, cl->in_max, cl->out_min, cl->out_max);
+        const g4v_clip *cl = &w->clip[j]; /* ordered and not NaN: checked by the loader */
         el->epi[j] = g4v_gemm_epi_none();
         el->epi[j].in_lo = cl->in_min;
         el->epi[j].in_hi = cl->in_max;
@@ -210,6 +207,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     e->cfg = ck->cfg;
     e->mode = mode;
     e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
+    e->kernels = g4v_kernels_current(); /* the one kernel choice for this model's life */
     if ((st = build(e, ck, err))) {
         g4v_encoder_free(e);
         return st;

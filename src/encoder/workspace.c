@@ -50,7 +50,7 @@ static size_t take(layout *lo, size_t bytes) {
     return start;
 }
 
-int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh, int gw,
+int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh, int gw,
                           int nworkers, enc_buffers *b, g4v_err *err) {
     int of = 0;
     size_t L = mul3((size_t)gh, (size_t)gw, 1, &of);
@@ -87,7 +87,7 @@ int enc_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     size_t o_scr =
         take(&lo, mul3((size_t)nworkers, g4v_attention_scratch_floats(c->head_dim), f, &of));
     if (of || lo.overflow)
-        return g4v_fail(err, G4V_ERR_LIMIT,
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "encoder workspace: a %dx%d patch grid needs more memory than can be "
                         "addressed",
                         gw, gh);

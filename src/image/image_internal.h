@@ -10,6 +10,7 @@
 #define G4V_IMAGE_INTERNAL_H
 
 #include "image/image.h"
+#include "kernels/resize.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -96,12 +97,7 @@ void g4v_palette_build(uint8_t pal[768], const uint8_t *src, int count, int stri
 void g4v_cvt_indexed(const uint8_t *idx, uint8_t *out, int n, const uint8_t pal[768]);
 
 /* ---- Pillow's resampler (resize.c) --------------------------------------------------------- */
-/* Per output index i: taps [lo[i], lo[i]+cnt[i]) with 22-bit weights q[i*ksize + j]. */
-typedef struct g4v_coeffs {
-    int n_in, n_out, ksize;
-    int *lo, *cnt;
-    int32_t *q;
-} g4v_coeffs;
+/* Coefficients g4v_coeffs (kernels/resize.h): per output index, the taps and 22-bit weights. */
 int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err);
 void g4v_coeffs_free(g4v_coeffs *c);
 
@@ -123,17 +119,8 @@ void g4v_resizer_push_slot(g4v_resizer *r);
 void g4v_resizer_push_ref(g4v_resizer *r, const uint8_t *row);
 void g4v_resizer_free(g4v_resizer *r);
 
-/* ---- inner loops (resize_kernels.c), chosen once per call from the CPU features ---------- */
-#define G4V_RS_LANES 8
-typedef struct g4v_rs_kernels {
-    /* t: 3*in_w byte columns x LANES rows interleaved (t[k*LANES + lane]); writes the 3*out_w
-     * output bytes of all LANES rows, interleaved the same way, to u. */
-    void (*hpass)(const uint8_t *t, const g4v_coeffs *cx, uint8_t *u);
-    /* out[k] = clip((2^21 + sum_j rows[j][k] * q[j]) >> 22) for k < n. */
-    void (*vpass)(const uint8_t *const *rows, const int32_t *q, int cnt, size_t n, uint8_t *out);
-    const char *name;
-} g4v_rs_kernels;
-const g4v_rs_kernels *g4v_rs_kernels_get(void);
+/* ---- the inner loops are kernels (kernels/resize.h), chosen per resizer from the kernel table;
+ * resize_interleave.c moves rows into and out of their interleaved layout. */
 /* Interleaves LANES rows of n bytes: t[k*LANES + l] = rows[l][k]; and back. */
 void g4v_rs_interleave(const uint8_t *const *rows, size_t n, uint8_t *t);
 void g4v_rs_deinterleave(const uint8_t *t, size_t n, uint8_t *const *rows);

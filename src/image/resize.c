@@ -8,7 +8,7 @@
  * h > 100*w and the height shrinks (two box resizes that equal plain V-then-H passes).
  *
  * Streaming: source rows are pushed one at a time. The horizontal pass works on strips of 8 rows
- * at once (one SIMD lane per row, resize_kernels.c); the vertical pass keeps a ring of just the
+ * at once (one SIMD lane per row, kernels/resize.h); the vertical pass keeps a ring of just the
  * rows its next outputs need and emits each output row as soon as they are present. Rows may
  * also arrive bottom-up (EXIF orientations 3, 4, 6, 7 while decoding), and the pass order can be
  * that of the transposed image (orientations 5..8). Memory is O(width * taps).
@@ -16,6 +16,7 @@
 #include "image/image_internal.h"
 
 #include "base/alloc.h"
+#include "kernels/dispatch.h"
 
 #include <math.h>
 #include <string.h>
@@ -97,7 +98,7 @@ struct g4v_resizer {
     int src_to;            /* where source rows go: TO_H, TO_V or TO_DST */
     int h_to_v, v_to_h;    /* HV: H feeds V; VH: V feeds H */
     g4v_coeffs cx, cy;
-    const g4v_rs_kernels *k;
+    const g4v_resize_kernel *k;
     uint8_t *dst;
     size_t dst_stride;
     int pushed;            /* source rows pushed so far */
@@ -246,7 +247,7 @@ int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order o
         r->vfirst = vertical_first(order, in_w, in_h, out_h);
     r->dst = dst;
     r->dst_stride = dst_stride;
-    r->k = g4v_rs_kernels_get();
+    r->k = g4v_kernels_current()->resize;
     int st = G4V_OK;
     if (r->do_h) st = g4v_coeffs_build(in_w, out_w, &r->cx, err);
     if (!st && r->do_v) st = g4v_coeffs_build(in_h, out_h, &r->cy, err);

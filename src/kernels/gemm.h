@@ -8,15 +8,16 @@
  *     x' = mode == FAST ? bf16(x') : x'                     (round-to-nearest-even)
  *     acc = Σ_k x'[k] · W[n, k]                             (f32 accumulation, W exact as stored)
  *     y  = clamp(acc, epi.out_lo, epi.out_hi)
- *     y  = epi.gelu_gate ? gelu_tanh(G[m, n]) * y : y        (fused GeGLU, g4v_geglu_row)
+ *     y  = epi.gelu_gate ? gelu_tanh(G[m, n]) * y : y        (fused GeGLU, the table's geglu_row)
  *     Y[m, n] = epi.accumulate ? Y[m, n] + y : y
  *
  * The summation order is fixed per (m, n) regardless of thread count, so results are
  * bit-identical for any pool size. g4v_gemm_ref is the portable specification in code; every fast
  * kernel is tested against it.
  *
- * Implementation (gemm_kernel.h): BLIS-style packing and loop nest in C around one micro-kernel
- * per ISA, chosen once per weight from CPUID (G4V_ISA=portable|avx2|avx512 caps it):
+ * Implementation (gemm_kernel.h): BLIS-style packing (gemm_pack.c) and loop nest (gemm_driver.c)
+ * in C around one micro-kernel per ISA, chosen once per weight from the kernel table the caller
+ * passes (dispatch.h: the CPU's features, capped by G4V_ISA=portable|avx2|avx512):
  *   FAST, BF16 weights:  avx512-bf16dp (vdpbf16ps) > avx512-bf16w > avx2-bf16w > portable-bf16w
  *   PRECISE, BF16:       avx512-bf16w > avx2-bf16w > portable-bf16w
  *   F16/F32 weights:     avx512-f32 > avx2-f32 > portable-f32
@@ -42,6 +43,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/pool.h"
+#include "kernels.h"
 
 #include <stddef.h>
 
@@ -57,8 +59,8 @@ typedef struct g4v_gemm_epi {
     float out_lo, out_hi; /* output clamp */
     int accumulate;       /* nonzero: Y += result (fused residual add) */
     /* Fused GeGLU: when non-NULL, the result is multiplied by gelu_tanh of the same element of
-     * G (row stride ldg), computed by g4v_geglu_row while the output tile is still in L1, which
-     * saves g4v_geglu's pass over two [M, N] matrices. Requires accumulate == 0. G must not
+     * G (row stride ldg), computed by the weight's geglu_row kernel while the output tile is still
+     * in L1, which saves a pass over two [M, N] matrices. Requires accumulate == 0. G must not
      * overlap Y. */
     const float *gelu_gate;
     size_t ldg;
@@ -67,20 +69,25 @@ typedef struct g4v_gemm_epi {
 /* The do-nothing epilogue: no clamps, Y = result. */
 g4v_gemm_epi g4v_gemm_epi_none(void);
 
-int g4v_wmat_create(const void *w, g4v_dtype dtype, int n, int k, g4v_math_mode mode,
-                    g4v_wmat **out, g4v_err *err);
+/* Prepares W [n, k] for the first micro-kernel of table kt that fits dtype and mode; the weight
+ * keeps kt's GeGLU row kernel for the fused epilogue. Errors: G4V_ERR_ARG (empty, no data, bad
+ * dtype or mode), G4V_ERR_UNSUPPORTED (a side above 2^20), G4V_ERR_NOMEM. */
+int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
+                    g4v_math_mode mode, g4v_wmat **out, g4v_err *err);
 void g4v_wmat_free(g4v_wmat *w);
 int g4v_wmat_n(const g4v_wmat *w);
 int g4v_wmat_k(const g4v_wmat *w);
 size_t g4v_wmat_bytes(const g4v_wmat *w);            /* memory the prepared weight holds */
 const char *g4v_wmat_kernel_name(const g4v_wmat *w); /* e.g. "avx512-bf16dp", for logs */
 
-/* Y[M, N] (row stride ldy) from X[M, K] (row stride ldx). epi may be NULL. */
-void g4v_gemm(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W, float *Y,
-              size_t ldy, const g4v_gemm_epi *epi);
+/* Y[m, N] (row stride ldy) from X[m, K] (row stride ldx); m < 2^31. epi may be NULL. */
+void g4v_gemm(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y, size_t ldy,
+              size_t m, const g4v_gemm_epi *epi);
 
-/* Portable reference: the same contract, straight from the raw weight array. */
-void g4v_gemm_ref(const float *X, int m, size_t ldx, const void *w, g4v_dtype dtype, int n, int k,
-                  g4v_math_mode mode, float *Y, size_t ldy, const g4v_gemm_epi *epi);
+/* Portable reference: the same contract, straight from the raw weight array w [n, k]; the fused
+ * GeGLU uses kt's geglu_row kernel, as a weight prepared with kt would. */
+void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void *w,
+                  g4v_dtype dtype, float *Y, size_t ldy, size_t m, int n, int k,
+                  g4v_math_mode mode, const g4v_gemm_epi *epi);
 
 #endif

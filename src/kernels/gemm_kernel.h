@@ -1,4 +1,5 @@
-/* gemm_kernel.h - the interface between the portable GEMM driver (gemm.c) and its micro-kernels.
+/* gemm_kernel.h - the interface between the portable GEMM driver (gemm_driver.c, gemm_pack.c) and
+ * its micro-kernels (gemm_<isa>.c in the ISA folders, registered in variants.def).
  *
  * BLIS-style: the driver packs A (activations) per call and B (weights) once per model into
  * micro-panels, and a per-ISA micro-kernel multiplies one MR-row A micro-panel by one NR-column B
@@ -21,8 +22,14 @@
 #define G4V_KERNELS_GEMM_KERNEL_H
 
 #include "gemm.h"
+#include "kernels.h"
 
 #include <stddef.h>
+
+/* v clamped to [lo, hi] (lo <= hi; NaN stays NaN), as every GEMM clamp is defined. */
+static inline float g4v_clampf(float v, float lo, float hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 /* Output epilogue as the micro-kernel applies it: y = clamp(acc) when clamp is set (lo <= hi),
  * then Y = accumulate ? Y + y : y. */
@@ -51,9 +58,9 @@ typedef void (*g4v_pack_a_fn)(const float *x, size_t ldx, int rows, int klen, in
 typedef void (*g4v_ukr_fn)(int kgroups, const void *a, const void *b, const float *acc_in, float *y,
                            size_t ldy, const g4v_ukr_epi *e);
 
+/* A micro-kernel and its A packer. The CPU features it needs are in its variants.def line. */
 typedef struct g4v_gemm_kernel {
-    const char *name;
-    unsigned needs;     /* G4V_CPU_* bits the kernel requires */
+    const char *name;   /* for logs and tests, e.g. "avx512-bf16dp" */
     int mr, nr, kg;     /* tile rows, tile columns, k values per A group (even) */
     int a_bf16, b_bf16; /* operand formats (see the layouts above) */
     g4v_pack_a_fn pack_a;
@@ -67,27 +74,21 @@ struct g4v_wmat {
     int npanels; /* ceil(N / NR) B panels, back to back at b */
     g4v_math_mode mode;
     const g4v_gemm_kernel *kern;
+    g4v_geglu_row_fn *geglu_row; /* the fused GeGLU epilogue's row kernel, from the same table */
     size_t panel_bytes, bytes;
     size_t a_budget; /* bytes of packed A for one K chunk of a task (about half the L2) */
     int kc_groups;   /* KG groups per K chunk: one chunk of a B panel fills about half the L1 */
     void *b;
 };
 
-/* Every kernel compiled into this build, best first; *count receives their number. */
-const g4v_gemm_kernel *const *g4v_gemm_kernels(int *count);
-
-/* The CPU features the dispatcher sees (g4v_cpu_features, or everything in the SIMDe test build).
- */
-unsigned g4v_gemm_features(void);
-
-/* Whether kernel k computes the contract of gemm.h for this weight dtype and mode on a CPU with
- * these features (a_bf16 kernels need FAST mode; b_bf16 kernels need BF16 weights). */
-int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode,
-                         unsigned features);
+/* Whether kernel k computes the contract of gemm.h for this weight dtype and mode (a_bf16 kernels
+ * need FAST mode; b_bf16 kernels need BF16 weights). The CPU side is the kernel table's concern. */
+int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode);
 
 /* g4v_wmat_create with the kernel chosen by the caller (tests); it must fit. */
-int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype dtype, int n, int k,
-                         g4v_math_mode mode, g4v_wmat **out, g4v_err *err);
+int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
+                         g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
+                         g4v_err *err);
 const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
 
 /* Blocking overrides for tests (0 = the default choice). no_scratch forces the allocation-free
@@ -99,20 +100,16 @@ typedef struct g4v_gemm_cfg {
     int kc_groups;
 } g4v_gemm_cfg;
 
-void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W,
-                      float *Y, size_t ldy, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg);
+void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
+                      size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg);
+
+/* This thread's scratch of at least `bytes` (64-byte aligned), or NULL if it cannot be had.
+ * Valid until the next call on the same thread (gemm_scratch.c). */
+void *g4v_gemm_scratch(size_t bytes);
 
 /* Portable helpers shared by the ISA files: the scalar A packer (any MR, KG, format), used for
  * the ragged tail of K by the vector packers too, and the scalar element preparation. */
 void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
                        int kg, int a_bf16, void *dst, const g4v_pack_opts *o);
-
-/* The kernels (defined in gemm_portable.c, gemm_avx2.c, gemm_avx512.c, gemm_avx512bf16.c). */
-extern const g4v_gemm_kernel g4v_gemm_portable_f32, g4v_gemm_portable_bf16w;
-#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
-#define G4V_GEMM_HAVE_X86 1
-extern const g4v_gemm_kernel g4v_gemm_avx2_f32, g4v_gemm_avx2_bf16w;
-extern const g4v_gemm_kernel g4v_gemm_avx512_f32, g4v_gemm_avx512_bf16w, g4v_gemm_avx512_bf16dp;
-#endif
 
 #endif

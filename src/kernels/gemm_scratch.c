@@ -7,7 +7,7 @@
  * A pthread key frees it when the thread exits. If it cannot be allocated, the caller falls
  * back to a slower path that needs no heap memory and gives bit-identical results.
  */
-#include "gemm_run.h"
+#include "gemm_kernel.h"
 
 #include "base/alloc.h"
 

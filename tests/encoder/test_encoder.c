@@ -103,7 +103,7 @@ static void test_errors(g4v_checkpoint *ck) {
     CHECK(g4v_encoder_run(enc, ws, NULL, NULL, 48, 48, 144, out, &err) == G4V_ERR_ARG);
     /* P = 16 rows per axis: a 17-patch-wide grid (272 px is not a multiple of 48; use 288 = 18) */
     uint8_t *wide = image(288, 48, 2);
-    CHECK(g4v_encoder_run(enc, ws, NULL, wide, 288, 48, 288 * 3, out, &err) == G4V_ERR_LIMIT);
+    CHECK(g4v_encoder_run(enc, ws, NULL, wide, 288, 48, 288 * 3, out, &err) == G4V_ERR_UNSUPPORTED);
     CHECK_CONTAINS(err.msg, "position table");
     free(wide);
     free(img);
@@ -124,11 +124,7 @@ static void test_errors(g4v_checkpoint *ck) {
     CHECK(g4v_encoder_create(ck, NULL, &enc, &err) == G4V_ERR_MODEL);
     CHECK_CONTAINS(err.msg, "num_key_value_heads");
     ck->cfg.num_kv_heads = HKV;
-    g4v_clip c0 = ck->layers[0].clip[G4V_LIN_O];
-    ck->layers[0].clip[G4V_LIN_O].in_min = NAN;
-    CHECK(g4v_encoder_create(ck, NULL, &enc, &err) == G4V_ERR_MODEL);
-    CHECK_CONTAINS(err.msg, "o_proj");
-    ck->layers[0].clip[G4V_LIN_O] = c0;
+    /* clip bounds that are NaN or unordered are refused by the loader (tests/io), not here */
 }
 
 static void test_determinism(g4v_checkpoint *ck, g4v_math_mode mode) {

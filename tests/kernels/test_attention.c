@@ -1,5 +1,6 @@
-/* test_attention.c - every attention variant this CPU can run (G4V_ISA caps them) against the
- * portable kernel and a float64 softmax written here from SPEC C.5, plus the AVX2 exp.
+/* test_attention.c - every registered attention variant this CPU can run (G4V_ISA caps them)
+ * against the portable kernel and a float64 softmax written here from [NUM:attention], plus the
+ * AVX2 exps.
  *
  * Shapes: ragged L (1, 2, 7, 33, 50, 100, 577) so query and key tiles end part-way, head_dim
  * 16/18/64/72, GQA (H/Hkv = 2 and 6), strided q/k/v/out (q, k, v interleaved in one buffer as a
@@ -21,8 +22,11 @@
  */
 #include "base/cpu.h"
 #include "base/pool.h"
-#include "kernels/attention_isa.h"
+#include "kernels/dispatch.h"
 #include "test_util.h"
+#if G4V_X86_KERNELS
+#include "kernels/x86_avx2/avx2.h"
+#endif
 
 #include <float.h>
 #include <math.h>
@@ -38,30 +42,34 @@ static float frand(void) { /* uniform in [-1, 1) */
     return (float)((rng_state >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
 }
 
-typedef void (*attn_fn)(g4v_pool *, const g4v_attn_args *);
 typedef struct {
     const char *name;
-    attn_fn fn;
+    g4v_attention_fn *fn;
     unsigned needs;
 } variant;
 
-static const variant variants[] = {
-    {"portable", g4v_attention_portable, 0},
-#ifdef G4V_ATTN_HAVE_X86
-    {"avx2", g4v_attention_avx2, G4V_CPU_AVX2},
-    {"avx512", g4v_attention_avx512, G4V_CPU_AVX512},
-#endif
-};
-enum { NV = (int)(sizeof variants / sizeof variants[0]) };
+/* The registered attention variants, best first (kernels/variants.def); the portable one last. */
+static variant variants[16];
+static int NV;
+
+static void load_variants(void) {
+    int n;
+    const g4v_kernel_variant *v = g4v_kernel_variants(&n);
+    for (int i = 0; i < n && NV < 16; i++)
+        if (v[i].family == G4V_KF_ATTENTION)
+            variants[NV++] = (variant){v[i].isa, v[i].impl.attention, v[i].needs};
+}
+
+static const variant *portable_variant(void) {
+    for (int i = 0; i < NV; i++)
+        if (variants[i].needs == 0) return &variants[i];
+    return NULL;
+}
 
 /* The variants to run: those the CPU (capped by G4V_ISA) has, or every one in the SIMDe build
  * (test_attention_simde), where the AVX-512 variant runs emulated. */
 static unsigned run_features(void) {
-#ifdef G4V_GEMM_SIMDE
-    return ~0u;
-#else
-    return g4v_cpu_features();
-#endif
+    return g4v_kernel_features();
 }
 
 static g4v_pool *pools[4]; /* index = thread count; [1] is NULL (calling thread) */
@@ -145,7 +153,7 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
 
     unsigned cpu = g4v_cpu_features(), feat = run_features();
     int pad_ok;
-    float *port = run(&variants[0], a, 1, scratch, kv, &pad_ok);
+    float *port = run(portable_variant(), a, 1, scratch, kv, &pad_ok);
     float *chosen = NULL;
     for (int vi = 0; vi < NV; vi++) {
         const variant *v = &variants[vi];
@@ -185,12 +193,11 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
                       "%s L=%d d=%d: %d threads differ from 1", v->name, L, d, t);
             free(ot);
         }
-        if (v->needs & ~cpu) { /* emulated (SIMDe build): not a dispatcher choice */
+        if ((v->needs & ~cpu) || chosen) { /* emulated (SIMDe build), or not the best */
             free(o1);
             continue;
         }
-        free(chosen);
-        chosen = o1; /* the last one the CPU runs is what the dispatcher must pick */
+        chosen = o1; /* the first (best) one the CPU runs is what the kernel table holds */
     }
     g4v_attn_args b = a;
     size_t ldo = qd;
@@ -199,7 +206,7 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
     b.ldo = ldo;
     b.scratch = scratch;
     b.kv = kv;
-    g4v_attention(pools[2], &b);
+    g4v_attention(g4v_kernels_for(cpu), pools[2], &b);
     CHECK_MSG(!memcmp(disp, chosen, sizeof(float) * (size_t)L * qd),
               "g4v_attention L=%d d=%d: differs from the variant G4V_ISA selects (%s)", L, d,
               g4v_cpu_isa_name());
@@ -220,7 +227,7 @@ static int ulp_diff(float a, float b) {
 }
 
 static void test_exp(void) {
-#ifdef G4V_ATTN_HAVE_X86
+#if G4V_X86_KERNELS
     if (!(run_features() & G4V_CPU_AVX2)) return;
     enum { N = 1 << 20 };
     float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
@@ -267,6 +274,7 @@ static void test_exp(void) {
 
 int main(void) {
     printf("ISA: %s\n", g4v_cpu_isa_name());
+    load_variants();
     if (g4v_pool_create(2, &pools[2], NULL) || g4v_pool_create(3, &pools[3], NULL)) return 1;
     test_exp();
     /* L, H, Hkv, d, q/k scale, logit scale */

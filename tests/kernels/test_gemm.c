@@ -12,20 +12,25 @@
  *    order. Measured errors are far smaller (the test prints the worst ratio to the bound).
  * Also: NaN/Inf propagation, strides and untouched padding, the same bits for 1, 2 and 3 threads
  * and for any blocking (including the allocation-free path), kernel dispatch, memory size and
- * argument errors. Built a second time against SIMDe (test_gemm_simde) to run the AVX-512
- * kernels on CPUs without AVX-512.
+ * argument errors. The kernels come from the registry (kernels/variants.def): every GEMM variant
+ * the CPU runs, so a new one is tested by being registered. Built a second time against SIMDe
+ * (test_gemm_simde) to run the AVX-512 kernels on CPUs without AVX-512.
  */
 #include "base/cpu.h"
 #include "base/pool.h"
+#include "kernels/dispatch.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernel.h"
-#include "kernels/kernels.h"
 #include "test_util.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The kernel table the weights are prepared with (its GeGLU row kernel serves the fused epilogue
+ * of every GEMM kernel and of the reference alike). */
+#define KT g4v_kernels_current()
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -173,16 +178,33 @@ static int compare(const float *ours, const float *ref, const float *y0, const f
     return bad == 0;
 }
 
+/* Whether the kernel is a portable one (registered with needs == 0): the specification in code. */
+static int is_portable(const g4v_gemm_kernel *kern) {
+    int nv;
+    const g4v_kernel_variant *v = g4v_kernel_variants(&nv);
+    for (int i = 0; i < nv; i++)
+        if (v[i].family == G4V_KF_GEMM && v[i].impl.gemm == kern) return v[i].needs == 0;
+    return 0;
+}
+
 /* Whether kernel `kern` must reproduce the reference exactly for this data. */
 static int exact_expected(const g4v_gemm_kernel *kern, g4v_dtype dt, g4v_math_mode mode,
                           data_kind kind) {
-    if (kind == DATA_INT || kern->needs == 0) return 1;
+    if (kind == DATA_INT || is_portable(kern)) return 1;
     if (kern->a_bf16) return 0;                       /* vdpbf16ps sums pairs */
     return mode == G4V_MATH_FAST && dt != G4V_DT_F32; /* exact products: FMA == mul + add */
 }
 
+/* The GEMM kernels this build and CPU run (capped by G4V_ISA), best first, from the registry. */
 static const g4v_gemm_kernel *const *kernels(int *count) {
-    return g4v_gemm_kernels(count);
+    static const g4v_gemm_kernel *list[32];
+    int nv, n = 0;
+    const g4v_kernel_variant *v = g4v_kernel_variants(&nv);
+    for (int i = 0; i < nv && n < 32; i++)
+        if (v[i].family == G4V_KF_GEMM && !(v[i].needs & ~g4v_kernel_features()))
+            list[n++] = v[i].impl.gemm;
+    *count = n;
+    return list;
 }
 
 /* Runs every fitting kernel on one shape / dtype / mode / epilogue against the reference. */
@@ -207,20 +229,20 @@ static void check_case(int m, int n, int k, g4v_dtype dt, g4v_math_mode mode, in
         ec.epi.ldg = ldy;
     }
     memcpy(yr, y0, sizeof(float) * (size_t)m * ldy);
-    g4v_gemm_ref(x, m, ldx, w, dt, n, k, mode, yr, ldy, &ec.epi);
+    g4v_gemm_ref(KT, x, ldx, w, dt, yr, ldy, (size_t)m, n, k, mode, &ec.epi);
     int count;
     const g4v_gemm_kernel *const *all = kernels(&count);
     for (int i = 0; i < count; i++) {
         const g4v_gemm_kernel *kern = all[i];
-        if (!g4v_gemm_kernel_fits(kern, dt, mode, g4v_gemm_features())) continue;
+        if (!g4v_gemm_kernel_fits(kern, dt, mode)) continue;
         g4v_wmat *W = NULL;
         g4v_err err;
-        if (g4v_wmat_create_with(kern, w, dt, n, k, mode, &W, &err) != G4V_OK) {
+        if (g4v_wmat_create_with(KT, kern, w, dt, n, k, mode, &W, &err) != G4V_OK) {
             CHECK_MSG(0, "create %s: %s", kern->name, err.msg);
             continue;
         }
         memcpy(yo, y0, sizeof(float) * (size_t)m * ldy);
-        g4v_gemm(pool, x, m, ldx, W, yo, ldy, &ec.epi);
+        g4v_gemm(pool, x, ldx, W, yo, ldy, (size_t)m, &ec.epi);
         char what[160];
         snprintf(what, sizeof what, "%s %s %s %s %s M=%d N=%d K=%d", kern->name, g4v_dtype_name(dt),
                  mode == G4V_MATH_FAST ? "FAST" : "PRECISE", ec.name,
@@ -302,16 +324,16 @@ static void test_special_values(void) {
         wv[7 * k + 0] = 0.0f; /* inf * 0 = NaN in column 7 of row 3 */
         void *w = make_weight(wv, (size_t)n * k, dtypes[d]);
         for (int md = 0; md < 2; md++) {
-            g4v_gemm_ref(x, m, (size_t)k, w, dtypes[d], n, k, modes[md], yr, (size_t)n, NULL);
+            g4v_gemm_ref(KT, x, (size_t)k, w, dtypes[d], yr, (size_t)n, (size_t)m, n, k, modes[md], NULL);
             int count;
             const g4v_gemm_kernel *const *all = kernels(&count);
             for (int i = 0; i < count; i++) {
-                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md], g4v_gemm_features()))
+                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md]))
                     continue;
                 g4v_wmat *W = NULL;
-                REQUIRE(g4v_wmat_create_with(all[i], w, dtypes[d], n, k, modes[md], &W, NULL) ==
+                REQUIRE(g4v_wmat_create_with(KT, all[i], w, dtypes[d], n, k, modes[md], &W, NULL) ==
                         G4V_OK);
-                g4v_gemm(NULL, x, m, (size_t)k, W, yo, (size_t)n, NULL);
+                g4v_gemm(NULL, x, (size_t)k, W, yo, (size_t)n, (size_t)m, NULL);
                 int ok = 1;
                 for (int r = 0; r < m * n; r++)
                     if (isnan(yr[r]) != isnan(yo[r]) || (isinf(yr[r]) && yr[r] != yo[r])) ok = 0;
@@ -355,12 +377,12 @@ static void test_rounding(void) {
             int count;
             const g4v_gemm_kernel *const *all = kernels(&count);
             for (int i = 0; i < count; i++) {
-                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], G4V_MATH_FAST, g4v_gemm_features()))
+                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], G4V_MATH_FAST))
                     continue;
                 g4v_wmat *W = NULL;
-                REQUIRE(g4v_wmat_create_with(all[i], w, dtypes[d], n, n, G4V_MATH_FAST, &W, NULL) ==
+                REQUIRE(g4v_wmat_create_with(KT, all[i], w, dtypes[d], n, n, G4V_MATH_FAST, &W, NULL) ==
                         G4V_OK);
-                g4v_gemm(NULL, x, m, (size_t)n, W, y, (size_t)n, e);
+                g4v_gemm(NULL, x, (size_t)n, W, y, (size_t)n, (size_t)m, e);
                 int bad = 0;
                 for (int r = 0; r < m * n; r++) {
                     float want = prep_x(x[r], e ? e : &clampy, G4V_MATH_FAST);
@@ -404,25 +426,25 @@ static void test_determinism(void) {
         for (int md = 0; md < 2; md++) {
             int i = q % count;
             const g4v_gemm_epi epi = epis[q / count];
-            if (!g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md], g4v_gemm_features()))
+            if (!g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md]))
                 continue;
             g4v_wmat *W = NULL;
-            REQUIRE(g4v_wmat_create_with(all[i], w, G4V_DT_BF16, n, k, modes[md], &W, NULL) ==
+            REQUIRE(g4v_wmat_create_with(KT, all[i], w, G4V_DT_BF16, n, k, modes[md], &W, NULL) ==
                     G4V_OK);
             for (int r = 0; r < m * n; r++)
                 y1[r] = (float)(r % 7);
-            g4v_gemm(pools[0], x, m, (size_t)k, W, y1, (size_t)n, &epi);
+            g4v_gemm(pools[0], x, (size_t)k, W, y1, (size_t)n, (size_t)m, &epi);
             for (int t = 1; t < 3; t++) {
                 for (int r = 0; r < m * n; r++)
                     y2[r] = (float)(r % 7);
-                g4v_gemm(pools[t], x, m, (size_t)k, W, y2, (size_t)n, &epi);
+                g4v_gemm(pools[t], x, (size_t)k, W, y2, (size_t)n, (size_t)m, &epi);
                 CHECK_MSG(!memcmp(y1, y2, sizeof(float) * m * n), "%s: %d threads differ",
                           all[i]->name, t + 1);
             }
             for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
                 for (int r = 0; r < m * n; r++)
                     y2[r] = (float)(r % 7);
-                g4v_gemm_cfg_run(pools[c % 3], x, m, (size_t)k, W, y2, (size_t)n, &epi, &cfgs[c]);
+                g4v_gemm_cfg_run(pools[c % 3], x, (size_t)k, W, y2, (size_t)n, (size_t)m, &epi, &cfgs[c]);
                 CHECK_MSG(!memcmp(y1, y2, sizeof(float) * m * n), "%s: blocking %zu differs",
                           all[i]->name, c);
             }
@@ -443,16 +465,16 @@ static void test_api(void) {
     int n = 768, k = 768;
     float *wv = malloc(sizeof(float) * n * k);
     fill_weight_values(wv, (size_t)n * k, G4V_DT_BF16, DATA_REAL);
-    unsigned f = g4v_gemm_features();
+    unsigned f = g4v_kernel_features();
     for (int d = 0; d < 3; d++) {
         void *w = make_weight(wv, (size_t)n * k, dtypes[d]);
         for (int md = 0; md < 2; md++) {
             g4v_wmat *W = NULL;
-            REQUIRE(g4v_wmat_create(w, dtypes[d], n, k, modes[md], &W, NULL) == G4V_OK);
+            REQUIRE(g4v_wmat_create(KT, w, dtypes[d], n, k, modes[md], &W, NULL) == G4V_OK);
             int count;
             const g4v_gemm_kernel *const *all = kernels(&count), *want = NULL;
             for (int i = 0; i < count && !want; i++)
-                if (g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md], f)) want = all[i];
+                if (g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md])) want = all[i];
             CHECK(g4v_wmat_kernel(W) == want);
             CHECK(!strcmp(g4v_wmat_kernel_name(W), want->name));
             CHECK(g4v_wmat_n(W) == n && g4v_wmat_k(W) == k);
@@ -469,15 +491,15 @@ static void test_api(void) {
     if (isa && !strcmp(isa, "portable")) CHECK((f & (G4V_CPU_AVX2 | G4V_CPU_AVX512)) == 0);
     g4v_wmat *W = (g4v_wmat *)1;
     g4v_err err;
-    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 0, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 0, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
     CHECK(W == NULL);
     CHECK_CONTAINS(err.msg, "0x5");
-    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 5, -1, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
-    CHECK(g4v_wmat_create(NULL, G4V_DT_BF16, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
-    CHECK(g4v_wmat_create(wv, (g4v_dtype)7, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 5, -1, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(KT, NULL, G4V_DT_BF16, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(KT, wv, (g4v_dtype)7, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
     CHECK_CONTAINS(err.msg, "dtype 7");
-    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 5, 5, (g4v_math_mode)3, &W, &err) == G4V_ERR_ARG);
-    CHECK(g4v_wmat_create(wv, G4V_DT_BF16, 1 << 21, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_LIMIT);
+    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 5, 5, (g4v_math_mode)3, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 1 << 21, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_UNSUPPORTED);
     g4v_wmat_free(NULL);
     free(wv);
 }

@@ -8,13 +8,11 @@
  * straight from memory. The sum order differs from the sequential reference only within each
  * pair (and the instruction treats subnormal inputs as zero), so results agree with
  * g4v_gemm_ref to a few ulps of the sum of |products| (see tests/kernels/test_gemm.c).
- * Compiled with the AVX-512 flags plus -mavx512bf16 (isa_flags.cmake).
+ * Compiled with the AVX-512 flags plus -mavx512bf16 (the folder's flags, src/kernels/CMakeLists.txt).
  */
-#include "gemm_kernel.h"
-
-#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
-#include "base/cpu.h"
-#include "gemm_simd.h"
+#include "kernels/dispatch.h"
+#include "kernels/gemm_kernel.h"
+#include "kernels/simd.h"
 
 #include <stdint.h>
 
@@ -86,6 +84,4 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     G4V_UNROLL(12) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 }
 
-const g4v_gemm_kernel g4v_gemm_avx512_bf16dp = {
-    "avx512-bf16dp", G4V_CPU_AVX512 | G4V_CPU_AVX512BF16, MR, NR, KG, 1, 1, pack_a, ukr};
-#endif
+const g4v_gemm_kernel g4v_gemm_avx512_bf16dp = {.name = "avx512-bf16dp", .mr = MR, .nr = NR, .kg = KG, .a_bf16 = 1, .b_bf16 = 1, .pack_a = pack_a, .ukr = ukr};

@@ -1,16 +1,20 @@
-/* test_kernels.c - the portable encoder kernels against straightforward double-precision
- * definitions written here from SPEC.md (not from the kernels): attention (online softmax vs a
+/* test_kernels.c - the portable encoder kernels (the portable kernel table) against
+ * straightforward double-precision definitions written here from docs/NUMERICS.md (not from the
+ * kernels): attention (online softmax vs a
  * full softmax, GQA head mapping, shapes that are not tile multiples, bit-identical results for
  * 1/2/3 threads), 2D RoPE (pairing t <-> t + d/4 inside each half, column vs row halves),
  * RMSNorm (weight as w, per head), tanh GELU, and the pooling order. */
 #include "base/pool.h"
-#include "kernels/attention_isa.h" /* g4v_attention_portable; SIMD variants: test_attention */
-#include "kernels/kernels.h"
+#include "kernels/dispatch.h"
 #include "test_util.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+/* The portable kernels: the table for a CPU with no SIMD feature (SIMD variants: test_variants,
+ * test_attention, test_geglu). */
+#define PT g4v_kernels_for(0)
 
 static uint64_t rng_state = 88172645463325252ull;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -62,11 +66,11 @@ static void test_attention(g4v_pool *p2, g4v_pool *p3, int L, int H, int Hkv, in
     attention_ref(q, k, v, ref, L, H, Hkv, d);
     g4v_attn_args a = {q, k, v, (size_t)H * d, (size_t)Hkv * d, (size_t)Hkv * d, o1,
                        (size_t)H * d, L, H, Hkv, d, 1.0f, scr, NULL};
-    g4v_attention_portable(NULL, &a);
+    g4v_attention(PT, NULL, &a);
     a.out = o2;
-    g4v_attention_portable(p2, &a);
+    g4v_attention(PT, p2, &a);
     a.out = o3;
-    g4v_attention_portable(p3, &a);
+    g4v_attention(PT, p3, &a);
     double num = 0, den = 0, maxerr = 0;
     for (size_t i = 0; i < nq; i++) {
         double e = o1[i] - ref[i];
@@ -104,7 +108,7 @@ static void test_rope(g4v_pool *pool) {
     fill(x, L * HEADS * D, 1.0f);
     memcpy(orig, x, sizeof x);
     g4v_rope2d_table(100.0, D, GW, cs, sn);
-    g4v_rope2d_apply(pool, x, L, HEADS, D, HEADS * D, pos, cs, sn);
+    g4v_rope2d_apply(PT, pool, x, HEADS * D, pos, cs, sn, L, HEADS, D);
     double maxerr = 0, ref[D];
     for (int l = 0; l < L; l++)
         for (int h = 0; h < HEADS; h++) {
@@ -126,7 +130,7 @@ static void test_rmsnorm(g4v_pool *pool) {
     fill(w, N, 1.0f);
     for (int pass = 0; pass < 2; pass++) {
         const float *wp = pass ? w : NULL;
-        g4v_rmsnorm(pool, x, y, ROWS, N, N, wp, 1e-6f);
+        g4v_rmsnorm(PT, pool, x, y, N, ROWS, N, wp, 1e-6f);
         double maxerr = 0;
         for (int r = 0; r < ROWS; r++) {
             double ss = 0;
@@ -143,7 +147,7 @@ static void test_rmsnorm(g4v_pool *pool) {
     float z[80], zz[80];
     fill(z, 80, 2.0f);
     memcpy(zz, z, sizeof z);
-    g4v_rmsnorm(pool, z, z, 8, 10, 10, NULL, 1e-6f);
+    g4v_rmsnorm(PT, pool, z, z, 10, 8, 10, NULL, 1e-6f);
     double ss = 0;
     for (int i = 30; i < 40; i++) ss += (double)z[i] * z[i];
     CHECK_MSG(fabs(ss / 10 - 1.0) < 1e-5, "per-head rms %.6f", ss / 10);
@@ -162,7 +166,8 @@ static void test_gelu(void) {
         CHECK_MSG(fabs(g4v_gelu_tanh((float)xs[i]) - ys[i]) < 1e-6, "gelu(%g) = %.9g", xs[i],
                   g4v_gelu_tanh((float)xs[i]));
     float g[4] = {1.0f, -2.0f, 0.5f, 3.0f}, u[4] = {2.0f, 1.0f, -1.0f, 0.5f};
-    g4v_geglu(NULL, g, u, 2, 2, 2);
+    PT->geglu_row(g, u, g, 2);
+    PT->geglu_row(g + 2, u + 2, g + 2, 2);
     CHECK(fabs(g[0] - 2 * 0.8411919906082768) < 1e-6 && fabs(g[2] + 0.34571400982514394) < 1e-6);
 }
 
@@ -171,7 +176,7 @@ static void test_avgpool(void) {
     enum { GH = 6, GW = 9, D = 2 };
     float h[GH * GW * D], out[(GH / 3) * (GW / 3) * D];
     for (int l = 0; l < GH * GW; l++) h[2 * l] = (float)l, h[2 * l + 1] = -2.0f * l;
-    g4v_avgpool(h, GH, GW, D, D, 3, out);
+    g4v_avgpool(h, D, out, GH, GW, D, 3);
     int ok = 1;
     for (int Y = 0; Y < GH / 3; Y++)
         for (int X = 0; X < GW / 3; X++) {

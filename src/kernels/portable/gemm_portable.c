@@ -6,7 +6,8 @@
  * -ffp-contract=off so no compiler fuses them). Speed is secondary here: it is the fallback for
  * CPUs without AVX2.
  */
-#include "gemm_kernel.h"
+#include "kernels/dispatch.h"
+#include "kernels/gemm_kernel.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -41,14 +42,10 @@ static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, voi
     g4v_pack_a_scalar(x, ldx, rows, 0, klen, kpad, MR, KG, 0, dst, o);
 }
 
-static float clampf(float v, float lo, float hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
 static void finish(float acc[MR][NR], float *y, size_t ldy, const g4v_ukr_epi *e) {
     for (int m = 0; m < MR; m++)
         for (int n = 0; n < NR; n++) {
-            float v = e->clamp ? clampf(acc[m][n], e->lo, e->hi) : acc[m][n];
+            float v = e->clamp ? g4v_clampf(acc[m][n], e->lo, e->hi) : acc[m][n];
             float *d = y + (size_t)m * ldy + n;
             *d = e->accumulate ? *d + v : v;
         }
@@ -92,7 +89,12 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     finish(acc, y, ldy, e);
 }
 
-const g4v_gemm_kernel g4v_gemm_portable_f32 = {"portable-f32", 0,      MR, NR, KG, 0, 0,
-                                               pack_a,         ukr_f32};
-const g4v_gemm_kernel g4v_gemm_portable_bf16w = {"portable-bf16w", 0,        MR, NR, KG, 0, 1,
-                                                 pack_a,           ukr_bf16w};
+const g4v_gemm_kernel g4v_gemm_portable_f32 = {
+    .name = "portable-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
+const g4v_gemm_kernel g4v_gemm_portable_bf16w = {.name = "portable-bf16w",
+                                                 .mr = MR,
+                                                 .nr = NR,
+                                                 .kg = KG,
+                                                 .b_bf16 = 1,
+                                                 .pack_a = pack_a,
+                                                 .ukr = ukr_bf16w};

@@ -2,9 +2,9 @@
  * Soft token (Y, X) = sum over the block {rows kY..kY+k-1} x {cols kX..kX+k-1}, rows outer,
  * of h * f32(1/k^2): HF's f32 pooling matmul uses weights exactly 1/k^2. Output is row-major over
  * the pooled grid (index Y*(gw/k) + X), which is the order the soft tokens reach the LM. */
-#include "kernels.h"
+#include "kernels/kernels.h"
 
-void g4v_avgpool(const float *h, int gh, int gw, int D, size_t ld, int k, float *out) {
+void g4v_avgpool(const float *h, size_t ld, float *out, int gh, int gw, int D, int k) {
     const float wgt = 1.0f / (float)(k * k);
     int ph = gh / k, pw = gw / k;
     for (int Y = 0; Y < ph; Y++) {

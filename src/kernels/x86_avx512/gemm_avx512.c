@@ -8,13 +8,11 @@
  * makes every product exact). 24 independent accumulator chains cover the FMA latency x
  * throughput of current cores; A values are broadcast straight from memory ({1to16} operands).
  * The sum for each output runs k = 0, 1, ..., K-1, one rounding per FMA.
- * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (isa_flags.cmake).
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (the folder's flags, src/kernels/CMakeLists.txt).
  */
-#include "gemm_kernel.h"
-
-#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
-#include "base/cpu.h"
-#include "gemm_simd.h"
+#include "kernels/dispatch.h"
+#include "kernels/gemm_kernel.h"
+#include "kernels/simd.h"
 
 #include <stdint.h>
 
@@ -115,8 +113,5 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     FINISH
 }
 
-const g4v_gemm_kernel g4v_gemm_avx512_f32 = {"avx512-f32", G4V_CPU_AVX512, MR, NR, KG, 0, 0,
-                                             pack_a,       ukr_f32};
-const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {"avx512-bf16w", G4V_CPU_AVX512, MR, NR, KG, 0, 1,
-                                               pack_a,         ukr_bf16w};
-#endif
+const g4v_gemm_kernel g4v_gemm_avx512_f32 = {.name = "avx512-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
+const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {.name = "avx512-bf16w", .mr = MR, .nr = NR, .kg = KG, .b_bf16 = 1, .pack_a = pack_a, .ukr = ukr_bf16w};

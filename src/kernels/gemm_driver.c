@@ -1,4 +1,4 @@
-/* gemm_run.c - g4v_gemm: blocking, threading and edges around the micro-kernel (BLIS loop nest).
+/* gemm_driver.c - g4v_gemm: blocking, threading and edges around the micro-kernel (BLIS loop nest).
  *
  * Work is split into tasks by OUTPUT blocks only: a task owns rows [r0, r1) (whole MR-row tiles)
  * and columns of whole NR-wide B panels, and packs its rows of A once (clamp, bf16 rounding) into
@@ -14,9 +14,9 @@
  * buffer and carries the partial sums in a local tile: slow, allocation-free, same bits.
  */
 #include "gemm_kernel.h"
-#include "gemm_run.h"
-#include "kernels.h"
 
+
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,12 +40,7 @@ typedef struct {
     int nbn;            /* B panels split into nbn column blocks */
     int kc;             /* KG groups per K chunk */
     int no_scratch;
-    g4v_geglu_row_fn geglu; /* the fused GeGLU's row kernel, chosen once per call */
 } gemm_job;
-
-static float clampf(float v, float lo, float hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
 
 /* Writes the valid rows x cols of a computed tile (row stride NR) with the full epilogue. */
 static void store_edge(const gemm_job *j, const float *tile, int nr, int rows, int cols, float *y) {
@@ -53,7 +48,7 @@ static void store_edge(const gemm_job *j, const float *tile, int nr, int rows, i
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             float v = tile[r * nr + c];
-            if (j->uepi.clamp) v = clampf(v, e->out_lo, e->out_hi);
+            if (j->uepi.clamp) v = g4v_clampf(v, e->out_lo, e->out_hi);
             float *d = y + (size_t)r * j->ldy + c;
             *d = e->accumulate ? *d + v : v;
         }
@@ -81,7 +76,7 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
     if (j->epi.gelu_gate)
         for (int i = 0; i < rows; i++) {
             float *yr = y + (size_t)i * j->ldy;
-            j->geglu(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr, cols);
+            j->W->geglu_row(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr, cols);
         }
 }
 
@@ -192,9 +187,9 @@ static int unbounded(float lo, float hi) {
     return lo == -INFINITY && hi == INFINITY;
 }
 
-void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W,
-                      float *Y, size_t ldy, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
-    if (m <= 0) return;
+void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
+                      size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
+    if (m == 0 || m > INT_MAX) return; /* the encoder's rows are far below 2^31 (checked there) */
     gemm_job j;
     memset(&j, 0, sizeof j);
     j.X = X;
@@ -202,7 +197,7 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g
     j.W = W;
     j.Y = Y;
     j.ldy = ldy;
-    j.m = m;
+    j.m = (int)m;
     j.epi = epi ? *epi : g4v_gemm_epi_none();
     j.uepi.lo = j.epi.out_lo;
     j.uepi.hi = j.epi.out_hi;
@@ -213,12 +208,11 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, int m, size_t ldx, const g
     j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
     j.pack.round = W->mode == G4V_MATH_FAST;
     j.no_scratch = cfg ? cfg->no_scratch : 0;
-    if (j.epi.gelu_gate) j.geglu = g4v_geglu_row_impl();
     plan(&j, g4v_pool_size(pool), cfg);
     g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
 }
 
-void g4v_gemm(g4v_pool *pool, const float *X, int m, size_t ldx, const g4v_wmat *W, float *Y,
-              size_t ldy, const g4v_gemm_epi *epi) {
-    g4v_gemm_cfg_run(pool, X, m, ldx, W, Y, ldy, epi, NULL);
+void g4v_gemm(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y, size_t ldy,
+              size_t m, const g4v_gemm_epi *epi) {
+    g4v_gemm_cfg_run(pool, X, ldx, W, Y, ldy, m, epi, NULL);
 }

@@ -1,9 +1,7 @@
-/* attention_tile.h - the flash-attention task of the SIMD variants, written once over a small
- * vector vocabulary that the including file defines (attention_avx2.c: 8-float ymm,
- * attention_avx512.c: 16-float zmm): AV_T, AV_W (floats per vector), AV_ZERO, AV_SET1, AV_LOAD /
- * AV_STORE (aligned), AV_BCAST (one float to every lane), AV_FMA(a, b, c) = a * b + c (one
- * rounding), AV_MUL, AV_SUB, AV_ADD, AV_MAX, AV_EXPNP (exp of non-positive lanes), and AV_NAME,
- * the entry point to define. Include once per file, after those macros.
+/* attention_tile.h - the flash-attention kernel of the SIMD variants, written once over the
+ * vector vocabulary of vec.h. An ISA file defines G4V_VEC_BITS and ATTENTION_TILE_NAME (the entry
+ * point to define, with the g4v_attention_fn signature of kernels.h) and includes this header once:
+ * x86_avx2/attention_avx2.c (8-float ymm), x86_avx512/attention_avx512.c (16-float zmm).
  *
  * First, when a->kv is given, K and V are copied head-major (one [L, d] block per kv head), so a
  * tile of keys is contiguous: in the encoder's [L, Hkv*d] layout the rows of one head sit 3 KB
@@ -13,13 +11,13 @@
  *
  * A task is (head, 96 consecutive queries) as NSUB register tiles of QB = 3 vectors of queries
  * (4 x 24 with AVX2, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with the online
- * softmax of attention.c (running max m, sum l, unnormalised O, rescaled by exp(m_old - m_new)
- * when the max moves), each key tile serving all its register tiles while in L1. Both products
- * are 4 x 3-vector register blocks: 12 accumulators, enough independent FMA chains to keep two
- * FMA pipes busy (8 left them waiting on latency). Layout as in attention.c, query index
- * fastest: qT[c][i], S[j][i], O[c][i].
+ * softmax of portable/attention.c (running max m, sum l, unnormalised O, rescaled by
+ * exp(m_old - m_new) when the max moves), each key tile serving all its register tiles while in
+ * L1. Both products are 4 x 3-vector register blocks: 12 accumulators, enough independent FMA
+ * chains to keep two FMA pipes busy (8 left them waiting on latency). Layout as in the portable
+ * kernel, query index fastest: qT[c][i], S[j][i], O[c][i].
  *  - logits: 4 keys x QB queries, one FMA per channel, channels in order;
- *  - softmax: max, exp and sum vectorised over the queries (AV_EXPNP, <= 2 ulp);
+ *  - softmax: max, exp and sum vectorised over the queries (vec_exp_nonpos, <= 2 ulp);
  *  - P.V: 4 channels x QB queries of O, one FMA per key, keys in order.
  * Everything is f32, nothing is rounded to bf16. Differences from the portable kernel come only
  * from FMA's single rounding and the polynomial exp: tests measure the bound. Each task writes
@@ -29,55 +27,62 @@
 #ifndef G4V_KERNELS_ATTENTION_TILE_H
 #define G4V_KERNELS_ATTENTION_TILE_H
 
+#include "vec.h"
+#include "vec_exp.h"
+
+#include "base/pool.h"
+#include "kernels/kernels.h"
+
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* QB queries per register tile, NSUB tiles per task (96 queries in both variants), KB keys per
  * key tile. */
-enum { QV = 3, QB = AV_W * QV, NSUB = 96 / QB, KB = 64, KEYS_PER_PACK_TASK = 512 };
+enum { QV = 3, QB = V_W * QV, NSUB = 96 / QB, KB = 64, KEYS_PER_PACK_TASK = 512 };
 
 /* S[j][0..QB) = scale * q . k_j for the nk keys of this tile; each sum runs c = 0..d-1. */
 static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int nk, float scale,
                         float *S) {
-    AV_T sc = AV_SET1(scale);
+    V_T sc = V_SET1(scale);
     int j = 0;
     for (; j + 4 <= nk; j += 4) {
         const float *k = k0 + (size_t)j * ldk;
-        AV_T acc[4][QV];
+        V_T acc[4][QV];
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++)
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = AV_ZERO();
+            G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = V_ZERO();
         for (int c = 0; c < d; c++) {
-            AV_T q[QV];
+            V_T q[QV];
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
-                q[v] = AV_LOAD(qT + (size_t)c * QB + AV_W * v);
+                q[v] = V_LOAD(qT + (size_t)c * QB + V_W * v);
             G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
-                AV_T b = AV_BCAST(k + (size_t)r * ldk + c);
+                V_T b = V_BCAST(k + (size_t)r * ldk + c);
                 G4V_UNROLL(3)
                 for (int v = 0; v < QV; v++)
-                    acc[r][v] = AV_FMA(q[v], b, acc[r][v]);
+                    acc[r][v] = V_FMA(q[v], b, acc[r][v]);
             }
         }
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++)
             G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
-            AV_STORE(S + (size_t)(j + r) * QB + AV_W * v, AV_MUL(acc[r][v], sc));
+            V_STORE(S + (size_t)(j + r) * QB + V_W * v, V_MUL(acc[r][v], sc));
     }
     for (; j < nk; j++) { /* ragged end of the keys: one at a time */
         const float *k = k0 + (size_t)j * ldk;
-        AV_T acc[QV];
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[v] = AV_ZERO();
+        V_T acc[QV];
+        G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[v] = V_ZERO();
         for (int c = 0; c < d; c++) {
-            AV_T b = AV_BCAST(k + c);
+            V_T b = V_BCAST(k + c);
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
-                acc[v] = AV_FMA(AV_LOAD(qT + (size_t)c * QB + AV_W * v), b, acc[v]);
+                acc[v] = V_FMA(V_LOAD(qT + (size_t)c * QB + V_W * v), b, acc[v]);
         }
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
-            AV_STORE(S + (size_t)j * QB + AV_W * v, AV_MUL(acc[v], sc));
+            V_STORE(S + (size_t)j * QB + V_W * v, V_MUL(acc[v], sc));
     }
 }
 
@@ -85,70 +90,70 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
  * over S, l = l * corr + p (keys in order), O = O * corr + P V (keys in order per output). */
 static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, float *m, float *l,
                         float *O) {
-    AV_T mx[QV], corr[QV], sum[QV];
-    G4V_UNROLL(3) for (int v = 0; v < QV; v++) mx[v] = AV_LOAD(m + AV_W * v);
+    V_T mx[QV], corr[QV], sum[QV];
+    G4V_UNROLL(3) for (int v = 0; v < QV; v++) mx[v] = V_LOAD(m + V_W * v);
     for (int j = 0; j < nk; j++)
         G4V_UNROLL(3)
     for (int v = 0; v < QV; v++)
-        mx[v] = AV_MAX(mx[v], AV_LOAD(S + (size_t)j * QB + AV_W * v));
+        mx[v] = V_MAX(mx[v], V_LOAD(S + (size_t)j * QB + V_W * v));
     G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
-        corr[v] = AV_EXPNP(AV_SUB(AV_LOAD(m + AV_W * v), mx[v]));
-        sum[v] = AV_MUL(AV_LOAD(l + AV_W * v), corr[v]);
+        corr[v] = vec_exp_nonpos(V_SUB(V_LOAD(m + V_W * v), mx[v]));
+        sum[v] = V_MUL(V_LOAD(l + V_W * v), corr[v]);
     }
     for (int j = 0; j < nk; j++) {
         float *s = S + (size_t)j * QB;
         G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
-            AV_T p = AV_EXPNP(AV_SUB(AV_LOAD(s + AV_W * v), mx[v]));
-            AV_STORE(s + AV_W * v, p);
-            sum[v] = AV_ADD(sum[v], p);
+            V_T p = vec_exp_nonpos(V_SUB(V_LOAD(s + V_W * v), mx[v]));
+            V_STORE(s + V_W * v, p);
+            sum[v] = V_ADD(sum[v], p);
         }
     }
     G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
-        AV_STORE(m + AV_W * v, mx[v]);
-        AV_STORE(l + AV_W * v, sum[v]);
+        V_STORE(m + V_W * v, mx[v]);
+        V_STORE(l + V_W * v, sum[v]);
     }
 
     int c = 0;
     for (; c + 4 <= d; c += 4) {
         float *o = O + (size_t)c * QB;
-        AV_T acc[4][QV];
+        V_T acc[4][QV];
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++)
             G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
-            acc[r][v] = AV_MUL(AV_LOAD(o + (size_t)r * QB + AV_W * v), corr[v]);
+            acc[r][v] = V_MUL(V_LOAD(o + (size_t)r * QB + V_W * v), corr[v]);
         const float *vr = v0 + c;
         for (int j = 0; j < nk; j++, vr += ldv) {
-            AV_T p[QV];
+            V_T p[QV];
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
-                p[v] = AV_LOAD(S + (size_t)j * QB + AV_W * v);
+                p[v] = V_LOAD(S + (size_t)j * QB + V_W * v);
             G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
-                AV_T b = AV_BCAST(vr + r);
+                V_T b = V_BCAST(vr + r);
                 G4V_UNROLL(3)
                 for (int v = 0; v < QV; v++)
-                    acc[r][v] = AV_FMA(p[v], b, acc[r][v]);
+                    acc[r][v] = V_FMA(p[v], b, acc[r][v]);
             }
         }
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++)
             G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
-            AV_STORE(o + (size_t)r * QB + AV_W * v, acc[r][v]);
+            V_STORE(o + (size_t)r * QB + V_W * v, acc[r][v]);
     }
     for (; c < d; c++) { /* channels beyond a multiple of 4 */
         float *o = O + (size_t)c * QB;
-        AV_T acc[QV];
+        V_T acc[QV];
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
-            acc[v] = AV_MUL(AV_LOAD(o + AV_W * v), corr[v]);
+            acc[v] = V_MUL(V_LOAD(o + V_W * v), corr[v]);
         for (int j = 0; j < nk; j++) {
-            AV_T b = AV_BCAST(v0 + (size_t)j * ldv + c);
+            V_T b = V_BCAST(v0 + (size_t)j * ldv + c);
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
-                acc[v] = AV_FMA(AV_LOAD(S + (size_t)j * QB + AV_W * v), b, acc[v]);
+                acc[v] = V_FMA(V_LOAD(S + (size_t)j * QB + V_W * v), b, acc[v]);
         }
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++) AV_STORE(o + AV_W * v, acc[v]);
+        G4V_UNROLL(3) for (int v = 0; v < QV; v++) V_STORE(o + V_W * v, acc[v]);
     }
 }
 
@@ -244,7 +249,7 @@ static void attn_task(void *varg, int task, int worker) {
     }
 }
 
-void AV_NAME(g4v_pool *pool, const g4v_attn_args *a) {
+void ATTENTION_TILE_NAME(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->L <= 0) return;
     attn_job job = {a,
                     (a->L + QB * NSUB - 1) / (QB * NSUB),

@@ -16,11 +16,9 @@
  * S[j][i], O[c][i]), so every inner loop runs over the queries i of the tile with independent
  * sums. Each logit is still summed over c = 0..d-1 in order and each output over keys j in
  * order; the Q transpose happens once per task, not once per key tile.
- * g4v_attention dispatches to a SIMD variant (attention_avx2.c) when the CPU has one.
+ * g4v_attention runs the variant of the caller's kernel table (dispatch.h).
  */
-#include "attention_isa.h"
-
-#include "base/cpu.h"
+#include "kernels/dispatch.h"
 
 #include <math.h>
 
@@ -172,19 +170,6 @@ void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
     g4v_pool_run(pool, a->H * job.q_tiles, attn_task, &job);
 }
 
-/* Dispatch: the SIMD variant when CPUID (capped by G4V_ISA) allows it, else the portable one.
- * Asked on every call (a few hundred ns per layer), so G4V_ISA set before the first call works. */
-void g4v_attention(g4v_pool *pool, const g4v_attn_args *a) {
-#ifdef G4V_ATTN_HAVE_X86
-    unsigned f = g4v_cpu_features();
-    if (f & G4V_CPU_AVX512) {
-        g4v_attention_avx512(pool, a);
-        return;
-    }
-    if (f & G4V_CPU_AVX2) {
-        g4v_attention_avx2(pool, a);
-        return;
-    }
-#endif
-    g4v_attention_portable(pool, a);
+void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a) {
+    k->attention(pool, a);
 }

@@ -1,17 +1,17 @@
-/* gemm.c - prepared weights: kernel choice from CPUID and packing W into the kernel's B panels.
+/* gemm_pack.c - prepared weights: the micro-kernel's choice and packing W into its B panels.
  *
- * The kernel is chosen once per weight (g4v_wmat_create), the first in g4v_gemm_kernels() that
- * fits the CPU, the weight dtype and the math mode. BF16 weights stay 2 bytes per element in
+ * The kernel is chosen once per weight (g4v_wmat_create), the first of the kernel table's GEMM
+ * kernels (those the CPU runs, best first) that fits the weight dtype and the math mode. BF16 weights stay 2 bytes per element in
  * every mode (bf16 pairs; FAST mode uses vdpbf16ps where the CPU has it, otherwise FMA on A
  * rounded to bf16). F16/F32 weights are widened to f32 panels (4 bytes per element) because the
  * contract multiplies by W exactly as stored. Panels are zero-padded to whole tiles, so
  * g4v_wmat_bytes can exceed N*K*size when N or K is not a multiple of the tile.
- * Packing is plain C and runs once per model; g4v_gemm (gemm_run.c) does the per-call work.
+ * Packing is plain C and runs once per model; g4v_gemm (gemm_driver.c) does the per-call work.
  */
 #include "gemm_kernel.h"
 
 #include "base/alloc.h"
-#include "base/cpu.h"
+#include "dispatch.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -19,28 +19,7 @@
 
 enum { MAX_DIM = 1 << 20 }; /* 1M rows or columns: far beyond any model, keeps sizes in range */
 
-const g4v_gemm_kernel *const *g4v_gemm_kernels(int *count) {
-    static const g4v_gemm_kernel *const all[] = {
-#ifdef G4V_GEMM_HAVE_X86
-        &g4v_gemm_avx512_bf16dp,  &g4v_gemm_avx512_bf16w, &g4v_gemm_avx512_f32,
-        &g4v_gemm_avx2_bf16w,     &g4v_gemm_avx2_f32,
-#endif
-        &g4v_gemm_portable_bf16w, &g4v_gemm_portable_f32};
-    *count = (int)(sizeof all / sizeof all[0]);
-    return all;
-}
-
-unsigned g4v_gemm_features(void) {
-#ifdef G4V_GEMM_SIMDE
-    return G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16; /* every path emulated */
-#else
-    return g4v_cpu_features();
-#endif
-}
-
-int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode,
-                         unsigned features) {
-    if (k->needs & ~features) return 0;
+int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode) {
     if (k->a_bf16 && mode != G4V_MATH_FAST) return 0;
     if (k->b_bf16 && dtype != G4V_DT_BF16) return 0;
     return 1;
@@ -102,19 +81,20 @@ static void pack_b_f32(const void *w, g4v_dtype dtype, int n, int k, const g4v_w
             }
 }
 
-int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype dtype, int n, int k,
-                         g4v_math_mode mode, g4v_wmat **out, g4v_err *err) {
+int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
+                         g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
+                         g4v_err *err) {
     *out = NULL;
     if (n <= 0 || k <= 0) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d is empty", n, k);
     if (n > MAX_DIM || k > MAX_DIM)
-        return g4v_fail(err, G4V_ERR_LIMIT, "weight matrix %dx%d exceeds %d rows or columns", n, k,
-                        MAX_DIM);
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED, "weight matrix %dx%d exceeds %d rows or columns",
+                        n, k, MAX_DIM);
     if (!w) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d has no data", n, k);
     if (dtype != G4V_DT_BF16 && dtype != G4V_DT_F16 && dtype != G4V_DT_F32)
         return g4v_fail(err, G4V_ERR_ARG, "weight dtype %d is not BF16, F16 or F32", (int)dtype);
     if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE)
         return g4v_fail(err, G4V_ERR_ARG, "math mode %d is not FAST or PRECISE", (int)mode);
-    if (!g4v_gemm_kernel_fits(kern, dtype, mode, ~0u))
+    if (!g4v_gemm_kernel_fits(kern, dtype, mode))
         return g4v_fail(err, G4V_ERR_INTERNAL,
                         "GEMM kernel %s cannot multiply %s weights in %s mode", kern->name,
                         g4v_dtype_name(dtype), mode == G4V_MATH_FAST ? "FAST" : "PRECISE");
@@ -124,6 +104,7 @@ int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype d
     m->k = k;
     m->mode = mode;
     m->kern = kern;
+    m->geglu_row = kt->geglu_row;
     m->kpad = (k + kern->kg - 1) / kern->kg * kern->kg;
     m->npanels = (n + kern->nr - 1) / kern->nr;
     m->panel_bytes = (size_t)m->kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4);
@@ -155,14 +136,11 @@ int g4v_wmat_create_with(const g4v_gemm_kernel *kern, const void *w, g4v_dtype d
     return G4V_OK;
 }
 
-int g4v_wmat_create(const void *w, g4v_dtype dtype, int n, int k, g4v_math_mode mode,
-                    g4v_wmat **out, g4v_err *err) {
-    int count;
-    const g4v_gemm_kernel *const *all = g4v_gemm_kernels(&count);
-    unsigned features = g4v_gemm_features();
-    for (int i = 0; i < count; i++)
-        if (g4v_gemm_kernel_fits(all[i], dtype, mode, features))
-            return g4v_wmat_create_with(all[i], w, dtype, n, k, mode, out, err);
+int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
+                    g4v_math_mode mode, g4v_wmat **out, g4v_err *err) {
+    for (int i = 0; i < kt->ngemm; i++)
+        if (g4v_gemm_kernel_fits(kt->gemm[i], dtype, mode))
+            return g4v_wmat_create_with(kt, kt->gemm[i], w, dtype, n, k, mode, out, err);
     *out = NULL;
     return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for weight dtype %d in math mode %d",
                     (int)dtype, (int)mode);

@@ -5,13 +5,11 @@
  * vector. Both take f32 A; FAST mode rounds A to bf16 while packing, so "bf16" math is emulated
  * exactly: a product of two bf16 values is exact in f32, so each FMA rounds once, as the
  * reference's multiply-then-add does. The sum for each output runs k = 0, 1, ..., K-1.
- * Compiled with -mavx2 -mfma (isa_flags.cmake); only called when CPUID reports both.
+ * Compiled with -mavx2 -mfma (the folder's flags, src/kernels/CMakeLists.txt); only called when CPUID reports both.
  */
-#include "gemm_kernel.h"
-
-#if defined(__x86_64__) || defined(G4V_GEMM_SIMDE)
-#include "base/cpu.h"
-#include "gemm_simd.h"
+#include "kernels/dispatch.h"
+#include "kernels/gemm_kernel.h"
+#include "kernels/simd.h"
 
 #include <stdint.h>
 
@@ -124,8 +122,5 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     FINISH
 }
 
-const g4v_gemm_kernel g4v_gemm_avx2_f32 = {"avx2-f32", G4V_CPU_AVX2, MR,     NR, KG, 0,
-                                           0,          pack_a,       ukr_f32};
-const g4v_gemm_kernel g4v_gemm_avx2_bf16w = {"avx2-bf16w", G4V_CPU_AVX2, MR, NR, KG, 0, 1,
-                                             pack_a,       ukr_bf16w};
-#endif
+const g4v_gemm_kernel g4v_gemm_avx2_f32 = {.name = "avx2-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
+const g4v_gemm_kernel g4v_gemm_avx2_bf16w = {.name = "avx2-bf16w", .mr = MR, .nr = NR, .kg = KG, .b_bf16 = 1, .pack_a = pack_a, .ukr = ukr_bf16w};

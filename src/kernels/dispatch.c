@@ -1,0 +1,95 @@
+/* dispatch.c - kernel tables built from the registry (variants.def). */
+#include "dispatch.h"
+
+#include <pthread.h>
+
+static const g4v_kernel_variant registry[] = {
+#define G4V_VARIANT(fam, name, req)                                                                \
+    {.family = G4V_KF_FAMILY_##fam, .isa = #name, .needs = (req), .impl.fam = &g4v_##fam##_##name},
+#define G4V_KF_FAMILY_gemm G4V_KF_GEMM
+#define G4V_KF_FAMILY_attention G4V_KF_ATTENTION
+#define G4V_KF_FAMILY_geglu_row G4V_KF_GEGLU_ROW
+#define G4V_KF_FAMILY_rmsnorm_row G4V_KF_RMSNORM_ROW
+#define G4V_KF_FAMILY_rope_row G4V_KF_ROPE_ROW
+#define G4V_KF_FAMILY_add_row G4V_KF_ADD_ROW
+#define G4V_KF_FAMILY_resize G4V_KF_RESIZE
+#include "variants.def"
+#undef G4V_VARIANT
+};
+
+enum { NVARIANTS = (int)(sizeof registry / sizeof registry[0]) };
+
+/* The feature bits any variant can use; a table exists for each combination of them. */
+#define KNOWN_FEATURES (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16)
+enum { NTABLES = KNOWN_FEATURES + 1 };
+
+static g4v_kernels tables[NTABLES];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build(g4v_kernels *t, unsigned features) {
+    t->features = features;
+    for (int i = 0; i < NVARIANTS; i++) {
+        const g4v_kernel_variant *v = &registry[i];
+        if (v->needs & ~features) continue;
+        int first = t->isa[v->family] == NULL;
+        if (first) t->isa[v->family] = v->isa;
+        switch (v->family) {
+        case G4V_KF_GEMM:
+            if (t->ngemm < G4V_MAX_GEMM_KERNELS) t->gemm[t->ngemm++] = v->impl.gemm;
+            break;
+        case G4V_KF_ATTENTION:
+            if (first) t->attention = v->impl.attention;
+            break;
+        case G4V_KF_GEGLU_ROW:
+            if (first) t->geglu_row = v->impl.geglu_row;
+            break;
+        case G4V_KF_RMSNORM_ROW:
+            if (first) t->rmsnorm_row = v->impl.rmsnorm_row;
+            break;
+        case G4V_KF_ROPE_ROW:
+            if (first) t->rope_row = v->impl.rope_row;
+            break;
+        case G4V_KF_ADD_ROW:
+            if (first) t->add_row = v->impl.add_row;
+            break;
+        case G4V_KF_RESIZE:
+            if (first) t->resize = v->impl.resize;
+            break;
+        case G4V_KF_COUNT:
+            break;
+        }
+    }
+}
+
+static void build_all(void) {
+    for (unsigned f = 0; f < NTABLES; f++)
+        build(&tables[f], f);
+}
+
+const g4v_kernels *g4v_kernels_for(unsigned features) {
+    pthread_once(&tables_once, build_all);
+    return &tables[features & KNOWN_FEATURES];
+}
+
+unsigned g4v_kernel_features(void) {
+#ifdef G4V_SIMDE
+    return KNOWN_FEATURES; /* every x86 variant, emulated */
+#else
+    return g4v_cpu_features();
+#endif
+}
+
+const g4v_kernels *g4v_kernels_current(void) {
+    return g4v_kernels_for(g4v_kernel_features());
+}
+
+const g4v_kernel_variant *g4v_kernel_variants(int *count) {
+    *count = NVARIANTS;
+    return registry;
+}
+
+const char *g4v_kernel_family_name(g4v_kernel_family f) {
+    static const char *const names[G4V_KF_COUNT] = {
+        "gemm", "attention", "geglu_row", "rmsnorm_row", "rope_row", "add_row", "resize"};
+    return f >= 0 && f < G4V_KF_COUNT ? names[f] : "?";
+}

@@ -1,0 +1,94 @@
+/* dispatch.h - the one way kernels are chosen at run time (docs/ARCHITECTURE.md §3).
+ *
+ * Every variant of every kernel family is registered once, in variants.def, with the CPU features
+ * it needs. A kernel table (g4v_kernels) holds, for one set of CPU features, the best variant of
+ * each family; tables are built once per feature set and never change. A model takes the table
+ * for the CPU when it is created (g4v_kernels_current, which honours G4V_ISA at that moment) and
+ * every kernel call of that model goes through it; so does each image's resize. Tests walk the
+ * registry (g4v_kernel_variants) to run every variant against the portable one.
+ */
+#ifndef G4V_KERNELS_DISPATCH_H
+#define G4V_KERNELS_DISPATCH_H
+
+#include "base/cpu.h"
+#include "gemm_kernel.h"
+#include "kernels.h"
+#include "resize.h"
+
+/* What a variant of each family is, as variants.def names it (g4v_<family>_impl). */
+typedef const g4v_gemm_kernel g4v_gemm_impl;
+typedef g4v_attention_fn g4v_attention_impl;
+typedef g4v_geglu_row_fn g4v_geglu_row_impl;
+typedef g4v_rmsnorm_row_fn g4v_rmsnorm_row_impl;
+typedef g4v_rope_row_fn g4v_rope_row_impl;
+typedef g4v_add_row_fn g4v_add_row_impl;
+typedef const g4v_resize_kernel g4v_resize_impl;
+
+/* Declarations of every registered variant (defined in the ISA folders). */
+#define G4V_VARIANT(fam, name, req) extern g4v_##fam##_impl g4v_##fam##_##name;
+#include "variants.def"
+#undef G4V_VARIANT
+
+typedef enum g4v_kernel_family {
+    G4V_KF_GEMM,
+    G4V_KF_ATTENTION,
+    G4V_KF_GEGLU_ROW,
+    G4V_KF_RMSNORM_ROW,
+    G4V_KF_ROPE_ROW,
+    G4V_KF_ADD_ROW,
+    G4V_KF_RESIZE,
+    G4V_KF_COUNT
+} g4v_kernel_family;
+
+/* One registered variant. */
+typedef struct g4v_kernel_variant {
+    g4v_kernel_family family;
+    const char *isa;  /* its name in variants.def, e.g. "avx512_bf16dp", "avx2", "portable" */
+    unsigned needs;   /* G4V_CPU_* bits it requires */
+    union {
+        g4v_gemm_impl *gemm;
+        g4v_attention_impl *attention;
+        g4v_geglu_row_impl *geglu_row;
+        g4v_rmsnorm_row_impl *rmsnorm_row;
+        g4v_rope_row_impl *rope_row;
+        g4v_add_row_impl *add_row;
+        g4v_resize_impl *resize;
+    } impl;
+} g4v_kernel_variant;
+
+enum { G4V_MAX_GEMM_KERNELS = 8 };
+
+/* The kernels for one set of CPU features: the best fitting variant of each family. GEMM keeps
+ * every fitting micro-kernel, best first, because the choice also depends on the weight's dtype
+ * and the math mode (g4v_wmat_create takes the first that fits them). */
+struct g4v_kernels {
+    unsigned features;
+    const g4v_gemm_kernel *gemm[G4V_MAX_GEMM_KERNELS];
+    int ngemm;
+    g4v_attention_fn *attention;
+    g4v_geglu_row_fn *geglu_row;
+    g4v_rmsnorm_row_fn *rmsnorm_row;
+    g4v_rope_row_fn *rope_row;
+    g4v_add_row_fn *add_row;
+    const g4v_resize_kernel *resize;
+    const char *isa[G4V_KF_COUNT]; /* the chosen variant's name per family (GEMM: the best) */
+};
+
+/* The table for a feature set (G4V_CPU_* bits; bits the registry does not know are ignored).
+ * Built on first use; the pointer stays valid for the life of the process. */
+const g4v_kernels *g4v_kernels_for(unsigned features);
+
+/* The table for the features usable now: g4v_kernel_features(). */
+const g4v_kernels *g4v_kernels_current(void);
+
+/* The features the kernels may use: g4v_cpu_features() (CPUID capped by G4V_ISA), or every
+ * feature in a G4V_SIMDE test build, where the x86 variants run emulated. */
+unsigned g4v_kernel_features(void);
+
+/* Every registered variant, in variants.def order (best first within a family). */
+const g4v_kernel_variant *g4v_kernel_variants(int *count);
+
+/* The family's name ("gemm", "attention", ...). */
+const char *g4v_kernel_family_name(g4v_kernel_family f);
+
+#endif

@@ -1,0 +1,46 @@
+# kernels.cmake - the kernel layer's sources, one folder per instruction set, with the compiler
+# flags attached to the folder (docs/ARCHITECTURE.md §3). Top-level files (dispatch, GEMM driver
+# and packing, row splitting) are plain C for any CPU and are globbed by the top-level
+# CMakeLists.txt; here the ISA folders are added to g4v_obj_kernels.
+#
+#   portable/        plain C, -ffp-contract=off: the specification in code; the GEMM reference and
+#                    the portable kernels must never fuse a multiply and an add, on any CPU
+#   x86_avx2/        -mavx2 -mfma
+#   x86_avx512/      + -mavx512f -mavx512bw -mavx512vl -mavx512dq
+#   x86_avx512bf16/  + -mavx512bf16
+# Code in an ISA folder runs only where the kernel table chose it (dispatch.c, from CPUID), so
+# its flags never leak into code that runs everywhere. G4V_X86 (top-level CMakeLists.txt) says
+# whether the x86 folders are in this build.
+set(G4V_KERNEL_DIR ${PROJECT_SOURCE_DIR}/src/kernels)
+set(G4V_KERNEL_FLAGS_portable -ffp-contract=off)
+set(G4V_KERNEL_FLAGS_x86_avx2 -mavx2 -mfma)
+set(G4V_KERNEL_FLAGS_x86_avx512 ${G4V_KERNEL_FLAGS_x86_avx2} -mavx512f -mavx512bw -mavx512vl
+    -mavx512dq)
+set(G4V_KERNEL_FLAGS_x86_avx512bf16 ${G4V_KERNEL_FLAGS_x86_avx512} -mavx512bf16)
+
+set(G4V_KERNEL_FOLDERS portable)
+if(G4V_X86)
+  list(APPEND G4V_KERNEL_FOLDERS x86_avx2 x86_avx512 x86_avx512bf16)
+endif()
+
+# g4v_kernel_sources(<out-var> <folder>...): the .c files of those folders.
+function(g4v_kernel_sources out)
+  set(srcs)
+  foreach(folder IN LISTS ARGN)
+    file(GLOB _s CONFIGURE_DEPENDS ${G4V_KERNEL_DIR}/${folder}/*.c)
+    list(APPEND srcs ${_s})
+  endforeach()
+  set(${out} ${srcs} PARENT_SCOPE)
+endfunction()
+
+# g4v_kernel_folder_flags(<folder>...): attaches each folder's flags to its files (any target).
+function(g4v_kernel_folder_flags)
+  foreach(folder IN LISTS ARGN)
+    g4v_kernel_sources(_s ${folder})
+    set_source_files_properties(${_s} PROPERTIES COMPILE_OPTIONS "${G4V_KERNEL_FLAGS_${folder}}")
+  endforeach()
+endfunction()
+
+g4v_kernel_sources(_g4v_isa_srcs ${G4V_KERNEL_FOLDERS})
+target_sources(g4v_obj_kernels PRIVATE ${_g4v_isa_srcs})
+g4v_kernel_folder_flags(${G4V_KERNEL_FOLDERS})

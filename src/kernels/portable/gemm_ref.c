@@ -1,0 +1,33 @@
+/* gemm_ref.c - the portable GEMM: the specification of gemm.h in plain loops.
+ * Slow by design; fast kernels are tested against it. Summation runs k = 0, 1, ..., K-1. */
+#include "kernels/dispatch.h"
+#include "kernels/gemm_kernel.h"
+
+#include <math.h>
+
+g4v_gemm_epi g4v_gemm_epi_none(void) {
+    g4v_gemm_epi e = {-INFINITY, INFINITY, -INFINITY, INFINITY, 0, NULL, 0};
+    return e;
+}
+
+void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void *w,
+                  g4v_dtype dtype, float *Y, size_t ldy, size_t m, int n, int k,
+                  g4v_math_mode mode, const g4v_gemm_epi *epi) {
+    g4v_gemm_epi e = epi ? *epi : g4v_gemm_epi_none();
+    g4v_geglu_row_fn *geglu = e.gelu_gate ? kt->geglu_row : NULL;
+    for (size_t i = 0; i < m; i++) {
+        const float *x = X + i * ldx;
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int t = 0; t < k; t++) {
+                float xv = g4v_clampf(x[t], e.in_lo, e.in_hi);
+                if (mode == G4V_MATH_FAST) xv = g4v_round_bf16(xv);
+                acc += xv * g4v_load_elem(w, dtype, (size_t)j * k + t);
+            }
+            float y = g4v_clampf(acc, e.out_lo, e.out_hi);
+            if (geglu) geglu(e.gelu_gate + i * e.ldg + j, &y, &y, 1);
+            float *dst = Y + i * ldy + j;
+            *dst = e.accumulate ? *dst + y : y;
+        }
+    }
+}

@@ -1,0 +1,43 @@
+/* vecops.c - small element-wise ops of the forward pass: residual add, scale, standardize. */
+#include "kernels/dispatch.h"
+#include "kernels/par_rows.h"
+
+void g4v_add_row_portable(const float *x, float *y, int n) {
+    for (int i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+typedef struct {
+    const float *x;
+    size_t ldx;
+    float *y;
+    size_t ldy;
+    int n;
+    g4v_add_row_fn *row;
+} add_job;
+
+static void add_rows(void *arg, size_t r0, size_t r1) {
+    const add_job *j = arg;
+    for (size_t r = r0; r < r1; r++)
+        j->row(j->x + r * j->ldx, j->y + r * j->ldy, j->n);
+}
+
+void g4v_add_rows(const g4v_kernels *k, g4v_pool *pool, const float *x, size_t ldx, float *y,
+                  size_t ldy, size_t rows, int n) {
+    add_job j = {x, ldx, y, ldy, n, k->add_row};
+    g4v_par_rows(pool, rows, (size_t)n, add_rows, &j);
+}
+
+void g4v_scale(float *x, size_t n, float s) {
+    for (size_t i = 0; i < n; i++)
+        x[i] *= s;
+}
+
+void g4v_standardize(float *x, size_t ld, const float *bias, const float *scale, size_t rows,
+                     int n) {
+    for (size_t r = 0; r < rows; r++) {
+        float *v = x + r * ld;
+        for (int i = 0; i < n; i++)
+            v[i] = (v[i] - bias[i]) * scale[i];
+    }
+}

@@ -1,0 +1,265 @@
+/* test_variants.c - the kernel registry and tables (kernels/dispatch.h), and every registered
+ * variant of the per-row families against its family's portable variant.
+ *
+ *  - Registry: every family has a portable variant (needs == 0); for each of the 8 CPU feature
+ *    sets, the table holds the first registered variant whose needs the set covers (GEMM: all of
+ *    them, in order); g4v_kernels_current follows G4V_ISA.
+ *  - Row families, every variant the CPU (or SIMDe) runs, on ragged lengths (1 .. 3075, around
+ *    every vector width) with a guard element after the row:
+ *      add_row, resize (hpass, vpass): bit-identical to portable (exact arithmetic);
+ *      rmsnorm_row, rope_row: within 4e-7 of the row's largest |value| (a SIMD variant may sum
+ *        or round in another order; portable itself is within ~1e-7 of float64);
+ *      geglu_row: within 2e-6 * max(|x|, 1e-3) * |up| (the measure of test_geglu).
+ *  - The row drivers (g4v_rmsnorm, g4v_rope2d_apply, g4v_add_rows) give the same bits for 1 and
+ *    2 threads and leave row padding alone.
+ * A new variant registered in variants.def is picked up here with no change to this file.
+ */
+#include "base/cpu.h"
+#include "base/pool.h"
+#include "kernels/dispatch.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+static float frand(float lo, float hi) {
+    return lo + (hi - lo) * (float)(rnd() >> 8) / 16777216.0f;
+}
+
+static const int lengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 65, 768, 1152, 3075};
+enum { NLEN = (int)(sizeof lengths / sizeof lengths[0]) };
+
+static const g4v_kernel_variant *portable_of(g4v_kernel_family f) {
+    int n;
+    const g4v_kernel_variant *v = g4v_kernel_variants(&n);
+    for (int i = 0; i < n; i++)
+        if (v[i].family == f && v[i].needs == 0) return &v[i];
+    return NULL;
+}
+
+static void test_registry(void) {
+    int n;
+    const g4v_kernel_variant *v = g4v_kernel_variants(&n);
+    for (int f = 0; f < G4V_KF_COUNT; f++)
+        CHECK_MSG(portable_of((g4v_kernel_family)f) != NULL, "family %s has no portable variant",
+                  g4v_kernel_family_name((g4v_kernel_family)f));
+    for (unsigned feat = 0; feat < 8; feat++) {
+        const g4v_kernels *t = g4v_kernels_for(feat);
+        CHECK(t->features == feat);
+        for (int f = 0; f < G4V_KF_COUNT; f++) {
+            const char *want = NULL;
+            for (int i = 0; i < n && !want; i++)
+                if (v[i].family == (g4v_kernel_family)f && !(v[i].needs & ~feat)) want = v[i].isa;
+            CHECK_MSG(want && t->isa[f] && !strcmp(t->isa[f], want),
+                      "features %u, family %s: table has %s, registry says %s", feat,
+                      g4v_kernel_family_name((g4v_kernel_family)f), t->isa[f] ? t->isa[f] : "-",
+                      want ? want : "-");
+        }
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (v[i].family == G4V_KF_GEMM && !(v[i].needs & ~feat))
+                CHECK_MSG(k < t->ngemm && t->gemm[k++] == v[i].impl.gemm,
+                          "features %u: GEMM kernel %s missing or out of order", feat, v[i].isa);
+        CHECK_MSG(k == t->ngemm, "features %u: %d GEMM kernels, registry has %d", feat, t->ngemm,
+                  k);
+        const g4v_kernels *p = g4v_kernels_for(0);
+        CHECK(p->attention == portable_of(G4V_KF_ATTENTION)->impl.attention);
+    }
+    CHECK(g4v_kernels_for(g4v_kernel_features()) == g4v_kernels_current());
+    const char *isa = getenv("G4V_ISA");
+    if (isa && !strcmp(isa, "portable")) CHECK(g4v_cpu_features() == 0);
+    const g4v_kernels *cur = g4v_kernels_current();
+    printf("kernel table for %s:", g4v_cpu_isa_name());
+    for (int f = 0; f < G4V_KF_COUNT; f++)
+        printf(" %s=%s", g4v_kernel_family_name((g4v_kernel_family)f), cur->isa[f]);
+    printf("\n");
+}
+
+static float maxabs(const float *x, int n) {
+    float m = 0;
+    for (int i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+/* Compares n floats within tol * scale; returns 1 when they agree. */
+static int close_to(const float *a, const float *b, int n, float tol) {
+    for (int i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= tol)) return 0;
+    return 1;
+}
+
+static void test_row_variant(const g4v_kernel_variant *v) {
+    const g4v_kernel_variant *p = portable_of(v->family);
+    for (int li = 0; li < NLEN; li++) {
+        int n = lengths[li];
+        float *x = malloc(sizeof(float) * (size_t)(n + 1)), *u = malloc(sizeof(float) * n);
+        float *w = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * (size_t)(n + 1));
+        float *b = malloc(sizeof(float) * (size_t)(n + 1));
+        for (int i = 0; i < n; i++) {
+            x[i] = frand(-6.0f, 6.0f);
+            u[i] = frand(-2.0f, 2.0f);
+            w[i] = frand(0.5f, 1.5f);
+        }
+        a[n] = b[n] = 777.0f;
+        int ok = 1;
+        const char *fam = g4v_kernel_family_name(v->family);
+        switch (v->family) {
+        case G4V_KF_ADD_ROW:
+            memcpy(a, u, sizeof(float) * n);
+            memcpy(b, u, sizeof(float) * n);
+            v->impl.add_row(x, a, n);
+            p->impl.add_row(x, b, n);
+            ok = !memcmp(a, b, sizeof(float) * n);
+            break;
+        case G4V_KF_RMSNORM_ROW:
+            for (int wi = 0; wi < 2; wi++) {
+                v->impl.rmsnorm_row(x, a, n, wi ? w : NULL, 1e-6f);
+                p->impl.rmsnorm_row(x, b, n, wi ? w : NULL, 1e-6f);
+                ok &= close_to(a, b, n, 4e-7f * maxabs(b, n));
+            }
+            break;
+        case G4V_KF_GEGLU_ROW:
+            v->impl.geglu_row(x, u, a, n);
+            p->impl.geglu_row(x, u, b, n);
+            for (int i = 0; i < n; i++)
+                ok &= fabsf(a[i] - b[i]) <= 2e-6f * fmaxf(fabsf(x[i]), 1e-3f) * fabsf(u[i]);
+            break;
+        case G4V_KF_ROPE_ROW:
+            if (n % 4) break;
+            for (int heads = 1; heads <= 3; heads++) {
+                int d = n / heads / 4 * 4;
+                if (d < 4) continue;
+                float *cs = malloc(sizeof(float) * (size_t)d); /* cx, sx, cy, sy of d/4 each */
+                for (int i = 0; i < d; i++)
+                    cs[i] = frand(-1.0f, 1.0f);
+                memcpy(a, x, sizeof(float) * n);
+                memcpy(b, x, sizeof(float) * n);
+                int q = d / 4;
+                v->impl.rope_row(a, heads, d, cs, cs + q, cs + 2 * q, cs + 3 * q);
+                p->impl.rope_row(b, heads, d, cs, cs + q, cs + 2 * q, cs + 3 * q);
+                ok &= close_to(a, b, n, 4e-7f * maxabs(b, n));
+                free(cs);
+            }
+            break;
+        default:
+            break;
+        }
+        CHECK_MSG(ok, "%s %s n=%d: differs from portable", fam, v->isa, n);
+        CHECK_MSG(a[n] == 777.0f, "%s %s n=%d: wrote past the row", fam, v->isa, n);
+        free(x);
+        free(u);
+        free(w);
+        free(a);
+        free(b);
+    }
+}
+
+/* Random taps like Pillow's bicubic (negative lobes, weights up to 2^19), any count up to 8. */
+static void random_coeffs(g4v_coeffs *c, int n_in, int n_out, int ksize) {
+    c->n_in = n_in, c->n_out = n_out, c->ksize = ksize;
+    c->lo = malloc(sizeof(int) * n_out);
+    c->cnt = malloc(sizeof(int) * n_out);
+    c->q = malloc(sizeof(int32_t) * (size_t)n_out * ksize);
+    for (int i = 0; i < n_out; i++) {
+        int cnt = 1 + (int)(rnd() % (uint32_t)(ksize < n_in ? ksize : n_in));
+        c->cnt[i] = cnt;
+        c->lo[i] = (int)(rnd() % (uint32_t)(n_in - cnt + 1));
+        for (int j = 0; j < ksize; j++)
+            c->q[(size_t)i * ksize + j] = (int32_t)(rnd() % (3u << 18)) - (1 << 18);
+    }
+}
+
+static void test_resize_variant(const g4v_kernel_variant *v) {
+    const g4v_resize_kernel *p = portable_of(G4V_KF_RESIZE)->impl.resize;
+    const int L = G4V_RS_LANES;
+    for (int li = 0; li < NLEN; li++) {
+        int n_in = lengths[li] + 2, n_out = 1 + lengths[li] * 2 / 3;
+        g4v_coeffs c;
+        random_coeffs(&c, n_in, n_out, 8);
+        size_t tn = (size_t)3 * n_in * L, un = (size_t)3 * n_out * L;
+        uint8_t *t = malloc(tn), *ua = malloc(un + 1), *ub = malloc(un + 1);
+        for (size_t i = 0; i < tn; i++)
+            t[i] = (uint8_t)rnd();
+        ua[un] = ub[un] = 0x5a;
+        v->impl.resize->hpass(t, &c, ua);
+        p->hpass(t, &c, ub);
+        CHECK_MSG(!memcmp(ua, ub, un + 1), "resize %s hpass %d -> %d: differs from portable",
+                  v->isa, n_in, n_out);
+        /* vpass over a row of 3 * n_in bytes from 1..8 source rows */
+        size_t rn = (size_t)3 * n_in;
+        const uint8_t *rows[8];
+        for (int j = 0; j < 8; j++)
+            rows[j] = t + (size_t)j * rn;
+        int cnt = 1 + (int)(rnd() % 8u);
+        uint8_t *va = malloc(rn + 1), *vb = malloc(rn + 1);
+        va[rn] = vb[rn] = 0x5a;
+        v->impl.resize->vpass(rows, c.q, cnt, rn, va);
+        p->vpass(rows, c.q, cnt, rn, vb);
+        CHECK_MSG(!memcmp(va, vb, rn + 1), "resize %s vpass n=%zu cnt=%d: differs from portable",
+                  v->isa, rn, cnt);
+        free(t), free(ua), free(ub), free(va), free(vb);
+        free(c.lo), free(c.cnt), free(c.q);
+    }
+}
+
+/* The row drivers: same bits for 1 and 2 threads, row padding untouched. */
+static void test_drivers(g4v_pool *p2) {
+    const g4v_kernels *k = g4v_kernels_current();
+    enum { R = 301, N = 72, LD = 77, HEADS = 2, D = 36 };
+    float *x = malloc(sizeof(float) * R * LD), *y1 = malloc(sizeof(float) * R * LD);
+    float *y2 = malloc(sizeof(float) * R * LD), *w = malloc(sizeof(float) * N);
+    for (int i = 0; i < R * LD; i++)
+        x[i] = frand(-3.0f, 3.0f);
+    for (int i = 0; i < N; i++)
+        w[i] = frand(0.5f, 1.5f);
+    memcpy(y1, x, sizeof(float) * R * LD);
+    memcpy(y2, x, sizeof(float) * R * LD);
+    g4v_rmsnorm(k, NULL, x, y1, LD, R, N, w, 1e-6f);
+    g4v_rmsnorm(k, p2, x, y2, LD, R, N, w, 1e-6f);
+    CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD), "g4v_rmsnorm: 1 and 2 threads differ");
+    int32_t *pos = malloc(sizeof(int32_t) * 2 * R);
+    for (int l = 0; l < R; l++)
+        pos[2 * l] = l % 17, pos[2 * l + 1] = l / 17;
+    float cs[32 * D / 4], sn[32 * D / 4];
+    g4v_rope2d_table(100.0, D, 32, cs, sn);
+    g4v_rope2d_apply(k, NULL, y1, LD, pos, cs, sn, R, HEADS, D);
+    g4v_rope2d_apply(k, p2, y2, LD, pos, cs, sn, R, HEADS, D);
+    CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD), "g4v_rope2d_apply: 1 and 2 threads differ");
+    g4v_add_rows(k, NULL, x, LD, y1, LD, R, N);
+    g4v_add_rows(k, p2, x, LD, y2, LD, R, N);
+    CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD), "g4v_add_rows: 1 and 2 threads differ");
+    int pad = 1;
+    for (int r = 0; r < R; r++)
+        for (int i = N; i < LD; i++)
+            pad &= y1[(size_t)r * LD + i] == x[(size_t)r * LD + i];
+    CHECK_MSG(pad, "row drivers wrote into the row padding");
+    free(x), free(y1), free(y2), free(w), free(pos);
+}
+
+int main(void) {
+    printf("ISA: %s\n", g4v_cpu_isa_name());
+    test_registry();
+    int n;
+    const g4v_kernel_variant *v = g4v_kernel_variants(&n);
+    for (int i = 0; i < n; i++) {
+        if (v[i].needs & ~g4v_kernel_features()) continue;
+        if (v[i].family == G4V_KF_RESIZE) test_resize_variant(&v[i]);
+        else if (v[i].family != G4V_KF_GEMM && v[i].family != G4V_KF_ATTENTION)
+            test_row_variant(&v[i]); /* GEMM and attention: test_gemm, test_attention */
+    }
+    g4v_pool *p2 = NULL;
+    if (g4v_pool_create(2, &p2, NULL)) return 1;
+    test_drivers(p2);
+    g4v_pool_destroy(p2);
+    return test_summary("test_variants");
+}
