@@ -134,7 +134,7 @@ clean:
 # threads and repetitions (e.g. BENCH_ARGS="--budgets 70,140,280 --threads 1,2"). bench-deps
 # installs the peers (Debian's python3-torch and libopenblas0-pthread, libdnnl-dev for bench_gemm;
 # never needed by the tests). OpenBLAS is loaded for the peer via LD_LIBRARY_PATH, and the
-# environment's OpenBLAS caps are unset for it (DESIGN.md "Benchmarking peers fairly").
+# environment's OpenBLAS caps are unset for it (bench/README.md, "The PyTorch peer").
 # Without torch the peer columns read "-".
 BENCH_MODEL ?= $(BUILD)/bench-e4b
 BENCH_ARGS ?=

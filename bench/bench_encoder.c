@@ -9,7 +9,7 @@
  * warm-up encode (first touch of the workspace), then --reps timed encodes (default 5; 3 for
  * budgets >= 560), median reported. The image is random RGB already at the square target size
  * for the budget, so g4v_encode_rgb's resize is a same-size pass (a few ms at most).
- * FLOPs as SPEC G: 2L(4D^2 + 3DI) per layer + 4L^2 Hd attention + 2L(3p^2)D + 2NDT.
+ * FLOPs as docs/NUMERICS.md §7: 2L(4D^2 + 3DI) per layer + 4L^2 Hd attention + 2L(3p^2)D + 2NDT.
  * The FMA peak (bench_gemm_peak.c) is measured before each thread count's rows, in the same run.
  * --peer CMD is run once per thread count as `CMD --model DIR --threads T --budgets ...
  * --sides ... --reps ...` and its "peer budget=B dtype=X ... median_s=S" lines are joined into

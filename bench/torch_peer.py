@@ -1,16 +1,16 @@
 #!/usr/bin/python3
 """torch_peer.py - the PyTorch peer for bench_encoder: an eager implementation of the Gemma 4
-vision tower (SPEC.md section C) as a Hugging Face user runs it on CPU, on the same checkpoint.
+vision tower (docs/NUMERICS.md §4) as a Hugging Face user runs it on CPU, on the same checkpoint.
 
-Written from SPEC C, not from transformers: patch embedding (+ position table), 16 sandwich-norm
-layers (ClippableLinear q/k/v/o with q/k RMSNorm (weight as w), weightless v norm, 2D rotate-half
-RoPE, eager attention as HF's eager path: scores with scale 1.0, softmax in f32 (Debian's torch
-1.13 has no scaled_dot_product_attention), GeGLU-tanh MLP), 3x3 pooling,
-x sqrt(D), [standardize], weightless RMSNorm, projection. Weights are loaded once from the
-safetensors files (BF16/F16/F32) and cast to the run dtype: --dtype bf16 keeps bf16 weights and
-activations (norms and softmax in f32, as HF does), f32 runs everything in f32. Runs under
-torch.inference_mode with torch.set_num_threads(--threads), and OpenBLAS (which torch reaches
-through the plain BLAS interface) limited to the same count through OPENBLAS_NUM_THREADS.
+Written from docs/NUMERICS.md §4, not from transformers: patch embedding (+ position table), 16
+sandwich-norm layers (ClippableLinear q/k/v/o with q/k RMSNorm (weight as w), weightless v norm, 2D
+rotate-half RoPE, eager attention as HF's eager path: scores with scale 1.0, softmax in f32
+(Debian's torch 1.13 has no scaled_dot_product_attention), GeGLU-tanh MLP), 3x3 pooling, x sqrt(D),
+[standardize], weightless RMSNorm, projection. Weights are loaded once from the safetensors files
+(BF16/F16/F32) and cast to the run dtype: --dtype bf16 keeps bf16 weights and activations (norms and
+softmax in f32, as HF does), f32 runs everything in f32. Runs under torch.inference_mode with
+torch.set_num_threads(--threads), and OpenBLAS (which torch reaches through the plain BLAS
+interface) limited to the same count through OPENBLAS_NUM_THREADS.
 
 Prints one line per budget: "peer budget=B dtype=X L=... tokens=N median_s=S reps=R load_s=..."
 (the image is random uint8 at the budget's square target size, patchified outside the timing;
@@ -102,14 +102,14 @@ class Tower:
     def g(self, name):
         return self.w[name]
 
-    def rms(self, x, w=None):  # SPEC C.2: f32 inside, weight as w, result in the run dtype
+    def rms(self, x, w=None):  # docs/NUMERICS.md §3.1: f32 inside, weight as w, run dtype out
         xf = x.float()
         y = xf * torch.pow(xf.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
         if w is not None:
             y = y * w.float()
         return y.to(x.dtype)
 
-    def lin(self, x, prefix):  # SPEC C.3 ClippableLinear
+    def lin(self, x, prefix):  # docs/NUMERICS.md §3.2 ClippableLinear
         if self.clipped:
             x = torch.clamp(x, self.g(prefix + ".input_min"), self.g(prefix + ".input_max"))
         y = F.linear(x, self.g(prefix + ".linear.weight"))
@@ -117,7 +117,7 @@ class Tower:
             y = torch.clamp(y, self.g(prefix + ".output_min"), self.g(prefix + ".output_max"))
         return y
 
-    def rope(self, px, py):  # SPEC C.5a: cos/sin [L, d] for the two halves, in the run dtype
+    def rope(self, px, py):  # docs/NUMERICS.md §4.5: cos/sin [L, d] for both halves, run dtype
         c = self.d // 2
         inv = 1.0 / (self.theta ** (torch.arange(0, c, 2, dtype=torch.float32) / c))
         tabs = []

@@ -1,4 +1,4 @@
-/* splice.c - how to hand g4v's output to a language model (SPEC.md section E).
+/* splice.c - how to hand g4v's output to a language model (docs/NUMERICS.md §5).
  *
  *   splice MODEL_DIR IMAGE [PROMPT_LEN]
  *

@@ -25,7 +25,7 @@
  * load). A g4v_ctx must be used by one thread at a time; give each thread its own. Results are
  * bit-identical for any thread count and any number of concurrent contexts.
  *
- * Using the output with a language model (SPEC.md section E): for an image with N soft tokens,
+ * Using the output with a language model (docs/NUMERICS.md §5): for an image with N soft tokens,
  * the prompt holds boi, N x image, eoi token ids (g4v_prompt_tokens). Embed the text tokens as the
  * model does (Gemma 4 multiplies text embeddings by bf16(sqrt(T))), then copy the N feature rows
  * unscaled into the N image-token positions, in order. See examples/splice.c.

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """gen_checkpoint.py - writes a synthetic Gemma 4 checkpoint directory for tests and demos.
 
-The directory has the real layout and tensor names (SPEC.md section A): config.json as HF-convert
+The directory has the real layout and tensor names (docs/NUMERICS.md §2): config.json as HF-convert
 writes it, and the weights as model.safetensors, as shards plus model.safetensors.index.json
 (--shards N), or as an mlx-bun style optiq_vision.safetensors sidecar (--sidecar). Names carry
 the "model." prefix (--naming hf) or not (--naming mlx). A few decoy tensors that a vision loader
@@ -27,7 +27,7 @@ import zlib
 
 import numpy as np
 
-# SPEC A.2; tiny is ours (fast tests, GQA, both options on).
+# docs/NUMERICS.md §2.2; tiny is ours (fast tests, GQA, both options on).
 CONFIGS = {
     "e2b": dict(D=768, I=3072, layers=16, H=12, Hkv=12, d=64, P=10240, T=1536, clipped=True,
                 standardize=False, rope_theta=100.0),
@@ -63,7 +63,7 @@ CLIP_RANGES = {
     "o_proj": ((0.9, 1.4), (1.0, 1.6)), "gate_proj": ((2.0, 3.0), (2.0, 3.0)),
     "down_proj": ((1.5, 2.5), (1.0, 1.6)),
 }
-CLIP_SHARED = {"v_proj": "k_proj", "up_proj": "gate_proj"}  # SPEC C.3: identical values
+CLIP_SHARED = {"v_proj": "k_proj", "up_proj": "gate_proj"}  # same values, docs/NUMERICS.md §3.2
 
 
 def rng_for(seed, name):

@@ -1,9 +1,9 @@
 /* alloc.h - every heap allocation in libg4v goes through here.
  *
  * Why: (1) allocation-failure injection for tests (the N-th allocation fails, as SQLite does),
- * compiled in only with G4V_FAULT_INJECTION; (2) large buffers are 64-byte aligned and advised
- * for transparent huge pages, because first touch of a fresh 4 KiB page costs ~11.5 us on our
- * machines (DESIGN.md). All functions return NULL on failure (or on an injected failure).
+ * compiled in only with G4V_FAULT_INJECTION; (2) large buffers are 64-byte aligned and advised for
+ * transparent huge pages, because first touch of a fresh 4 KiB page costs ~11.5 us on our machines
+ * (docs/ARCHITECTURE.md §5). All functions return NULL on failure (or on an injected failure).
  * Sizes are checked for multiplication overflow in g4v_calloc / g4v_malloc_array.
  */
 #ifndef G4V_BASE_ALLOC_H

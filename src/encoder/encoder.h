@@ -2,7 +2,7 @@
  *
  * g4v_encoder holds the model prepared for computation (weights packed once); it is immutable
  * and shared by threads. g4v_workspace is per-caller scratch that grows to the largest image seen
- * and is reused, so the hot path never allocates. SPEC.md section C is the computation.
+ * and is reused, so the hot path never allocates. docs/NUMERICS.md §4 is the computation.
  *
  * Numerics: activations and the residual stream are f32 in both modes; weights are used exactly
  * as stored. G4V_MATH_FAST rounds the inputs of the encoder-block GEMMs to bf16 (bf16 dot
@@ -10,12 +10,12 @@
  * integers 2u - 255 and scaled by 1/255 in f32), the final projection is always f32, and
  * attention logits and probabilities are never rounded. Against the float64 reference
  * (tests/reference/reference.py), e4b shape, 16 layers, 768x768: PRECISE 1.1e-6 relative RMSE,
- * FAST 1.9e-3 (synthetic weights; sharper attention raises FAST, see DESIGN.md).
+ * FAST 1.9e-3 (synthetic weights; sharper attention raises FAST: docs/NUMERICS.md §8).
  *
- * Merge contract (SPEC C.8, E.3): the output rows are the language model's input embeddings for
- * the image-token positions, used as they are. Splice them into inputs_embeds AFTER the text
- * embeddings were multiplied by the LM's embed scale (bf16(sqrt(T))) and do not rescale them:
- * neither multiply nor divide by sqrt(T). Row k goes to the k-th <|image|> token of the span
+ * Merge contract (docs/NUMERICS.md §4.9, §5.3): the output rows are the language model's input
+ * embeddings for the image-token positions, used as they are. Splice them into inputs_embeds AFTER
+ * the text embeddings were multiplied by the LM's embed scale (bf16(sqrt(T))) and do not rescale
+ * them: neither multiply nor divide by sqrt(T). Row k goes to the k-th <|image|> token of the span
  * <|image> <|image|> x N <image|> (boi_token_id, image_token_id, eoi_token_id in the config).
  */
 #ifndef G4V_ENCODER_ENCODER_H

@@ -7,8 +7,8 @@
 
 typedef struct enc_layer {
     g4v_wmat *lin[G4V_LIN_COUNT];      /* q, k, v, o, gate, up, down */
-    g4v_gemm_epi epi[G4V_LIN_COUNT];   /* ClippableLinear bounds as GEMM clamps (SPEC C.3) */
-    const float *ln_in, *ln_post_attn; /* [D] block norms, applied as w (SPEC C.2) */
+    g4v_gemm_epi epi[G4V_LIN_COUNT];   /* clip bounds as GEMM clamps (docs/NUMERICS.md §3.2) */
+    const float *ln_in, *ln_post_attn; /* [D] block norms, as w (docs/NUMERICS.md §3.1) */
     const float *ln_pre_ff, *ln_post_ff;
     const float *q_norm, *k_norm;      /* [d] per-head norms */
 } enc_layer;

@@ -188,7 +188,7 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_err *err) {
     if ((st = prepare(e, &ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, err)))
         return st;
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
-     * error (DESIGN.md "Numerics"), so it ignores the FAST mode. */
+     * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
     return prepare(e, &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1,
                    err);
 }

@@ -1,8 +1,8 @@
 /* workspace.c - per-caller scratch for the forward pass.
- * One large block, grown (never shrunk) to the largest image seen and then reused, so the hot
- * path does not allocate: a 10,080-patch image needs a few hundred MB that are slow to fault in
- * the first time (DESIGN.md), and the attention and MLP halves of a layer share one region.
- * Sizes are computed with overflow checks before anything is allocated. */
+ * One large block, grown (never shrunk) to the largest image seen and then reused, so the hot path
+ * does not allocate: a 10,080-patch image needs a few hundred MB that are slow to fault in the
+ * first time (docs/ARCHITECTURE.md §5), and the attention and MLP halves of a layer share one
+ * region. Sizes are computed with overflow checks before anything is allocated. */
 #include "encoder_internal.h"
 
 #include "base/alloc.h"

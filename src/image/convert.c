@@ -1,4 +1,4 @@
-/* convert.c - Pillow's convert("RGB") for the modes our decoders produce (PREPROCESSING.md 4).
+/* convert.c - Pillow's convert("RGB") for our decoders' modes (docs/PREPROCESSING.md §3).
  *
  * Alpha is dropped, never composited (transformers' Gemma 4 path uses the plain convert). 16-bit
  * grayscale saturates (Pillow opens it as mode I and clamps); 16-bit colour keeps the high byte.

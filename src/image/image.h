@@ -1,14 +1,14 @@
 /* image.h - from image bytes to the patches the encoder eats, exactly as transformers + Pillow.
  *
- * Pipeline (PREPROCESSING.md, SPEC.md section B):
+ * Pipeline (docs/PREPROCESSING.md):
  *   g4v_image_decode   bytes -> (format by magic bytes) -> decode -> EXIF orientation -> RGB8
  *   g4v_target_size    (h, w, budget) -> (th, tw), multiples of 48, doubles in transformers' order
  *   g4v_image_resize   Pillow's 8-bit BICUBIC, byte for byte (skipped when the size matches)
  *   g4v_patchify       RGB8 (th x tw) -> patches [L, 768] f32 + positions [L, 2] (x, y)
- * g4v_image_load does the first three in one call and, where it can (JPEG without a transposing
- * EXIF orientation), streams decoded rows through the resize so the full-size image never
- * exists in memory; the bytes are identical to decode + target_size + resize.
- * The reference is Pillow 9.4 (Debian 12); see PREPROCESSING.md for what differs in other versions.
+ * g4v_image_load does the first three in one call and, where it can (every format but PNG, whose
+ * orientation may follow the pixels), streams decoded rows through the resize so the full-size
+ * image never exists in memory; the bytes are identical to decode + target_size + resize.
+ * The reference is Pillow 9.4 (Debian 12); docs/PREPROCESSING.md §9 lists what differs.
  * Limits are checked before any pixel buffer is allocated. All functions are reentrant.
  */
 #ifndef G4V_IMAGE_IMAGE_H

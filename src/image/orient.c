@@ -1,4 +1,4 @@
-/* orient.c - Pillow's ImageOps.exif_transpose on an RGB8 image (PREPROCESSING.md 7).
+/* orient.c - Pillow's ImageOps.exif_transpose on an RGB8 image (docs/PREPROCESSING.md §4.3).
  *
  * out[y][x] for in of H rows x W columns (5..8 produce W rows x H columns):
  *   2 in[y][W-1-x]   3 in[H-1-y][W-1-x]   4 in[H-1-y][x]        5 in[x][y]

@@ -1,8 +1,8 @@
-/* patchify.c - RGB8 image -> 16x16 patches [L, 768] and (x, y) positions (SPEC.md B.4-B.6).
+/* patchify.c - RGB8 -> 16x16 patches [L, 768] and (x, y) positions (docs/PREPROCESSING.md §7).
  *
  * Patch l = py*pW + px, row-major over the grid; inside a patch the value order is (dy, dx, c)
  * with the channel fastest. Values are (float)((double)u / 255.0), which equals transformers'
- * uint8.astype(float64) * (1/255) -> float32 for all 256 values (PREPROCESSING.md 1.4); a
+ * uint8.astype(float64) * (1/255) -> float32 for all 256 values (docs/PREPROCESSING.md §7); a
  * 256-entry table holds them. No padding to max_patches: callers that need it append it.
  */
 #include "image/image.h"

@@ -1,15 +1,15 @@
 /* png.c - PNG via libpng, mapped to RGB the way Pillow 9.4 maps its own PNG modes.
  *
  * Pillow decodes PNG itself; libpng gives the same samples when asked for nothing but unpacking
- * (PREPROCESSING.md 6): gray 1/2/4-bit expanded by bit replication, 16-bit samples kept and then
- * converted as Pillow does (gray saturates, colour keeps the high byte), palette indices looked
- * up in a Pillow 9.4 palette (gray ramp past the PLTE), tRNS/gAMA/iCCP/sBIT ignored, alpha
+ * (docs/PREPROCESSING.md §2.3, §3): gray 1/2/4-bit expanded by bit replication, 16-bit samples kept
+ * and then converted as Pillow does (gray saturates, colour keeps the high byte), palette indices
+ * looked up in a Pillow 9.4 palette (gray ramp past the PLTE), tRNS/gAMA/iCCP/sBIT ignored, alpha
  * dropped. Orientation (Pillow 9.4 exif_transpose on a freshly opened PNG): the EXIF is the last
  * eXIf chunk, else an ImageMagick "Raw profile type exif" text chunk; failing a tag there, XMP
  * `tiff:Orientation` in a "XML:com.adobe.xmp" text chunk. Pillow reads the chunks after IDAT only
- * when no eXIf came before it (getexif() loads the image only then), so an eXIf before IDAT
- * hides every chunk after IDAT. A file cut after its last IDAT still decodes (Pillow reads that
- * tail leniently too).
+ * when no eXIf came before it (getexif() loads the image only then), so an eXIf before IDAT hides
+ * every chunk after IDAT. A file cut after its last IDAT still decodes (Pillow reads that tail
+ * leniently too).
  * Not replicated: a tEXt chunk keyed "exif" (Pillow uses it as raw EXIF; vanishingly rare).
  * Errors: libpng's png_error longjmps back here; running out of bytes is an error. libpng's own
  * allocations go through base/alloc.h too (png_create_read_struct_2), so they obey fault

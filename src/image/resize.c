@@ -1,11 +1,11 @@
 /* resize.c - Pillow's 8-bit BICUBIC resample (Resample.c), byte for byte, as a row stream.
  *
- * Coefficients (PREPROCESSING.md 2.2-2.3): computed in double in Pillow's order (this file is
- * built with -ffp-contract=off), quantised to 22-bit fixed point, not renormalised. Each pass
- * computes clip8((2^21 + sum p*q) >> 22) and stores uint8, so the intermediate image is rounded
- * and clipped exactly as Pillow does. A pass whose length is unchanged is skipped (its weights
- * would be 0, 1, 0: an exact copy). Pillow >= 12.2 runs the vertical pass first when
- * h > 100*w and the height shrinks (two box resizes that equal plain V-then-H passes).
+ * Coefficients (docs/PREPROCESSING.md §6.1-§6.2): computed in double in Pillow's order (this file
+ * is built with -ffp-contract=off), quantised to 22-bit fixed point, not renormalised. Each pass
+ * computes clip8((2^21 + sum p*q) >> 22) and stores uint8, so the intermediate image is rounded and
+ * clipped exactly as Pillow does. A pass whose length is unchanged is skipped (its weights would be
+ * 0, 1, 0: an exact copy). Pillow >= 12.2 runs the vertical pass first when h > 100*w and the
+ * height shrinks (two box resizes that equal plain V-then-H passes).
  *
  * Streaming: source rows are pushed one at a time. The horizontal pass works on strips of 8 rows
  * at once (one SIMD lane per row, kernels/resize.h); the vertical pass keeps a ring of just the

@@ -1,4 +1,4 @@
-/* target_size.c - transformers' get_aspect_ratio_preserving_size for Gemma 4 (SPEC.md B.2).
+/* target_size.c - transformers' get_aspect_ratio_preserving_size (docs/PREPROCESSING.md §5).
  *
  * Computed in double in the same order as the Python code (factor = sqrt(target_px / (h*w)),
  * ideal = factor*h, floor(ideal / 48) * 48), so the results agree for every input size. Only the

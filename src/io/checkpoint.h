@@ -5,7 +5,7 @@
  * "model." prefix), memory-maps only the files that hold them, validates every tensor it uses
  * (dtype, shape against the config, offsets inside the data section, no overlap) and exposes them
  * as read-only views. Text/audio tensors are never read. The result is immutable and may be shared
- * by any number of threads. SPEC.md section A is the contract.
+ * by any number of threads. docs/NUMERICS.md §2 is the contract.
  *
  * Which files: optiq_vision.safetensors (an mlx-bun sidecar) first if present; tensors still
  * missing come from the shards that model.safetensors.index.json names for them, else from
@@ -54,7 +54,7 @@ enum {
 };
 
 typedef struct g4v_clip {
-    /* -INFINITY/+INFINITY when the model has no clipped linears (SPEC C.3). */
+    /* -INFINITY/+INFINITY when the model has no clipped linears (docs/NUMERICS.md §3.2). */
     float in_min, in_max, out_min, out_max;
 } g4v_clip;
 
@@ -84,7 +84,7 @@ typedef struct g4v_vision_config {
     double rms_norm_eps;         /* 1e-6 */
     int use_clipped_linears;
     int standardize;
-    /* prompt contract (SPEC E.1), from config.json or the defaults */
+    /* prompt contract (docs/NUMERICS.md §5.1), from config.json or the defaults */
     int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
 } g4v_vision_config;
 

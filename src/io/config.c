@@ -124,7 +124,7 @@ int g4v_config_parse(const cJSON *root, const char *path, g4v_vision_config *cfg
                         path);
     cfg->text_hidden_size = (int)T;
 
-    /* SPEC E.1 defaults; config.json wins when it has them. */
+    /* docs/NUMERICS.md §5.1 defaults; config.json wins when it has them. */
     int64_t ids[4] = {258880, 255999, 258882, 258884};
     const char *names[4] = {"image_token_id", "boi_token_id", "eoi_token_id", "video_token_id"};
     char what[4200];

@@ -1,8 +1,9 @@
-/* config.h - the vision tower's hyper-parameters from a parsed config.json (SPEC A.1, E.1).
+/* config.h - the vision tower's hyper-parameters from a parsed config.json
+ * (docs/NUMERICS.md §2.1, token ids §5.1).
  *
  * Reads vision_config (model_type must be gemma4_vision when given), text_config.hidden_size and
  * the top-level token ids. Absent vision keys take the HF Gemma4VisionConfig defaults, absent
- * token ids the SPEC E.1 defaults; present keys must be of the right type and in a sane range
+ * token ids the defaults of §5.1; present keys must be of the right type and in a sane range
  * (dimensions <= 65536, layers <= 1024, position table <= 1M rows), and H % Hkv == 0.
  * Activations other than tanh-GELU and rope types other than default/axial are rejected as
  * unsupported rather than silently computed wrong.

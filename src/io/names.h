@@ -1,5 +1,5 @@
-/* names.h - the vision tensors a config calls for: canonical name (no "model." prefix, SPEC A.3),
- * expected shape, whether required, and where the view goes in g4v_checkpoint.
+/* names.h - the vision tensors a config calls for (docs/NUMERICS.md §2.3): canonical name (no
+ * "model." prefix), expected shape, whether required, and where the view goes in g4v_checkpoint.
  *
  * The list is sorted by name for bsearch, so matching a header of any size against it costs
  * O(entries x log wanted). Tensors outside the list (text, audio, rotary_emb.inv_freq,

@@ -35,7 +35,7 @@ def check(cond, what):
 
 
 def target_size(h, w, budget, p=16, k=3):
-    """SPEC B.2, independent of the C code."""
+    """docs/PREPROCESSING.md §5, independent of the C code."""
     max_patches = budget * k * k
     side = k * p
     factor = math.sqrt(max_patches * p * p / (h * w))

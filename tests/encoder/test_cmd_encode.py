@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """test_cmd_encode.py - `g4v encode` end to end: PNG -> soft tokens against Pillow + the float64 reference.
 
-The expected output is computed independently: the target size from the SPEC B.2 formula, the
-resize by Pillow's BICUBIC (the canonical resampler), then tests/reference/reference.py. The CLI
-must agree to PRECISE-mode accuracy (rel RMSE <= 1e-5, as test_encoder_ref.py), print the prompt
-span <|image> <|image|> x N <image|> with the config's token ids, and give the documented exit
-codes on bad input: 1 usage (bad budget, missing -o), 2 input (missing / corrupt image),
-3 model (missing checkpoint), 4 output (unwritable path).
+The expected output is computed independently: the target size from the docs/PREPROCESSING.md §5
+formula, the resize by Pillow's BICUBIC (the canonical resampler), then
+tests/reference/reference.py. The CLI must agree to PRECISE-mode accuracy (rel RMSE <= 1e-5, as
+test_encoder_ref.py), print the prompt span <|image> <|image|> x N <image|> with the config's token
+ids, and give the documented exit codes on bad input: 1 usage (bad budget, missing -o), 2 input
+(missing / corrupt image), 3 model (missing checkpoint), 4 output (unwritable path).
 """
 import math
 import os
@@ -32,7 +32,7 @@ def check(cond, what):
 
 
 def target_size(h, w, budget, p=16, k=3):
-    """SPEC B.2 (HF get_aspect_ratio_preserving_size)."""
+    """docs/PREPROCESSING.md §5 (HF get_aspect_ratio_preserving_size)."""
     max_patches = budget * k * k
     target_px = max_patches * p * p
     side = k * p

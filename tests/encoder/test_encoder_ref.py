@@ -97,8 +97,8 @@ def main():
         alt = os.path.join(tmp, "tiny_alt")
         gen(alt, "--config", "tiny", "--seed", "2", "--naming", "mlx", "--dtype", "f16", "--sidecar",
             "--qk-scale", "2")
-        # q/k norms x2 sharpen the attention; FAST then measures ~8e-3 (DESIGN.md: sharp attention
-        # amplifies bf16 rounding), so this storage-variant case checks PRECISE only.
+        # q/k norms x2 sharpen the attention; FAST then measures ~8e-3 (docs/NUMERICS.md §8.4: sharp
+        # attention amplifies bf16 rounding), so this storage-variant case checks PRECISE only.
         case(tmp, "tiny-mlx-f16", alt, 96, 96, modes=("precise",), seed=20)
         e4b = os.path.join(tmp, "e4b")
         gen(e4b, "--config", "e4b", "--layers", "2", "--seed", "3", "--no-decoys")

@@ -53,7 +53,7 @@ def target_size(height, width, max_soft_tokens=280, patch_size=16, pooling_kerne
 
 def pil_resize(a, tw, th, order="9"):
     """Pillow BICUBIC resize of a uint8 HxWx3 array. order "12.2": Pillow >= 12.2's vertical-first
-    order for tall images, emulated with two box resizes (PREPROCESSING.md 3.3)."""
+    order for tall images, emulated with two box resizes (docs/PREPROCESSING.md §6.4)."""
     h, w = a.shape[:2]
     im = Image.fromarray(a, "RGB")
     if order == "12.2" and h > 100 * w and th < h:

@@ -1,12 +1,12 @@
 /* test_image_unit.c - unit tests of src/image that need no Python (label "unit", run under ASan).
  *
- * Expected values come from the specs' closed forms (target-size worked examples, the CMYK
- * formula, the orientation table, Pillow's BMP/PNG sample rules), never from our own output;
+ * Expected values come from the closed forms of docs/PREPROCESSING.md (target-size examples, the
+ * CMYK formula, the orientation table, Pillow's BMP/PNG sample rules), never from our own output;
  * the byte-for-byte comparisons with Pillow itself live in the Python drivers. Also here: the
  * kernels agree across ISAs and with the bottom-up streaming path, every decoder survives every
- * truncation and a few thousand random corruptions of a small valid file (ASan watches), and
- * the size limits are enforced before any allocation (checked with fault injection when built
- * with G4V_FAULT_INJECTION).
+ * truncation and a few thousand random corruptions of a small valid file (ASan watches), and the
+ * size limits are enforced before any allocation (checked with fault injection when built with
+ * G4V_FAULT_INJECTION).
  */
 #include "test_util.h"
 
@@ -138,7 +138,7 @@ static int decode(const buf *b, g4v_image *img, g4v_err *err) {
     return g4v_image_decode(b->p, b->n, NULL, img, err);
 }
 
-/* ---- target size (SPEC.md B.2 worked examples) ------------------------------------------- */
+/* ---- target size (docs/PREPROCESSING.md §5 examples) ------------------------------------ */
 static void test_target_size(void) {
     g4v_err err;
     int th, tw;
@@ -166,7 +166,7 @@ static void test_target_size(void) {
     CHECK(g4v_target_size(0, 100, 280, &th, &tw, &err) == G4V_ERR_ARG);
 }
 
-/* ---- rescale + patchify (SPEC.md B.4-B.6) ------------------------------------------------ */
+/* ---- rescale + patchify (docs/PREPROCESSING.md §7) --------------------------------------- */
 static void test_patchify(void) {
     for (int u = 0; u < 256; u++) /* transformers multiplies by 1/255; the brief divides */
         CHECK((float)((double)u * (1.0 / 255.0)) == (float)((double)u / 255.0));
@@ -198,7 +198,7 @@ static void test_patchify(void) {
 /* ---- conversions -------------------------------------------------------------------------- */
 static void test_convert(void) {
     /* Stored Adobe CMYK bytes c, k: RGB = round((255-C)(255-K)/255) with C = 255-c, K = 255-k,
-     * i.e. round(c*k/255) (PREPROCESSING.md 4). */
+     * i.e. round(c*k/255) (docs/PREPROCESSING.md §3). */
     int bad = 0;
     uint8_t in[4], out[3];
     for (int c = 0; c < 256; c++)
@@ -269,7 +269,7 @@ static void test_exif(void) {
     CHECK(g4v_raw_profile_decode(rbad, strlen(rbad), &raw) == -1 && raw == NULL);
 }
 
-/* ---- orientation table (PREPROCESSING.md 7) ------------------------------------------------ */
+/* ---- orientation table (docs/PREPROCESSING.md §4.3) -------------------------------------- */
 static void test_orient(void) {
     const int W = 3, H = 2;
     uint8_t px[18];

@@ -214,7 +214,7 @@ def build_jpeg():
                                                             quality=90, progressive=True))
         case("jpeg", f"{w}x{h}-cmyk", pil_bytes(im.convert("CMYK"), "JPEG", quality=90))
     tool = os.environ.get("G4V_IMAGE_TOOL")
-    if tool:  # variants only libjpeg itself can write (PREPROCESSING.md 5's cjpeg set)
+    if tool:  # variants only libjpeg itself can write (docs/PREPROCESSING.md §8)
         for (h, w) in [(97, 131), (1, 2), (4, 1), (16, 16)]:
             a = ref.content("photo", h, w, RNG)
             for v in ("restart", "arith", "s440", "s411", "rgb", "ycck", "cmyk-plain",

@@ -1,11 +1,11 @@
 """test_resize_pillow.py - the C resize against Pillow 9.4's resize(BICUBIC), byte for byte.
 
-About 210 cases (seeded): random sizes up and down, Gemma 4 target sizes for every budget, the
-edge sizes of PREPROCESSING.md 3, extreme aspect ratios, and tall images (h > 100 w) in both
-resize orders (Pillow >= 12.2 is emulated with two box resizes in Pillow 9.4, PREPROCESSING.md
-3.3). Contents: noise, gradient, hard edges, gradient + noise, blurred noise. The C side
-(image_tool resize, argv[1]) also checks that its portable kernels and its bottom-up streaming
-path give the same bytes. Tolerance: 0. A mismatch prints the first differing pixel.
+About 210 cases (seeded): random sizes up and down, Gemma 4 target sizes for every budget, the edge
+sizes (docs/PREPROCESSING.md §8), extreme aspect ratios, and tall images (h > 100 w) in both resize
+orders (Pillow >= 12.2 is emulated with two box resizes in Pillow 9.4, docs/PREPROCESSING.md §6.4).
+Contents: noise, gradient, hard edges, gradient + noise, blurred noise. The C side (image_tool
+resize, argv[1]) also checks that its portable kernels and its bottom-up streaming path give the
+same bytes. Tolerance: 0. A mismatch prints the first differing pixel.
 usage: test_resize_pillow.py IMAGE_TOOL
 """
 import os

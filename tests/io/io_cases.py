@@ -222,7 +222,7 @@ def make(out):
                                      lambda j: j["vision_config"].update(standardize=False)),
                  no_std_exp)
 
-    # token ids: absent -> SPEC E.1 defaults; present -> read
+    # token ids: absent -> docs/NUMERICS.md §5.1 defaults; present -> read
     def drop_ids(j):
         for k in ("image_token_id", "boi_token_id", "eoi_token_id", "video_token_id"):
             del j[k]

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""test_gen_checkpoint.py - tools/gen_checkpoint.py writes what the issue and SPEC A ask for.
+"""test_gen_checkpoint.py - gen_checkpoint.py writes what the issue and docs/NUMERICS.md §2 ask for.
 
-Checked with a small independent safetensors reader: standard layout (LE length, JSON header
-padded to 8, offsets contiguous and covering the data section, bytes == shape x dtype size);
-determinism; the same values whatever the naming/sharding/sidecar layout; bf16 = round to
-nearest even of the f32 values (against a float64 nearest-value computation, ties included);
-config.json keys (SPEC A.1, E.1); the tensor set (SPEC A.3) for each option; clip scalars 0-d,
-shared k/v and gate/up, ordered; value scales; decoys; index.json consistency.
+Checked with a small independent safetensors reader: standard layout (LE length, JSON header padded
+to 8, offsets contiguous and covering the data section, bytes == shape x dtype size); determinism;
+the same values whatever the naming/sharding/sidecar layout; bf16 = round to nearest even of the f32
+values (against a float64 nearest-value computation, ties included); config.json keys
+(docs/NUMERICS.md §2.1, §5.1); the tensor set (§2.3) for each option; clip scalars 0-d, shared k/v
+and gate/up, ordered; value scales; decoys; index.json consistency.
 """
 import json
 import os

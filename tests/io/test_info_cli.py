@@ -77,8 +77,8 @@ def text_form(fx):
         "vision": "2 layers, hidden 768, intermediate 3072, 12 heads (12 kv), head_dim 64",
         "options": "clipped linears: yes, standardize: no, rope_theta 100",
         "text": "text hidden   2560",
-        # SPEC G.1: input_proj 589,824 + position table 15,728,640 + 9,440,384 per layer +
-        # projection 2560 x 768, plus 28 clip scalars per layer
+        # docs/NUMERICS.md §7.1: input_proj 589,824 + position table 15,728,640 + 9,440,384 per
+        # layer + projection 2560 x 768, plus 28 clip scalars per layer
         "parameters": f"parameters    {589824 + 15728640 + 2 * 9440384 + 2560 * 768 + 2 * 28:,} "
                       f"({2 * (589824 + 15728640 + 2 * 9440384 + 2560 * 768 + 2 * 28):,} bytes",
         "dtypes": "BF16:",

@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 """reference.py - an independent float64 oracle for the Gemma 4 vision encoder (image -> soft tokens).
 
-Written from SPEC.md (sections A, B.4-B.6, C), not from the C code. It reads a checkpoint directory
-with its own small safetensors reader (single file, sharded index, optiq_vision sidecar; names with or
-without "model."; BF16/F16/F32), takes an image that is ALREADY at its target size (both sides
-multiples of 48: a PNG/any Pillow format, or a raw uint8 [H, W, 3] .npy), and computes the soft
-tokens [N, T] with every operation in float64. The only f32 steps are the ones SPEC defines in f32:
-the pixel values (float32)(u/255) and the RoPE angles pos * f32(inv_freq) (HF computes both in f32).
-No bf16 rounding anywhere: this is the ideal the C code's f32 / bf16-GEMM modes are measured against.
+Written from docs/NUMERICS.md (§2-§4) and docs/PREPROCESSING.md §7, not from the C code. It reads a
+checkpoint directory with its own small safetensors reader (single file, sharded index, optiq_vision
+sidecar; names with or without "model."; BF16/F16/F32), takes an image that is ALREADY at its target
+size (both sides multiples of 48: a PNG/any Pillow format, or a raw uint8 [H, W, 3] .npy), and
+computes the soft tokens [N, T] with every operation in float64. The only f32 steps are the two of
+docs/NUMERICS.md §8.1: the pixel values (float32)(u/255) and the RoPE angles pos * f32(inv_freq) (HF
+computes both in f32). No bf16 rounding anywhere: this is the ideal the C code's f32 / bf16-GEMM
+modes are measured against.
 
-Limits: batch 1, unpadded (SPEC C.0), no resize (give it a target-size image). Attention is one
-full [L, L] float64 matrix per head: fine up to L ~ 2500 (50 MB), slow beyond.
+Limits: batch 1, unpadded (docs/NUMERICS.md §4.1), no resize (give it a target-size image).
+Attention is one full [L, L] float64 matrix per head: fine up to L ~ 2500 (50 MB), slow beyond.
 
 Usage: reference.py CHECKPOINT_DIR IMAGE -o OUT.npy [--f32] [--dump DIR]
   --dump DIR writes per-stage intermediates (embed.npy, layer_NN.npy, pooled.npy, normed.npy).
@@ -25,7 +26,7 @@ import numpy as np
 
 
 # ---------------------------------------------------------------------------------------------
-# Checkpoint reading (SPEC A.1, A.3 - A.5)
+# Checkpoint reading (docs/NUMERICS.md §2.1, §2.3, §2.4)
 
 class Checkpoint:
     """Vision tensors of a checkpoint directory, looked up by their un-prefixed name."""
@@ -85,7 +86,7 @@ class Checkpoint:
 
 
 def vision_config(cfg):
-    """SPEC A.1: the keys that matter, with the class defaults."""
+    """docs/NUMERICS.md §2.1: the keys that matter, with the class defaults."""
     v = cfg.get("vision_config", {})
     rope = v.get("rope_parameters") or {}
     theta = rope.get("rope_theta", v.get("rope_theta", 100.0))
@@ -102,10 +103,10 @@ def vision_config(cfg):
 
 
 # ---------------------------------------------------------------------------------------------
-# The forward pass (SPEC C), float64
+# The forward pass (docs/NUMERICS.md §4), float64
 
 def rms_norm(x, w=None, eps=1e-6):
-    """SPEC C.2: x * (mean(x^2) + eps)^-0.5, times w (directly, not 1 + w) when given."""
+    """docs/NUMERICS.md §3.1: x * (mean(x^2) + eps)^-0.5, times w (not 1 + w) when given."""
     y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
     return y if w is None else y * w
 
@@ -115,7 +116,7 @@ def gelu_tanh(x):
 
 
 class Linears:
-    """ClippableLinear (SPEC C.3): clamp input, x W^T, clamp output (bounds only if clipped)."""
+    """ClippableLinear (docs/NUMERICS.md §3.2): clamp input, x W^T, clamp output (if clipped)."""
 
     def __init__(self, ck, clipped):
         self.ck, self.clipped = ck, clipped
@@ -131,8 +132,8 @@ class Linears:
 
 
 def rope_tables(pos, d, theta):
-    """SPEC C.5a for one axis: cos/sin [L, d/2] of f32 angles pos * f32(1/theta^(2j/c)), c = d/2,
-    with the angle set repeated twice (emb = concat(ang, ang))."""
+    """docs/NUMERICS.md §4.5 for one axis: cos/sin [L, d/2] of f32 angles pos * f32(1/theta^(2j/c)),
+    c = d/2, with the angle set repeated twice (emb = concat(ang, ang))."""
     c = d // 2
     inv_freq = (1.0 / theta ** (np.arange(0, c, 2, dtype=np.float64) / c)).astype(np.float32)
     ang = pos.astype(np.float32)[:, None] * inv_freq[None, :]  # f32 product, as HF
@@ -183,7 +184,8 @@ def encode(ck, img, dump=None):
         if dump:
             np.save(os.path.join(dump, name + ".npy"), x)
 
-    # B.4 + B.5 + C.1: (float32)(u/255), then 2(x - 0.5) in float64; patch order (dy, dx, c)
+    # docs/PREPROCESSING.md §7, docs/NUMERICS.md §4.2: (float32)(u/255), then 2(x - 0.5) in
+    # float64; patch order (dy, dx, c)
     x = (img.astype(np.float64) / 255.0).astype(np.float32).astype(np.float64)
     x = 2.0 * (x - 0.5)
     patches = x.reshape(gh, p, gw, p, 3).transpose(0, 2, 1, 3, 4).reshape(L, p * p * 3)
@@ -200,7 +202,7 @@ def encode(ck, img, dump=None):
     for i in range(c["layers"]):
         pre = f"vision_tower.encoder.layers.{i}."
         g = lambda n: ck.get(pre + n)  # noqa: E731
-        # C.5 attention with sandwich norms
+        # docs/NUMERICS.md §4.3-§4.5: attention with sandwich norms
         a = rms_norm(h, g("input_layernorm.weight"), eps)
         q = lin(a, pre + "self_attn.q_proj").reshape(L, H, d)
         kk = lin(a, pre + "self_attn.k_proj").reshape(L, Hkv, d)
@@ -213,21 +215,21 @@ def encode(ck, img, dump=None):
         o = attention(q, kk, v).reshape(L, H * d)
         o = lin(o, pre + "self_attn.o_proj")
         h = h + rms_norm(o, g("post_attention_layernorm.weight"), eps)
-        # C.4 GeGLU MLP with sandwich norms
+        # docs/NUMERICS.md §4.6: GeGLU MLP with sandwich norms
         m = rms_norm(h, g("pre_feedforward_layernorm.weight"), eps)
         m = gelu_tanh(lin(m, pre + "mlp.gate_proj")) * lin(m, pre + "mlp.up_proj")
         m = lin(m, pre + "mlp.down_proj")
         h = h + rms_norm(m, g("post_feedforward_layernorm.weight"), eps)
         save(f"layer_{i:02d}", h)
 
-    # C.6 pool k x k (row-major pooled grid), x sqrt(D)
+    # docs/NUMERICS.md §4.7: pool k x k (row-major pooled grid), x sqrt(D)
     pooled = h.reshape(gh // k, k, gw // k, k, D).mean(axis=(1, 3)).reshape(-1, D)
     pooled = pooled * np.sqrt(D)
-    # C.7 standardize
+    # docs/NUMERICS.md §4.8: standardize
     if c["standardize"]:
         pooled = (pooled - ck.get("vision_tower.std_bias")) * ck.get("vision_tower.std_scale")
     save("pooled", pooled)
-    # C.8 weightless RMSNorm, projection to T
+    # docs/NUMERICS.md §4.9: weightless RMSNorm, projection to T
     n = rms_norm(pooled, None, eps)
     save("normed", n)
     return n @ ck.get("embed_vision.embedding_projection.weight").T
