@@ -5,7 +5,7 @@
  * --no-kv-copy passes no kv buffer, so the SIMD variants read K and V in place (strided), which
  * measures what the head-major copy buys.
  * q, k and v are strided as the encoder leaves them ([L, H*d] rows), random in [-2, 2) so the
- * softmax is neither flat nor one-hot. FLOPs are SPEC G's 4*L^2*H*d. Prints one markdown row per
+ * softmax is neither flat nor one-hot. FLOPs are 4*L^2*H*d (docs/NUMERICS.md §7). Prints one markdown row per
  * (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the ratio to the
  * portable kernel measured in the same run.
  */

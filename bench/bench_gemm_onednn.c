@@ -1,4 +1,5 @@
-/* bench_gemm_onednn.c - the peer: oneDNN matmul with weights prepacked once (DESIGN.md's anchor).
+/* bench_gemm_onednn.c - the peer: oneDNN matmul with weights prepacked once (the bar for our GEMM,
+ * docs/ARCHITECTURE.md §3).
  *
  * Compiled with oneDNN only when CMake finds it (Debian libdnnl-dev) and OpenMP; otherwise the
  * stubs at the end report "not built". Only the execute call is timed: src already in the

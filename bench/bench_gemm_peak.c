@@ -1,8 +1,8 @@
 /* bench_gemm_peak.c - instruction throughput peaks, measured in the same run as the GEMMs.
  *
  * Each thread runs enough independent accumulator chains to cover latency x throughput (24 for
- * zmm FMA and vdpbf16ps, as DESIGN.md measured on Zen 5; 12 for ymm FMA, all 16 registers
- * minus operands) for a fixed number of iterations; GFLOP/s = total FLOPs / wall time. Functions
+ * zmm FMA and vdpbf16ps, as measured on Zen 5, docs/ARCHITECTURE.md §3; 12 for ymm FMA, all 16
+ * registers minus operands) for a fixed number of iterations; GFLOP/s = total FLOPs / wall time. Functions
  * carry their own target attributes, so this file needs no ISA flags. Each measurement is short
  * so that bench_gemm.c can repeat it between GEMM runs and see the same machine load.
  */

@@ -1,13 +1,13 @@
-/* encoder.c - the vision tower's forward pass, one function per step of [NUM:forward], each
+/* encoder.c - the vision tower's forward pass, one function per step of docs/NUMERICS.md §4, each
  * labelled with its step there and the Hugging Face module it corresponds to.
  *
- * Numerics ([NUM:rounding]): activations and the residual stream are f32 throughout; the only
+ * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the only
  * rounding choice is the GEMM input mode of the model (FAST rounds GEMM inputs to bf16, PRECISE
  * does not). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and scaled
  * by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
  * Attention logits and probabilities are never rounded. Unlike HF we do not round to bf16
  * between ops, so results match HF's bf16 run only to ~1% but an f64 reference to ~1e-6.
- * The image is run unpadded ([NUM:inputs]): L = pH * pW patches, no mask. Every kernel call goes
+ * The image is run unpadded (docs/NUMERICS.md §4.1): L = pH * pW patches, no mask. Every kernel call goes
  * through the kernel table the model chose at creation (e->kernels).
  */
 #include "encoder_internal.h"
@@ -17,7 +17,7 @@
 #include <limits.h>
 #include <math.h>
 
-/* [NUM:patch] (Gemma4VisionPatchEmbedder), patches and positions as in [PRE:patchify]: patches in
+/* docs/NUMERICS.md §4.2 (Gemma4VisionPatchEmbedder), patches and positions as in docs/PREPROCESSING.md §7: patches in
  * (dy, dx, c) order, positions (column, row). The pixel values
  * 2*(u/255 - 0.5) are computed as the integers 2u - 255 (exact in bf16) and the 1/255 is applied
  * to the GEMM result in f32; then the two position-table rows are added. */
@@ -49,7 +49,7 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
     }
 }
 
-/* [NUM:attention] (Gemma4VisionEncoderLayer's attention half, Gemma4VisionAttention):
+/* docs/NUMERICS.md §4.4 (Gemma4VisionEncoderLayer's attention half, Gemma4VisionAttention):
  * h += post_norm(o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v_norm(v)))),
  * q, k, v = ClippableLinears of input_norm(h). */
 static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
@@ -67,7 +67,7 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
     g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, L * H, d, w->q_norm, eps);
     g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, L * Hkv, d, w->k_norm, eps);
     g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, L * Hkv, d, NULL, eps); /* v_norm: no weight */
-    g4v_rope2d_apply(k, pool, b->q, qd, b->pos, b->rope_cos, b->rope_sin, L, H, d); /* [NUM:rope] */
+    g4v_rope2d_apply(k, pool, b->q, qd, b->pos, b->rope_cos, b->rope_sin, L, H, d); /* docs/NUMERICS.md §4.5 */
     g4v_rope2d_apply(k, pool, b->k, kvd, b->pos, b->rope_cos, b->rope_sin, L, Hkv, d);
     g4v_attn_args at = {.q = b->q, .k = b->k, .v = b->v, .ldq = qd, .ldk = kvd, .ldv = kvd,
                         .out = b->att, .ldo = qd, .L = (int)L, .H = H, .Hkv = Hkv, .d = d,
@@ -79,7 +79,7 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
     g4v_add_rows(k, pool, b->a, ld, b->h, ld, L, D);
 }
 
-/* [NUM:mlp] (Gemma4VisionEncoderLayer's MLP half, Gemma4VisionMLP):
+/* docs/NUMERICS.md §4.6 (Gemma4VisionEncoderLayer's MLP half, Gemma4VisionMLP):
  * h += post_norm(down(gelu_tanh(gate(x)) * up(x))), x = pre_norm(h). */
 static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
                       g4v_pool *pool, size_t L) {
@@ -100,7 +100,7 @@ static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffer
     g4v_add_rows(k, pool, b->a, ld, b->h, ld, L, D);
 }
 
-/* [NUM:pool] (Gemma4VisionPooler, Gemma4MultimodalEmbedder): k x k mean, x sqrt(D),
+/* docs/NUMERICS.md §4.7-§4.9 (Gemma4VisionPooler, Gemma4MultimodalEmbedder): k x k mean, x sqrt(D),
  * [standardize], RMSNorm without weight, projection to T. Output rows are in row-major
  * pooled-grid order. */
 static void pool_and_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool, int gh,

@@ -42,7 +42,7 @@ typedef void g4v_add_row_fn(const float *x, float *y, int n);
 
 /* ---- rmsnorm (portable/rmsnorm.c) ------------------------------------------------------------ */
 
-/* RMSNorm over rows of n floats (docs/NUMERICS.md §3): y = x * (mean(x^2) + eps)^-0.5 [* w], the
+/* RMSNorm over rows of n floats (docs/NUMERICS.md §3.1): y = x * (mean(x^2) + eps)^-0.5 [* w], the
  * weight applied directly (w, not 1 + w). w == NULL means no weight. Rows start ld floats apart
  * in x and in y; y may equal x (in place). A [L, H*d] tensor normalised per head is rows = L*H,
  * n = d, ld = d. */
@@ -51,7 +51,7 @@ void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y,
 
 /* ---- rope2d (portable/rope2d.c) -------------------------------------------------------------- */
 
-/* Tables for one spatial axis (docs/NUMERICS.md §6): for c = d/2 rotated channels per axis and
+/* Tables for one spatial axis (docs/NUMERICS.md §4.5): for c = d/2 rotated channels per axis and
  * positions p in [0, npos): cos[p*(c/2) + j] = cos(p * inv_freq[j]), sin likewise, with
  * inv_freq[j] = f32(1 / theta^(2j/c)) and the angle p * inv_freq[j] computed in f32.
  * cos and sin each hold npos * (c/2) floats. Both axes share one table. */
@@ -114,7 +114,7 @@ void g4v_add_rows(const g4v_kernels *k, g4v_pool *pool, const float *x, size_t l
 /* x[i] *= s for n floats. */
 void g4v_scale(float *x, size_t n, float s);
 
-/* (x - bias) * scale per row of n floats (row stride ld), in place (docs/NUMERICS.md §8). */
+/* (x - bias) * scale per row of n floats (row stride ld), in place (docs/NUMERICS.md §4.8). */
 void g4v_standardize(float *x, size_t ld, const float *bias, const float *scale, size_t rows,
                      int n);
 

@@ -1,5 +1,5 @@
 /* test_attention.c - every registered attention variant this CPU can run (G4V_ISA caps them)
- * against the portable kernel and a float64 softmax written here from [NUM:attention], plus the
+ * against the portable kernel and a float64 softmax written here from docs/NUMERICS.md §4.4, plus the
  * AVX2 exps.
  *
  * Shapes: ragged L (1, 2, 7, 33, 50, 100, 577) so query and key tiles end part-way, head_dim

@@ -85,7 +85,7 @@ static void test_attention(g4v_pool *p2, g4v_pool *p3, int L, int H, int Hkv, in
     free(q), free(k), free(v), free(o1), free(o2), free(o3), free(ref), free(scr);
 }
 
-/* RoPE by the SPEC C.5a formulas, in double, for one head of d at (x, y). */
+/* RoPE by the formulas of docs/NUMERICS.md §4.5, in double, for one head of d at (x, y). */
 static void rope_ref(const float *in, double *out, int d, int x, int y, double theta) {
     int c = d / 2, half = c / 2;
     for (int part = 0; part < 2; part++) {

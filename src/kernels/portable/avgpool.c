@@ -1,4 +1,4 @@
-/* avgpool.c - the pooler's k x k average (SPEC C.6) on an unpadded patch grid.
+/* avgpool.c - the pooler's k x k average (docs/NUMERICS.md §4.7) on an unpadded patch grid.
  * Soft token (Y, X) = sum over the block {rows kY..kY+k-1} x {cols kX..kX+k-1}, rows outer,
  * of h * f32(1/k^2): HF's f32 pooling matmul uses weights exactly 1/k^2. Output is row-major over
  * the pooled grid (index Y*(gw/k) + X), which is the order the soft tokens reach the LM. */

@@ -1,4 +1,4 @@
-/* geglu.c - GeGLU with the tanh form of GELU ("gelu_pytorch_tanh", docs/NUMERICS.md §5), in f32:
+/* geglu.c - GeGLU with the tanh form of GELU ("gelu_pytorch_tanh", docs/NUMERICS.md §3.3), in f32:
  * gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Not the erf form, not
  * x*sigmoid(1.702x). The encoder runs it as the GEMM's fused epilogue (gemm.h) through the kernel
  * table's geglu_row; this is the portable row kernel.

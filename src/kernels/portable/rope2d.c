@@ -1,4 +1,4 @@
-/* rope2d.c - Gemma 4's 2D rotary position embedding (SPEC C.5a).
+/* rope2d.c - Gemma 4's 2D rotary position embedding (docs/NUMERICS.md §4.5).
  * A head of d channels is two halves of c = d/2: the first rotates by the patch column, the
  * second by the patch row, both with inv_freq[j] = 1/theta^(2j/c), j < c/2. Inside a half,
  * channel t pairs with t + c/2 ("rotate-half" / NeoX pairing), not with t + 1. Angles are f32
