@@ -5,9 +5,9 @@
  * --no-kv-copy passes no kv buffer, so the SIMD variants read K and V in place (strided), which
  * measures what the head-major copy buys.
  * q, k and v are strided as the encoder leaves them ([L, H*d] rows), random in [-2, 2) so the
- * softmax is neither flat nor one-hot. FLOPs are 4*L^2*H*d (docs/NUMERICS.md §7). Prints one markdown row per
- * (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the ratio to the
- * portable kernel measured in the same run.
+ * softmax is neither flat nor one-hot. FLOPs are 4*L^2*H*d (docs/NUMERICS.md §7). Prints one
+ * markdown row per (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the
+ * ratio to the portable kernel measured in the same run.
  */
 #include "bench_util.h"
 
@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
 
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
@@ -125,8 +124,20 @@ int main(int argc, char **argv) {
             v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
         }
         g4v_attn_args a = {
-            .q = q, .k = k, .v = v, .ldq = qd, .ldk = kvd, .ldv = kvd, .out = out, .ldo = qd,
-            .L = L, .H = H, .Hkv = Hkv, .d = d, .scale = 1.0f, .scratch = scr,
+            .q = q,
+            .k = k,
+            .v = v,
+            .ldq = qd,
+            .ldk = kvd,
+            .ldv = kvd,
+            .out = out,
+            .ldo = qd,
+            .L = L,
+            .H = H,
+            .Hkv = Hkv,
+            .d = d,
+            .scale = 1.0f,
+            .scratch = scr,
             .kv = !kv_copy ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
         for (int vi = 0; vi < nvars; vi++) {

@@ -26,14 +26,11 @@
 #include <string.h>
 #include <time.h>
 
-
-
 static uint32_t rng = 12345;
 static float frand(void) {
     rng = rng * 1664525u + 1013904223u;
     return (float)(rng >> 8) / 8388608.0f - 1.0f;
 }
-
 
 static double time_ours(g4v_pool *pool, const float *x, int m, int k, const g4v_wmat *w, float *y,
                         int n) {
@@ -84,7 +81,8 @@ int main(int argc, char **argv) {
             w[i] = g4v_f32_to_bf16(frand() * 0.05f);
         g4v_wmat *W = NULL;
         g4v_err err;
-        if (g4v_wmat_create(g4v_kernels_current(), w, G4V_DT_BF16, n, k, mode, &W, &err) != G4V_OK) {
+        if (g4v_wmat_create(g4v_kernels_current(), w, G4V_DT_BF16, n, k, mode, &W, &err) !=
+            G4V_OK) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }

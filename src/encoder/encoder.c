@@ -1,14 +1,14 @@
 /* encoder.c - the vision tower's forward pass, one function per step of docs/NUMERICS.md §4, each
  * labelled with its step there and the Hugging Face module it corresponds to.
  *
- * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the only
- * rounding choice is the GEMM input mode of the model (FAST rounds GEMM inputs to bf16, PRECISE
- * does not). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and scaled
- * by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
+ * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the
+ * only rounding choice is the GEMM input mode of the model (FAST rounds GEMM inputs to bf16,
+ * PRECISE does not). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
+ * scaled by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
  * Attention logits and probabilities are never rounded. Unlike HF we do not round to bf16
  * between ops, so results match HF's bf16 run only to ~1% but an f64 reference to ~1e-6.
- * The image is run unpadded (docs/NUMERICS.md §4.1): L = pH * pW patches, no mask. Every kernel call goes
- * through the kernel table the model chose at creation (e->kernels).
+ * The image is run unpadded (docs/NUMERICS.md §4.1): L = pH * pW patches, no mask. Every kernel
+ * call goes through the kernel table the model chose at creation (e->kernels).
  */
 #include "encoder_internal.h"
 
@@ -17,8 +17,8 @@
 #include <limits.h>
 #include <math.h>
 
-/* docs/NUMERICS.md §4.2 (Gemma4VisionPatchEmbedder), patches and positions as in docs/PREPROCESSING.md §7: patches in
- * (dy, dx, c) order, positions (column, row). The pixel values
+/* docs/NUMERICS.md §4.2 (Gemma4VisionPatchEmbedder), patches and positions as in
+ * docs/PREPROCESSING.md §7: patches in (dy, dx, c) order, positions (column, row). The pixel values
  * 2*(u/255 - 0.5) are computed as the integers 2u - 255 (exact in bf16) and the 1/255 is applied
  * to the GEMM result in f32; then the two position-table rows are added. */
 static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool,
@@ -32,7 +32,8 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
             float *dst = b->patches + l * pdim;
             for (int dy = 0; dy < p; dy++) {
                 const uint8_t *src = rgb + (size_t)(py * p + dy) * stride + (size_t)px * p * 3;
-                for (int i = 0; i < 3 * p; i++) dst[dy * 3 * p + i] = (float)(2 * src[i] - 255);
+                for (int i = 0; i < 3 * p; i++)
+                    dst[dy * 3 * p + i] = (float)(2 * src[i] - 255);
             }
             b->pos[2 * l] = px;
             b->pos[2 * l + 1] = py;
@@ -45,7 +46,8 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
         size_t row_x = ((size_t)0 * P + (size_t)b->pos[2 * l]) * D;     /* plane 0: column */
         size_t row_y = ((size_t)1 * P + (size_t)b->pos[2 * l + 1]) * D; /* plane 1: row */
         for (int i = 0; i < D; i++)
-            h[i] = h[i] / 255.0f + (g4v_tensor_get(tab, row_x + i) + g4v_tensor_get(tab, row_y + i));
+            h[i] =
+                h[i] / 255.0f + (g4v_tensor_get(tab, row_x + i) + g4v_tensor_get(tab, row_y + i));
     }
 }
 
@@ -67,12 +69,24 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
     g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, L * H, d, w->q_norm, eps);
     g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, L * Hkv, d, w->k_norm, eps);
     g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, L * Hkv, d, NULL, eps); /* v_norm: no weight */
-    g4v_rope2d_apply(k, pool, b->q, qd, b->pos, b->rope_cos, b->rope_sin, L, H, d); /* docs/NUMERICS.md §4.5 */
+    g4v_rope2d_apply(k, pool, b->q, qd, b->pos, b->rope_cos, b->rope_sin, L, H,
+                     d); /* docs/NUMERICS.md §4.5 */
     g4v_rope2d_apply(k, pool, b->k, kvd, b->pos, b->rope_cos, b->rope_sin, L, Hkv, d);
-    g4v_attn_args at = {.q = b->q, .k = b->k, .v = b->v, .ldq = qd, .ldk = kvd, .ldv = kvd,
-                        .out = b->att, .ldo = qd, .L = (int)L, .H = H, .Hkv = Hkv, .d = d,
+    g4v_attn_args at = {.q = b->q,
+                        .k = b->k,
+                        .v = b->v,
+                        .ldq = qd,
+                        .ldk = kvd,
+                        .ldv = kvd,
+                        .out = b->att,
+                        .ldo = qd,
+                        .L = (int)L,
+                        .H = H,
+                        .Hkv = Hkv,
+                        .d = d,
                         .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
-                        .scratch = b->attn_scratch, .kv = b->kv};
+                        .scratch = b->attn_scratch,
+                        .kv = b->kv};
     g4v_attention(k, pool, &at);
     g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, L, &w->epi[G4V_LIN_O]);
     g4v_rmsnorm(k, pool, b->a, b->a, ld, L, D, w->ln_post_attn, eps);
@@ -124,15 +138,16 @@ static int check_image(const g4v_vision_config *c, const uint8_t *rgb, int width
     if (width <= 0 || height <= 0 || width % side || height % side)
         return g4v_fail(err, G4V_ERR_ARG,
                         "encoder: image is %dx%d; both sides must be positive multiples of %d "
-                        "(resize to the target size first)", width, height, side);
+                        "(resize to the target size first)",
+                        width, height, side);
     if (stride < (size_t)width * 3)
         return g4v_fail(err, G4V_ERR_ARG, "encoder: row stride %zu is below 3 * width = %zu",
                         stride, (size_t)width * 3);
     int gw = width / c->patch_size, gh = height / c->patch_size;
     if (gw > c->position_embedding_size || gh > c->position_embedding_size)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                        "encoder: a %dx%d patch grid exceeds the position table (%d per axis)",
-                        gw, gh, c->position_embedding_size);
+                        "encoder: a %dx%d patch grid exceeds the position table (%d per axis)", gw,
+                        gh, c->position_embedding_size);
     if ((long long)gw * gh > INT_MAX)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "encoder: %dx%d patches is too many", gw, gh);
     return G4V_OK;

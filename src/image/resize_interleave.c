@@ -9,7 +9,6 @@
 
 #define L G4V_RS_LANES
 
-
 #if defined(__SSE2__) && L == 8
 /* 8 vectors of 16 bytes (v[j][m]) -> out[m*8 + j]: three rounds of unpacking. */
 static inline void transpose_8x16(const __m128i r[8], __m128i o[8]) {
@@ -33,13 +32,16 @@ void g4v_rs_interleave(const uint8_t *const *rows, size_t n, uint8_t *t) {
 #if defined(__SSE2__) && L == 8
     for (; k + 16 <= n; k += 16) {
         __m128i r[8], o[8];
-        for (int l = 0; l < 8; l++) r[l] = _mm_loadu_si128((const __m128i *)(rows[l] + k));
+        for (int l = 0; l < 8; l++)
+            r[l] = _mm_loadu_si128((const __m128i *)(rows[l] + k));
         transpose_8x16(r, o);
-        for (int v = 0; v < 8; v++) _mm_storeu_si128((__m128i *)(t + k * 8) + v, o[v]);
+        for (int v = 0; v < 8; v++)
+            _mm_storeu_si128((__m128i *)(t + k * 8) + v, o[v]);
     }
 #endif
     for (; k < n; k++)
-        for (int l = 0; l < L; l++) t[k * L + l] = rows[l][k];
+        for (int l = 0; l < L; l++)
+            t[k * L + l] = rows[l][k];
 }
 
 void g4v_rs_deinterleave(const uint8_t *t, size_t n, uint8_t *const *rows) {
@@ -49,7 +51,8 @@ void g4v_rs_deinterleave(const uint8_t *t, size_t n, uint8_t *const *rows) {
      * at 8l and its odd bytes at 64 + 8l; one more unpack joins them. */
     for (; k + 16 <= n; k += 16) {
         __m128i v[8], o[8];
-        for (int i = 0; i < 8; i++) v[i] = _mm_loadu_si128((const __m128i *)(t + k * 8) + i);
+        for (int i = 0; i < 8; i++)
+            v[i] = _mm_loadu_si128((const __m128i *)(t + k * 8) + i);
         transpose_8x16(v, o);
         for (int l = 0; l < 8; l++) {
             __m128i lo = o[l / 2], hi = o[4 + l / 2];
@@ -59,5 +62,6 @@ void g4v_rs_deinterleave(const uint8_t *t, size_t n, uint8_t *const *rows) {
     }
 #endif
     for (; k < n; k++)
-        for (int l = 0; l < L; l++) rows[l][k] = t[k * L + l];
+        for (int l = 0; l < L; l++)
+            rows[l][k] = t[k * L + l];
 }

@@ -43,8 +43,8 @@ typedef enum g4v_kernel_family {
 /* One registered variant. */
 typedef struct g4v_kernel_variant {
     g4v_kernel_family family;
-    const char *isa;  /* its name in variants.def, e.g. "avx512_bf16dp", "avx2", "portable" */
-    unsigned needs;   /* G4V_CPU_* bits it requires */
+    const char *isa; /* its name in variants.def, e.g. "avx512_bf16dp", "avx2", "portable" */
+    unsigned needs;  /* G4V_CPU_* bits it requires */
     union {
         g4v_gemm_impl *gemm;
         g4v_attention_impl *attention;

@@ -86,8 +86,8 @@ void g4v_gemm(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, flo
 
 /* Portable reference: the same contract, straight from the raw weight array w [n, k]; the fused
  * GeGLU uses kt's geglu_row kernel, as a weight prepared with kt would. */
-void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void *w,
-                  g4v_dtype dtype, float *Y, size_t ldy, size_t m, int n, int k,
-                  g4v_math_mode mode, const g4v_gemm_epi *epi);
+void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void *w, g4v_dtype dtype,
+                  float *Y, size_t ldy, size_t m, int n, int k, g4v_math_mode mode,
+                  const g4v_gemm_epi *epi);
 
 #endif

@@ -15,7 +15,6 @@
  */
 #include "gemm_kernel.h"
 
-
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -76,7 +75,8 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
     if (j->epi.gelu_gate)
         for (int i = 0; i < rows; i++) {
             float *yr = y + (size_t)i * j->ldy;
-            j->W->geglu_row(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr, cols);
+            j->W->geglu_row(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr,
+                            cols);
         }
 }
 

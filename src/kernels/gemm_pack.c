@@ -1,11 +1,11 @@
 /* gemm_pack.c - prepared weights: the micro-kernel's choice and packing W into its B panels.
  *
  * The kernel is chosen once per weight (g4v_wmat_create), the first of the kernel table's GEMM
- * kernels (those the CPU runs, best first) that fits the weight dtype and the math mode. BF16 weights stay 2 bytes per element in
- * every mode (bf16 pairs; FAST mode uses vdpbf16ps where the CPU has it, otherwise FMA on A
- * rounded to bf16). F16/F32 weights are widened to f32 panels (4 bytes per element) because the
- * contract multiplies by W exactly as stored. Panels are zero-padded to whole tiles, so
- * g4v_wmat_bytes can exceed N*K*size when N or K is not a multiple of the tile.
+ * kernels (those the CPU runs, best first) that fits the weight dtype and the math mode. BF16
+ * weights stay 2 bytes per element in every mode (bf16 pairs; FAST mode uses vdpbf16ps where the
+ * CPU has it, otherwise FMA on A rounded to bf16). F16/F32 weights are widened to f32 panels (4
+ * bytes per element) because the contract multiplies by W exactly as stored. Panels are zero-padded
+ * to whole tiles, so g4v_wmat_bytes can exceed N*K*size when N or K is not a multiple of the tile.
  * Packing is plain C and runs once per model; g4v_gemm (gemm_driver.c) does the per-call work.
  */
 #include "gemm_kernel.h"

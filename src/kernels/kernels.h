@@ -34,8 +34,8 @@ typedef void g4v_rmsnorm_row_fn(const float *x, float *y, int n, const float *w,
 
 /* Rotates `heads` heads of head_dim channels of one row in place: channels [0, d/2) by the table
  * rows (cx, sx) of the patch column, [d/2, d) by (cy, sy) of the patch row (d/4 floats each). */
-typedef void g4v_rope_row_fn(float *row, int heads, int head_dim, const float *cx,
-                             const float *sx, const float *cy, const float *sy);
+typedef void g4v_rope_row_fn(float *row, int heads, int head_dim, const float *cx, const float *sx,
+                             const float *cy, const float *sy);
 
 /* y[i] += x[i] for i < n. */
 typedef void g4v_add_row_fn(const float *x, float *y, int n);
@@ -61,9 +61,8 @@ void g4v_rope2d_table(double theta, int head_dim, int npos, float *cos_t, float 
  * pos[2l] and row pos[2l+1] (each < npos of the table). Channels [0, d/2) rotate by the column,
  * [d/2, d) by the row; inside each half, channel t pairs with t + d/4 (rotate-half). head_dim must
  * be a multiple of 4. */
-void g4v_rope2d_apply(const g4v_kernels *k, g4v_pool *pool, float *x, size_t ld,
-                      const int32_t *pos, const float *cos_t, const float *sin_t, size_t L,
-                      int heads, int head_dim);
+void g4v_rope2d_apply(const g4v_kernels *k, g4v_pool *pool, float *x, size_t ld, const int32_t *pos,
+                      const float *cos_t, const float *sin_t, size_t L, int heads, int head_dim);
 
 /* ---- GeGLU (portable/geglu.c) ---------------------------------------------------------------- */
 
@@ -77,10 +76,10 @@ typedef struct g4v_attn_args {
     size_t ldq, ldk, ldv;   /* row strides in floats */
     float *out;             /* [L, H*d], channel h*d + c */
     size_t ldo;
-    int L, H, Hkv, d;       /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
-    float scale;            /* logits = scale * q.k (1.0 for Gemma 4 vision) */
-    float *scratch;         /* g4v_attention_scratch_floats(d) floats per pool worker */
-    float *kv;              /* NULL, or g4v_attention_kv_floats(L, Hkv, d) floats (see below) */
+    int L, H, Hkv, d; /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
+    float scale;      /* logits = scale * q.k (1.0 for Gemma 4 vision) */
+    float *scratch;   /* g4v_attention_scratch_floats(d) floats per pool worker */
+    float *kv;        /* NULL, or g4v_attention_kv_floats(L, Hkv, d) floats (see below) */
 } g4v_attn_args;
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */

@@ -2,7 +2,7 @@
  * native or emulated.
  *
  * Normally this is <immintrin.h>, and each ISA folder is compiled with its own -m flags (set per
- * folder in src/kernels/CMakeLists.txt). With G4V_SIMDE defined (test-only builds) the same kernel
+ * folder in src/kernels/kernels.cmake). With G4V_SIMDE defined (test-only builds) the same kernel
  * sources are compiled against SIMDe's portable implementations instead, so the AVX-512 kernels'
  * indexing, packing and epilogues are tested on machines without AVX-512. SIMDe's vdpbf16ps adds
  * the two products of a pair before the accumulator, which hardware need not do: tests of the

@@ -1,6 +1,6 @@
 /* test_attention.c - every registered attention variant this CPU can run (G4V_ISA caps them)
- * against the portable kernel and a float64 softmax written here from docs/NUMERICS.md §4.4, plus the
- * AVX2 exps.
+ * against the portable kernel and a float64 softmax written here from docs/NUMERICS.md §4.4, plus
+ * the AVX2 exps.
  *
  * Shapes: ragged L (1, 2, 7, 33, 50, 100, 577) so query and key tiles end part-way, head_dim
  * 16/18/64/72, GQA (H/Hkv = 2 and 6), strided q/k/v/out (q, k, v interleaved in one buffer as a
@@ -11,8 +11,9 @@
  *    2.3e-6 / 2.5e-5 there: each f32 logit then carries ~1e-5 absolute rounding error);
  *  - the variant vs portable: max abs difference relative to max|out|. Not bit-exact (FMA rounds
  *    once, exp is a polynomial); measured worst case on Zen 3 is below 1e-6 relative (about 8
- *    ulp of the output's scale; 2.4e-7 seen) for ordinary logits and below 1e-5 (8.7e-6) for logits in the hundreds,
- *    where an ulp of a logit is itself ~1e-5 and exp amplifies it; the bounds are set 4x above;
+ *    ulp of the output's scale; 2.4e-7 seen) for ordinary logits and below 1e-5 (8.7e-6) for logits
+ * in the hundreds, where an ulp of a logit is itself ~1e-5 and exp amplifies it; the bounds are set
+ * 4x above;
  *  - bit-identical results for 1, 2 and 3 threads, with and without the kv buffer (the
  *    head-major copy of k and v), and padding columns of out never written;
  *  - g4v_attention (the dispatcher) equals the variant G4V_ISA selects, bit for bit.
@@ -87,12 +88,14 @@ static double reference(const g4v_attn_args *a, double *ref) {
             for (int j = 0; j < a->L; j++) {
                 const float *k = a->k + (size_t)j * a->ldk + (size_t)kh * a->d;
                 double acc = 0;
-                for (int c = 0; c < a->d; c++) acc += (double)q[c] * k[c];
+                for (int c = 0; c < a->d; c++)
+                    acc += (double)q[c] * k[c];
                 s[j] = acc * a->scale;
                 if (s[j] > mx) mx = s[j];
                 smax = fmax(smax, fabs(s[j]));
             }
-            for (int j = 0; j < a->L; j++) sum += s[j] = exp(s[j] - mx);
+            for (int j = 0; j < a->L; j++)
+                sum += s[j] = exp(s[j] - mx);
             for (int c = 0; c < a->d; c++) {
                 double o = 0;
                 for (int j = 0; j < a->L; j++)
@@ -113,7 +116,8 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
     size_t qd = (size_t)a.H * a.d;
     a.ldo = qd + 5;
     float *buf = malloc(sizeof(float) * (size_t)a.L * a.ldo);
-    for (size_t i = 0; i < (size_t)a.L * a.ldo; i++) buf[i] = PAD;
+    for (size_t i = 0; i < (size_t)a.L * a.ldo; i++)
+        buf[i] = PAD;
     a.out = buf;
     a.scratch = scratch;
     a.kv = kv;
@@ -122,7 +126,8 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
     *pad_ok = 1;
     for (int i = 0; i < a.L; i++) {
         memcpy(out + (size_t)i * qd, buf + (size_t)i * a.ldo, sizeof(float) * qd);
-        for (size_t c = qd; c < a.ldo; c++) *pad_ok &= buf[(size_t)i * a.ldo + c] == PAD;
+        for (size_t c = qd; c < a.ldo; c++)
+            *pad_ok &= buf[(size_t)i * a.ldo + c] == PAD;
     }
     free(buf);
     return out;
@@ -138,8 +143,8 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
         size_t c = i % ld;
         qkv[i] = frand() * (c < qd + kvd ? scale_q : 1.0f);
     }
-    g4v_attn_args a = {qkv, qkv + qd, qkv + qd + kvd, ld, ld, ld, NULL, 0, L, H, Hkv, d, scale,
-                       NULL, NULL};
+    g4v_attn_args a = {qkv, qkv + qd, qkv + qd + kvd, ld,   ld,  ld, NULL, 0, L, H,
+                       Hkv, d,        scale,          NULL, NULL};
     float *scratch = malloc(sizeof(float) * 3 * g4v_attention_scratch_floats(d));
     float *kv = malloc(sizeof(float) * g4v_attention_kv_floats(L, Hkv, d));
     double *ref = malloc(sizeof(double) * (size_t)L * qd);
@@ -149,7 +154,8 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
      * of the probabilities: that ulp sets the attainable accuracy once logits are large. */
     double ulp_s = ldexp(1.0, (int)floor(log2(fmax(smax, 1e-30))) - 23);
     double rmax = 0;
-    for (size_t i = 0; i < (size_t)L * qd; i++) rmax = fmax(rmax, fabs(ref[i]));
+    for (size_t i = 0; i < (size_t)L * qd; i++)
+        rmax = fmax(rmax, fabs(ref[i]));
 
     unsigned cpu = g4v_cpu_features(), feat = run_features();
     int pad_ok;
@@ -176,17 +182,20 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
         int sharp = scale_q * scale_q * scale * d > 30.0f;
         double rb = fmax(2e-6, ulp_s), mb = fmax(2e-5, 4 * ulp_s);
         CHECK_MSG(rel < rb && emax / rmax < mb,
-                  "%s L=%d H=%d Hkv=%d d=%d scale_q=%g vs float64: rel RMSE %.3g, max %.3g", v->name,
-                  L, H, Hkv, d, scale_q, rel, emax / rmax);
+                  "%s L=%d H=%d Hkv=%d d=%d scale_q=%g vs float64: rel RMSE %.3g, max %.3g",
+                  v->name, L, H, Hkv, d, scale_q, rel, emax / rmax);
         double bound = fmax(4e-6, 2 * ulp_s);
         worst_vs_ref[sharp] = fmax(worst_vs_ref[sharp], rel);
         CHECK_MSG(dp <= bound, "%s L=%d H=%d Hkv=%d d=%d scale_q=%g vs portable: max diff %.3g",
                   v->name, L, H, Hkv, d, scale_q, dp);
         if (getenv("G4V_TEST_VERBOSE"))
             printf("  %s L=%d d=%d: max |logit| %.3g (ulp %.3g), vs float64 rel %.3g max %.3g, "
-                   "vs portable %.3g\n", v->name, L, d, smax, ulp_s, rel, emax / rmax, dp);
-        if (sharp) worst_vs_portable_sharp = fmax(worst_vs_portable_sharp, dp);
-        else worst_vs_portable_plain = fmax(worst_vs_portable_plain, dp);
+                   "vs portable %.3g\n",
+                   v->name, L, d, smax, ulp_s, rel, emax / rmax, dp);
+        if (sharp)
+            worst_vs_portable_sharp = fmax(worst_vs_portable_sharp, dp);
+        else
+            worst_vs_portable_plain = fmax(worst_vs_portable_plain, dp);
         for (int t = 2; t <= 3; t++) {
             float *ot = run(v, a, t, scratch, kv, &pad_ok);
             CHECK_MSG(!memcmp(o1, ot, sizeof(float) * (size_t)L * qd),
@@ -231,7 +240,8 @@ static void test_exp(void) {
     if (!(run_features() & G4V_CPU_AVX2)) return;
     enum { N = 1 << 20 };
     float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
-    for (int i = 0; i < N; i++) x[i] = -87.3f + (87.3f + 88.0f) * (float)i / (N - 1);
+    for (int i = 0; i < N; i++)
+        x[i] = -87.3f + (87.3f + 88.0f) * (float)i / (N - 1);
     g4v_exp_avx2(x, y, N);
     int worst = 0;
     float at = 0;
@@ -242,8 +252,8 @@ static void test_exp(void) {
     }
     CHECK_MSG(worst <= 2, "exp_avx2: %d ulp at x = %.9g", worst, at);
     printf("exp_avx2: max %d ulp over [-87.3, 88]\n", worst);
-    float sp[11] = {-INFINITY, -1000.0f, -87.34f, -100.0f, 0.0f, -0.0f, 1.0f, -1.0f, 88.0f,
-                    -1e-8f, 1e-30f};
+    float sp[11] = {-INFINITY, -1000.0f, -87.34f, -100.0f, 0.0f,  -0.0f,
+                    1.0f,      -1.0f,    88.0f,   -1e-8f,  1e-30f};
     float ys[11];
     g4v_exp_avx2(sp, ys, 11); /* 11: also the scalar tail */
     CHECK(ys[0] == 0.0f && ys[1] == 0.0f && ys[2] == 0.0f && ys[3] == 0.0f);
@@ -252,7 +262,8 @@ static void test_exp(void) {
     CHECK(isfinite(ys[8]) && ulp_diff(ys[8], (float)exp(88.0)) <= 2);
 
     /* the softmax's exp over [-87.3, 0]: same bound; below that ~FLT_MIN, never 0 or denormal */
-    for (int i = 0; i < N; i++) x[i] = -87.3f * (float)i / (N - 1);
+    for (int i = 0; i < N; i++)
+        x[i] = -87.3f * (float)i / (N - 1);
     g4v_exp_nonpos_avx2(x, y, N);
     int worst_np = 0;
     for (int i = 0; i < N; i++) {
@@ -265,7 +276,8 @@ static void test_exp(void) {
     float yn[7];
     g4v_exp_nonpos_avx2(np, yn, 7);
     for (int i = 0; i < 3; i++)
-        CHECK_MSG(yn[i] >= FLT_MIN && yn[i] <= 1.01f * FLT_MIN, "exp_nonpos(%g) = %g", np[i], yn[i]);
+        CHECK_MSG(yn[i] >= FLT_MIN && yn[i] <= 1.01f * FLT_MIN, "exp_nonpos(%g) = %g", np[i],
+                  yn[i]);
     CHECK(yn[3] == 1.0f && yn[4] == 1.0f && yn[5] == 1.0f && yn[6] <= 1.01f * FLT_MIN);
     free(x);
     free(y);
@@ -285,9 +297,9 @@ int main(void) {
     test_case(100, 3, 3, 72, 1.0f, 1.0f);
     test_case(50, 2, 1, 18, 1.0f, 1.0f); /* d not a multiple of 4: channel tail */
     test_case(577, 2, 1, 64, 0.8f, 1.0f);
-    test_case(130, 2, 2, 64, 2.0f, 1.0f);  /* logits std ~ 10: sharp softmax */
-    test_case(97, 2, 1, 72, 5.0f, 1.0f);   /* logits std ~ 100s */
-    test_case(70, 2, 2, 16, 25.0f, 1.0f);  /* logits in the thousands: no overflow */
+    test_case(130, 2, 2, 64, 2.0f, 1.0f); /* logits std ~ 10: sharp softmax */
+    test_case(97, 2, 1, 72, 5.0f, 1.0f);  /* logits std ~ 100s */
+    test_case(70, 2, 2, 16, 25.0f, 1.0f); /* logits in the thousands: no overflow */
     printf("max |variant - portable| / max|out|: %.3g (ordinary logits), %.3g (sharp)\n",
            worst_vs_portable_plain, worst_vs_portable_sharp);
     printf("worst rel RMSE vs float64: %.3g (ordinary logits), %.3g (sharp)\n", worst_vs_ref[0],

@@ -29,7 +29,8 @@ static void test_row(const g4v_kernel_variant *v, int n, double *worst_simd, dou
         u[i] = (i % 3) ? 1.0f : -0.5f;
     }
     const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 30.0f, -30.0f, 1e4f, -1e4f, 1e19f};
-    for (int i = 0; i < n && i < 9; i++) x[n - 1 - i] = special[i];
+    for (int i = 0; i < n && i < 9; i++)
+        x[n - 1 - i] = special[i];
     memcpy(g, x, sizeof(float) * (size_t)n);
     g[n] = 777.0f; /* guard */
     v->impl.geglu_row(g, u, g, n);
@@ -37,7 +38,8 @@ static void test_row(const g4v_kernel_variant *v, int n, double *worst_simd, dou
     CHECK_MSG(g[n] == 777.0f, "geglu %s n=%d: wrote past the row", v->isa, n);
     for (int i = 0; i < n; i++) {
         double ref = gelu64(x[i]) * u[i], den = fmax(fabs(x[i]), 1e-3);
-        double e = fabs(g[i] - ref) / den, ep = fabs((double)g4v_gelu_tanh(x[i]) * u[i] - ref) / den;
+        double e = fabs(g[i] - ref) / den,
+               ep = fabs((double)g4v_gelu_tanh(x[i]) * u[i] - ref) / den;
         if (!isfinite(ref)) ref = x[i] > 0 ? x[i] * (double)u[i] : 0.0; /* 1e19^3 overflows */
         e = fabs(g[i] - ref) / den;
         if (!(isfinite(g[i]) && e <= 1e-6) && bad++ == 0)

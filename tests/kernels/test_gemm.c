@@ -164,7 +164,8 @@ static int compare(const float *ours, const float *ref, const float *y0, const f
                 tol = 2.0 * gamma_n(k + 1) * s;
                 if (e->gelu_gate) /* scaled by |gelu(g)|, plus the product's own rounding */
                     tol = tol * fabs((double)g4v_gelu_tanh(e->gelu_gate[(size_t)i * e->ldg + j])) *
-                              1.001 + ldexp(fabs((double)r), -23);
+                              1.001 +
+                          ldexp(fabs((double)r), -23);
                 if (tol > 0 && fabs((double)o - r) / tol > worst_ratio)
                     worst_ratio = fabs((double)o - r) / tol;
             }
@@ -224,7 +225,8 @@ static void check_case(int m, int n, int k, g4v_dtype dt, g4v_math_mode mode, in
     float *gate = NULL;
     if (epi_i == EPI_GEGLU) { /* gates across GELU's range: ~0, linear and curved parts */
         gate = malloc(sizeof(float) * (size_t)m * ldy);
-        for (size_t i = 0; i < (size_t)m * ldy; i++) gate[i] = frand(-5.0f, 5.0f);
+        for (size_t i = 0; i < (size_t)m * ldy; i++)
+            gate[i] = frand(-5.0f, 5.0f);
         ec.epi.gelu_gate = gate;
         ec.epi.ldg = ldy;
     }
@@ -324,12 +326,12 @@ static void test_special_values(void) {
         wv[7 * k + 0] = 0.0f; /* inf * 0 = NaN in column 7 of row 3 */
         void *w = make_weight(wv, (size_t)n * k, dtypes[d]);
         for (int md = 0; md < 2; md++) {
-            g4v_gemm_ref(KT, x, (size_t)k, w, dtypes[d], yr, (size_t)n, (size_t)m, n, k, modes[md], NULL);
+            g4v_gemm_ref(KT, x, (size_t)k, w, dtypes[d], yr, (size_t)n, (size_t)m, n, k, modes[md],
+                         NULL);
             int count;
             const g4v_gemm_kernel *const *all = kernels(&count);
             for (int i = 0; i < count; i++) {
-                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md]))
-                    continue;
+                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md])) continue;
                 g4v_wmat *W = NULL;
                 REQUIRE(g4v_wmat_create_with(KT, all[i], w, dtypes[d], n, k, modes[md], &W, NULL) ==
                         G4V_OK);
@@ -377,11 +379,10 @@ static void test_rounding(void) {
             int count;
             const g4v_gemm_kernel *const *all = kernels(&count);
             for (int i = 0; i < count; i++) {
-                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], G4V_MATH_FAST))
-                    continue;
+                if (!g4v_gemm_kernel_fits(all[i], dtypes[d], G4V_MATH_FAST)) continue;
                 g4v_wmat *W = NULL;
-                REQUIRE(g4v_wmat_create_with(KT, all[i], w, dtypes[d], n, n, G4V_MATH_FAST, &W, NULL) ==
-                        G4V_OK);
+                REQUIRE(g4v_wmat_create_with(KT, all[i], w, dtypes[d], n, n, G4V_MATH_FAST, &W,
+                                             NULL) == G4V_OK);
                 g4v_gemm(NULL, x, (size_t)n, W, y, (size_t)n, (size_t)m, e);
                 int bad = 0;
                 for (int r = 0; r < m * n; r++) {
@@ -413,7 +414,8 @@ static void test_determinism(void) {
     for (int t = 0; t < 3; t++)
         REQUIRE(g4v_pool_create(t + 1, &pools[t], NULL) == G4V_OK);
     float *gate = malloc(sizeof(float) * m * n);
-    for (int r = 0; r < m * n; r++) gate[r] = frand(-5.0f, 5.0f);
+    for (int r = 0; r < m * n; r++)
+        gate[r] = frand(-5.0f, 5.0f);
     g4v_gemm_epi epis[2] = {epi_cases(4, DATA_REAL).epi, epi_cases(EPI_GEGLU, DATA_REAL).epi};
     epis[1].gelu_gate = gate;
     epis[1].ldg = (size_t)n;
@@ -426,8 +428,7 @@ static void test_determinism(void) {
         for (int md = 0; md < 2; md++) {
             int i = q % count;
             const g4v_gemm_epi epi = epis[q / count];
-            if (!g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md]))
-                continue;
+            if (!g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md])) continue;
             g4v_wmat *W = NULL;
             REQUIRE(g4v_wmat_create_with(KT, all[i], w, G4V_DT_BF16, n, k, modes[md], &W, NULL) ==
                     G4V_OK);
@@ -444,7 +445,8 @@ static void test_determinism(void) {
             for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
                 for (int r = 0; r < m * n; r++)
                     y2[r] = (float)(r % 7);
-                g4v_gemm_cfg_run(pools[c % 3], x, (size_t)k, W, y2, (size_t)n, (size_t)m, &epi, &cfgs[c]);
+                g4v_gemm_cfg_run(pools[c % 3], x, (size_t)k, W, y2, (size_t)n, (size_t)m, &epi,
+                                 &cfgs[c]);
                 CHECK_MSG(!memcmp(y1, y2, sizeof(float) * m * n), "%s: blocking %zu differs",
                           all[i]->name, c);
             }
@@ -499,7 +501,8 @@ static void test_api(void) {
     CHECK(g4v_wmat_create(KT, wv, (g4v_dtype)7, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
     CHECK_CONTAINS(err.msg, "dtype 7");
     CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 5, 5, (g4v_math_mode)3, &W, &err) == G4V_ERR_ARG);
-    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 1 << 21, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_UNSUPPORTED);
+    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 1 << 21, 5, G4V_MATH_FAST, &W, &err) ==
+          G4V_ERR_UNSUPPORTED);
     g4v_wmat_free(NULL);
     free(wv);
 }

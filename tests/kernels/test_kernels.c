@@ -25,12 +25,13 @@ static float frand(void) { /* uniform in [-1, 1) */
 }
 
 static void fill(float *x, size_t n, float scale) {
-    for (size_t i = 0; i < n; i++) x[i] = frand() * scale;
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand() * scale;
 }
 
 /* Full softmax attention in double, heads mapped h -> h / (H / Hkv). */
-static void attention_ref(const float *q, const float *k, const float *v, double *out, int L,
-                          int H, int Hkv, int d) {
+static void attention_ref(const float *q, const float *k, const float *v, double *out, int L, int H,
+                          int Hkv, int d) {
     double *s = malloc(sizeof(double) * L);
     for (int h = 0; h < H; h++) {
         int kh = h / (H / Hkv);
@@ -39,14 +40,17 @@ static void attention_ref(const float *q, const float *k, const float *v, double
             for (int j = 0; j < L; j++) {
                 double acc = 0;
                 for (int c = 0; c < d; c++)
-                    acc += (double)q[(size_t)i * H * d + h * d + c] * k[(size_t)j * Hkv * d + kh * d + c];
+                    acc += (double)q[(size_t)i * H * d + h * d + c] *
+                           k[(size_t)j * Hkv * d + kh * d + c];
                 s[j] = acc;
                 if (acc > mx) mx = acc;
             }
-            for (int j = 0; j < L; j++) sum += s[j] = exp(s[j] - mx);
+            for (int j = 0; j < L; j++)
+                sum += s[j] = exp(s[j] - mx);
             for (int c = 0; c < d; c++) {
                 double o = 0;
-                for (int j = 0; j < L; j++) o += s[j] * v[(size_t)j * Hkv * d + kh * d + c];
+                for (int j = 0; j < L; j++)
+                    o += s[j] * v[(size_t)j * Hkv * d + kh * d + c];
                 out[(size_t)i * H * d + h * d + c] = o / sum;
             }
         }
@@ -64,8 +68,9 @@ static void test_attention(g4v_pool *p2, g4v_pool *p3, int L, int H, int Hkv, in
     fill(k, nk, qs);
     fill(v, nk, 1.0f);
     attention_ref(q, k, v, ref, L, H, Hkv, d);
-    g4v_attn_args a = {q, k, v, (size_t)H * d, (size_t)Hkv * d, (size_t)Hkv * d, o1,
-                       (size_t)H * d, L, H, Hkv, d, 1.0f, scr, NULL};
+    g4v_attn_args a = {
+        q, k,    v,   (size_t)H * d, (size_t)Hkv * d, (size_t)Hkv * d, o1, (size_t)H * d, L, H, Hkv,
+        d, 1.0f, scr, NULL};
     g4v_attention(PT, NULL, &a);
     a.out = o2;
     g4v_attention(PT, p2, &a);
@@ -104,7 +109,8 @@ static void test_rope(g4v_pool *pool) {
     enum { L = 12, HEADS = 3, D = 72, GW = 4 };
     float x[L * HEADS * D], orig[L * HEADS * D], cs[GW * D / 4], sn[GW * D / 4];
     int32_t pos[2 * L];
-    for (int l = 0; l < L; l++) pos[2 * l] = l % GW, pos[2 * l + 1] = l / GW;
+    for (int l = 0; l < L; l++)
+        pos[2 * l] = l % GW, pos[2 * l + 1] = l / GW;
     fill(x, L * HEADS * D, 1.0f);
     memcpy(orig, x, sizeof x);
     g4v_rope2d_table(100.0, D, GW, cs, sn);
@@ -134,7 +140,8 @@ static void test_rmsnorm(g4v_pool *pool) {
         double maxerr = 0;
         for (int r = 0; r < ROWS; r++) {
             double ss = 0;
-            for (int i = 0; i < N; i++) ss += (double)x[r * N + i] * x[r * N + i];
+            for (int i = 0; i < N; i++)
+                ss += (double)x[r * N + i] * x[r * N + i];
             double inv = 1.0 / sqrt(ss / N + 1e-6);
             for (int i = 0; i < N; i++) {
                 double e = fabs(x[r * N + i] * inv * (wp ? wp[i] : 1.0) - y[r * N + i]);
@@ -149,12 +156,15 @@ static void test_rmsnorm(g4v_pool *pool) {
     memcpy(zz, z, sizeof z);
     g4v_rmsnorm(PT, pool, z, z, 10, 8, 10, NULL, 1e-6f);
     double ss = 0;
-    for (int i = 30; i < 40; i++) ss += (double)z[i] * z[i];
+    for (int i = 30; i < 40; i++)
+        ss += (double)z[i] * z[i];
     CHECK_MSG(fabs(ss / 10 - 1.0) < 1e-5, "per-head rms %.6f", ss / 10);
     CHECK(fabs(z[35] - zz[35] / sqrt((zz[30] * zz[30] + zz[31] * zz[31] + zz[32] * zz[32] +
-                                       zz[33] * zz[33] + zz[34] * zz[34] + zz[35] * zz[35] +
-                                       zz[36] * zz[36] + zz[37] * zz[37] + zz[38] * zz[38] +
-                                       zz[39] * zz[39]) / 10.0 + 1e-6)) < 1e-5);
+                                      zz[33] * zz[33] + zz[34] * zz[34] + zz[35] * zz[35] +
+                                      zz[36] * zz[36] + zz[37] * zz[37] + zz[38] * zz[38] +
+                                      zz[39] * zz[39]) /
+                                         10.0 +
+                                     1e-6)) < 1e-5);
 }
 
 static void test_gelu(void) {
@@ -175,14 +185,16 @@ static void test_avgpool(void) {
     /* 6 x 9 patch grid, D = 2: h[l] = (l, -2l). Pooled (Y, X) = mean of the 3x3 block. */
     enum { GH = 6, GW = 9, D = 2 };
     float h[GH * GW * D], out[(GH / 3) * (GW / 3) * D];
-    for (int l = 0; l < GH * GW; l++) h[2 * l] = (float)l, h[2 * l + 1] = -2.0f * l;
+    for (int l = 0; l < GH * GW; l++)
+        h[2 * l] = (float)l, h[2 * l + 1] = -2.0f * l;
     g4v_avgpool(h, D, out, GH, GW, D, 3);
     int ok = 1;
     for (int Y = 0; Y < GH / 3; Y++)
         for (int X = 0; X < GW / 3; X++) {
             double m = 0;
             for (int dy = 0; dy < 3; dy++)
-                for (int dx = 0; dx < 3; dx++) m += ((3 * Y + dy) * GW + 3 * X + dx) / 9.0;
+                for (int dx = 0; dx < 3; dx++)
+                    m += ((3 * Y + dy) * GW + 3 * X + dx) / 9.0;
             int s = Y * (GW / 3) + X; /* row-major pooled grid */
             ok &= fabs(out[2 * s] - m) < 1e-4 && fabs(out[2 * s + 1] + 2 * m) < 1e-4;
         }
@@ -193,10 +205,10 @@ int main(void) {
     g4v_pool *p2 = NULL, *p3 = NULL;
     if (g4v_pool_create(2, &p2, NULL) || g4v_pool_create(3, &p3, NULL)) return 1;
     test_attention(p2, p3, 1, 2, 1, 8, 1.0f);
-    test_attention(p2, p3, 37, 4, 2, 16, 2.0f);   /* GQA, L below one tile */
-    test_attention(p2, p3, 130, 3, 3, 72, 1.5f);  /* several query and key tiles, ragged ends */
-    test_attention(p2, p3, 200, 4, 1, 64, 4.0f);  /* sharp softmax: logits up to ~ +-100s */
-    test_attention(p2, p3, 70, 2, 2, 16, 25.0f);  /* logits in the thousands: no overflow */
+    test_attention(p2, p3, 37, 4, 2, 16, 2.0f);  /* GQA, L below one tile */
+    test_attention(p2, p3, 130, 3, 3, 72, 1.5f); /* several query and key tiles, ragged ends */
+    test_attention(p2, p3, 200, 4, 1, 64, 4.0f); /* sharp softmax: logits up to ~ +-100s */
+    test_attention(p2, p3, 70, 2, 2, 16, 25.0f); /* logits in the thousands: no overflow */
     test_rope(NULL);
     test_rope(p2);
     test_rmsnorm(p2);

@@ -253,7 +253,8 @@ int main(void) {
     const g4v_kernel_variant *v = g4v_kernel_variants(&n);
     for (int i = 0; i < n; i++) {
         if (v[i].needs & ~g4v_kernel_features()) continue;
-        if (v[i].family == G4V_KF_RESIZE) test_resize_variant(&v[i]);
+        if (v[i].family == G4V_KF_RESIZE)
+            test_resize_variant(&v[i]);
         else if (v[i].family != G4V_KF_GEMM && v[i].family != G4V_KF_ATTENTION)
             test_row_variant(&v[i]); /* GEMM and attention: test_gemm, test_attention */
     }

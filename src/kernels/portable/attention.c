@@ -9,7 +9,8 @@
  * Everything is f32 and nothing is rounded to bf16: Gemma 4's scale-1 logits on RMS-normed q/k
  * are large (std ~ sqrt(d)) and the softmax is sharp, so rounding here would be amplified
  * (docs/NUMERICS.md §4.4). Each task writes only its own [BQ, d] output tile, so results do not
- * depend on the thread count. No mask: a single unpadded image attends everywhere (docs/NUMERICS.md §4.1).
+ * depend on the thread count. No mask: a single unpadded image attends everywhere (docs/NUMERICS.md
+ * §4.1).
  *
  * Layout, for plain C that compilers vectorise without reassociating sums: the task keeps its
  * query tile, logits, probabilities and output transposed, query index fastest (qT[c][i],

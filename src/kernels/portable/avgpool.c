@@ -10,11 +10,13 @@ void g4v_avgpool(const float *h, size_t ld, float *out, int gh, int gw, int D, i
     for (int Y = 0; Y < ph; Y++) {
         for (int X = 0; X < pw; X++) {
             float *o = out + ((size_t)Y * pw + X) * (size_t)D;
-            for (int c = 0; c < D; c++) o[c] = 0.0f;
+            for (int c = 0; c < D; c++)
+                o[c] = 0.0f;
             for (int dy = 0; dy < k; dy++) {
                 for (int dx = 0; dx < k; dx++) {
                     const float *src = h + ((size_t)(k * Y + dy) * gw + (size_t)(k * X + dx)) * ld;
-                    for (int c = 0; c < D; c++) o[c] += src[c] * wgt;
+                    for (int c = 0; c < D; c++)
+                        o[c] += src[c] * wgt;
                 }
             }
         }

@@ -1,6 +1,7 @@
 /* rmsnorm.c - RMSNorm with or without a weight, over rows (block norms) or heads (q/k/v norms).
- * docs/NUMERICS.md §3.1: y = x * (mean(x^2) + eps)^-0.5, then * w when there is a weight. The weight is
- * applied directly (Gemma 4), never as 1 + w (Gemma 3). Sum of squares in f32, in index order. */
+ * docs/NUMERICS.md §3.1: y = x * (mean(x^2) + eps)^-0.5, then * w when there is a weight. The
+ * weight is applied directly (Gemma 4), never as 1 + w (Gemma 3). Sum of squares in f32, in index
+ * order. */
 #include "kernels/dispatch.h"
 #include "kernels/par_rows.h"
 

@@ -50,14 +50,18 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
         const float *k = k0 + (size_t)j * ldk;
         V_T acc[4][QV];
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++)
-            G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[r][v] = V_ZERO();
+        for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                acc[r][v] = V_ZERO();
+        }
         for (int c = 0; c < d; c++) {
             V_T q[QV];
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 q[v] = V_LOAD(qT + (size_t)c * QB + V_W * v);
-            G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(4)
+            for (int r = 0; r < 4; r++) {
                 V_T b = V_BCAST(k + (size_t)r * ldk + c);
                 G4V_UNROLL(3)
                 for (int v = 0; v < QV; v++)
@@ -65,15 +69,18 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
             }
         }
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 4; r++) {
             G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++)
-            V_STORE(S + (size_t)(j + r) * QB + V_W * v, V_MUL(acc[r][v], sc));
+            for (int v = 0; v < QV; v++)
+                V_STORE(S + (size_t)(j + r) * QB + V_W * v, V_MUL(acc[r][v], sc));
+        }
     }
     for (; j < nk; j++) { /* ragged end of the keys: one at a time */
         const float *k = k0 + (size_t)j * ldk;
         V_T acc[QV];
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++) acc[v] = V_ZERO();
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            acc[v] = V_ZERO();
         for (int c = 0; c < d; c++) {
             V_T b = V_BCAST(k + c);
             G4V_UNROLL(3)
@@ -91,24 +98,30 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
 static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, float *m, float *l,
                         float *O) {
     V_T mx[QV], corr[QV], sum[QV];
-    G4V_UNROLL(3) for (int v = 0; v < QV; v++) mx[v] = V_LOAD(m + V_W * v);
-    for (int j = 0; j < nk; j++)
-        G4V_UNROLL(3)
+    G4V_UNROLL(3)
     for (int v = 0; v < QV; v++)
-        mx[v] = V_MAX(mx[v], V_LOAD(S + (size_t)j * QB + V_W * v));
-    G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
+        mx[v] = V_LOAD(m + V_W * v);
+    for (int j = 0; j < nk; j++) {
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            mx[v] = V_MAX(mx[v], V_LOAD(S + (size_t)j * QB + V_W * v));
+    }
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++) {
         corr[v] = vec_exp_nonpos(V_SUB(V_LOAD(m + V_W * v), mx[v]));
         sum[v] = V_MUL(V_LOAD(l + V_W * v), corr[v]);
     }
     for (int j = 0; j < nk; j++) {
         float *s = S + (size_t)j * QB;
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++) {
             V_T p = vec_exp_nonpos(V_SUB(V_LOAD(s + V_W * v), mx[v]));
             V_STORE(s + V_W * v, p);
             sum[v] = V_ADD(sum[v], p);
         }
     }
-    G4V_UNROLL(3) for (int v = 0; v < QV; v++) {
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++) {
         V_STORE(m + V_W * v, mx[v]);
         V_STORE(l + V_W * v, sum[v]);
     }
@@ -118,17 +131,19 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
         float *o = O + (size_t)c * QB;
         V_T acc[4][QV];
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 4; r++) {
             G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++)
-            acc[r][v] = V_MUL(V_LOAD(o + (size_t)r * QB + V_W * v), corr[v]);
+            for (int v = 0; v < QV; v++)
+                acc[r][v] = V_MUL(V_LOAD(o + (size_t)r * QB + V_W * v), corr[v]);
+        }
         const float *vr = v0 + c;
         for (int j = 0; j < nk; j++, vr += ldv) {
             V_T p[QV];
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 p[v] = V_LOAD(S + (size_t)j * QB + V_W * v);
-            G4V_UNROLL(4) for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(4)
+            for (int r = 0; r < 4; r++) {
                 V_T b = V_BCAST(vr + r);
                 G4V_UNROLL(3)
                 for (int v = 0; v < QV; v++)
@@ -136,10 +151,11 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
             }
         }
         G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 4; r++) {
             G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++)
-            V_STORE(o + (size_t)r * QB + V_W * v, acc[r][v]);
+            for (int v = 0; v < QV; v++)
+                V_STORE(o + (size_t)r * QB + V_W * v, acc[r][v]);
+        }
     }
     for (; c < d; c++) { /* channels beyond a multiple of 4 */
         float *o = O + (size_t)c * QB;
@@ -153,7 +169,9 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
             for (int v = 0; v < QV; v++)
                 acc[v] = V_FMA(V_LOAD(S + (size_t)j * QB + V_W * v), b, acc[v]);
         }
-        G4V_UNROLL(3) for (int v = 0; v < QV; v++) V_STORE(o + V_W * v, acc[v]);
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            V_STORE(o + V_W * v, acc[v]);
     }
 }
 

@@ -1,5 +1,6 @@
 /* avx2.h - what the x86_avx2 folder offers beyond its registered variants: the vector exps, exposed
- * for their accuracy test (tests/kernels/test_attention.c). Call only where the CPU has AVX2+FMA. */
+ * for their accuracy test (tests/kernels/test_attention.c). Call only where the CPU has AVX2+FMA.
+ */
 #ifndef G4V_KERNELS_X86_AVX2_H
 #define G4V_KERNELS_X86_AVX2_H
 

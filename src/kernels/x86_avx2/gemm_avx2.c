@@ -5,7 +5,8 @@
  * vector. Both take f32 A; FAST mode rounds A to bf16 while packing, so "bf16" math is emulated
  * exactly: a product of two bf16 values is exact in f32, so each FMA rounds once, as the
  * reference's multiply-then-add does. The sum for each output runs k = 0, 1, ..., K-1.
- * Compiled with -mavx2 -mfma (the folder's flags, src/kernels/CMakeLists.txt); only called when CPUID reports both.
+ * Compiled with -mavx2 -mfma (the folder's flags, src/kernels/kernels.cmake); only called when
+ * CPUID reports both.
  */
 #include "kernels/dispatch.h"
 #include "kernels/gemm_kernel.h"
@@ -61,18 +62,26 @@ static inline void store_row(float *y, __m256 v0, __m256 v1, const g4v_ukr_epi *
 
 #define START                                                                                      \
     __m256 c[MR][2];                                                                               \
-    G4V_UNROLL(6) for (int m = 0; m < MR; m++) c[m][0] = c[m][1] = _mm256_setzero_ps();            \
-    if (acc_in) G4V_UNROLL(6) for (int m = 0; m < MR; m++) {                                       \
+    G4V_UNROLL(6)                                                                                  \
+    for (int m = 0; m < MR; m++)                                                                   \
+        c[m][0] = c[m][1] = _mm256_setzero_ps();                                                   \
+    if (acc_in) {                                                                                  \
+        G4V_UNROLL(6)                                                                              \
+        for (int m = 0; m < MR; m++) {                                                             \
             c[m][0] = _mm256_loadu_ps(acc_in + m * NR);                                            \
             c[m][1] = _mm256_loadu_ps(acc_in + m * NR + 8);                                        \
-        }
+        }                                                                                          \
+    }
 
 #define FINISH                                                                                     \
-    G4V_UNROLL(6) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+    G4V_UNROLL(6)                                                                                  \
+    for (int m = 0; m < MR; m++)                                                                   \
+        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 
 /* One k step: the MR broadcasts of a[m * KG + j] times the two B vectors. */
 #define STEP(j, b0, b1)                                                                            \
-    G4V_UNROLL(6) for (int m = 0; m < MR; m++) {                                                   \
+    G4V_UNROLL(6)                                                                                  \
+    for (int m = 0; m < MR; m++) {                                                                 \
         __m256 av = _mm256_broadcast_ss(a + m * KG + (j));                                         \
         c[m][0] = _mm256_fmadd_ps(av, b0, c[m][0]);                                                \
         c[m][1] = _mm256_fmadd_ps(av, b1, c[m][1]);                                                \
@@ -83,7 +92,8 @@ static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *ac
     const float *a = a_, *b = b_;
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        G4V_UNROLL(8) for (int j = 0; j < KG; j++, b += NR) {
+        G4V_UNROLL(8)
+        for (int j = 0; j < KG; j++, b += NR) {
             __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
             STEP(j, b0, b1)
         }
@@ -105,7 +115,8 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     const __m256i odd = _mm256_set1_epi32((int)0xffff0000u);
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        G4V_UNROLL(4) for (int p = 0; p < KG / 2; p++, b += NR) {
+        G4V_UNROLL(4)
+        for (int p = 0; p < KG / 2; p++, b += NR) {
             __m256 e0 =
                 _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)b), 16));
             __m256 e1 = _mm256_castsi256_ps(
@@ -122,5 +133,12 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     FINISH
 }
 
-const g4v_gemm_kernel g4v_gemm_avx2_f32 = {.name = "avx2-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
-const g4v_gemm_kernel g4v_gemm_avx2_bf16w = {.name = "avx2-bf16w", .mr = MR, .nr = NR, .kg = KG, .b_bf16 = 1, .pack_a = pack_a, .ukr = ukr_bf16w};
+const g4v_gemm_kernel g4v_gemm_avx2_f32 = {
+    .name = "avx2-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
+const g4v_gemm_kernel g4v_gemm_avx2_bf16w = {.name = "avx2-bf16w",
+                                             .mr = MR,
+                                             .nr = NR,
+                                             .kg = KG,
+                                             .b_bf16 = 1,
+                                             .pack_a = pack_a,
+                                             .ukr = ukr_bf16w};

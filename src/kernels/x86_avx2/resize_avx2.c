@@ -14,8 +14,7 @@ static inline __m128i pack16(__m256i a, __m256i b) {
     return _mm_packus_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
-static void hpass_avx2(const uint8_t *t, const g4v_coeffs *cx,
-                                                      uint8_t *u) {
+static void hpass_avx2(const uint8_t *t, const g4v_coeffs *cx, uint8_t *u) {
     const __m256i half = _mm256_set1_epi32(G4V_RS_HALF);
     for (int x = 0; x < cx->n_out; x++) {
         __m256i a0 = half, a1 = half, a2 = half;
@@ -37,9 +36,8 @@ static void hpass_avx2(const uint8_t *t, const g4v_coeffs *cx,
     }
 }
 
-static void vpass_avx2(const uint8_t *const *rows,
-                                                      const int32_t *q, int cnt, size_t n,
-                                                      uint8_t *out) {
+static void vpass_avx2(const uint8_t *const *rows, const int32_t *q, int cnt, size_t n,
+                       uint8_t *out) {
     const __m256i half = _mm256_set1_epi32(G4V_RS_HALF);
     size_t k = 0;
     for (; k + 32 <= n; k += 32) {
@@ -62,13 +60,15 @@ static void vpass_avx2(const uint8_t *const *rows,
     if (k < n) {
         const uint8_t *tail[4096];
         int c = cnt < 4096 ? cnt : 4096;
-        for (int j = 0; j < c; j++) tail[j] = rows[j] + k;
+        for (int j = 0; j < c; j++)
+            tail[j] = rows[j] + k;
         if (c == cnt)
             g4v_resize_portable.vpass(tail, q, cnt, n - k, out + k);
         else /* absurdly many taps: the pointer table does not fit, go slowly */
             for (; k < n; k++) {
                 int32_t acc = G4V_RS_HALF;
-                for (int j = 0; j < cnt; j++) acc += rows[j][k] * q[j];
+                for (int j = 0; j < cnt; j++)
+                    acc += rows[j][k] * q[j];
                 out[k] = g4v_rs_clip8(acc);
             }
     }

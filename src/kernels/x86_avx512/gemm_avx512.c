@@ -8,7 +8,8 @@
  * makes every product exact). 24 independent accumulator chains cover the FMA latency x
  * throughput of current cores; A values are broadcast straight from memory ({1to16} operands).
  * The sum for each output runs k = 0, 1, ..., K-1, one rounding per FMA.
- * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (the folder's flags, src/kernels/CMakeLists.txt).
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (the folder's flags,
+ * src/kernels/kernels.cmake).
  */
 #include "kernels/dispatch.h"
 #include "kernels/gemm_kernel.h"
@@ -63,18 +64,26 @@ static inline void store_row(float *y, __m512 v0, __m512 v1, const g4v_ukr_epi *
 
 #define START                                                                                      \
     __m512 c[MR][2];                                                                               \
-    G4V_UNROLL(12) for (int m = 0; m < MR; m++) c[m][0] = c[m][1] = _mm512_setzero_ps();           \
-    if (acc_in) G4V_UNROLL(12) for (int m = 0; m < MR; m++) {                                      \
+    G4V_UNROLL(12)                                                                                 \
+    for (int m = 0; m < MR; m++)                                                                   \
+        c[m][0] = c[m][1] = _mm512_setzero_ps();                                                   \
+    if (acc_in) {                                                                                  \
+        G4V_UNROLL(12)                                                                             \
+        for (int m = 0; m < MR; m++) {                                                             \
             c[m][0] = _mm512_loadu_ps(acc_in + m * NR);                                            \
             c[m][1] = _mm512_loadu_ps(acc_in + m * NR + 16);                                       \
-        }
+        }                                                                                          \
+    }
 
 #define FINISH                                                                                     \
-    G4V_UNROLL(12) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+    G4V_UNROLL(12)                                                                                 \
+    for (int m = 0; m < MR; m++)                                                                   \
+        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 
 /* One k step: A values a[m * KG + j] (broadcast) times the two B vectors. */
 #define STEP(j, b0, b1)                                                                            \
-    G4V_UNROLL(12) for (int m = 0; m < MR; m++) {                                                  \
+    G4V_UNROLL(12)                                                                                 \
+    for (int m = 0; m < MR; m++) {                                                                 \
         __m512 av = _mm512_set1_ps(a[m * KG + (j)]);                                               \
         c[m][0] = _mm512_fmadd_ps(av, b0, c[m][0]);                                                \
         c[m][1] = _mm512_fmadd_ps(av, b1, c[m][1]);                                                \
@@ -85,7 +94,8 @@ static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *ac
     const float *a = a_, *b = b_;
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        G4V_UNROLL(16) for (int j = 0; j < KG; j++, b += NR) {
+        G4V_UNROLL(16)
+        for (int j = 0; j < KG; j++, b += NR) {
             __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
             STEP(j, b0, b1)
         }
@@ -100,7 +110,8 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     const __m512i odd = _mm512_set1_epi32((int)0xffff0000u);
     START
     for (int g = 0; g < kgroups; g++, a += MR * KG) {
-        G4V_UNROLL(8) for (int p = 0; p < KG / 2; p++, b += NR) {
+        G4V_UNROLL(8)
+        for (int p = 0; p < KG / 2; p++, b += NR) {
             __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 16);
             __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
             __m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
@@ -113,5 +124,12 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     FINISH
 }
 
-const g4v_gemm_kernel g4v_gemm_avx512_f32 = {.name = "avx512-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
-const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {.name = "avx512-bf16w", .mr = MR, .nr = NR, .kg = KG, .b_bf16 = 1, .pack_a = pack_a, .ukr = ukr_bf16w};
+const g4v_gemm_kernel g4v_gemm_avx512_f32 = {
+    .name = "avx512-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
+const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {.name = "avx512-bf16w",
+                                               .mr = MR,
+                                               .nr = NR,
+                                               .kg = KG,
+                                               .b_bf16 = 1,
+                                               .pack_a = pack_a,
+                                               .ukr = ukr_bf16w};

@@ -8,7 +8,8 @@
  * straight from memory. The sum order differs from the sequential reference only within each
  * pair (and the instruction treats subnormal inputs as zero), so results agree with
  * g4v_gemm_ref to a few ulps of the sum of |products| (see tests/kernels/test_gemm.c).
- * Compiled with the AVX-512 flags plus -mavx512bf16 (the folder's flags, src/kernels/CMakeLists.txt).
+ * Compiled with the AVX-512 flags plus -mavx512bf16 (the folder's flags,
+ * src/kernels/kernels.cmake).
  */
 #include "kernels/dispatch.h"
 #include "kernels/gemm_kernel.h"
@@ -65,23 +66,39 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     const int32_t *a = a_; /* one bf16 pair per int32 */
     const uint32_t *b = b_;
     __m512 c[MR][2];
-    G4V_UNROLL(12) for (int m = 0; m < MR; m++) c[m][0] = c[m][1] = _mm512_setzero_ps();
-    if (acc_in) G4V_UNROLL(12) for (int m = 0; m < MR; m++) {
+    G4V_UNROLL(12)
+    for (int m = 0; m < MR; m++)
+        c[m][0] = c[m][1] = _mm512_setzero_ps();
+    if (acc_in) {
+        G4V_UNROLL(12)
+        for (int m = 0; m < MR; m++) {
             c[m][0] = _mm512_loadu_ps(acc_in + m * NR);
             c[m][1] = _mm512_loadu_ps(acc_in + m * NR + 16);
         }
+    }
     for (int g = 0; g < kgroups; g++, a += MR * PAIRS) {
-        G4V_UNROLL(8) for (int p = 0; p < PAIRS; p++, b += NR) {
+        G4V_UNROLL(8)
+        for (int p = 0; p < PAIRS; p++, b += NR) {
             __m512bh b0 = g4v_as_bh(_mm512_loadu_si512(b));
             __m512bh b1 = g4v_as_bh(_mm512_loadu_si512(b + 16));
-            G4V_UNROLL(12) for (int m = 0; m < MR; m++) {
+            G4V_UNROLL(12)
+            for (int m = 0; m < MR; m++) {
                 __m512bh av = g4v_as_bh(_mm512_set1_epi32(a[m * PAIRS + p]));
                 c[m][0] = _mm512_dpbf16_ps(c[m][0], b0, av);
                 c[m][1] = _mm512_dpbf16_ps(c[m][1], b1, av);
             }
         }
     }
-    G4V_UNROLL(12) for (int m = 0; m < MR; m++) store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
+    G4V_UNROLL(12)
+    for (int m = 0; m < MR; m++)
+        store_row(y + (size_t)m * ldy, c[m][0], c[m][1], e);
 }
 
-const g4v_gemm_kernel g4v_gemm_avx512_bf16dp = {.name = "avx512-bf16dp", .mr = MR, .nr = NR, .kg = KG, .a_bf16 = 1, .b_bf16 = 1, .pack_a = pack_a, .ukr = ukr};
+const g4v_gemm_kernel g4v_gemm_avx512_bf16dp = {.name = "avx512-bf16dp",
+                                                .mr = MR,
+                                                .nr = NR,
+                                                .kg = KG,
+                                                .a_bf16 = 1,
+                                                .b_bf16 = 1,
+                                                .pack_a = pack_a,
+                                                .ukr = ukr};
