@@ -123,22 +123,12 @@ int main(int argc, char **argv) {
             k[i] = (float)((s >> 40) * (4.0 / 16777216.0) - 2.0);
             v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
         }
-        g4v_attn_args a = {
-            .q = q,
-            .k = k,
-            .v = v,
-            .ldq = qd,
-            .ldk = kvd,
-            .ldv = kvd,
-            .out = out,
-            .ldo = qd,
-            .L = L,
-            .H = H,
-            .Hkv = Hkv,
-            .d = d,
-            .scale = 1.0f,
-            .scratch = scr,
-            .kv = !kv_copy ? NULL : scr + (size_t)threads * g4v_attention_scratch_floats(d)};
+        g4v_attn_args a = {.q = q, .k = k, .v = v, .out = out, .L = L, .H = H, .Hkv = Hkv, .d = d};
+        a.ldq = a.ldo = qd;
+        a.ldk = a.ldv = kvd;
+        a.scale = 1.0f;
+        a.scratch = scr;
+        a.kv = kv_copy ? scr + (size_t)threads * g4v_attention_scratch_floats(d) : NULL;
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
         for (int vi = 0; vi < nvars; vi++) {
             if (only && strcmp(only, vars[vi].name)) continue;

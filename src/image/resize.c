@@ -247,7 +247,7 @@ int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order o
         r->vfirst = vertical_first(order, in_w, in_h, out_h);
     r->dst = dst;
     r->dst_stride = dst_stride;
-    r->k = g4v_kernels_current()->resize;
+    r->k = g4v_kernels_current()->use[G4V_KF_RESIZE].resize;
     int st = G4V_OK;
     if (r->do_h) st = g4v_coeffs_build(in_w, out_w, &r->cx, err);
     if (!st && r->do_v) st = g4v_coeffs_build(in_h, out_h, &r->cy, err);

@@ -31,33 +31,12 @@ static void build(g4v_kernels *t, unsigned features) {
     for (int i = 0; i < NVARIANTS; i++) {
         const g4v_kernel_variant *v = &registry[i];
         if (v->needs & ~features) continue;
-        int first = t->isa[v->family] == NULL;
-        if (first) t->isa[v->family] = v->isa;
-        switch (v->family) {
-        case G4V_KF_GEMM:
-            if (t->ngemm < G4V_MAX_GEMM_KERNELS) t->gemm[t->ngemm++] = v->impl.gemm;
-            break;
-        case G4V_KF_ATTENTION:
-            if (first) t->attention = v->impl.attention;
-            break;
-        case G4V_KF_GEGLU_ROW:
-            if (first) t->geglu_row = v->impl.geglu_row;
-            break;
-        case G4V_KF_RMSNORM_ROW:
-            if (first) t->rmsnorm_row = v->impl.rmsnorm_row;
-            break;
-        case G4V_KF_ROPE_ROW:
-            if (first) t->rope_row = v->impl.rope_row;
-            break;
-        case G4V_KF_ADD_ROW:
-            if (first) t->add_row = v->impl.add_row;
-            break;
-        case G4V_KF_RESIZE:
-            if (first) t->resize = v->impl.resize;
-            break;
-        case G4V_KF_COUNT:
-            break;
+        if (!t->isa[v->family]) { /* the first that fits is the best */
+            t->isa[v->family] = v->isa;
+            t->use[v->family] = v->impl;
         }
+        if (v->family == G4V_KF_GEMM && t->ngemm < G4V_MAX_GEMM_KERNELS)
+            t->gemm[t->ngemm++] = v->impl.gemm;
     }
 }
 

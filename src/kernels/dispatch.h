@@ -40,38 +40,37 @@ typedef enum g4v_kernel_family {
     G4V_KF_COUNT
 } g4v_kernel_family;
 
+/* A variant's implementation; the member is named after its family. */
+typedef union g4v_kernel_impl {
+    g4v_gemm_impl *gemm;
+    g4v_attention_impl *attention;
+    g4v_geglu_row_impl *geglu_row;
+    g4v_rmsnorm_row_impl *rmsnorm_row;
+    g4v_rope_row_impl *rope_row;
+    g4v_add_row_impl *add_row;
+    g4v_resize_impl *resize;
+} g4v_kernel_impl;
+
 /* One registered variant. */
 typedef struct g4v_kernel_variant {
     g4v_kernel_family family;
     const char *isa; /* its name in variants.def, e.g. "avx512_bf16dp", "avx2", "portable" */
     unsigned needs;  /* G4V_CPU_* bits it requires */
-    union {
-        g4v_gemm_impl *gemm;
-        g4v_attention_impl *attention;
-        g4v_geglu_row_impl *geglu_row;
-        g4v_rmsnorm_row_impl *rmsnorm_row;
-        g4v_rope_row_impl *rope_row;
-        g4v_add_row_impl *add_row;
-        g4v_resize_impl *resize;
-    } impl;
+    g4v_kernel_impl impl;
 } g4v_kernel_variant;
 
 enum { G4V_MAX_GEMM_KERNELS = 8 };
 
-/* The kernels for one set of CPU features: the best fitting variant of each family. GEMM keeps
- * every fitting micro-kernel, best first, because the choice also depends on the weight's dtype
- * and the math mode (g4v_wmat_create takes the first that fits them). */
+/* The kernels for one set of CPU features: the best fitting variant of each family, e.g.
+ * k->use[G4V_KF_ATTENTION].attention. GEMM also keeps every fitting micro-kernel, best first,
+ * because the choice depends on the weight's dtype and the math mode as well (g4v_wmat_create
+ * takes the first that fits them). */
 struct g4v_kernels {
     unsigned features;
+    g4v_kernel_impl use[G4V_KF_COUNT];
+    const char *isa[G4V_KF_COUNT]; /* the chosen variant's name per family */
     const g4v_gemm_kernel *gemm[G4V_MAX_GEMM_KERNELS];
     int ngemm;
-    g4v_attention_fn *attention;
-    g4v_geglu_row_fn *geglu_row;
-    g4v_rmsnorm_row_fn *rmsnorm_row;
-    g4v_rope_row_fn *rope_row;
-    g4v_add_row_fn *add_row;
-    const g4v_resize_kernel *resize;
-    const char *isa[G4V_KF_COUNT]; /* the chosen variant's name per family (GEMM: the best) */
 };
 
 /* The table for a feature set (G4V_CPU_* bits; bits the registry does not know are ignored).

@@ -104,7 +104,7 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
     m->k = k;
     m->mode = mode;
     m->kern = kern;
-    m->geglu_row = kt->geglu_row;
+    m->geglu_row = kt->use[G4V_KF_GEGLU_ROW].geglu_row;
     m->kpad = (k + kern->kg - 1) / kern->kg * kern->kg;
     m->npanels = (n + kern->nr - 1) / kern->nr;
     m->panel_bytes = (size_t)m->kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4);

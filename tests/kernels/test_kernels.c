@@ -176,8 +176,8 @@ static void test_gelu(void) {
         CHECK_MSG(fabs(g4v_gelu_tanh((float)xs[i]) - ys[i]) < 1e-6, "gelu(%g) = %.9g", xs[i],
                   g4v_gelu_tanh((float)xs[i]));
     float g[4] = {1.0f, -2.0f, 0.5f, 3.0f}, u[4] = {2.0f, 1.0f, -1.0f, 0.5f};
-    PT->geglu_row(g, u, g, 2);
-    PT->geglu_row(g + 2, u + 2, g + 2, 2);
+    PT->use[G4V_KF_GEGLU_ROW].geglu_row(g, u, g, 2);
+    PT->use[G4V_KF_GEGLU_ROW].geglu_row(g + 2, u + 2, g + 2, 2);
     CHECK(fabs(g[0] - 2 * 0.8411919906082768) < 1e-6 && fabs(g[2] + 0.34571400982514394) < 1e-6);
 }
 

@@ -72,7 +72,7 @@ static void test_registry(void) {
         CHECK_MSG(k == t->ngemm, "features %u: %d GEMM kernels, registry has %d", feat, t->ngemm,
                   k);
         const g4v_kernels *p = g4v_kernels_for(0);
-        CHECK(p->attention == portable_of(G4V_KF_ATTENTION)->impl.attention);
+        CHECK(p->use[G4V_KF_ATTENTION].attention == portable_of(G4V_KF_ATTENTION)->impl.attention);
     }
     CHECK(g4v_kernels_for(g4v_kernel_features()) == g4v_kernels_current());
     const char *isa = getenv("G4V_ISA");

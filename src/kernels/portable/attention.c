@@ -172,5 +172,5 @@ void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
 }
 
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a) {
-    k->attention(pool, a);
+    k->use[G4V_KF_ATTENTION].attention(pool, a);
 }

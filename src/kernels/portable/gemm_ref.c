@@ -14,7 +14,7 @@ void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void 
                   float *Y, size_t ldy, size_t m, int n, int k, g4v_math_mode mode,
                   const g4v_gemm_epi *epi) {
     g4v_gemm_epi e = epi ? *epi : g4v_gemm_epi_none();
-    g4v_geglu_row_fn *geglu = e.gelu_gate ? kt->geglu_row : NULL;
+    g4v_geglu_row_fn *geglu = e.gelu_gate ? kt->use[G4V_KF_GEGLU_ROW].geglu_row : NULL;
     for (size_t i = 0; i < m; i++) {
         const float *x = X + i * ldx;
         for (int j = 0; j < n; j++) {

@@ -39,6 +39,6 @@ static void norm_rows(void *arg, size_t r0, size_t r1) {
 
 void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y, size_t ld,
                  size_t rows, int n, const float *w, float eps) {
-    norm_job j = {x, y, ld, n, w, eps, k->rmsnorm_row};
+    norm_job j = {x, y, ld, n, w, eps, k->use[G4V_KF_RMSNORM_ROW].rmsnorm_row};
     g4v_par_rows(pool, rows, (size_t)n, norm_rows, &j);
 }

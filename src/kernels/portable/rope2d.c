@@ -62,6 +62,6 @@ static void rope_rows(void *arg, size_t r0, size_t r1) {
 
 void g4v_rope2d_apply(const g4v_kernels *k, g4v_pool *pool, float *x, size_t ld, const int32_t *pos,
                       const float *cos_t, const float *sin_t, size_t L, int heads, int head_dim) {
-    rope_job j = {x, ld, pos, cos_t, sin_t, heads, head_dim, k->rope_row};
+    rope_job j = {x, ld, pos, cos_t, sin_t, heads, head_dim, k->use[G4V_KF_ROPE_ROW].rope_row};
     g4v_par_rows(pool, L, (size_t)heads * (size_t)head_dim, rope_rows, &j);
 }

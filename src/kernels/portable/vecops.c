@@ -24,7 +24,7 @@ static void add_rows(void *arg, size_t r0, size_t r1) {
 
 void g4v_add_rows(const g4v_kernels *k, g4v_pool *pool, const float *x, size_t ldx, float *y,
                   size_t ldy, size_t rows, int n) {
-    add_job j = {x, ldx, y, ldy, n, k->add_row};
+    add_job j = {x, ldx, y, ldy, n, k->use[G4V_KF_ADD_ROW].add_row};
     g4v_par_rows(pool, rows, (size_t)n, add_rows, &j);
 }
 

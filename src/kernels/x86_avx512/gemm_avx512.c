@@ -124,12 +124,9 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     FINISH
 }
 
-const g4v_gemm_kernel g4v_gemm_avx512_f32 = {
-    .name = "avx512-f32", .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a, .ukr = ukr_f32};
-const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {.name = "avx512-bf16w",
-                                               .mr = MR,
-                                               .nr = NR,
-                                               .kg = KG,
-                                               .b_bf16 = 1,
-                                               .pack_a = pack_a,
-                                               .ukr = ukr_bf16w};
+/* The tile every kernel of this file shares, for the descriptors below. */
+#define TILE .mr = MR, .nr = NR, .kg = KG, .pack_a = pack_a
+
+const g4v_gemm_kernel g4v_gemm_avx512_f32 = {.name = "avx512-f32", TILE, .ukr = ukr_f32};
+const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {
+    .name = "avx512-bf16w", TILE, .b_bf16 = 1, .ukr = ukr_bf16w};
