@@ -5,22 +5,16 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/dtype.h"
 #include "io/fsutil.h"
 
 #include <string.h>
-#include <time.h>
 
 void g4v_encode_options_init(g4v_encode_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->exif = -1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Checks opts and resolves them against the model's defaults. */
@@ -105,7 +99,7 @@ static int finish(g4v_ctx *c, int st, g4v_result *out, double t0, const char *wh
         if (what) g4v_err_prefix(&c->err, "%s", what);
         return st;
     }
-    out->seconds = now_s() - t0;
+    out->seconds = g4v_now_s() - t0;
     return G4V_OK;
 }
 
@@ -132,7 +126,7 @@ int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_enco
                       g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     if (!bytes && size)
         st = g4v_fail(&c->err, G4V_ERR_ARG, "bytes is NULL");
     else
@@ -144,7 +138,7 @@ int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts
                     g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);
     int fd = -1;
     uint64_t size = 0;
@@ -171,7 +165,7 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
                    const g4v_encode_options *opts, g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     int budget, exif, bf16, th = 0, tw = 0;
     const g4v_image_opts *io = &c->model->image_opts;
     g4v_image img = {0, 0, NULL};

@@ -1,4 +1,4 @@
-/* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens, on the public API (g4v.h) only.
+/* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
  *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--precise] [--threads N]
  *              [--json] [--quiet] [--bf16] -o OUT
@@ -13,6 +13,7 @@
  * ETA when it is a terminal and several images are given; error messages.
  * With several images a bad image is reported and skipped; the exit code is then 2.
  */
+#include "base/clock.h"
 #include "cli.h"
 #include "g4v.h"
 #include "inputs.h"
@@ -27,7 +28,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef enum { OUT_NPY, OUT_DIR, OUT_SAFETENSORS } out_kind;
@@ -276,16 +276,10 @@ static void stem(const char *path, char *out, size_t cap) {
     if (dot && dot != out) *dot = '\0';
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void progress(int done, int total, double t0, int failed) {
     const int width = 30;
     int fill = total ? done * width / total : width;
-    double el = now_s() - t0, eta = done ? el / done * (total - done) : 0;
+    double el = g4v_now_s() - t0, eta = done ? el / done * (total - done) : 0;
     char bar[64];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
     bar[width] = '\0';
@@ -413,7 +407,7 @@ static int run(encode_args *a) {
     eo.bf16 = a->bf16;
     int several = a->in.count > 1, failed = 0, written = 0;
     int bar = several && !a->quiet && isatty(2);
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     if (bar) progress(0, a->in.count, t0, 0);
     for (int i = 0; i < a->in.count && rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL; i++) {
         const char *path = a->in.paths[i];
