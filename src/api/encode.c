@@ -140,24 +140,15 @@ int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts
     if (st) return st;
     double t0 = g4v_now_s();
     if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);
-    int fd = -1;
-    uint64_t size = 0;
-    unsigned char *buf = NULL;
+    unsigned char *buf;
+    size_t size;
     /* fsutil messages already name the path; only image errors need it in front. */
-    if ((st = g4v_open_regular(path, &fd, &size, &c->err))) return finish(c, st, out, t0, NULL);
-    if (size > c->model->opts.max_file_bytes) {
-        st = g4v_fail(&c->err, G4V_ERR_LIMIT, "%s: %llu bytes exceed the limit of %llu bytes",
-                      path, (unsigned long long)size,
-                      (unsigned long long)c->model->opts.max_file_bytes);
-    } else if (!(buf = g4v_malloc(size ? (size_t)size : 1))) {
-        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "%s: out of memory for %llu bytes", path,
-                      (unsigned long long)size);
-    } else if (!(st = g4v_pread_full(fd, buf, (size_t)size, 0, path, &c->err))) {
-        st = encode_bytes(c, buf, (size_t)size, opts, out);
+    st = g4v_read_file(path, c->model->opts.max_file_bytes, "max_file_bytes", &buf, &size, &c->err);
+    if (!st) {
+        st = encode_bytes(c, buf, size, opts, out);
         if (st) g4v_err_prefix(&c->err, "%s", path);
+        g4v_free(buf);
     }
-    g4v_close_fd(fd);
-    g4v_free(buf);
     return finish(c, st, out, t0, NULL);
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "image/image.h"
+#include "io/fsutil.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -72,39 +73,6 @@ static int parse_long(const char *s, long long lo, long long hi, long long *out)
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = v;
     return 0;
-}
-
-/* The whole file; NULL with a message printed on failure. */
-static unsigned char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "g4v preprocess: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = g4v_malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fprintf(stderr, "g4v preprocess: %s: out of memory\n", path);
-            fclose(f);
-            return NULL;
-        }
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) break;
-        unsigned char *nb = g4v_realloc(buf, cap * 2);
-        if (!nb) g4v_free(buf);
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "g4v preprocess: cannot read %s\n", path);
-        g4v_free(buf);
-        return NULL;
-    }
-    *n = len;
-    return buf;
 }
 
 /* Writes RGB8 as a PNG via a temporary file; 0 or -1 (message in msg). */
@@ -202,8 +170,11 @@ int cmd_preprocess(int argc, char **argv) {
         return G4V_EXIT_INPUT; /* an unsupported budget is an input error, not a usage error */
     }
     size_t n = 0;
-    unsigned char *bytes = read_file(in, &n);
-    if (!bytes) return G4V_EXIT_INPUT;
+    unsigned char *bytes;
+    if (g4v_read_file(in, UINT64_MAX, "none", &bytes, &n, &err)) {
+        fprintf(stderr, "g4v preprocess: %s\n", err.msg);
+        return err.status == G4V_ERR_NOMEM ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
+    }
     g4v_image img = {0, 0, NULL};
     g4v_image_info info;
     int st = g4v_image_load(bytes, n, tokens, &opts, &img, &info, &err);
