@@ -69,6 +69,20 @@ G4V_API const char *g4v_status_name(int status);
 /* Library version as "MAJOR.MINOR.PATCH" (of the library actually linked). */
 G4V_API const char *g4v_version(void);
 
+/* Soft-token budgets: the max_soft_tokens values Gemma 4's image processors accept, ascending.
+ * Every budget argument (g4v_model_options, g4v_encode_options, g4v_model_plan) must be one of
+ * them, else G4V_ERR_ARG. Usable as an initializer: static const int b[] = {G4V_BUDGETS}; */
+#define G4V_BUDGETS 70, 140, 280, 560, 1120
+#define G4V_DEFAULT_BUDGET 280
+
+/* 1 if budget is one of G4V_BUDGETS, else 0. */
+G4V_API int g4v_budget_valid(int budget);
+
+/* G4V_OK for a valid budget, else G4V_ERR_ARG with the message every budget check in libg4v
+ * gives ("unsupported token budget 300 (use one of 70, 140, 280, 560, 1120)") in errbuf ("" on
+ * success; errbuf may be NULL; truncated to errbuf_size). */
+G4V_API int g4v_budget_check(int budget, char *errbuf, size_t errbuf_size);
+
 /* ---------------------------------------------------------------------------------------------
  * Model
  */
@@ -77,7 +91,7 @@ typedef struct g4v_model g4v_model;
 /* Options for g4v_model_load. Always fill with g4v_model_options_init first, then change what
  * you need: fields may be added at the end in later versions. */
 typedef struct g4v_model_options {
-    int budget;      /* default soft-token budget: 70, 140, 280 (default), 560 or 1120 */
+    int budget;      /* default soft-token budget: one of G4V_BUDGETS (default 280) */
     int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does */
     int precise;     /* 0 (default): bf16 GEMM inputs, ~3e-3 relative error vs float64;
                         1: f32 GEMM inputs, ~1e-6 relative error, slower */
@@ -150,7 +164,7 @@ G4V_API const char *g4v_ctx_error(const g4v_ctx *ctx);
  * Encoding
  */
 typedef struct g4v_encode_options {
-    int budget; /* 0 (default): the model's budget; else 70, 140, 280, 560 or 1120 */
+    int budget; /* 0 (default): the model's budget; else one of G4V_BUDGETS */
     int exif;   /* -1 (default): the model's apply_exif; 0: ignore EXIF; 1: apply it */
     int bf16;   /* 1: also fill g4v_result.features_bf16 (default 0) */
 } g4v_encode_options;

@@ -5,6 +5,7 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/budget.h"
 #include "base/clock.h"
 #include "base/dtype.h"
 #include "io/fsutil.h"
@@ -26,9 +27,7 @@ static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget
     *budget = opts->budget ? opts->budget : c->model->opts.budget;
     *exif = opts->exif < 0 ? c->model->opts.apply_exif : opts->exif;
     *bf16 = opts->bf16;
-    if (!g4v_api_budget_ok(*budget))
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "unsupported token budget %d (use 70, 140, 280, 560 or 1120)", *budget);
+    if (g4v_budget_require(*budget, err)) return G4V_ERR_ARG;
     if (*exif != 0 && *exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "exif must be -1, 0 or 1, found %d", opts->exif);
     if (*bf16 != 0 && *bf16 != 1)

@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/budget.h"
 
 #include <string.h>
 
@@ -15,10 +16,6 @@ void g4v_api_copy_msg(char *buf, size_t cap, const char *msg) {
     buf[n] = '\0';
 }
 
-int g4v_api_budget_ok(int budget) {
-    return budget == 70 || budget == 140 || budget == 280 || budget == 560 || budget == 1120;
-}
-
 void g4v_model_options_init(g4v_model_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
@@ -26,7 +23,7 @@ void g4v_model_options_init(g4v_model_options *o) {
     g4v_image_opts_default(&io);
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
-    o->budget = 280;
+    o->budget = G4V_DEFAULT_BUDGET;
     o->apply_exif = 1;
     o->precise = 0;
     o->max_pixels = io.max_pixels;
@@ -44,9 +41,7 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (!o->max_dimension) o->max_dimension = d.max_dimension;
     if (!o->max_header_bytes) o->max_header_bytes = d.max_header_bytes;
     if (!o->max_file_bytes) o->max_file_bytes = d.max_file_bytes;
-    if (!g4v_api_budget_ok(o->budget))
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "budget %d is not supported (use 70, 140, 280, 560 or 1120)", o->budget);
+    if (g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
     if (o->apply_exif != 0 && o->apply_exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
     if (o->precise != 0 && o->precise != 1)
@@ -142,7 +137,7 @@ int g4v_model_plan(const g4v_model *m, int width, int height, int budget, int *t
                    int *target_h, int *n_tokens) {
     if (!m || width <= 0 || height <= 0) return G4V_ERR_ARG;
     if (budget == 0) budget = m->opts.budget;
-    if (!g4v_api_budget_ok(budget)) return G4V_ERR_ARG;
+    if (!g4v_budget_valid(budget)) return G4V_ERR_ARG;
     int th = 0, tw = 0;
     int st = g4v_target_size(height, width, budget, &th, &tw, NULL);
     if (st) return st;

@@ -63,7 +63,7 @@ int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opt
 int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
                    g4v_image *out, g4v_image_info *info, g4v_err *err);
 
-/* Target size for a budget in {70, 140, 280, 560, 1120}; anything else is G4V_ERR_ARG. */
+/* Target size for a budget in G4V_BUDGETS (g4v.h); anything else is G4V_ERR_ARG. */
 int g4v_target_size(int height, int width, int budget, int *th, int *tw, g4v_err *err);
 
 /* Pillow BICUBIC resize of src (RGB8, row stride src_stride bytes) to dst (allocated here). */

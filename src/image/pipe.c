@@ -15,6 +15,7 @@
 #include "image/image_internal.h"
 
 #include "base/alloc.h"
+#include "base/budget.h"
 
 #include <string.h>
 
@@ -157,10 +158,8 @@ static int run(const void *bytes, size_t n, int budget, const g4v_image_opts *op
     out->width = out->height = 0;
     if (info) memset(info, 0, sizeof *info);
     if (!bytes && n) return g4v_fail(err, G4V_ERR_ARG, "image: bytes is NULL");
-    if (budget) { /* refuse a bad budget before spending time on decoding */
-        int th, tw, st = g4v_target_size(1000, 1000, budget, &th, &tw, err);
-        if (st) return st;
-    }
+    /* refuse a bad budget before spending time on decoding */
+    if (budget && g4v_budget_require(budget, err)) return G4V_ERR_ARG;
     if (n == 0) return g4v_fail(err, G4V_ERR_IMAGE, "image: empty input (0 bytes)");
     const char *name;
     decoder_fn dec;
@@ -276,8 +275,7 @@ int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts
                    g4v_image *out, g4v_image_info *info, g4v_err *err) {
     if (budget == 0) {
         if (out) out->rgb = NULL;
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "unsupported token budget 0 (use 70, 140, 280, 560 or 1120)");
+        return g4v_budget_require(budget, err);
     }
     return run(bytes, n, budget, opts, out, info, err);
 }

@@ -48,6 +48,25 @@ static void test_basics(void) {
     CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0);
 }
 
+static void test_budgets(void) {
+    static const int budgets[] = {G4V_BUDGETS};
+    int n = (int)(sizeof budgets / sizeof budgets[0]), in_list = 0;
+    CHECK(n == 5 && budgets[0] == 70 && budgets[n - 1] == 1120);
+    for (int i = 0; i < n; i++) {
+        CHECK(g4v_budget_valid(budgets[i]));
+        in_list += budgets[i] == G4V_DEFAULT_BUDGET;
+    }
+    CHECK(in_list == 1);
+    CHECK(!g4v_budget_valid(0) && !g4v_budget_valid(300) && !g4v_budget_valid(-70));
+    char msg[128] = "x";
+    CHECK(g4v_budget_check(280, msg, sizeof msg) == G4V_OK && msg[0] == '\0');
+    CHECK(g4v_budget_check(300, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK(!strcmp(msg, "unsupported token budget 300 (use one of 70, 140, 280, 560, 1120)"));
+    CHECK(g4v_budget_check(300, NULL, 0) == G4V_ERR_ARG);
+    char tiny[8];
+    CHECK(g4v_budget_check(300, tiny, sizeof tiny) == G4V_ERR_ARG && strlen(tiny) == 7);
+}
+
 static void test_load_errors(void) {
     char msg[512], path[1024];
     g4v_model *m = (g4v_model *)1;
@@ -235,6 +254,7 @@ int main(int argc, char **argv) {
     char path[1024], msg[512];
     snprintf(path, sizeof path, "%s/tiny", dir);
     test_basics();
+    test_budgets();
     test_load_errors();
     if (g4v_model_load(path, NULL, &model, msg, sizeof msg)) {
         fprintf(stderr, "load %s: %s\n", path, msg);

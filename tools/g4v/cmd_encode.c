@@ -54,7 +54,7 @@ static void usage(FILE *f) {
         "                 OUT.safetensors one F32 tensor per image, named after the file, with\n"
         "                                 metadata <name>.tokens/.grid/.budget/.source/...\n"
         "                 OUT (other)     a directory: OUT/<image name>.npy per image\n"
-        "  --tokens N     soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
+        "  --tokens N     soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
         "  --no-exif      ignore EXIF orientation (default: apply it, as transformers does)\n"
         "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
         "  --threads N    worker threads (default: one per CPU)\n"
@@ -70,7 +70,8 @@ static void usage(FILE *f) {
         "preceded by \"# FILE\". A progress bar with ETA goes to stderr when it is a terminal.\n"
         "\n"
         "exit codes: 0 ok, 1 usage, 2 input (an image missing/corrupt/unsupported; with several\n"
-        "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n");
+        "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n",
+        G4V_DEFAULT_BUDGET);
 }
 
 static int parse_int(const char *s, int *v) {
@@ -89,7 +90,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* 0 ok, -1 usage error (message printed), -2 help printed. */
 static int parse_args(int argc, char **argv, encode_args *a) {
-    a->tokens = 280;
+    a->tokens = G4V_DEFAULT_BUDGET;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int has_val = i + 1 < argc;
@@ -131,10 +132,9 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         fprintf(stderr, "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
         return -1;
     }
-    if (a->tokens != 70 && a->tokens != 140 && a->tokens != 280 && a->tokens != 560 &&
-        a->tokens != 1120) {
-        fprintf(stderr, "g4v encode: --tokens %d: the budget must be 70, 140, 280, 560 or 1120\n",
-                a->tokens);
+    char msg[128];
+    if (g4v_budget_check(a->tokens, msg, sizeof msg)) {
+        fprintf(stderr, "g4v encode: --tokens: %s\n", msg);
         return -1;
     }
     struct stat st;

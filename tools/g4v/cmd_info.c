@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int budgets[] = {70, 140, 280, 560, 1120};
+static const int budgets[] = {G4V_BUDGETS};
 #define NBUDGETS (int)(sizeof budgets / sizeof budgets[0])
 
 static void usage(FILE *f) {

@@ -33,7 +33,7 @@ static void help(FILE *f) {
             "processor (PIL backend, Pillow 9.4) produce.\n"
             "\n"
             "options:\n"
-            "  --tokens N         soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
+            "  --tokens N         soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
             "  --no-exif          ignore the EXIF/XMP orientation (as when a PIL image is handed\n"
             "                     to the processor directly); default: apply it, as load_image\n"
             "  --pillow-12.2      resize like Pillow >= 12.2, which runs the vertical pass first\n"
@@ -56,7 +56,8 @@ static void help(FILE *f) {
             "\n"
             "exit codes: 0 ok (all outputs complete), 1 usage error, 2 input error (unreadable\n"
             "or unsupported image, unsupported budget, over a limit), 4 cannot write an output,\n"
-            "5 internal error\n");
+            "5 internal error\n",
+            G4V_DEFAULT_BUDGET);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -117,7 +118,7 @@ static int write_png(const char *path, const g4v_image *img, char *msg, size_t m
 
 int cmd_preprocess(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    int tokens = 280, verbose = 0;
+    int tokens = G4V_DEFAULT_BUDGET, verbose = 0;
     g4v_image_opts opts;
     g4v_image_opts_default(&opts);
     for (int i = 1; i < argc; i++) {
@@ -164,8 +165,7 @@ int cmd_preprocess(int argc, char **argv) {
 
     g4v_err err;
     g4v_err_clear(&err);
-    int th, tw;
-    if (g4v_target_size(1000, 1000, tokens, &th, &tw, &err)) {
+    if (g4v_budget_check(tokens, err.msg, sizeof err.msg)) {
         fprintf(stderr, "g4v preprocess: %s\n", err.msg);
         return G4V_EXIT_INPUT; /* an unsupported budget is an input error, not a usage error */
     }
