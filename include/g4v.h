@@ -50,16 +50,21 @@ extern "C" {
 #define G4V_API
 #endif
 
-/* Status codes. Stable numbers: callers may switch on them. */
+/* Status codes. Stable numbers: callers may switch on them.
+ * G4V_ERR_LIMIT means exactly one thing: an input went over a limit the caller can set (a max_*
+ * field of g4v_model_options; the message names the field, the value found and the limit), so
+ * raising that field admits the input. Fixed caps of the library or of the model (JPEG scans,
+ * the position table, sizes the host cannot address) are G4V_ERR_UNSUPPORTED or G4V_ERR_NOMEM;
+ * sizes that can only come from a corrupt file are G4V_ERR_IMAGE or G4V_ERR_MODEL. */
 typedef enum g4v_status {
     G4V_OK = 0,
     G4V_ERR_ARG = 1,         /* a caller argument is invalid (NULL, unsupported budget, ...) */
     G4V_ERR_IO = 2,          /* a file cannot be opened, read or mapped */
     G4V_ERR_MODEL = 3,       /* the checkpoint is malformed or disagrees with its config */
     G4V_ERR_IMAGE = 4,       /* the image cannot be decoded (corrupt, truncated, unsupported) */
-    G4V_ERR_LIMIT = 5,       /* an input exceeds a configured limit (pixels, header size, ...) */
+    G4V_ERR_LIMIT = 5,       /* an input exceeds a limit the caller sets (g4v_model_options) */
     G4V_ERR_NOMEM = 6,       /* an allocation failed */
-    G4V_ERR_UNSUPPORTED = 7, /* a valid input that this library does not handle */
+    G4V_ERR_UNSUPPORTED = 7, /* a valid input that this library (or model) does not handle */
     G4V_ERR_INTERNAL = 8     /* a bug: please report it */
 } g4v_status;
 
@@ -99,6 +104,8 @@ typedef struct g4v_model_options {
     int max_dimension;         /* longest side of an image; default 65,500 (0 = default) */
     uint64_t max_header_bytes; /* safetensors JSON header; default 100 MB (0 = default) */
     uint64_t max_file_bytes;   /* image file / buffer size for encode; default 1 GiB (0 = default) */
+    uint64_t max_config_bytes; /* config.json, index.json; default 16 MB (0 = default) */
+    uint64_t max_tensor_count; /* entries in a safetensors header; default 1,000,000 (0 = def.) */
 } g4v_model_options;
 
 G4V_API void g4v_model_options_init(g4v_model_options *opts);
@@ -107,8 +114,9 @@ G4V_API void g4v_model_options_init(g4v_model_options *opts);
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; Hugging Face or MLX
  * names). Only the vision tensors are read. opts may be NULL (defaults). On failure *out is NULL
  * and errbuf (if not NULL, errbuf_size > 0) receives a message naming the file/tensor and cause.
- * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT,
- * G4V_ERR_UNSUPPORTED (e.g. quantized vision weights), G4V_ERR_ARG, G4V_ERR_NOMEM. */
+ * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT (over
+ * max_header_bytes, max_config_bytes or max_tensor_count), G4V_ERR_UNSUPPORTED (e.g. quantized
+ * vision weights), G4V_ERR_ARG, G4V_ERR_NOMEM. */
 G4V_API int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out,
                            char *errbuf, size_t errbuf_size);
 
@@ -188,7 +196,8 @@ typedef struct g4v_result {
 
 /* Encodes an image file (JPEG, PNG, WebP, GIF, BMP; chosen by content). Errors name the path:
  * G4V_ERR_IO (cannot read), G4V_ERR_IMAGE (corrupt/truncated), G4V_ERR_UNSUPPORTED (format),
- * G4V_ERR_LIMIT (over a size limit), G4V_ERR_ARG (bad budget / arguments), G4V_ERR_NOMEM.
+ * G4V_ERR_LIMIT (over max_file_bytes, max_pixels or max_dimension), G4V_ERR_ARG (bad budget /
+ * arguments), G4V_ERR_NOMEM.
  * opts may be NULL. On failure *out is zeroed. */
 G4V_API int g4v_encode_file(g4v_ctx *ctx, const char *path, const g4v_encode_options *opts,
                             g4v_result *out);

@@ -38,7 +38,8 @@ static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget
 /* Grows a ctx-owned buffer to hold n elements of size sz. */
 static int grow(void **buf, size_t *cap, size_t n, size_t sz, g4v_err *err) {
     if (n <= *cap) return G4V_OK;
-    if (n > SIZE_MAX / sz) return g4v_fail(err, G4V_ERR_LIMIT, "output of %zu values is too large", n);
+    if (n > SIZE_MAX / sz) /* as calloc: a size that cannot exist cannot be allocated */
+        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
     void *p = g4v_malloc_large(n * sz);
     if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
     g4v_free_large(*buf);
@@ -108,7 +109,8 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     int st = resolve(c, opts, &budget, &exif, &bf16, &c->err);
     if (st) return st;
     if (size > c->model->opts.max_file_bytes)
-        return g4v_fail(&c->err, G4V_ERR_LIMIT, "%zu bytes exceed the limit of %llu bytes", size,
+        return g4v_fail(&c->err, G4V_ERR_LIMIT,
+                        "%zu bytes, above the limit of %llu bytes (max_file_bytes)", size,
                         (unsigned long long)c->model->opts.max_file_bytes);
     g4v_image_opts io = c->model->image_opts;
     io.apply_exif = exif;
@@ -169,7 +171,7 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
     if ((uint64_t)width * (uint64_t)height > io->max_pixels || width > io->max_dimension ||
         height > io->max_dimension) {
         st = g4v_fail(&c->err, G4V_ERR_LIMIT,
-                      "%dx%d exceeds the limits (%llu pixels, %d per side)", width, height,
+                      "%dx%d exceeds the limits (max_pixels %llu, max_dimension %d)", width, height,
                       (unsigned long long)io->max_pixels, io->max_dimension);
         goto done;
     }

@@ -30,6 +30,8 @@ void g4v_model_options_init(g4v_model_options *o) {
     o->max_dimension = io.max_dimension;
     o->max_header_bytes = lim.max_header_bytes;
     o->max_file_bytes = (uint64_t)1 << 30;
+    o->max_config_bytes = lim.max_config_bytes;
+    o->max_tensor_count = lim.max_tensor_count;
 }
 
 /* Fills zeros with defaults and checks ranges. */
@@ -41,6 +43,8 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (!o->max_dimension) o->max_dimension = d.max_dimension;
     if (!o->max_header_bytes) o->max_header_bytes = d.max_header_bytes;
     if (!o->max_file_bytes) o->max_file_bytes = d.max_file_bytes;
+    if (!o->max_config_bytes) o->max_config_bytes = d.max_config_bytes;
+    if (!o->max_tensor_count) o->max_tensor_count = d.max_tensor_count;
     if (g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
     if (o->apply_exif != 0 && o->apply_exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
@@ -78,6 +82,8 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
     lim.max_header_bytes = o.max_header_bytes;
+    lim.max_config_bytes = o.max_config_bytes;
+    lim.max_tensor_count = o.max_tensor_count;
     /* the checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS) */
     g4v_encoder_opts eo = {o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST, 1};
     if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||

@@ -51,7 +51,8 @@ typedef struct g4v_image_info {
 /* Decodes JPEG/PNG/WebP/GIF/BMP (chosen by content), applies EXIF orientation if asked, converts
  * to RGB with Pillow's rules. On failure out->rgb is NULL and err says why: G4V_ERR_IMAGE for
  * corrupt or truncated data, G4V_ERR_UNSUPPORTED for a format or variant we do not decode (the
- * message names the format detected), G4V_ERR_LIMIT for images over opts' limits.
+ * message names the format detected, or a fixed cap such as JPEG's 100 scans), G4V_ERR_LIMIT
+ * for images over opts' max_pixels / max_dimension.
  * opts may be NULL (defaults); info may be NULL. */
 int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
                      g4v_err *err);

@@ -30,7 +30,8 @@ typedef enum g4v_image_format {
 g4v_image_format g4v_image_sniff(const uint8_t *p, size_t n, const char **name);
 
 /* ---- limits (pipe.c) ----------------------------------------------------------------------- */
-/* G4V_ERR_LIMIT (or G4V_ERR_IMAGE for 0 sizes) when w x h is not acceptable under opts. */
+/* G4V_ERR_LIMIT (or G4V_ERR_IMAGE for 0 sizes) when w x h is over opts' max_dimension or
+ * max_pixels; the message names the setting. */
 int g4v_image_check_size(long long w, long long h, const g4v_image_opts *opts, const char *fmt,
                          g4v_err *err);
 

@@ -55,12 +55,12 @@ int g4v_image_check_size(long long w, long long h, const g4v_image_opts *o, cons
         return g4v_fail(err, G4V_ERR_IMAGE, "%s: invalid image size %lldx%lld", fmt, w, h);
     if (w > o->max_dimension || h > o->max_dimension)
         return g4v_fail(err, G4V_ERR_LIMIT,
-                        "%s: image is %lldx%lld, over the maximum dimension %d", fmt, w, h,
-                        o->max_dimension);
+                        "%s: image is %lldx%lld, over the maximum dimension %d (max_dimension)",
+                        fmt, w, h, o->max_dimension);
     if ((unsigned long long)w * (unsigned long long)h > o->max_pixels)
         return g4v_fail(err, G4V_ERR_LIMIT,
                         "%s: image is %lldx%lld = %llu pixels, over the limit of %llu pixels "
-                        "(decompression-bomb guard)",
+                        "(max_pixels, a decompression-bomb guard)",
                         fmt, w, h, (unsigned long long)w * (unsigned long long)h,
                         (unsigned long long)o->max_pixels);
     return G4V_OK;

@@ -58,12 +58,13 @@ static void on_warning(png_structp png, png_const_charp msg) {
  * once, but it allocates a text chunk's buffer from its length field before reading it (the
  * "too large" check there is only a warning): a 248-byte file whose zTXt claimed 1.6 GB made it
  * ask for 1.6 GB (found by fuzz_image). Such requests are refused here; libpng then skips the
- * chunk, or fails with this status. */
+ * chunk, or fails with this status (G4V_ERR_IMAGE: no caller setting raises the cap, and a real
+ * chunk that large has no pixels in it). */
 static png_voidp on_malloc(png_structp png, png_alloc_size_t n) {
     png_ctx *c = png_get_mem_ptr(png);
     if (c && n > c->alloc_max) {
         if (!c->status)
-            c->status = g4v_fail(c->err, G4V_ERR_LIMIT,
+            c->status = g4v_fail(c->err, G4V_ERR_IMAGE,
                                  "PNG: a chunk needs %zu bytes, over the %zu-byte limit (corrupt "
                                  "or hostile chunk length)",
                                  (size_t)n, c->alloc_max);

@@ -91,6 +91,6 @@ int g4v_path_join(char *out, size_t cap, const char *dir, const char *name, g4v_
     const char *sep = len && dir[len - 1] == '/' ? "" : "/"; /* "dir/" stays readable */
     int n = snprintf(out, cap, "%s%s%s", dir, sep, name);
     if (n < 0 || (size_t)n >= cap)
-        return g4v_fail(err, G4V_ERR_LIMIT, "path too long: %s/%s", dir, name);
+        return g4v_fail(err, G4V_ERR_IO, "path too long: %s/%s", dir, name); /* ENAMETOOLONG */
     return G4V_OK;
 }

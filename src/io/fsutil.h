@@ -28,7 +28,7 @@ int g4v_read_file(const char *path, uint64_t max_bytes, const char *limit_name, 
 /* 1 if path names an existing regular file, 0 otherwise. */
 int g4v_is_file(const char *path);
 
-/* out = dir + "/" + name; G4V_ERR_LIMIT if it does not fit in cap bytes. */
+/* out = dir + "/" + name; G4V_ERR_IO (as open's ENAMETOOLONG) if it does not fit in cap bytes. */
 int g4v_path_join(char *out, size_t cap, const char *dir, const char *name, g4v_err *err);
 
 #endif

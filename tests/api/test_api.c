@@ -43,6 +43,8 @@ static void test_basics(void) {
     g4v_model_options_init(&mo);
     CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.precise == 0);
     CHECK(mo.max_pixels > 0 && mo.max_dimension > 0 && mo.max_header_bytes > 0);
+    CHECK(mo.max_file_bytes == (uint64_t)1 << 30 && mo.max_config_bytes == 16000000u &&
+          mo.max_tensor_count == 1000000u);
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
     CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0);
@@ -82,8 +84,18 @@ static void test_load_errors(void) {
     CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG);
     CHECK_CONTAINS(msg, "300");
     g4v_model_options_init(&mo);
+    /* G4V_ERR_LIMIT only for a limit the caller sets, and the message names it */
     mo.max_header_bytes = 16; /* smaller than any real header */
     CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(msg, "(max_header_bytes)");
+    g4v_model_options_init(&mo);
+    mo.max_config_bytes = 16;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(msg, "(max_config_bytes)");
+    g4v_model_options_init(&mo);
+    mo.max_tensor_count = 1;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(msg, "(max_tensor_count)");
     char tiny[8];
     CHECK(g4v_model_load("/nonexistent", NULL, &m, tiny, sizeof tiny) == G4V_ERR_IO);
     CHECK(strlen(tiny) == 7); /* truncated, terminated */
@@ -108,6 +120,27 @@ static void test_info_plan(void) {
     CHECK(g4v_model_plan(model, 150, 100, 0, NULL, NULL, &n) == G4V_OK && n == 260);
     CHECK(g4v_model_plan(model, 150, 100, 100, &tw, &th, &n) == G4V_ERR_ARG);
     CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n) == G4V_ERR_ARG);
+}
+
+/* max_file_bytes, set at load, refuses a larger file or buffer before decoding it. */
+static void test_file_limit(const char *png, const char *bytes, size_t nb) {
+    char msg[512], mdir[1024];
+    snprintf(mdir, sizeof mdir, "%s/tiny", dir);
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.max_file_bytes = nb - 1;
+    g4v_model *m;
+    g4v_ctx *c;
+    REQUIRE(g4v_model_load(mdir, &mo, &m, msg, sizeof msg) == G4V_OK);
+    REQUIRE(g4v_ctx_create(m, NULL, &c, msg, sizeof msg) == G4V_OK);
+    g4v_result r;
+    CHECK(g4v_encode_file(c, png, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(g4v_ctx_error(c), "(max_file_bytes)");
+    CHECK(g4v_encode_memory(c, bytes, nb, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(g4v_ctx_error(c), "(max_file_bytes)");
+    CHECK(g4v_encode_memory(c, bytes, nb - 1, NULL, &r) != G4V_ERR_LIMIT); /* admitted */
+    g4v_ctx_free(c);
+    g4v_model_free(m);
 }
 
 static void test_entry_points_agree(void) {
@@ -234,6 +267,8 @@ static void test_encode_errors(void) {
     CHECK_CONTAINS(g4v_ctx_error(ctx), "stride");
     CHECK(g4v_encode_rgb(ctx, NULL, 2, 2, 6, NULL, &r) == G4V_ERR_ARG);
     CHECK(g4v_encode_rgb(ctx, px, 70000, 1, 3 * 70000, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "max_dimension");
+    test_file_limit(path, bytes, nb);
     CHECK(g4v_encode_memory(ctx, bytes, nb, NULL, NULL) == G4V_ERR_ARG);
     /* A 1x1 image is upscaled like any other (HF does the same): at 70, 384x384, 64 tokens. */
     eo.exif = -1;
