@@ -137,6 +137,11 @@ typedef struct g4v_model_info {
     uint64_t weight_bytes; /* their bytes as stored */
     char naming[8];       /* "hf", "mlx" or "mixed" */
     char source[512];     /* which files held the tensors */
+    /* The limits in force (the load options' max_* fields, defaults filled in): an input over
+     * one of them is G4V_ERR_LIMIT. */
+    uint64_t max_pixels;
+    int max_dimension;
+    uint64_t max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count;
 } g4v_model_info;
 
 G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);

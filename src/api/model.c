@@ -136,6 +136,12 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     info->weight_bytes = m->ck->weight_bytes;
     copy_str(info->naming, sizeof info->naming, m->ck->naming);
     copy_str(info->source, sizeof info->source, m->ck->source);
+    info->max_pixels = m->opts.max_pixels;
+    info->max_dimension = m->opts.max_dimension;
+    info->max_file_bytes = m->opts.max_file_bytes;
+    info->max_header_bytes = m->opts.max_header_bytes;
+    info->max_config_bytes = m->opts.max_config_bytes;
+    info->max_tensor_count = m->opts.max_tensor_count;
     return G4V_OK;
 }
 

@@ -113,6 +113,13 @@ static void test_info_plan(void) {
           info.eoi_token_id == 258882);
     CHECK(info.default_budget == 280 && info.param_count > 0 && info.weight_bytes > 0);
     CHECK(!strcmp(info.naming, "hf"));
+    g4v_model_options mo; /* the model was loaded with the defaults */
+    g4v_model_options_init(&mo);
+    CHECK(info.max_pixels == mo.max_pixels && info.max_dimension == mo.max_dimension &&
+          info.max_file_bytes == mo.max_file_bytes &&
+          info.max_header_bytes == mo.max_header_bytes &&
+          info.max_config_bytes == mo.max_config_bytes &&
+          info.max_tensor_count == mo.max_tensor_count);
     int tw, th, n;
     /* 150x100 at 280: factor sqrt(645120/15000) = 6.558 -> 983.7 x 655.8 -> 960 x 624 */
     CHECK(g4v_model_plan(model, 150, 100, 280, &tw, &th, &n) == G4V_OK);
@@ -122,7 +129,8 @@ static void test_info_plan(void) {
     CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n) == G4V_ERR_ARG);
 }
 
-/* max_file_bytes, set at load, refuses a larger file or buffer before decoding it. */
+/* The limits set at load are in force and reported by g4v_model_get_info: max_file_bytes refuses
+ * a larger file or buffer before decoding it. */
 static void test_file_limit(const char *png, const char *bytes, size_t nb) {
     char msg[512], mdir[1024];
     snprintf(mdir, sizeof mdir, "%s/tiny", dir);
@@ -131,7 +139,13 @@ static void test_file_limit(const char *png, const char *bytes, size_t nb) {
     mo.max_file_bytes = nb - 1;
     g4v_model *m;
     g4v_ctx *c;
+    mo.max_pixels = 1234567;
+    mo.max_tensor_count = 0; /* 0: the default */
     REQUIRE(g4v_model_load(mdir, &mo, &m, msg, sizeof msg) == G4V_OK);
+    g4v_model_info info;
+    REQUIRE(g4v_model_get_info(m, &info) == G4V_OK);
+    CHECK(info.max_file_bytes == nb - 1 && info.max_pixels == 1234567 &&
+          info.max_tensor_count == 1000000 && info.max_dimension == 65500);
     REQUIRE(g4v_ctx_create(m, NULL, &c, msg, sizeof msg) == G4V_OK);
     g4v_result r;
     CHECK(g4v_encode_file(c, png, NULL, &r) == G4V_ERR_LIMIT);

@@ -15,6 +15,10 @@ import sys
 BIN = os.environ.get("G4V_BIN", "g4v")
 EXIT_FOR = {"G4V_ERR_IO": 3, "G4V_ERR_MODEL": 3, "G4V_ERR_LIMIT": 3, "G4V_ERR_UNSUPPORTED": 3}
 failures = []
+# g4v_model_options' defaults: the limits `g4v info` loads under and reports
+DEFAULT_LIMITS = {"max_pixels": 178956970, "max_dimension": 65500, "max_file_bytes": 1 << 30,
+                  "max_header_bytes": 100000000, "max_config_bytes": 16000000,
+                  "max_tensor_count": 1000000}
 
 
 def check(cond, msg):
@@ -48,6 +52,7 @@ def good(case):
     check(j.get("dtypes") == census, f"{name}: dtypes {j.get('dtypes')} vs {census}")
     check(j.get("budgets") == [70, 140, 280, 560, 1120], f"{name}: budgets {j.get('budgets')}")
     check(j.get("model") == case["dir"], f"{name}: model {j.get('model')}")
+    check(j.get("limits") == DEFAULT_LIMITS, f"{name}: limits {j.get('limits')}")
 
 
 def _prod(shape):
@@ -84,6 +89,10 @@ def text_form(fx):
         "dtypes": "BF16:",
         "image": "image 258880, boi 255999, eoi 258882, video 258884",
         "budgets": "budgets       70 140 280 560 1120",
+        "limits": "limits        max_pixels 178,956,970, max_dimension 65,500, "
+                  "max_file_bytes 1,073,741,824",
+        "max_header_bytes": "max_header_bytes 100,000,000, max_config_bytes 16,000,000, "
+                            "max_tensor_count 1,000,000",
     }
     for key, sub in want.items():
         check(sub in lines.get(key, ""), f"text form: line {key!r} lacks {sub!r}: {lines.get(key)!r}")
