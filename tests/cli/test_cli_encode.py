@@ -240,6 +240,23 @@ def main():
             th, tw = target_size(*Image.open(img).size[::-1], 70)
             check(r.returncode == 0 and d.get("target_size") == [tw, th],
                   f"{name}: encoded at {tw}x{th} (got {r.returncode}: {r.stderr.strip()[-160:]})")
+        # decoded pixels as a raw uint8 [H, W, 3] .npy give the PNG's tokens bit for bit; a file
+        # named .npy without the magic is decoded by content; a truncated .npy is refused
+        rgb = os.path.join(tmp, "a_rgb.npy")
+        np.save(rgb, arrays["a.png"])
+        outs = {k: os.path.join(tmp, f"from_{k}.npy") for k in ("png", "npy", "disguised")}
+        disguised = os.path.join(tmp, "png_bytes.npy")
+        shutil.copy(paths[0], disguised)
+        codes = [g4v("--model", ck, src, "--tokens", "70", "-q", "-o", outs[k]).returncode
+                 for k, src in (("png", paths[0]), ("npy", rgb), ("disguised", disguised))]
+        same = codes == [0, 0, 0] and all(np.array_equal(np.load(outs["png"]), np.load(outs[k]))
+                                          for k in ("npy", "disguised"))
+        check(same, f".npy pixels and a PNG named .npy encode as the PNG does (exits {codes})")
+        short = os.path.join(tmp, "short.npy")
+        open(short, "wb").write(open(rgb, "rb").read()[:-10])
+        r = g4v("--model", ck, short, "--tokens", "70", "-o", out)
+        check(r.returncode == 2 and "(and complete)" in r.stderr,
+              f"truncated .npy: exit 2 (got {r.returncode}: {r.stderr.strip()[-160:]})")
         r = subprocess.run([BIN, "encode", "--help"], capture_output=True, text=True)
         check(r.returncode == 0 and "--safetensors" not in r.stdout and "exit codes" in r.stdout
               and "--json" in r.stdout and "@LIST" in r.stdout, "encode --help is complete")

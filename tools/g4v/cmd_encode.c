@@ -176,91 +176,22 @@ static int prepare_output(const encode_args *a) {
     return ok ? 0 : G4V_EXIT_OUTPUT;
 }
 
-/* A raw uint8 [H, W, 3] .npy (C order, format 1-3). 1: not a .npy; 0: *rgb (malloc'd) filled;
- * -1: a .npy of the wrong kind (message in msg). */
-static int npy_image(const char *path, const unsigned char *b, size_t n, uint8_t **rgb, int *w,
-                     int *h, char *msg, size_t cap) {
-    if (n < 10 || memcmp(b, "\x93NUMPY", 6)) return 1;
-    size_t hl = b[8] | (size_t)b[9] << 8, off = 10;
-    if (b[6] >= 2) {
-        if (n < 12) goto bad;
-        hl |= (size_t)b[10] << 16 | (size_t)b[11] << 24;
-        off = 12;
-    }
-    if (hl > 65536 || off + hl > n) goto bad;
-    char hdr[65537];
-    memcpy(hdr, b + off, hl);
-    hdr[hl] = 0;
-    long hh = 0, ww = 0, c = 0;
-    const char *s = strstr(hdr, "'shape': (");
-    if (!strstr(hdr, "'descr': '|u1'") || !strstr(hdr, "'fortran_order': False") || !s ||
-        sscanf(s, "'shape': (%ld, %ld, %ld)", &hh, &ww, &c) != 3 || c != 3 || hh <= 0 ||
-        ww <= 0 || hh > 65500 || ww > 65500)
-        goto bad;
-    size_t bytes = (size_t)hh * (size_t)ww * 3;
-    if (bytes > n - off - hl) goto bad;
-    if (!(*rgb = malloc(bytes))) {
-        snprintf(msg, cap, "%s: out of memory for a %ldx%ld image", path, ww, hh);
-        return -1;
-    }
-    memcpy(*rgb, b + off + hl, bytes);
-    *w = (int)ww;
-    *h = (int)hh;
-    return 0;
-bad:
-    snprintf(msg, cap, "%s: a .npy image must be C-ordered uint8 [H, W, 3] (and complete)", path);
-    return -1;
-}
-
 /* Encodes one input: a .npy through g4v_encode_rgb, anything else through g4v_encode_file.
  * Returns a g4v status; the message is in msg. */
 static int encode_one(g4v_ctx *ctx, const char *path, const g4v_encode_options *eo, g4v_result *r,
                       char *msg, size_t cap) {
     if (ends_with(path, ".npy")) {
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
-            return G4V_ERR_IO;
-        }
-        unsigned char *buf = NULL;
-        size_t len = 0, capb = 0, got;
-        int st = G4V_OK;
-        do {
-            if (len == capb) {
-                if (capb >= (size_t)1 << 31) {
-                    st = G4V_ERR_LIMIT;
-                    break;
-                }
-                capb = capb ? capb * 2 : 1 << 16;
-                unsigned char *nb = realloc(buf, capb);
-                if (!nb) {
-                    st = G4V_ERR_NOMEM;
-                    break;
-                }
-                buf = nb;
-            }
-            got = fread(buf + len, 1, capb - len, f);
-            len += got;
-        } while (got > 0);
-        fclose(f);
-        if (st) {
-            free(buf);
-            snprintf(msg, cap, "%s: %s", path, st == G4V_ERR_LIMIT ? "larger than 2 GiB" : "out of memory");
-            return st;
-        }
-        uint8_t *rgb = NULL;
-        int w = 0, h = 0, r1 = npy_image(path, buf, len, &rgb, &w, &h, msg, cap);
-        free(buf);
-        if (r1 == 0) {
+        uint8_t *rgb;
+        int w = 0, h = 0, not_npy;
+        int st = g4v_npy_read_rgb(path, &rgb, &w, &h, &not_npy, msg, cap);
+        if (st) return st;
+        if (!not_npy) {
             st = g4v_encode_rgb(ctx, rgb, w, h, (size_t)w * 3, eo, r);
             free(rgb);
             if (st) snprintf(msg, cap, "%s: %s", path, g4v_ctx_error(ctx));
             return st;
         }
-        if (r1 < 0) {
-            return G4V_ERR_IMAGE;
-        }
-        /* not a .npy after all: fall through, decoded by content */
+        /* not a .npy after all: decoded by content below */
     }
     int st = g4v_encode_file(ctx, path, eo, r);
     if (st) snprintf(msg, cap, "%s", g4v_ctx_error(ctx));
