@@ -49,8 +49,8 @@ static int grow(void **buf, size_t *cap, size_t n, size_t sz, g4v_err *err) {
 }
 
 /* Runs the encoder on img (already at its target size) and fills out. */
-static int run(g4v_ctx *c, const g4v_image *img, size_t stride, int src_w, int src_h, int budget,
-               int bf16, g4v_result *out) {
+static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src_w, int src_h,
+                        int budget, int bf16, g4v_result *out) {
     const g4v_vision_config *cfg = &c->model->ck->cfg;
     int side = cfg->patch_size * cfg->pooling_kernel_size;
     int gw = img->width / side, gh = img->height / side;
@@ -118,7 +118,9 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     g4v_image_info info;
     memset(&info, 0, sizeof info);
     st = g4v_image_load(bytes, size, budget, &io, &img, &info, &c->err);
-    if (!st) st = run(c, &img, (size_t)img.width * 3, info.width, info.height, budget, bf16, out);
+    if (!st)
+        st = encode_image(c, &img, (size_t)img.width * 3, info.width, info.height, budget, bf16,
+                          out);
     g4v_image_free(&img);
     return st;
 }
@@ -179,11 +181,11 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
     if (tw == width && th == height) {
         /* Already at the target size: the resize would be the identity, encode in place. */
         g4v_image view = {width, height, (uint8_t *)rgb};
-        st = run(c, &view, stride, width, height, budget, bf16, out);
+        st = encode_image(c, &view, stride, width, height, budget, bf16, out);
         goto done;
     }
     st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
-    if (!st) st = run(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
+    if (!st) st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
 done:
     g4v_image_free(&img);
     return finish(c, st, out, t0, "RGB buffer");

@@ -303,7 +303,8 @@ static int exit_for_image(int st) {
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
 }
 
-static int run(encode_args *a) {
+/* Loads the model, encodes every input and writes the outputs; returns the exit code. */
+static int encode_all(encode_args *a) {
     int rc = prepare_output(a);
     if (rc) return rc;
     char msg[1024];
@@ -388,7 +389,7 @@ int cmd_encode(int argc, char **argv) {
         inputs_free(&a.in);
         return r == -2 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
-    int rc = run(&a);
+    int rc = encode_all(&a);
     inputs_free(&a.in);
     return rc;
 }
