@@ -268,8 +268,8 @@ static void print_json(const char *path, const g4v_result *r, int st, const char
 }
 
 /* Writes r for input path; fills where (a file or tensor name). 0 or -1 (errno). */
-static int write_result(const encode_args *a, st_writer *st, const char *path, const g4v_result *r,
-                        char *where, size_t cap) {
+static int write_result(const encode_args *a, out_st_writer *sw, const char *path,
+                        const g4v_result *r, char *where, size_t cap) {
     char name[512], file[4096];
     stem(path, name, sizeof name);
     if (a->kind == OUT_SAFETENSORS) {
@@ -282,9 +282,9 @@ static int write_result(const encode_args *a, st_writer *st, const char *path, c
         snprintf(dim, sizeof dim, "%d", r->dim);
         const char *meta[] = {"tokens", tokens, "grid", grid, "budget", budget, "source", path,
                               "original_size", osize, "target_size", tsize, "dim", dim, NULL};
-        return st_add(st, name, a->bf16 ? "BF16" : "F32",
-                      a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
-                      r->n_tokens, r->dim, meta, where, cap);
+        return out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
+                          a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
+                          r->n_tokens, r->dim, meta, where, cap);
     }
     if (a->kind == OUT_NPY) {
         snprintf(file, sizeof file, "%s", a->out);
@@ -328,8 +328,8 @@ static int encode_all(encode_args *a) {
         g4v_model_free(model);
         return G4V_EXIT_INTERNAL;
     }
-    st_writer *stw = NULL;
-    if (a->kind == OUT_SAFETENSORS && !(stw = st_open(a->out))) {
+    out_st_writer *sw = NULL;
+    if (a->kind == OUT_SAFETENSORS && !(sw = out_st_open(a->out))) {
         fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
         rc = G4V_EXIT_OUTPUT;
         goto done;
@@ -353,7 +353,7 @@ static int encode_all(encode_args *a) {
             int e = exit_for_image(st);
             if (e > rc) rc = e;
             if (a->json) print_json(path, &r, st, msg, "");
-        } else if (write_result(a, stw, path, &r, where, sizeof where)) {
+        } else if (write_result(a, sw, path, &r, where, sizeof where)) {
             if (bar) fprintf(stderr, "\n");
             fprintf(stderr, "g4v encode: cannot write %s: %s\n",
                     a->kind == OUT_SAFETENSORS ? a->out : where, strerror(errno));
@@ -369,7 +369,7 @@ static int encode_all(encode_args *a) {
         }
         if (bar) progress(i + 1, a->in.count, t0, failed);
     }
-    if (stw && st_close(stw, rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL && written > 0)) {
+    if (sw && out_st_close(sw, rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL && written > 0)) {
         fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
         rc = G4V_EXIT_OUTPUT;
     }
