@@ -116,122 +116,137 @@ static int write_png(const char *path, const g4v_image *img, char *msg, size_t m
     return bad ? -1 : 0;
 }
 
-int cmd_preprocess(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
-    int tokens = G4V_DEFAULT_BUDGET, verbose = 0;
+typedef struct preprocess_args {
+    const char *in, *out;
+    int tokens, verbose;
     g4v_image_opts opts;
-    g4v_image_opts_default(&opts);
+} preprocess_args;
+
+/* Fills a from the command line. Returns -1 to go on, else the exit code to stop with (help
+ * printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, preprocess_args *a) {
+    memset(a, 0, sizeof *a);
+    a->tokens = G4V_DEFAULT_BUDGET;
+    g4v_image_opts_default(&a->opts);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *s = argv[i];
         long long v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             help(stdout);
             return G4V_EXIT_OK;
-        } else if (!strcmp(a, "--tokens") || !strcmp(a, "--max-pixels") ||
-                   !strcmp(a, "--max-dimension") || !strcmp(a, "-o")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+        } else if (!strcmp(s, "--tokens") || !strcmp(s, "--max-pixels") ||
+                   !strcmp(s, "--max-dimension") || !strcmp(s, "-o")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", s);
             const char *val = argv[++i];
-            if (!strcmp(a, "-o")) {
-                out = val;
-            } else if (!strcmp(a, "--tokens")) {
+            if (!strcmp(s, "-o")) {
+                a->out = val;
+            } else if (!strcmp(s, "--tokens")) {
                 if (parse_long(val, INT_MIN, INT_MAX, &v))
                     return usage_error("--tokens: '%s' is not an integer", val);
-                tokens = (int)v;
-            } else if (!strcmp(a, "--max-pixels")) {
+                a->tokens = (int)v;
+            } else if (!strcmp(s, "--max-pixels")) {
                 if (parse_long(val, 1, LLONG_MAX, &v))
                     return usage_error("--max-pixels: '%s' is not a positive integer", val);
-                opts.max_pixels = (uint64_t)v;
+                a->opts.max_pixels = (uint64_t)v;
             } else {
                 if (parse_long(val, 1, INT_MAX, &v))
                     return usage_error("--max-dimension: '%s' is not a positive integer", val);
-                opts.max_dimension = (int)v;
+                a->opts.max_dimension = (int)v;
             }
-        } else if (!strcmp(a, "--no-exif")) {
-            opts.apply_exif = 0;
-        } else if (!strcmp(a, "--pillow-12.2")) {
-            opts.resize_order = G4V_RESIZE_PILLOW_12_2;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option %s", a);
-        } else if (!in) {
-            in = a;
+        } else if (!strcmp(s, "--no-exif")) {
+            a->opts.apply_exif = 0;
+        } else if (!strcmp(s, "--pillow-12.2")) {
+            a->opts.resize_order = G4V_RESIZE_PILLOW_12_2;
+        } else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
+            a->verbose = 1;
+        } else if (s[0] == '-' && s[1]) {
+            return usage_error("unknown option %s", s);
+        } else if (!a->in) {
+            a->in = s;
         } else {
-            return usage_error("unexpected argument %s (one IMAGE only)", a);
+            return usage_error("unexpected argument %s (one IMAGE only)", s);
         }
     }
-    if (!in) return usage_error("%s", "missing IMAGE");
-    if (!out) return usage_error("%s", "missing -o OUT");
+    if (!a->in) return usage_error("%s", "missing IMAGE");
+    if (!a->out) return usage_error("%s", "missing -o OUT");
+    return -1;
+}
 
+/* Reads a->in and brings it to its target size (g4v_image_load). 0, or an exit code with the
+ * message printed. */
+static int load_image(const preprocess_args *a, g4v_image *img) {
     g4v_err err;
     g4v_err_clear(&err);
-    if (g4v_budget_check(tokens, err.msg, sizeof err.msg)) {
+    if (g4v_budget_check(a->tokens, err.msg, sizeof err.msg)) {
         fprintf(stderr, "g4v preprocess: %s\n", err.msg);
         return G4V_EXIT_INPUT; /* an unsupported budget is an input error, not a usage error */
     }
     size_t n = 0;
     unsigned char *bytes;
-    if (g4v_read_file(in, UINT64_MAX, "none", &bytes, &n, &err)) {
+    if (g4v_read_file(a->in, UINT64_MAX, "none", &bytes, &n, &err)) {
         fprintf(stderr, "g4v preprocess: %s\n", err.msg);
         return err.status == G4V_ERR_NOMEM ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
     }
-    g4v_image img = {0, 0, NULL};
     g4v_image_info info;
-    int st = g4v_image_load(bytes, n, tokens, &opts, &img, &info, &err);
+    int st = g4v_image_load(bytes, n, a->tokens, &a->opts, img, &info, &err);
     g4v_free(bytes);
     if (st) {
-        fprintf(stderr, "g4v preprocess: %s: %s\n", in, err.msg);
+        fprintf(stderr, "g4v preprocess: %s: %s\n", a->in, err.msg);
         return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
     }
-    if (verbose)
-        fprintf(stderr,
-                "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", in,
+    if (a->verbose)
+        fprintf(stderr, "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", a->in,
                 info.format, info.src_width, info.src_height, info.orientation, info.width,
-                info.height, img.width, img.height,
-                opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow >= 12.2" : "Pillow 9-12.1",
+                info.height, img->width, img->height,
+                a->opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow >= 12.2" : "Pillow 9-12.1",
                 info.streamed ? "streamed" : "whole image");
+    return G4V_EXIT_OK;
+}
 
-    long L = (long)(img.height / 16) * (img.width / 16);
+/* Patchifies img and writes OUT.png, OUT.npy and OUT.positions.npy, stopping at the first that
+ * fails. 0 or an exit code (message printed). */
+static int write_outputs(const char *out, const g4v_image *img) {
+    long L = (long)(img->height / 16) * (img->width / 16);
     float *patches = g4v_malloc_array((size_t)L * 768, sizeof *patches);
     int32_t *pos = g4v_malloc_array((size_t)L * 2, sizeof *pos);
+    size_t plen = strlen(out) + 32;
+    char *path = malloc(plen);
     int rc = G4V_EXIT_OK;
-    if (!patches || !pos) {
+    if (!patches || !pos || !path) {
         fprintf(stderr, "g4v preprocess: out of memory for %ld patches\n", L);
         rc = G4V_EXIT_INTERNAL;
     } else {
-        g4v_patchify(img.rgb, img.width, img.height, (size_t)img.width * 3, patches, pos);
-        size_t plen = strlen(out) + 32;
-        char *path = malloc(plen);
-        char msg[256];
-        if (!path) {
-            rc = G4V_EXIT_INTERNAL;
-        } else {
-            snprintf(path, plen, "%s.png", out);
-            if (write_png(path, &img, msg, sizeof msg)) {
-                fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path, msg);
-                rc = G4V_EXIT_OUTPUT;
-            }
-            if (!rc) {
-                snprintf(path, plen, "%s.npy", out);
-                if (g4v_npy_write_f32(path, patches, L, 768)) {
-                    fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
-                            strerror(errno));
-                    rc = G4V_EXIT_OUTPUT;
-                }
-            }
-            if (!rc) {
-                snprintf(path, plen, "%s.positions.npy", out);
-                if (g4v_npy_write_i32(path, pos, L, 2)) {
-                    fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
-                            strerror(errno));
-                    rc = G4V_EXIT_OUTPUT;
-                }
-            }
-            free(path);
+        g4v_patchify(img->rgb, img->width, img->height, (size_t)img->width * 3, patches, pos);
+        char msg[256] = ""; /* write_png's reason; the .npy writers leave theirs in errno */
+        snprintf(path, plen, "%s.png", out);
+        int bad = write_png(path, img, msg, sizeof msg);
+        if (!bad) {
+            snprintf(path, plen, "%s.npy", out);
+            bad = g4v_npy_write_f32(path, patches, L, 768);
+        }
+        if (!bad) {
+            snprintf(path, plen, "%s.positions.npy", out);
+            bad = g4v_npy_write_i32(path, pos, L, 2);
+        }
+        if (bad) {
+            fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
+                    *msg ? msg : strerror(errno));
+            rc = G4V_EXIT_OUTPUT;
         }
     }
+    free(path);
     g4v_free(patches);
     g4v_free(pos);
+    return rc;
+}
+
+int cmd_preprocess(int argc, char **argv) {
+    preprocess_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    g4v_image img = {0, 0, NULL};
+    rc = load_image(&a, &img);
+    if (!rc) rc = write_outputs(a.out, &img);
     g4v_image_free(&img);
     return rc;
 }
