@@ -76,7 +76,8 @@ int g4v_exif_orientation(const uint8_t *p, size_t n);
  * `tiff:Orientation>`, or G4V_EXIF_ABSENT. */
 int g4v_xmp_orientation(const char *s, size_t n);
 /* ImageMagick "Raw profile type exif" text: lines after the third hold hex; decodes into out
- * (allocated, g4v_free) and returns its length, or -1 when the text is not valid hex. */
+ * (allocated, g4v_free) and returns its length, -1 when the text is not valid hex, or -2 when
+ * out of memory. */
 long g4v_raw_profile_decode(const char *s, size_t n, uint8_t **out);
 
 /* ---- orientation transform (orient.c) ------------------------------------------------------ */
