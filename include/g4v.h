@@ -50,16 +50,21 @@ extern "C" {
 #define G4V_API
 #endif
 
-/* Status codes. Stable numbers: callers may switch on them. */
+/* Status codes. Stable numbers: callers may switch on them.
+ * G4V_ERR_LIMIT means exactly one thing: an input went over a limit the caller can set (a max_*
+ * field of g4v_model_options; the message names the field, the value found and the limit), so
+ * raising that field admits the input. Fixed caps of the library or of the model (JPEG scans,
+ * the position table, sizes the host cannot address) are G4V_ERR_UNSUPPORTED or G4V_ERR_NOMEM;
+ * sizes that can only come from a corrupt file are G4V_ERR_IMAGE or G4V_ERR_MODEL. */
 typedef enum g4v_status {
     G4V_OK = 0,
     G4V_ERR_ARG = 1,         /* a caller argument is invalid (NULL, unsupported budget, ...) */
     G4V_ERR_IO = 2,          /* a file cannot be opened, read or mapped */
     G4V_ERR_MODEL = 3,       /* the checkpoint is malformed or disagrees with its config */
     G4V_ERR_IMAGE = 4,       /* the image cannot be decoded (corrupt, truncated, unsupported) */
-    G4V_ERR_LIMIT = 5,       /* an input exceeds a configured limit (pixels, header size, ...) */
+    G4V_ERR_LIMIT = 5,       /* an input exceeds a limit the caller sets (g4v_model_options) */
     G4V_ERR_NOMEM = 6,       /* an allocation failed */
-    G4V_ERR_UNSUPPORTED = 7, /* a valid input that this library does not handle */
+    G4V_ERR_UNSUPPORTED = 7, /* a valid input that this library (or model) does not handle */
     G4V_ERR_INTERNAL = 8     /* a bug: please report it */
 } g4v_status;
 
@@ -69,6 +74,20 @@ G4V_API const char *g4v_status_name(int status);
 /* Library version as "MAJOR.MINOR.PATCH" (of the library actually linked). */
 G4V_API const char *g4v_version(void);
 
+/* Soft-token budgets: the max_soft_tokens values Gemma 4's image processors accept, ascending.
+ * Every budget argument (g4v_model_options, g4v_encode_options, g4v_model_plan) must be one of
+ * them, else G4V_ERR_ARG. Usable as an initializer: static const int b[] = {G4V_BUDGETS}; */
+#define G4V_BUDGETS 70, 140, 280, 560, 1120
+#define G4V_DEFAULT_BUDGET 280
+
+/* 1 if budget is one of G4V_BUDGETS, else 0. */
+G4V_API int g4v_budget_valid(int budget);
+
+/* G4V_OK for a valid budget, else G4V_ERR_ARG with the message every budget check in libg4v
+ * gives ("unsupported token budget 300 (use one of 70, 140, 280, 560, 1120)") in errbuf ("" on
+ * success; errbuf may be NULL; truncated to errbuf_size). */
+G4V_API int g4v_budget_check(int budget, char *errbuf, size_t errbuf_size);
+
 /* ---------------------------------------------------------------------------------------------
  * Model
  */
@@ -77,7 +96,7 @@ typedef struct g4v_model g4v_model;
 /* Options for g4v_model_load. Always fill with g4v_model_options_init first, then change what
  * you need: fields may be added at the end in later versions. */
 typedef struct g4v_model_options {
-    int budget;      /* default soft-token budget: 70, 140, 280 (default), 560 or 1120 */
+    int budget;      /* default soft-token budget: one of G4V_BUDGETS (default 280) */
     int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does */
     int precise;     /* 0 (default): bf16 GEMM inputs, ~3e-3 relative error vs float64;
                         1: f32 GEMM inputs, ~1e-6 relative error, slower */
@@ -85,6 +104,8 @@ typedef struct g4v_model_options {
     int max_dimension;         /* longest side of an image; default 65,500 (0 = default) */
     uint64_t max_header_bytes; /* safetensors JSON header; default 100 MB (0 = default) */
     uint64_t max_file_bytes;   /* image file / buffer size for encode; default 1 GiB (0 = default) */
+    uint64_t max_config_bytes; /* config.json, index.json; default 16 MB (0 = default) */
+    uint64_t max_tensor_count; /* entries in a safetensors header; default 1,000,000 (0 = def.) */
 } g4v_model_options;
 
 G4V_API void g4v_model_options_init(g4v_model_options *opts);
@@ -93,8 +114,9 @@ G4V_API void g4v_model_options_init(g4v_model_options *opts);
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; Hugging Face or MLX
  * names). Only the vision tensors are read. opts may be NULL (defaults). On failure *out is NULL
  * and errbuf (if not NULL, errbuf_size > 0) receives a message naming the file/tensor and cause.
- * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT,
- * G4V_ERR_UNSUPPORTED (e.g. quantized vision weights), G4V_ERR_ARG, G4V_ERR_NOMEM. */
+ * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT (over
+ * max_header_bytes, max_config_bytes or max_tensor_count), G4V_ERR_UNSUPPORTED (e.g. quantized
+ * vision weights), G4V_ERR_ARG, G4V_ERR_NOMEM. */
 G4V_API int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out,
                            char *errbuf, size_t errbuf_size);
 
@@ -115,6 +137,11 @@ typedef struct g4v_model_info {
     uint64_t weight_bytes; /* their bytes as stored */
     char naming[8];       /* "hf", "mlx" or "mixed" */
     char source[512];     /* which files held the tensors */
+    /* The limits in force (the load options' max_* fields, defaults filled in): an input over
+     * one of them is G4V_ERR_LIMIT. */
+    uint64_t max_pixels;
+    int max_dimension;
+    uint64_t max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count;
 } g4v_model_info;
 
 G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);
@@ -150,7 +177,7 @@ G4V_API const char *g4v_ctx_error(const g4v_ctx *ctx);
  * Encoding
  */
 typedef struct g4v_encode_options {
-    int budget; /* 0 (default): the model's budget; else 70, 140, 280, 560 or 1120 */
+    int budget; /* 0 (default): the model's budget; else one of G4V_BUDGETS */
     int exif;   /* -1 (default): the model's apply_exif; 0: ignore EXIF; 1: apply it */
     int bf16;   /* 1: also fill g4v_result.features_bf16 (default 0) */
 } g4v_encode_options;
@@ -174,7 +201,8 @@ typedef struct g4v_result {
 
 /* Encodes an image file (JPEG, PNG, WebP, GIF, BMP; chosen by content). Errors name the path:
  * G4V_ERR_IO (cannot read), G4V_ERR_IMAGE (corrupt/truncated), G4V_ERR_UNSUPPORTED (format),
- * G4V_ERR_LIMIT (over a size limit), G4V_ERR_ARG (bad budget / arguments), G4V_ERR_NOMEM.
+ * G4V_ERR_LIMIT (over max_file_bytes, max_pixels or max_dimension), G4V_ERR_ARG (bad budget /
+ * arguments), G4V_ERR_NOMEM.
  * opts may be NULL. On failure *out is zeroed. */
 G4V_API int g4v_encode_file(g4v_ctx *ctx, const char *path, const g4v_encode_options *opts,
                             g4v_result *out);

@@ -29,7 +29,4 @@ struct g4v_ctx {
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);
 
-/* 1 if budget is one of 70, 140, 280, 560, 1120. */
-int g4v_api_budget_ok(int budget);
-
 #endif

@@ -5,22 +5,17 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/budget.h"
+#include "base/clock.h"
 #include "base/dtype.h"
 #include "io/fsutil.h"
 
 #include <string.h>
-#include <time.h>
 
 void g4v_encode_options_init(g4v_encode_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->exif = -1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Checks opts and resolves them against the model's defaults. */
@@ -32,9 +27,7 @@ static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget
     *budget = opts->budget ? opts->budget : c->model->opts.budget;
     *exif = opts->exif < 0 ? c->model->opts.apply_exif : opts->exif;
     *bf16 = opts->bf16;
-    if (!g4v_api_budget_ok(*budget))
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "unsupported token budget %d (use 70, 140, 280, 560 or 1120)", *budget);
+    if (g4v_budget_require(*budget, err)) return G4V_ERR_ARG;
     if (*exif != 0 && *exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "exif must be -1, 0 or 1, found %d", opts->exif);
     if (*bf16 != 0 && *bf16 != 1)
@@ -45,7 +38,8 @@ static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget
 /* Grows a ctx-owned buffer to hold n elements of size sz. */
 static int grow(void **buf, size_t *cap, size_t n, size_t sz, g4v_err *err) {
     if (n <= *cap) return G4V_OK;
-    if (n > SIZE_MAX / sz) return g4v_fail(err, G4V_ERR_LIMIT, "output of %zu values is too large", n);
+    if (n > SIZE_MAX / sz) /* as calloc: a size that cannot exist cannot be allocated */
+        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
     void *p = g4v_malloc_large(n * sz);
     if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
     g4v_free_large(*buf);
@@ -55,8 +49,8 @@ static int grow(void **buf, size_t *cap, size_t n, size_t sz, g4v_err *err) {
 }
 
 /* Runs the encoder on img (already at its target size) and fills out. */
-static int run(g4v_ctx *c, const g4v_image *img, size_t stride, int src_w, int src_h, int budget,
-               int bf16, g4v_result *out) {
+static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src_w, int src_h,
+                        int budget, int bf16, g4v_result *out) {
     const g4v_vision_config *cfg = &c->model->ck->cfg;
     int side = cfg->patch_size * cfg->pooling_kernel_size;
     int gw = img->width / side, gh = img->height / side;
@@ -105,7 +99,7 @@ static int finish(g4v_ctx *c, int st, g4v_result *out, double t0, const char *wh
         if (what) g4v_err_prefix(&c->err, "%s", what);
         return st;
     }
-    out->seconds = now_s() - t0;
+    out->seconds = g4v_now_s() - t0;
     return G4V_OK;
 }
 
@@ -115,7 +109,8 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     int st = resolve(c, opts, &budget, &exif, &bf16, &c->err);
     if (st) return st;
     if (size > c->model->opts.max_file_bytes)
-        return g4v_fail(&c->err, G4V_ERR_LIMIT, "%zu bytes exceed the limit of %llu bytes", size,
+        return g4v_fail(&c->err, G4V_ERR_LIMIT,
+                        "%zu bytes, above the limit of %llu bytes (max_file_bytes)", size,
                         (unsigned long long)c->model->opts.max_file_bytes);
     g4v_image_opts io = c->model->image_opts;
     io.apply_exif = exif;
@@ -123,7 +118,9 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     g4v_image_info info;
     memset(&info, 0, sizeof info);
     st = g4v_image_load(bytes, size, budget, &io, &img, &info, &c->err);
-    if (!st) st = run(c, &img, (size_t)img.width * 3, info.width, info.height, budget, bf16, out);
+    if (!st)
+        st = encode_image(c, &img, (size_t)img.width * 3, info.width, info.height, budget, bf16,
+                          out);
     g4v_image_free(&img);
     return st;
 }
@@ -132,7 +129,7 @@ int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_enco
                       g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     if (!bytes && size)
         st = g4v_fail(&c->err, G4V_ERR_ARG, "bytes is NULL");
     else
@@ -144,26 +141,17 @@ int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts
                     g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);
-    int fd = -1;
-    uint64_t size = 0;
-    unsigned char *buf = NULL;
+    unsigned char *buf;
+    size_t size;
     /* fsutil messages already name the path; only image errors need it in front. */
-    if ((st = g4v_open_regular(path, &fd, &size, &c->err))) return finish(c, st, out, t0, NULL);
-    if (size > c->model->opts.max_file_bytes) {
-        st = g4v_fail(&c->err, G4V_ERR_LIMIT, "%s: %llu bytes exceed the limit of %llu bytes",
-                      path, (unsigned long long)size,
-                      (unsigned long long)c->model->opts.max_file_bytes);
-    } else if (!(buf = g4v_malloc(size ? (size_t)size : 1))) {
-        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "%s: out of memory for %llu bytes", path,
-                      (unsigned long long)size);
-    } else if (!(st = g4v_pread_full(fd, buf, (size_t)size, 0, path, &c->err))) {
-        st = encode_bytes(c, buf, (size_t)size, opts, out);
+    st = g4v_read_file(path, c->model->opts.max_file_bytes, "max_file_bytes", &buf, &size, &c->err);
+    if (!st) {
+        st = encode_bytes(c, buf, size, opts, out);
         if (st) g4v_err_prefix(&c->err, "%s", path);
+        g4v_free(buf);
     }
-    g4v_close_fd(fd);
-    g4v_free(buf);
     return finish(c, st, out, t0, NULL);
 }
 
@@ -171,7 +159,7 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
                    const g4v_encode_options *opts, g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     int budget, exif, bf16, th = 0, tw = 0;
     const g4v_image_opts *io = &c->model->image_opts;
     g4v_image img = {0, 0, NULL};
@@ -185,7 +173,7 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
     if ((uint64_t)width * (uint64_t)height > io->max_pixels || width > io->max_dimension ||
         height > io->max_dimension) {
         st = g4v_fail(&c->err, G4V_ERR_LIMIT,
-                      "%dx%d exceeds the limits (%llu pixels, %d per side)", width, height,
+                      "%dx%d exceeds the limits (max_pixels %llu, max_dimension %d)", width, height,
                       (unsigned long long)io->max_pixels, io->max_dimension);
         goto done;
     }
@@ -193,11 +181,11 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
     if (tw == width && th == height) {
         /* Already at the target size: the resize would be the identity, encode in place. */
         g4v_image view = {width, height, (uint8_t *)rgb};
-        st = run(c, &view, stride, width, height, budget, bf16, out);
+        st = encode_image(c, &view, stride, width, height, budget, bf16, out);
         goto done;
     }
     st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
-    if (!st) st = run(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
+    if (!st) st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
 done:
     g4v_image_free(&img);
     return finish(c, st, out, t0, "RGB buffer");

@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/budget.h"
 
 #include <string.h>
 
@@ -15,10 +16,6 @@ void g4v_api_copy_msg(char *buf, size_t cap, const char *msg) {
     buf[n] = '\0';
 }
 
-int g4v_api_budget_ok(int budget) {
-    return budget == 70 || budget == 140 || budget == 280 || budget == 560 || budget == 1120;
-}
-
 void g4v_model_options_init(g4v_model_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
@@ -26,13 +23,15 @@ void g4v_model_options_init(g4v_model_options *o) {
     g4v_image_opts_default(&io);
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
-    o->budget = 280;
+    o->budget = G4V_DEFAULT_BUDGET;
     o->apply_exif = 1;
     o->precise = 0;
     o->max_pixels = io.max_pixels;
     o->max_dimension = io.max_dimension;
     o->max_header_bytes = lim.max_header_bytes;
     o->max_file_bytes = (uint64_t)1 << 30;
+    o->max_config_bytes = lim.max_config_bytes;
+    o->max_tensor_count = lim.max_tensor_count;
 }
 
 /* Fills zeros with defaults and checks ranges. */
@@ -44,9 +43,9 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (!o->max_dimension) o->max_dimension = d.max_dimension;
     if (!o->max_header_bytes) o->max_header_bytes = d.max_header_bytes;
     if (!o->max_file_bytes) o->max_file_bytes = d.max_file_bytes;
-    if (!g4v_api_budget_ok(o->budget))
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "budget %d is not supported (use 70, 140, 280, 560 or 1120)", o->budget);
+    if (!o->max_config_bytes) o->max_config_bytes = d.max_config_bytes;
+    if (!o->max_tensor_count) o->max_tensor_count = d.max_tensor_count;
+    if (g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
     if (o->apply_exif != 0 && o->apply_exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
     if (o->precise != 0 && o->precise != 1)
@@ -83,6 +82,8 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
     lim.max_header_bytes = o.max_header_bytes;
+    lim.max_config_bytes = o.max_config_bytes;
+    lim.max_tensor_count = o.max_tensor_count;
     /* the checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS) */
     g4v_encoder_opts eo = {o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST, 1};
     if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||
@@ -135,6 +136,12 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     info->weight_bytes = m->ck->weight_bytes;
     copy_str(info->naming, sizeof info->naming, m->ck->naming);
     copy_str(info->source, sizeof info->source, m->ck->source);
+    info->max_pixels = m->opts.max_pixels;
+    info->max_dimension = m->opts.max_dimension;
+    info->max_file_bytes = m->opts.max_file_bytes;
+    info->max_header_bytes = m->opts.max_header_bytes;
+    info->max_config_bytes = m->opts.max_config_bytes;
+    info->max_tensor_count = m->opts.max_tensor_count;
     return G4V_OK;
 }
 
@@ -142,7 +149,7 @@ int g4v_model_plan(const g4v_model *m, int width, int height, int budget, int *t
                    int *target_h, int *n_tokens) {
     if (!m || width <= 0 || height <= 0) return G4V_ERR_ARG;
     if (budget == 0) budget = m->opts.budget;
-    if (!g4v_api_budget_ok(budget)) return G4V_ERR_ARG;
+    if (!g4v_budget_valid(budget)) return G4V_ERR_ARG;
     int th = 0, tw = 0;
     int st = g4v_target_size(height, width, budget, &th, &tw, NULL);
     if (st) return st;

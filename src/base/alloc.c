@@ -9,20 +9,33 @@
 #include <stdatomic.h>
 static atomic_long alloc_counter;
 static atomic_long alloc_fail_at = -1;
+static atomic_int alloc_fail_once; /* 1: only allocation alloc_fail_at fails */
 
 static int injected_failure(void) {
     long n = atomic_fetch_add(&alloc_counter, 1);
     long at = atomic_load(&alloc_fail_at);
-    return at >= 0 && n >= at;
+    if (at < 0) return 0;
+    return atomic_load(&alloc_fail_once) ? n == at : n >= at;
+}
+static void arm(long n, int once) {
+    atomic_store(&alloc_fail_at, -1); /* disarmed while the count and mode change */
+    atomic_store(&alloc_counter, 0);
+    atomic_store(&alloc_fail_once, once);
+    atomic_store(&alloc_fail_at, n);
 }
 void g4v_alloc_fail_after(long n) {
-    atomic_store(&alloc_counter, 0);
-    atomic_store(&alloc_fail_at, n);
+    arm(n, 0);
+}
+void g4v_alloc_fail_once(long n) {
+    arm(n, 1);
 }
 long g4v_alloc_count(void) { return atomic_load(&alloc_counter); }
 #else
 static int injected_failure(void) { return 0; }
 void g4v_alloc_fail_after(long n) { (void)n; }
+void g4v_alloc_fail_once(long n) {
+    (void)n;
+}
 long g4v_alloc_count(void) { return 0; }
 #endif
 

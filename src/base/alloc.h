@@ -1,10 +1,11 @@
 /* alloc.h - every heap allocation in libg4v goes through here.
  *
- * Why: (1) allocation-failure injection for tests (the N-th allocation fails, as SQLite does),
- * compiled in only with G4V_FAULT_INJECTION; (2) large buffers are 64-byte aligned and advised for
- * transparent huge pages, because first touch of a fresh 4 KiB page costs ~11.5 us on our machines
- * (docs/ARCHITECTURE.md §5). All functions return NULL on failure (or on an injected failure).
- * Sizes are checked for multiplication overflow in g4v_calloc / g4v_malloc_array.
+ * Why: (1) allocation-failure injection for tests (from the N-th allocation on, or only the
+ * N-th, as SQLite's persistent and transient modes), compiled in only with G4V_FAULT_INJECTION; (2)
+ * large buffers are 64-byte aligned and advised for transparent huge pages, because first touch of
+ * a fresh 4 KiB page costs ~11.5 us on our machines (docs/ARCHITECTURE.md §5). All functions return NULL on
+ * failure (or on an injected failure). Sizes are checked for multiplication overflow in g4v_calloc
+ * / g4v_malloc_array.
  */
 #ifndef G4V_BASE_ALLOC_H
 #define G4V_BASE_ALLOC_H
@@ -21,10 +22,14 @@ void g4v_free(void *p);
 void *g4v_malloc_large(size_t n);
 void g4v_free_large(void *p);
 
-/* Fault injection (no-ops unless built with G4V_FAULT_INJECTION):
- * g4v_alloc_fail_after(n): allocations number n, n+1, ... (0-based, counted from this call)
- * fail; n < 0 disables. g4v_alloc_count(): allocations attempted since the last call. */
+/* Fault injection (no-ops unless built with G4V_FAULT_INJECTION). Allocations are numbered from
+ * 0, counted from the last call of either setter; n < 0 disables injection.
+ * g4v_alloc_fail_after(n): persistent: allocations n, n+1, ... all fail.
+ * g4v_alloc_fail_once(n): transient: allocation n fails, the ones after it succeed again (so
+ * error paths that allocate, and callers that retry or fall back, are exercised too).
+ * g4v_alloc_count(): allocations attempted since the last setter call. */
 void g4v_alloc_fail_after(long n);
+void g4v_alloc_fail_once(long n);
 long g4v_alloc_count(void);
 
 #endif

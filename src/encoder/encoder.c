@@ -149,7 +149,7 @@ static int check_image(const g4v_vision_config *c, const uint8_t *rgb, int width
                         "encoder: a %dx%d patch grid exceeds the position table (%d per axis)", gw,
                         gh, c->position_embedding_size);
     if ((long long)gw * gh > INT_MAX)
-        return g4v_fail(err, G4V_ERR_UNSUPPORTED, "encoder: %dx%d patches is too many", gw, gh);
+        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: %dx%d patches is too many", gw, gh);
     return G4V_OK;
 }
 

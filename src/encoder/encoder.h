@@ -55,7 +55,8 @@ void g4v_workspace_free(g4v_workspace *ws);
  * floats in row-major pooled-grid order. pool may be NULL (single-threaded); the output is
  * bit-identical for any pool size. One workspace serves one call at a time; the encoder may be
  * shared. Errors: G4V_ERR_ARG (size not a multiple of 48, stride, NULL), G4V_ERR_UNSUPPORTED (grid
- * beyond the position table), G4V_ERR_NOMEM (workspace growth). */
+ * beyond the position table), G4V_ERR_NOMEM (workspace growth or a size past what the host can
+ * address). */
 int g4v_encoder_run(const g4v_encoder *enc, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
                     int width, int height, size_t stride, float *out, g4v_err *err);
 

@@ -41,7 +41,7 @@ typedef struct enc_buffers {
 } enc_buffers;
 
 /* Grows ws (never shrinks) to hold an image with a gh x gw patch grid on nworkers threads and
- * fills b. Fails with G4V_ERR_UNSUPPORTED when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
+ * fills b. Fails with G4V_ERR_NOMEM when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
 int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, int gh, int gw,
                           int nworkers, enc_buffers *b, g4v_err *err);
 

@@ -87,7 +87,7 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     size_t o_scr =
         take(&lo, mul3((size_t)nworkers, g4v_attention_scratch_floats(c->head_dim), f, &of));
     if (of || lo.overflow)
-        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+        return g4v_fail(err, G4V_ERR_NOMEM,
                         "encoder workspace: a %dx%d patch grid needs more memory than can be "
                         "addressed",
                         gw, gh);

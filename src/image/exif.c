@@ -172,7 +172,7 @@ long g4v_raw_profile_decode(const char *s, size_t n, uint8_t **out) {
         i++;
     }
     uint8_t *buf = g4v_malloc((n - i) / 2 + 1);
-    if (!buf) return -1;
+    if (!buf) return -2;
     long len = 0;
     while (i < n) {
         if (s[i] == '\n' || is_space(s[i])) {

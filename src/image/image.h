@@ -51,7 +51,8 @@ typedef struct g4v_image_info {
 /* Decodes JPEG/PNG/WebP/GIF/BMP (chosen by content), applies EXIF orientation if asked, converts
  * to RGB with Pillow's rules. On failure out->rgb is NULL and err says why: G4V_ERR_IMAGE for
  * corrupt or truncated data, G4V_ERR_UNSUPPORTED for a format or variant we do not decode (the
- * message names the format detected), G4V_ERR_LIMIT for images over opts' limits.
+ * message names the format detected, or a fixed cap such as JPEG's 100 scans), G4V_ERR_LIMIT
+ * for images over opts' max_pixels / max_dimension.
  * opts may be NULL (defaults); info may be NULL. */
 int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
                      g4v_err *err);
@@ -63,7 +64,7 @@ int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opt
 int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
                    g4v_image *out, g4v_image_info *info, g4v_err *err);
 
-/* Target size for a budget in {70, 140, 280, 560, 1120}; anything else is G4V_ERR_ARG. */
+/* Target size for a budget in G4V_BUDGETS (g4v.h); anything else is G4V_ERR_ARG. */
 int g4v_target_size(int height, int width, int budget, int *th, int *tw, g4v_err *err);
 
 /* Pillow BICUBIC resize of src (RGB8, row stride src_stride bytes) to dst (allocated here). */

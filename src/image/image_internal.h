@@ -31,7 +31,8 @@ typedef enum g4v_image_format {
 g4v_image_format g4v_image_sniff(const uint8_t *p, size_t n, const char **name);
 
 /* ---- limits (pipe.c) ----------------------------------------------------------------------- */
-/* G4V_ERR_LIMIT (or G4V_ERR_IMAGE for 0 sizes) when w x h is not acceptable under opts. */
+/* G4V_ERR_LIMIT (or G4V_ERR_IMAGE for 0 sizes) when w x h is over opts' max_dimension or
+ * max_pixels; the message names the setting. */
 int g4v_image_check_size(long long w, long long h, const g4v_image_opts *opts, const char *fmt,
                          g4v_err *err);
 
@@ -76,7 +77,8 @@ int g4v_exif_orientation(const uint8_t *p, size_t n);
  * `tiff:Orientation>`, or G4V_EXIF_ABSENT. */
 int g4v_xmp_orientation(const char *s, size_t n);
 /* ImageMagick "Raw profile type exif" text: lines after the third hold hex; decodes into out
- * (allocated, g4v_free) and returns its length, or -1 when the text is not valid hex. */
+ * (allocated, g4v_free) and returns its length, -1 when the text is not valid hex, or -2 when
+ * out of memory. */
 long g4v_raw_profile_decode(const char *s, size_t n, uint8_t **out);
 
 /* ---- orientation transform (orient.c) ------------------------------------------------------ */

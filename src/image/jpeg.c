@@ -9,12 +9,12 @@
  * invented (premature end of data, bad entropy codes, lost restart markers) are errors too, so a
  * truncated or corrupt file never comes back as a partly gray image; harmless warnings (extra
  * bytes before a marker, unknown JFIF revision) are ignored as Pillow ignores them.
- * Limit: at most G4V_JPEG_MAX_SCANS scans (G4V_ERR_LIMIT). Each progressive scan walks the whole
- * image, and an AC scan of an empty band costs ~16 bytes, so without it a 177 KB file of 10,000
- * repeated scans kept a 2048 x 2048 decode busy for 20 s. libjpeg-turbo's fuzzers cap scans at
- * 500; we cap at 100, 5-10x what real encoders write (libjpeg's progression: 6-10 scans), so
- * the work stays within ~100 passes over the image. Pillow has no cap: files with more scans
- * decode there and are refused here.
+ * Cap: at most G4V_JPEG_MAX_SCANS scans (G4V_ERR_UNSUPPORTED: fixed, not a caller's limit).
+ * Each progressive scan walks the whole image, and an AC scan of an empty band costs ~16 bytes,
+ * so without it a 177 KB file of 10,000 repeated scans kept a 2048 x 2048 decode busy for 20 s.
+ * libjpeg-turbo's fuzzers cap scans at 500; we cap at 100, 5-10x what real encoders write
+ * (libjpeg's progression: 6-10 scans), so the work stays within ~100 passes over the image.
+ * Pillow has no cap: files with more scans decode there and are refused here.
  */
 #include "image/image_internal.h"
 
@@ -87,14 +87,20 @@ int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
     je.too_many_scans = 0;
     if (setjmp(je.jump)) {
         if (!st && je.too_many_scans)
-            st = g4v_fail(err, G4V_ERR_LIMIT,
+            st = g4v_fail(err, G4V_ERR_UNSUPPORTED,
                           "JPEG: more than %d scans (a hostile progressive file: each scan "
                           "re-reads the whole %ux%u image)",
                           G4V_JPEG_MAX_SCANS, d.image_width, d.image_height);
-        /* libjpeg refuses sides above 65500 itself, before our g4v_pipe_begin: still a limit. */
-        if (!st && je.pub.msg_code == JERR_IMAGE_TOO_BIG)
-            st = g4v_fail(err, G4V_ERR_LIMIT, "JPEG: image is %ux%u, over the maximum dimension "
-                          "(%s)", d.image_width, d.image_height, je.msg);
+        /* libjpeg refuses sides above 65500 itself, before our g4v_pipe_begin: over the caller's
+         * limits that is G4V_ERR_LIMIT as for any format, else libjpeg's own maximum. */
+        if (!st && je.pub.msg_code == JERR_IMAGE_TOO_BIG) {
+            st = g4v_image_check_size(d.image_width, d.image_height, g4v_pipe_view(p)->opts, "JPEG",
+                                      err);
+            if (!st)
+                st = g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                              "JPEG: image is %ux%u, above libjpeg's maximum (%s)", d.image_width,
+                              d.image_height, je.msg);
+        }
         if (!st)
             st = g4v_fail(err, G4V_ERR_IMAGE, "JPEG: %s%s", je.msg,
                           je.pub.msg_code == JWRN_JPEG_EOF ? " (truncated file?)" : "");

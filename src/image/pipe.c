@@ -15,6 +15,7 @@
 #include "image/image_internal.h"
 
 #include "base/alloc.h"
+#include "base/budget.h"
 
 #include <string.h>
 
@@ -54,12 +55,12 @@ int g4v_image_check_size(long long w, long long h, const g4v_image_opts *o, cons
         return g4v_fail(err, G4V_ERR_IMAGE, "%s: invalid image size %lldx%lld", fmt, w, h);
     if (w > o->max_dimension || h > o->max_dimension)
         return g4v_fail(err, G4V_ERR_LIMIT,
-                        "%s: image is %lldx%lld, over the maximum dimension %d", fmt, w, h,
-                        o->max_dimension);
+                        "%s: image is %lldx%lld, over the maximum dimension %d (max_dimension)",
+                        fmt, w, h, o->max_dimension);
     if ((unsigned long long)w * (unsigned long long)h > o->max_pixels)
         return g4v_fail(err, G4V_ERR_LIMIT,
                         "%s: image is %lldx%lld = %llu pixels, over the limit of %llu pixels "
-                        "(decompression-bomb guard)",
+                        "(max_pixels, a decompression-bomb guard)",
                         fmt, w, h, (unsigned long long)w * (unsigned long long)h,
                         (unsigned long long)o->max_pixels);
     return G4V_OK;
@@ -145,8 +146,93 @@ static void pipe_release(g4v_pipe *p) {
 
 typedef int (*decoder_fn)(const uint8_t *, size_t, g4v_pipe *, g4v_err *);
 
-static int run(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
-               g4v_image *out, g4v_image_info *info, g4v_err *err) {
+/* The decoder for the format bytes[0..n) holds; G4V_ERR_UNSUPPORTED naming what was found. */
+static int pick_decoder(const uint8_t *b, size_t n, decoder_fn *dec, const char **name,
+                        g4v_err *err) {
+    switch (g4v_image_sniff(b, n, name)) {
+    case G4V_FMT_JPEG:
+        *dec = g4v_decode_jpeg;
+        return G4V_OK;
+    case G4V_FMT_PNG:
+        *dec = g4v_decode_png;
+        return G4V_OK;
+    case G4V_FMT_GIF:
+        *dec = g4v_decode_gif;
+        return G4V_OK;
+    case G4V_FMT_WEBP:
+        *dec = g4v_decode_webp;
+        return G4V_OK;
+    case G4V_FMT_BMP:
+        *dec = g4v_decode_bmp;
+        return G4V_OK;
+    case G4V_FMT_OTHER:
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "image format %s is not supported (supported: JPEG, PNG, WebP, GIF, BMP)",
+                        *name);
+    default:
+        break;
+    }
+    char hex[3 * 8 + 1] = {0};
+    for (size_t i = 0; i < n && i < 8; i++) {
+        static const char d[] = "0123456789abcdef";
+        hex[3 * i] = d[b[i] >> 4];
+        hex[3 * i + 1] = d[b[i] & 15];
+        hex[3 * i + 2] = i + 1 < n && i + 1 < 8 ? ' ' : 0;
+    }
+    return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                    "unknown image format (first bytes: %s); supported: JPEG, PNG, WebP, GIF, BMP",
+                    hex);
+}
+
+/* Streaming mode: the resize already happened row by row; transposing orientations (5..8) still
+ * need the small result transposed. Moves the image to out. */
+static int finish_streamed(g4v_pipe *p, g4v_image *out, g4v_err *err) {
+    if (p->transposed) {
+        g4v_image t;
+        int st = g4v_orient(&p->out, 5, &t, err); /* 5 = transpose */
+        if (st) return st;
+        g4v_image_free(&p->out);
+        p->out = t;
+    }
+    *out = p->out;
+    p->out.rgb = NULL;
+    return G4V_OK;
+}
+
+/* Full mode: orients the whole image by o and, with a budget, resizes it to its target size.
+ * Moves the image to out. */
+static int finish_full(g4v_pipe *p, int o, g4v_image *out, g4v_err *err) {
+    g4v_image oriented;
+    int st = g4v_orient(&p->full, o, &oriented, err);
+    if (st) return st;
+    if (oriented.rgb != p->full.rgb) {
+        g4v_image_free(&p->full);
+        p->full = oriented;
+    }
+    if (p->budget) {
+        int th, tw;
+        st = g4v_target_size(p->full.height, p->full.width, p->budget, &th, &tw, err);
+        if (st) return st;
+        if (th != p->full.height || tw != p->full.width) {
+            g4v_image resized;
+            st = g4v_image_resize(p->full.rgb, p->full.width, p->full.height,
+                                  (size_t)p->full.width * 3, tw, th, p->view.opts->resize_order,
+                                  &resized, err);
+            if (st) return st;
+            g4v_image_free(&p->full);
+            p->full = resized;
+        }
+    }
+    *out = p->full;
+    p->full.rgb = NULL;
+    return G4V_OK;
+}
+
+/* What g4v_image_decode(_info) and g4v_image_load share: bytes -> decoder -> pipe -> out (resized
+ * to budget's target size unless budget is 0). Every exit after the decoder ran releases the pipe
+ * in one place. */
+static int decode_image(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
+                        g4v_image *out, g4v_image_info *info, g4v_err *err) {
     g4v_image_opts defaults;
     if (!opts) {
         g4v_image_opts_default(&defaults);
@@ -157,127 +243,54 @@ static int run(const void *bytes, size_t n, int budget, const g4v_image_opts *op
     out->width = out->height = 0;
     if (info) memset(info, 0, sizeof *info);
     if (!bytes && n) return g4v_fail(err, G4V_ERR_ARG, "image: bytes is NULL");
-    if (budget) { /* refuse a bad budget before spending time on decoding */
-        int th, tw, st = g4v_target_size(1000, 1000, budget, &th, &tw, err);
-        if (st) return st;
-    }
+    /* refuse a bad budget before spending time on decoding */
+    if (budget && g4v_budget_require(budget, err)) return G4V_ERR_ARG;
     if (n == 0) return g4v_fail(err, G4V_ERR_IMAGE, "image: empty input (0 bytes)");
     const char *name;
-    decoder_fn dec;
-    switch (g4v_image_sniff(bytes, n, &name)) {
-    case G4V_FMT_JPEG: dec = g4v_decode_jpeg; break;
-    case G4V_FMT_PNG: dec = g4v_decode_png; break;
-    case G4V_FMT_GIF: dec = g4v_decode_gif; break;
-    case G4V_FMT_WEBP: dec = g4v_decode_webp; break;
-    case G4V_FMT_BMP: dec = g4v_decode_bmp; break;
-    case G4V_FMT_OTHER:
-        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                        "image format %s is not supported (supported: JPEG, PNG, WebP, GIF, BMP)",
-                        name);
-    default: {
-        const uint8_t *b = bytes;
-        char hex[3 * 8 + 1] = {0};
-        for (size_t i = 0; i < n && i < 8; i++) {
-            static const char d[] = "0123456789abcdef";
-            hex[3 * i] = d[b[i] >> 4];
-            hex[3 * i + 1] = d[b[i] & 15];
-            hex[3 * i + 2] = i + 1 < n && i + 1 < 8 ? ' ' : 0;
-        }
-        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                        "unknown image format (first bytes: %s); supported: JPEG, PNG, WebP, "
-                        "GIF, BMP",
-                        hex);
-    }
-    }
+    decoder_fn dec = NULL;
+    int st = pick_decoder(bytes, n, &dec, &name, err);
+    if (st) return st;
     g4v_pipe p;
     memset(&p, 0, sizeof p);
     p.view.opts = opts;
     p.view.format = name;
     p.budget = budget;
     p.orientation = G4V_ORIENT_LATER;
-    int st = dec(bytes, n, &p, err);
+    st = dec(bytes, n, &p, err);
     if (!st && (!p.begun || p.y != p.h))
         st = g4v_fail(err, G4V_ERR_INTERNAL, "%s: decoder delivered %d of %d rows", name, p.y,
                       p.h);
-    if (st) {
-        pipe_release(&p);
-        return st;
-    }
-    int o = effective_orientation(&p, p.orientation == G4V_ORIENT_LATER ? 1 : p.orientation);
-    if (info) {
-        info->format = name;
-        info->src_width = p.w, info->src_height = p.h;
-        info->orientation = o;
-        info->width = o >= 5 ? p.h : p.w;
-        info->height = o >= 5 ? p.w : p.h;
-        info->streamed = p.streaming;
-    }
-    if (p.streaming) {
-        if (p.transposed) {
-            g4v_image t;
-            st = g4v_orient(&p.out, 5, &t, err); /* 5 = transpose */
-            if (st) {
-                pipe_release(&p);
-                return st;
-            }
-            g4v_image_free(&p.out);
-            p.out = t;
+    if (!st) {
+        int o = effective_orientation(&p, p.orientation == G4V_ORIENT_LATER ? 1 : p.orientation);
+        if (info) {
+            info->format = name;
+            info->src_width = p.w, info->src_height = p.h;
+            info->orientation = o;
+            info->width = o >= 5 ? p.h : p.w;
+            info->height = o >= 5 ? p.w : p.h;
+            info->streamed = p.streaming;
         }
-        *out = p.out;
-        p.out.rgb = NULL;
-        pipe_release(&p);
-        return G4V_OK;
+        st = p.streaming ? finish_streamed(&p, out, err) : finish_full(&p, o, out, err);
     }
-    g4v_image oriented;
-    st = g4v_orient(&p.full, o, &oriented, err);
-    if (st) {
-        pipe_release(&p);
-        return st;
-    }
-    if (oriented.rgb != p.full.rgb) {
-        g4v_image_free(&p.full);
-        p.full = oriented;
-    }
-    if (budget) {
-        int th, tw;
-        st = g4v_target_size(p.full.height, p.full.width, budget, &th, &tw, err);
-        if (!st && (th != p.full.height || tw != p.full.width)) {
-            g4v_image resized;
-            st = g4v_image_resize(p.full.rgb, p.full.width, p.full.height,
-                                  (size_t)p.full.width * 3, tw, th, opts->resize_order, &resized,
-                                  err);
-            if (!st) {
-                g4v_image_free(&p.full);
-                p.full = resized;
-            }
-        }
-        if (st) {
-            pipe_release(&p);
-            return st;
-        }
-    }
-    *out = p.full;
-    p.full.rgb = NULL;
     pipe_release(&p);
-    return G4V_OK;
+    return st;
 }
 
 int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opts,
                           g4v_image *out, g4v_image_info *info, g4v_err *err) {
-    return run(bytes, n, 0, opts, out, info, err);
+    return decode_image(bytes, n, 0, opts, out, info, err);
 }
 
 int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
                      g4v_err *err) {
-    return run(bytes, n, 0, opts, out, NULL, err);
+    return decode_image(bytes, n, 0, opts, out, NULL, err);
 }
 
 int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
                    g4v_image *out, g4v_image_info *info, g4v_err *err) {
     if (budget == 0) {
         if (out) out->rgb = NULL;
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "unsupported token budget 0 (use 70, 140, 280, 560 or 1120)");
+        return g4v_budget_require(budget, err);
     }
-    return run(bytes, n, budget, opts, out, info, err);
+    return decode_image(bytes, n, budget, opts, out, info, err);
 }

@@ -53,17 +53,18 @@ static void on_warning(png_structp png, png_const_charp msg) {
 }
 
 /* libpng's allocator. png_malloc errors out on NULL, png_malloc_warn goes on without the chunk;
- * either way the status says why, should the decode fail afterwards. libpng needs at most a row
- * (8 bytes x the widest side allowed) or one ancillary chunk (1 MB, png_set_chunk_malloc_max) at
- * once, but it allocates a text chunk's buffer from its length field before reading it (the
- * "too large" check there is only a warning): a 248-byte file whose zTXt claimed 1.6 GB made it
- * ask for 1.6 GB (found by fuzz_image). Such requests are refused here; libpng then skips the
- * chunk, or fails with this status. */
+ * either way the status says why, and an out-of-memory decode fails (g4v_decode_png). libpng
+ * needs at most a row (8 bytes x the widest side allowed) or one ancillary chunk (1 MB,
+ * png_set_chunk_malloc_max) at once, but it allocates a text chunk's buffer from its length
+ * field before reading it (the "too large" check there is only a warning): a 248-byte file whose
+ * zTXt claimed 1.6 GB made it ask for 1.6 GB (found by fuzz_image). Such requests are refused
+ * here; libpng then skips the chunk, or fails with this status (G4V_ERR_IMAGE: no caller
+ * setting raises the cap, and a real chunk that large has no pixels in it). */
 static png_voidp on_malloc(png_structp png, png_alloc_size_t n) {
     png_ctx *c = png_get_mem_ptr(png);
     if (c && n > c->alloc_max) {
         if (!c->status)
-            c->status = g4v_fail(c->err, G4V_ERR_LIMIT,
+            c->status = g4v_fail(c->err, G4V_ERR_IMAGE,
                                  "PNG: a chunk needs %zu bytes, over the %zu-byte limit (corrupt "
                                  "or hostile chunk length)",
                                  (size_t)n, c->alloc_max);
@@ -92,7 +93,11 @@ static int on_chunk(png_structp png, png_unknown_chunkp ch) {
     png_ctx *c = png_get_user_chunk_ptr(png);
     if (memcmp(ch->name, "eXIf", 4) != 0) return 0; /* libpng's default handling */
     uint8_t *copy = g4v_malloc(ch->size ? ch->size : 1);
-    if (!copy) return 1; /* losing the orientation beats failing; cannot happen in practice */
+    if (!copy) { /* the orientation would be lost: fail once the pixels are read */
+        if (!c->status)
+            c->status = g4v_fail(c->err, G4V_ERR_NOMEM, "PNG: out of memory for an eXIf chunk");
+        return 1;
+    }
     if (ch->size) memcpy(copy, ch->data, ch->size);
     int k = c->in_tail;
     g4v_free(c->exif[k]);
@@ -143,6 +148,8 @@ static int png_orientation(png_ctx *c, png_structp png, png_infop info) {
                                                                    : raw->text_length;
         uint8_t *blob = NULL;
         long m = g4v_raw_profile_decode(raw->text, len, &blob);
+        if (m == -2 && !c->status)
+            c->status = g4v_fail(c->err, G4V_ERR_NOMEM, "PNG: out of memory for a raw profile");
         if (m > 0) o = g4v_exif_orientation(blob, (size_t)m);
         g4v_free(blob);
     }
@@ -269,6 +276,10 @@ int g4v_decode_png(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
         st = decode(&c, png, info);
     }
     if (!st) g4v_pipe_set_orientation(p, png_orientation(&c, png, info));
+    /* libpng goes on without a chunk it could not allocate (and so do we for eXIf): the pixels
+     * are complete but the orientation may be missing, so a decode that ran out of memory fails
+     * rather than return a differently oriented image. */
+    if (!st && c.status == G4V_ERR_NOMEM) st = c.status;
     png_destroy_read_struct(png ? &png : NULL, info ? &info : NULL, NULL);
     g4v_free(c.exif[0]);
     g4v_free(c.exif[1]);

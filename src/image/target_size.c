@@ -2,16 +2,16 @@
  *
  * Computed in double in the same order as the Python code (factor = sqrt(target_px / (h*w)),
  * ideal = factor*h, floor(ideal / 48) * 48), so the results agree for every input size. Only the
- * budgets the HF processors accept (70, 140, 280, 560, 1120 soft tokens) are allowed.
+ * budgets the HF processors accept (G4V_BUDGETS in g4v.h) are allowed.
  */
 #include "image/image.h"
+
+#include "base/budget.h"
 
 #include <math.h>
 
 int g4v_target_size(int height, int width, int budget, int *th, int *tw, g4v_err *err) {
-    if (budget != 70 && budget != 140 && budget != 280 && budget != 560 && budget != 1120)
-        return g4v_fail(err, G4V_ERR_ARG,
-                        "unsupported token budget %d (use 70, 140, 280, 560 or 1120)", budget);
+    if (g4v_budget_require(budget, err)) return G4V_ERR_ARG;
     if (height <= 0 || width <= 0)
         return g4v_fail(err, G4V_ERR_ARG, "target size: invalid image size %dx%d", width, height);
     const int patch = 16, pool = 3, side = pool * patch;

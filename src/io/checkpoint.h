@@ -14,8 +14,9 @@
  * stored with shape [] or [1]. Limit: a file truncated or rewritten while mapped can still raise
  * SIGBUS on access, as with any mmap-based loader.
  * Status: G4V_ERR_IO for missing directory/files, G4V_ERR_MODEL for malformed or inconsistent
- * content, G4V_ERR_LIMIT above a limit, G4V_ERR_UNSUPPORTED for valid but unhandled content
- * (e.g. quantized vision weights), G4V_ERR_NOMEM.
+ * content, G4V_ERR_LIMIT above one of g4v_checkpoint_limits (settable through g4v_model_options),
+ * G4V_ERR_UNSUPPORTED for valid but unhandled content (e.g. quantized vision weights),
+ * G4V_ERR_NOMEM.
  */
 #ifndef G4V_IO_CHECKPOINT_H
 #define G4V_IO_CHECKPOINT_H

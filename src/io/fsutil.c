@@ -1,6 +1,8 @@
 /* fsutil.c - open/read/stat helpers with specific messages (see fsutil.h). */
 #include "io/fsutil.h"
 
+#include "base/alloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,6 +52,35 @@ int g4v_pread_full(int fd, void *buf, size_t n, uint64_t offset, const char *pat
     return G4V_OK;
 }
 
+int g4v_read_file(const char *path, uint64_t max_bytes, const char *limit_name, unsigned char **out,
+                  size_t *size, g4v_err *err) {
+    *out = NULL;
+    *size = 0;
+    int fd;
+    uint64_t n = 0;
+    int st = g4v_open_regular(path, &fd, &n, err);
+    if (st) return st;
+    unsigned char *buf = NULL;
+    if (n > max_bytes || n >= SIZE_MAX)
+        st = g4v_fail(err, G4V_ERR_LIMIT,
+                      "%s: file is %llu bytes, above the limit of %llu bytes (%s)", path,
+                      (unsigned long long)n, (unsigned long long)max_bytes, limit_name);
+    else if (!(buf = g4v_malloc((size_t)n + 1)))
+        st = g4v_fail(err, G4V_ERR_NOMEM, "%s: out of memory for %llu bytes", path,
+                      (unsigned long long)n);
+    else
+        st = g4v_pread_full(fd, buf, (size_t)n, 0, path, err);
+    g4v_close_fd(fd);
+    if (st) {
+        g4v_free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *size = (size_t)n;
+    return G4V_OK;
+}
+
 int g4v_is_file(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
@@ -60,6 +91,6 @@ int g4v_path_join(char *out, size_t cap, const char *dir, const char *name, g4v_
     const char *sep = len && dir[len - 1] == '/' ? "" : "/"; /* "dir/" stays readable */
     int n = snprintf(out, cap, "%s%s%s", dir, sep, name);
     if (n < 0 || (size_t)n >= cap)
-        return g4v_fail(err, G4V_ERR_LIMIT, "path too long: %s/%s", dir, name);
+        return g4v_fail(err, G4V_ERR_IO, "path too long: %s/%s", dir, name); /* ENAMETOOLONG */
     return G4V_OK;
 }

@@ -30,29 +30,11 @@ cJSON *g4v_json_parse(const char *text, size_t n, const char *what, g4v_err *err
 
 int g4v_json_load(const char *path, uint64_t max_bytes, cJSON **out, g4v_err *err) {
     *out = NULL;
-    int fd;
-    uint64_t size;
-    int st = g4v_open_regular(path, &fd, &size, err);
+    unsigned char *buf;
+    size_t size;
+    int st = g4v_read_file(path, max_bytes, "max_config_bytes", &buf, &size, err);
     if (st) return st;
-    if (size > max_bytes) {
-        g4v_close_fd(fd);
-        return g4v_fail(err, G4V_ERR_LIMIT, "%s: file is %llu bytes, above the limit of %llu", path,
-                        (unsigned long long)size, (unsigned long long)max_bytes);
-    }
-    char *buf = g4v_malloc((size_t)size + 1);
-    if (!buf) {
-        g4v_close_fd(fd);
-        return g4v_fail(err, G4V_ERR_NOMEM, "%s: cannot allocate %llu bytes", path,
-                        (unsigned long long)size);
-    }
-    st = g4v_pread_full(fd, buf, (size_t)size, 0, path, err);
-    g4v_close_fd(fd);
-    if (st) {
-        g4v_free(buf);
-        return st;
-    }
-    buf[size] = '\0';
-    *out = g4v_json_parse(buf, (size_t)size, path, err);
+    *out = g4v_json_parse((const char *)buf, size, path, err);
     g4v_free(buf);
     return *out ? G4V_OK : (err ? err->status : G4V_ERR_MODEL);
 }

@@ -14,8 +14,9 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-/* Reads and parses path (at most max_bytes). Missing/unreadable -> G4V_ERR_IO, too large ->
- * G4V_ERR_LIMIT, malformed -> G4V_ERR_MODEL. *out must be freed with cJSON_Delete. */
+/* Reads and parses path (at most max_bytes, the max_config_bytes limit). Missing/unreadable ->
+ * G4V_ERR_IO, too large -> G4V_ERR_LIMIT, malformed -> G4V_ERR_MODEL. *out must be freed with
+ * cJSON_Delete. */
 int g4v_json_load(const char *path, uint64_t max_bytes, cJSON **out, g4v_err *err);
 
 /* Parses text[0..n) as one JSON value followed only by whitespace; what names the text in

@@ -40,7 +40,7 @@ int g4v_st_open(const char *path, const g4v_checkpoint_limits *lim, g4v_st_file 
     memset(f, 0, sizeof *f);
     f->fd = -1;
     size_t plen = strlen(path);
-    if (plen >= sizeof f->path) return g4v_fail(err, G4V_ERR_LIMIT, "path too long: %s", path);
+    if (plen >= sizeof f->path) return g4v_fail(err, G4V_ERR_IO, "path too long: %s", path);
     memcpy(f->path, path, plen + 1);
 
     uint64_t size;
@@ -62,8 +62,9 @@ int g4v_st_open(const char *path, const g4v_checkpoint_limits *lim, g4v_st_file 
     if (n > lim->max_header_bytes) {
         g4v_st_close(f);
         return g4v_fail(err, G4V_ERR_LIMIT,
-                        "%s: safetensors header length %llu is above the limit of %llu bytes", path,
-                        (unsigned long long)n, (unsigned long long)lim->max_header_bytes);
+                        "%s: safetensors header length %llu is above the limit of %llu bytes "
+                        "(max_header_bytes)",
+                        path, (unsigned long long)n, (unsigned long long)lim->max_header_bytes);
     }
     if (n > size - 8) {
         g4v_st_close(f);
@@ -108,8 +109,9 @@ int g4v_st_open(const char *path, const g4v_checkpoint_limits *lim, g4v_st_file 
         count++;
     if (count > lim->max_tensor_count) {
         g4v_st_close(f);
-        return g4v_fail(err, G4V_ERR_LIMIT, "%s: %llu header entries, above the limit of %llu",
-                        path, (unsigned long long)count, (unsigned long long)lim->max_tensor_count);
+        return g4v_fail(err, G4V_ERR_LIMIT,
+                        "%s: %llu header entries, above the limit of %llu (max_tensor_count)", path,
+                        (unsigned long long)count, (unsigned long long)lim->max_tensor_count);
     }
     f->data_start = 8 + n;
     f->data_len = size - f->data_start;
@@ -237,7 +239,8 @@ int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, con
         }
         uint64_t at = flo - flo % page, len = fhi - at;
         if (len > SIZE_MAX)
-            return g4v_fail(err, G4V_ERR_LIMIT, "%s: range too large to map", f->path);
+            return g4v_fail(err, G4V_ERR_UNSUPPORTED, "%s: range too large to map on this host",
+                            f->path);
         g4v_st_mapping *grown = g4v_realloc(*maps, (*nmaps + 1) * sizeof **maps);
         if (!grown) return g4v_fail(err, G4V_ERR_NOMEM, "%s: out of memory", f->path);
         *maps = grown;

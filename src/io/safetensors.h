@@ -6,7 +6,8 @@
  * relative to the data section. Only the header is read with read(); tensor data is never read
  * here, only mapped. Entries are validated when asked for (g4v_st_entry_parse), so tensors we do
  * not use (text weights, exotic dtypes) cost nothing and cannot fail the load.
- * Limits: header <= lim->max_header_bytes, entries <= lim->max_tensor_count, rank <= 8.
+ * Limits: header <= lim->max_header_bytes, entries <= lim->max_tensor_count (G4V_ERR_LIMIT),
+ * rank <= 8 (G4V_ERR_MODEL).
  */
 #ifndef G4V_IO_SAFETENSORS_H
 #define G4V_IO_SAFETENSORS_H

@@ -43,9 +43,30 @@ static void test_basics(void) {
     g4v_model_options_init(&mo);
     CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.precise == 0);
     CHECK(mo.max_pixels > 0 && mo.max_dimension > 0 && mo.max_header_bytes > 0);
+    CHECK(mo.max_file_bytes == (uint64_t)1 << 30 && mo.max_config_bytes == 16000000u &&
+          mo.max_tensor_count == 1000000u);
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
     CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0);
+}
+
+static void test_budgets(void) {
+    static const int budgets[] = {G4V_BUDGETS};
+    int n = (int)(sizeof budgets / sizeof budgets[0]), in_list = 0;
+    CHECK(n == 5 && budgets[0] == 70 && budgets[n - 1] == 1120);
+    for (int i = 0; i < n; i++) {
+        CHECK(g4v_budget_valid(budgets[i]));
+        in_list += budgets[i] == G4V_DEFAULT_BUDGET;
+    }
+    CHECK(in_list == 1);
+    CHECK(!g4v_budget_valid(0) && !g4v_budget_valid(300) && !g4v_budget_valid(-70));
+    char msg[128] = "x";
+    CHECK(g4v_budget_check(280, msg, sizeof msg) == G4V_OK && msg[0] == '\0');
+    CHECK(g4v_budget_check(300, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK(!strcmp(msg, "unsupported token budget 300 (use one of 70, 140, 280, 560, 1120)"));
+    CHECK(g4v_budget_check(300, NULL, 0) == G4V_ERR_ARG);
+    char tiny[8];
+    CHECK(g4v_budget_check(300, tiny, sizeof tiny) == G4V_ERR_ARG && strlen(tiny) == 7);
 }
 
 static void test_load_errors(void) {
@@ -63,8 +84,18 @@ static void test_load_errors(void) {
     CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG);
     CHECK_CONTAINS(msg, "300");
     g4v_model_options_init(&mo);
+    /* G4V_ERR_LIMIT only for a limit the caller sets, and the message names it */
     mo.max_header_bytes = 16; /* smaller than any real header */
     CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(msg, "(max_header_bytes)");
+    g4v_model_options_init(&mo);
+    mo.max_config_bytes = 16;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(msg, "(max_config_bytes)");
+    g4v_model_options_init(&mo);
+    mo.max_tensor_count = 1;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(msg, "(max_tensor_count)");
     char tiny[8];
     CHECK(g4v_model_load("/nonexistent", NULL, &m, tiny, sizeof tiny) == G4V_ERR_IO);
     CHECK(strlen(tiny) == 7); /* truncated, terminated */
@@ -82,6 +113,13 @@ static void test_info_plan(void) {
           info.eoi_token_id == 258882);
     CHECK(info.default_budget == 280 && info.param_count > 0 && info.weight_bytes > 0);
     CHECK(!strcmp(info.naming, "hf"));
+    g4v_model_options mo; /* the model was loaded with the defaults */
+    g4v_model_options_init(&mo);
+    CHECK(info.max_pixels == mo.max_pixels && info.max_dimension == mo.max_dimension &&
+          info.max_file_bytes == mo.max_file_bytes &&
+          info.max_header_bytes == mo.max_header_bytes &&
+          info.max_config_bytes == mo.max_config_bytes &&
+          info.max_tensor_count == mo.max_tensor_count);
     int tw, th, n;
     /* 150x100 at 280: factor sqrt(645120/15000) = 6.558 -> 983.7 x 655.8 -> 960 x 624 */
     CHECK(g4v_model_plan(model, 150, 100, 280, &tw, &th, &n) == G4V_OK);
@@ -89,6 +127,34 @@ static void test_info_plan(void) {
     CHECK(g4v_model_plan(model, 150, 100, 0, NULL, NULL, &n) == G4V_OK && n == 260);
     CHECK(g4v_model_plan(model, 150, 100, 100, &tw, &th, &n) == G4V_ERR_ARG);
     CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n) == G4V_ERR_ARG);
+}
+
+/* The limits set at load are in force and reported by g4v_model_get_info: max_file_bytes refuses
+ * a larger file or buffer before decoding it. */
+static void test_file_limit(const char *png, const char *bytes, size_t nb) {
+    char msg[512], mdir[1024];
+    snprintf(mdir, sizeof mdir, "%s/tiny", dir);
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.max_file_bytes = nb - 1;
+    g4v_model *m;
+    g4v_ctx *c;
+    mo.max_pixels = 1234567;
+    mo.max_tensor_count = 0; /* 0: the default */
+    REQUIRE(g4v_model_load(mdir, &mo, &m, msg, sizeof msg) == G4V_OK);
+    g4v_model_info info;
+    REQUIRE(g4v_model_get_info(m, &info) == G4V_OK);
+    CHECK(info.max_file_bytes == nb - 1 && info.max_pixels == 1234567 &&
+          info.max_tensor_count == 1000000 && info.max_dimension == 65500);
+    REQUIRE(g4v_ctx_create(m, NULL, &c, msg, sizeof msg) == G4V_OK);
+    g4v_result r;
+    CHECK(g4v_encode_file(c, png, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(g4v_ctx_error(c), "(max_file_bytes)");
+    CHECK(g4v_encode_memory(c, bytes, nb, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(g4v_ctx_error(c), "(max_file_bytes)");
+    CHECK(g4v_encode_memory(c, bytes, nb - 1, NULL, &r) != G4V_ERR_LIMIT); /* admitted */
+    g4v_ctx_free(c);
+    g4v_model_free(m);
 }
 
 static void test_entry_points_agree(void) {
@@ -215,6 +281,8 @@ static void test_encode_errors(void) {
     CHECK_CONTAINS(g4v_ctx_error(ctx), "stride");
     CHECK(g4v_encode_rgb(ctx, NULL, 2, 2, 6, NULL, &r) == G4V_ERR_ARG);
     CHECK(g4v_encode_rgb(ctx, px, 70000, 1, 3 * 70000, NULL, &r) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "max_dimension");
+    test_file_limit(path, bytes, nb);
     CHECK(g4v_encode_memory(ctx, bytes, nb, NULL, NULL) == G4V_ERR_ARG);
     /* A 1x1 image is upscaled like any other (HF does the same): at 70, 384x384, 64 tokens. */
     eo.exif = -1;
@@ -235,6 +303,7 @@ int main(int argc, char **argv) {
     char path[1024], msg[512];
     snprintf(path, sizeof path, "%s/tiny", dir);
     test_basics();
+    test_budgets();
     test_load_errors();
     if (g4v_model_load(path, NULL, &model, msg, sizeof msg)) {
         fprintf(stderr, "load %s: %s\n", path, msg);

@@ -9,44 +9,19 @@ installed, so safetensors is checked with the reader below (format: u64 LE heade
 JSON header, raw little-endian data).
 """
 import json
-import math
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 from PIL import Image
 
-SRC = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("G4V_BIN", os.path.join(SRC, "build", "g4v"))
-sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+from pyutil import check, target_size  # noqa: E402
 import reference  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def target_size(h, w, budget, p=16, k=3):
-    """docs/PREPROCESSING.md §5, independent of the C code."""
-    max_patches = budget * k * k
-    side = k * p
-    factor = math.sqrt(max_patches * p * p / (h * w))
-    th = math.floor(factor * h / side) * side
-    tw = math.floor(factor * w / side) * side
-    max_side = (max_patches // (k * k)) * side
-    if th == 0:
-        th, tw = side, min(math.floor(w / h) * side, max_side)
-    elif tw == 0:
-        tw, th = side, min(math.floor(h / w) * side, max_side)
-    return th, tw
 
 
 def read_safetensors(path):
@@ -70,14 +45,13 @@ def read_safetensors(path):
 
 
 def g4v(*args):
-    return subprocess.run([BIN, "encode", *args], capture_output=True, text=True)
+    return pyutil.g4v("encode", *args)
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         ck = os.path.join(tmp, "tiny")
-        subprocess.run([sys.executable, os.path.join(SRC, "tools", "gen_checkpoint.py"), ck,
-                        "--config", "tiny", "--seed", "4"], check=True, capture_output=True)
+        pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "4", quiet=True)
         rng = np.random.default_rng(7)
         imgs = os.path.join(tmp, "imgs")
         os.mkdir(imgs)
@@ -240,13 +214,29 @@ def main():
             th, tw = target_size(*Image.open(img).size[::-1], 70)
             check(r.returncode == 0 and d.get("target_size") == [tw, th],
                   f"{name}: encoded at {tw}x{th} (got {r.returncode}: {r.stderr.strip()[-160:]})")
-        r = subprocess.run([BIN, "encode", "--help"], capture_output=True, text=True)
+        # decoded pixels as a raw uint8 [H, W, 3] .npy give the PNG's tokens bit for bit; a file
+        # named .npy without the magic is decoded by content; a truncated .npy is refused
+        rgb = os.path.join(tmp, "a_rgb.npy")
+        np.save(rgb, arrays["a.png"])
+        outs = {k: os.path.join(tmp, f"from_{k}.npy") for k in ("png", "npy", "disguised")}
+        disguised = os.path.join(tmp, "png_bytes.npy")
+        shutil.copy(paths[0], disguised)
+        codes = [g4v("--model", ck, src, "--tokens", "70", "-q", "-o", outs[k]).returncode
+                 for k, src in (("png", paths[0]), ("npy", rgb), ("disguised", disguised))]
+        same = codes == [0, 0, 0] and all(np.array_equal(np.load(outs["png"]), np.load(outs[k]))
+                                          for k in ("npy", "disguised"))
+        check(same, f".npy pixels and a PNG named .npy encode as the PNG does (exits {codes})")
+        short = os.path.join(tmp, "short.npy")
+        open(short, "wb").write(open(rgb, "rb").read()[:-10])
+        r = g4v("--model", ck, short, "--tokens", "70", "-o", out)
+        check(r.returncode == 2 and "(and complete)" in r.stderr,
+              f"truncated .npy: exit 2 (got {r.returncode}: {r.stderr.strip()[-160:]})")
+        r = g4v("--help")
         check(r.returncode == 0 and "--safetensors" not in r.stdout and "exit codes" in r.stdout
               and "--json" in r.stdout and "@LIST" in r.stdout, "encode --help is complete")
-        r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+        r = pyutil.g4v("--help")
         check(r.returncode == 0 and "encode" in r.stdout and "exit codes" in r.stdout, "g4v --help")
-    print(f"test_cli_encode: {'FAIL (%d)' % len(failures) if failures else 'all passed'}")
-    return 1 if failures else 0
+    return pyutil.finish("test_cli_encode")
 
 
 if __name__ == "__main__":

@@ -1,61 +1,34 @@
 #!/usr/bin/python3
 """test_cmd_encode.py - `g4v encode` end to end: PNG -> soft tokens against Pillow + the float64 reference.
 
-The expected output is computed independently: the target size from the docs/PREPROCESSING.md §5
-formula, the resize by Pillow's BICUBIC (the canonical resampler), then
-tests/reference/reference.py. The CLI must agree to PRECISE-mode accuracy (rel RMSE <= 1e-5, as
-test_encoder_ref.py), print the prompt span <|image> <|image|> x N <image|> with the config's token
-ids, and give the documented exit codes on bad input: 1 usage (bad budget, missing -o), 2 input
-(missing / corrupt image), 3 model (missing checkpoint), 4 output (unwritable path).
+The expected output is computed independently: the target size from the rule of
+docs/PREPROCESSING.md §5, the resize by Pillow's BICUBIC (the canonical resampler), then
+tests/reference/reference.py. The CLI must agree to PRECISE-mode accuracy (rel RMSE <= 1e-5, as test_encoder_ref.py), print the prompt
+span <|image> <|image|> x N <image|> with the config's token ids, and give the documented exit
+codes on bad input: 1 usage (bad budget, missing -o), 2 input (missing / corrupt image),
+3 model (missing checkpoint), 4 output (unwritable path).
 """
-import math
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 from PIL import Image
 
-SRC = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.environ.get("G4V_BIN", os.path.join(SRC, "build", "g4v"))
-sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+from pyutil import check, target_size  # noqa: E402
 import reference  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def target_size(h, w, budget, p=16, k=3):
-    """docs/PREPROCESSING.md §5 (HF get_aspect_ratio_preserving_size)."""
-    max_patches = budget * k * k
-    target_px = max_patches * p * p
-    side = k * p
-    factor = math.sqrt(target_px / (h * w))
-    th = math.floor(factor * h / side) * side
-    tw = math.floor(factor * w / side) * side
-    max_side = (max_patches // (k * k)) * side
-    if th == 0:
-        th, tw = side, min(math.floor(w / h) * side, max_side)
-    elif tw == 0:
-        tw, th = side, min(math.floor(h / w) * side, max_side)
-    return th, tw
 
 
 def g4v(*args):
-    return subprocess.run([BIN, "encode", *args], capture_output=True, text=True)
+    return pyutil.g4v("encode", *args)
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         ck = os.path.join(tmp, "tiny")
-        subprocess.run([sys.executable, os.path.join(SRC, "tools", "gen_checkpoint.py"), ck,
-                        "--config", "tiny", "--seed", "9"], check=True)
+        pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "9")
         rng = np.random.default_rng(5)
         src = rng.integers(0, 256, (100, 150, 3), dtype=np.uint8)
         png = os.path.join(tmp, "img.png")
@@ -114,8 +87,7 @@ def main():
             r = g4v(*args)
             check(r.returncode == want and (want == 0 or r.stderr.strip()),
                   f"{name}: exit {want} with a message (got {r.returncode}: {r.stderr.strip()[:120]})")
-    print(f"test_cmd_encode: {'FAIL' if failures else 'all passed'}")
-    return 1 if failures else 0
+    return pyutil.finish("test_cmd_encode")
 
 
 if __name__ == "__main__":

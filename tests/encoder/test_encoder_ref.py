@@ -32,19 +32,14 @@ import time
 
 import numpy as np
 
-SRC = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("G4V_BUILD_DIR", os.path.join(SRC, "build"))
-TOOL = os.environ.get("G4V_ENCODE_TOOL", os.path.join(BUILD, "tests", "encoder", "encode_tool"))
-GEN = os.path.join(SRC, "tools", "gen_checkpoint.py")
-sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+from pyutil import fail, gen_checkpoint as gen  # noqa: E402
 import reference  # noqa: E402
 
+TOOL = os.environ.get("G4V_ENCODE_TOOL",
+                      os.path.join(pyutil.BUILD, "tests", "encoder", "encode_tool"))
 TOL = {"precise": 1e-5, "fast": 5e-3}
-failures = []
-
-
-def gen(dst, *args):
-    subprocess.run([sys.executable, GEN, dst, *args], check=True)
 
 
 def run_c(ck, img, out, mode, threads=2):
@@ -71,18 +66,15 @@ def case(tmp, name, ck, w, h, modes=("precise", "fast"), seed=0, check_threads=F
         c = run_c(ck, ipath, os.path.join(tmp, "out.npy"), mode)
         t_c = time.time() - t0
         if c.shape != ref.shape:
-            failures.append(f"{name} {w}x{h} {mode}: shape {c.shape} != {ref.shape}")
+            fail(f"{name} {w}x{h} {mode}: shape {c.shape} != {ref.shape}")
             continue
         rel, mx = errors(c.astype(np.float64), ref)
-        ok = rel <= TOL[mode]
-        print(f"{'ok  ' if ok else 'FAIL'} {name:14s} {w:4d}x{h:<4d} {mode:8s} rel_rmse {rel:.3e} "
-              f"max_abs {mx:.3e}  (ref {t_ref:.1f}s, C {t_c:.1f}s)", flush=True)
-        if not ok:
-            failures.append(f"{name} {w}x{h} {mode}: rel RMSE {rel:.3e} > {TOL[mode]:.0e}")
+        pyutil.check(rel <= TOL[mode],
+                     f"{name:14s} {w:4d}x{h:<4d} {mode:8s} rel_rmse {rel:.3e} <= {TOL[mode]:.0e}, "
+                     f"max_abs {mx:.3e}  (ref {t_ref:.1f}s, C {t_c:.1f}s)")
         if check_threads:
             c1 = run_c(ck, ipath, os.path.join(tmp, "out1.npy"), mode, threads=1)
-            if not np.array_equal(c, c1):
-                failures.append(f"{name} {w}x{h} {mode}: 1 and 2 threads differ")
+            pyutil.check(np.array_equal(c, c1), f"{name} {w}x{h} {mode}: 1 and 2 threads agree")
 
 
 def main():
@@ -107,10 +99,7 @@ def main():
         gen(big, "--config", "31b", "--layers", "2", "--seed", "4", "--no-decoys", "--shards", "2",
             "--dtype", "f32")
         case(tmp, "31b-2layers", big, 144, 96, seed=40)
-    for f in failures:
-        print("FAILED:", f)
-    print(f"test_encoder_ref: {'FAIL' if failures else 'all passed'}")
-    return 1 if failures else 0
+    return pyutil.finish("test_encoder_ref")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@
  *
  * Needs a build with -DG4V_FAULT_INJECTION=ON (otherwise it reports itself skipped, exit 77);
  * run under ASan/LSan (make fault, make asan) so that a leak on any error path fails the test.
- * For N = 0, 1, 2, ... the N-th allocation and every later one fail (g4v_alloc_fail_after(N));
- * the sweep ends at the first N at which the whole step completes without an injected failure.
+ * Every sweep runs in both of SQLite's modes. For N = 0, 1, 2, ...: persistent, the N-th
+ * allocation and every later one fail (g4v_alloc_fail_after(N)); transient, only the N-th fails
+ * (g4v_alloc_fail_once(N)), so error paths that allocate and fallbacks that retry run too. The
+ * sweep ends at the first N at which the whole step completes without an injected failure.
  *   load path:   g4v_checkpoint_open + g4v_encoder_create on the tiny checkpoint;
  *   image path:  g4v_image_load (decode + EXIF + target size + resize, budget 70) for one
  *                image per decoder and mode (PNG plain/Adam7/eXIf/raw-profile/XMP/16-bit/
@@ -14,8 +16,10 @@
  *                path, orientation 6), a JPEG (streamed, bottom-up) and an animated WebP;
  *   public API:  g4v_model_load + g4v_ctx_create (2 threads) + g4v_encode_memory of a JPEG.
  * Every failing step must return an error status (G4V_ERR_NOMEM when one of our allocations was
- * the first to fail) without crashing or leaking, and the call after the sweep, without
- * injection, must give bit-identical output to a run before it.
+ * the first to fail) without crashing or leaking; a step of the image/encode paths that absorbs
+ * its failure must give the same output; and the call after the sweep, without injection, must
+ * give bit-identical output to a run before it. A failing check names the step (N) and mode; a
+ * crash or sanitizer report during a step is followed by a line naming them too.
  *
  * What is covered: every allocation libg4v makes (all go through base/alloc.h), and cJSON's,
  * because this test routes cJSON through g4v_malloc with cJSON_InitHooks (process-global, so
@@ -44,6 +48,22 @@
 
 #ifdef G4V_FAULT_INJECTION
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SWEEP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWEEP_SANITIZED 1
+#endif
+#endif
+#ifdef SWEEP_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+typedef enum { PERSISTENT, TRANSIENT } fail_mode;
+static const char *const mode_names[] = {"persistent", "transient"};
+static fail_mode mode;       /* of the sweep running */
+static const char *sweeping; /* its name, for the death report */
+
 /* ---- cJSON through g4v_malloc, remembering whether it took the first injected failure -------- */
 static long fail_at = -1;  /* the N of the current step */
 static int cjson_first;    /* the first failing allocation of this step was cJSON's */
@@ -61,8 +81,22 @@ static void *cjson_malloc(size_t n) {
 static void begin_step(long n) {
     fail_at = n;
     cjson_first = 0;
-    g4v_alloc_fail_after(n);
+    if (mode == TRANSIENT)
+        g4v_alloc_fail_once(n);
+    else
+        g4v_alloc_fail_after(n);
 }
+
+#ifdef SWEEP_SANITIZED
+/* A crash or sanitizer error aborts the process mid-step: say which step it was. */
+static void on_death(void) {
+    if (fail_at == LONG_MAX)
+        fprintf(stderr, "test_alloc_fail: died in %s, in a run without failures\n", sweeping);
+    else if (fail_at >= 0)
+        fprintf(stderr, "test_alloc_fail: died in %s, %s mode, step N = %ld\n", sweeping,
+                mode_names[mode], fail_at);
+}
+#endif
 
 /* Allocations attempted in this step; stops injecting. */
 static long end_step(void) {
@@ -88,8 +122,8 @@ static void judge(const char *what, long n, int st, const g4v_err *err, sweep_st
     } else {
         s->other++;
         CHECK_MSG(cjson_first && st != G4V_ERR_INTERNAL,
-                  "%s: allocation %ld failing gave %s, not G4V_ERR_NOMEM: %s", what, n,
-                  g4v_status_name(st), err->msg);
+                  "%s (%s): allocation N = %ld failing gave %s, not G4V_ERR_NOMEM: %s", what,
+                  mode_names[mode], n, g4v_status_name(st), err->msg);
     }
 }
 
@@ -154,6 +188,7 @@ static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
 static void sweep_mapped(const char *what, step_fn step, const step_args *a) {
     g4v_err err;
     long total = 0;
+    sweeping = what;
     /* warm-up: per-thread caches (the GEMM scratch) are allocated once and then reused */
     step(a, LONG_MAX, &total, &err);
     cjson_map_len = MAX_STEPS;
@@ -178,13 +213,14 @@ static void sweep_mapped(const char *what, step_fn step, const step_args *a) {
     }
     long used;
     st = step(a, total, &used, &err); /* one past the last: nothing fails */
-    CHECK_MSG(st == G4V_OK && used <= total, "%s: no clean finish (%s, %ld of %ld allocations)",
-              what, g4v_status_name(st), used, total);
+    CHECK_MSG(st == G4V_OK && used <= total,
+              "%s (%s): no clean finish at N = %ld (%s, %ld of %ld allocations)", what,
+              mode_names[mode], total, g4v_status_name(st), used, total);
     CHECK_MSG(ours > 10, "%s: only %ld allocations of ours (fault injection compiled in?)", what,
               ours);
-    printf("  %s: %ld allocations (%ld ours, %ld cJSON), %ld swept: %ld NOMEM, %ld other (cJSON "
-           "first), %ld absorbed\n",
-           what, total, ours, theirs, swept, s.nomem, s.other, s.tolerated);
+    printf("  %s, %s: %ld allocations (%ld ours, %ld cJSON), %ld swept: %ld NOMEM, %ld other "
+           "(cJSON first), %ld absorbed\n",
+           what, mode_names[mode], total, ours, theirs, swept, s.nomem, s.other, s.tolerated);
     free(map);
 }
 
@@ -258,6 +294,7 @@ static void sweep_path(const g4v_encoder *enc, int T, const char *dir, const cha
     }
     g4v_err err;
     result ref, out;
+    sweeping = name;
     int st = run_path(enc, T, &b, &ref, &err);
     CHECK_MSG(st == G4V_OK, "%s: %s", name, err.msg);
     sweep_stats s = {0};
@@ -267,20 +304,42 @@ static void sweep_path(const g4v_encoder *enc, int T, const char *dir, const cha
         begin_step(n);
         int r = run_path(enc, T, &b, &out, &err);
         long used = end_step();
+        /* a failure absorbed (a fallback, a retry) must not change a byte */
+        CHECK_MSG(r != G4V_OK || same(&ref, &out), "%s (%s): N = %ld absorbed, output differs",
+                  name, mode_names[mode], n);
         result_free(&out);
         if (r == G4V_OK && used <= n) break;
         judge(name, n, r, &err, &s);
     }
-    CHECK_MSG(n < MAX_STEPS, "%s: never completed", name);
+    CHECK_MSG(n < MAX_STEPS, "%s (%s): never completed", name, mode_names[mode]);
     /* afterwards, without injection: the same bytes as before the sweep */
     st = run_path(enc, T, &b, &out, &err);
-    CHECK_MSG(st == G4V_OK && same(&ref, &out), "%s: the call after the sweep differs (%s)", name,
-              g4v_status_name(st));
-    printf("  %-6s %-28s %3ld allocations swept: %3ld NOMEM, %ld other, %ld absorbed\n",
-           enc ? "encode" : "image", name, n, s.nomem, s.other, s.tolerated);
+    CHECK_MSG(st == G4V_OK && same(&ref, &out), "%s (%s): the call after the sweep differs (%s)",
+              name, mode_names[mode], g4v_status_name(st));
+    printf("  %-6s %-10s %-28s %3ld allocations swept: %3ld NOMEM, %ld other, %ld absorbed\n",
+           enc ? "encode" : "image", mode_names[mode], name, n, s.nomem, s.other, s.tolerated);
     result_free(&ref);
     result_free(&out);
     free(b.p);
+}
+
+/* The image path for every decoder and mode; the whole encode path (workspace and encoder
+ * allocations do not depend on the format) for three of them. */
+static void sweep_images(const g4v_encoder *enc, int T, const char *dir) {
+    static const char *const images[] = {
+        "rgb8.png",         "rgb8-adam7.png",  "exif-before.png",
+        "exif-after.png",   "raw-profile.png", "xmp.png",
+        "rgba16-adam7.png", "pal8-trns.png",   "baseline-420.jpg",
+        "orient3.jpg",      "422-orient6.jpg", "orient2-big-endian.jpg",
+        "gray.jpg",         "cmyk.jpg",        "interlaced-transparent.gif",
+        "overhang.gif",     "lossy.webp",      "alpha-exif.webp",
+        "animated.webp",    "rle8.bmp",        "rle4.bmp",
+        "tall-1x40.jpg"};
+    for (size_t i = 0; i < sizeof images / sizeof images[0]; i++)
+        sweep_path(NULL, 0, dir, images[i]);
+    static const char *const encoded[] = {"exif-before.png", "orient3.jpg", "animated.webp"};
+    for (size_t i = 0; i < sizeof encoded / sizeof encoded[0]; i++)
+        sweep_path(enc, T, dir, encoded[i]);
 }
 
 #endif /* G4V_FAULT_INJECTION */
@@ -297,17 +356,9 @@ int main(int argc, char **argv) {
 #else
     cJSON_Hooks hooks = {cjson_malloc, g4v_free};
     cJSON_InitHooks(&hooks);
-    printf("allocation-failure sweeps:\n");
-    step_args a = {argv[1], NULL};
-    sweep_mapped("load (checkpoint_open + encoder_create)", load_step, &a);
-    buf api_image = load_file(argv[2], "orient3.jpg");
-    a.image = &api_image;
-    if (api_image.n)
-        sweep_mapped("API (model_load + ctx_create(2 threads) + encode_memory, orient3.jpg)", api_step, &a);
-    else
-        CHECK_MSG(0, "%s/orient3.jpg: cannot read", argv[2]);
-    free(api_image.p);
-
+#ifdef SWEEP_SANITIZED
+    __sanitizer_set_death_callback(on_death);
+#endif
     g4v_checkpoint *ck = NULL;
     g4v_encoder *enc = NULL;
     g4v_err err;
@@ -315,20 +366,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_alloc_fail: cannot load %s: %s\n", argv[1], err.msg);
         return 1;
     }
-    /* The image path for every decoder and mode; the whole encode path (workspace and encoder
-     * allocations do not depend on the format) for three of them. */
-    static const char *const images[] = {
-        "rgb8.png",         "rgb8-adam7.png",  "exif-before.png", "exif-after.png",
-        "raw-profile.png",  "xmp.png",         "rgba16-adam7.png", "pal8-trns.png",
-        "baseline-420.jpg", "orient3.jpg",     "422-orient6.jpg",  "orient2-big-endian.jpg",
-        "gray.jpg",         "cmyk.jpg",        "interlaced-transparent.gif", "overhang.gif",
-        "lossy.webp",       "alpha-exif.webp", "animated.webp",    "rle8.bmp",
-        "rle4.bmp",         "tall-1x40.jpg"};
-    for (size_t i = 0; i < sizeof images / sizeof images[0]; i++)
-        sweep_path(NULL, 0, argv[2], images[i]);
-    static const char *const encoded[] = {"exif-before.png", "orient3.jpg", "animated.webp"};
-    for (size_t i = 0; i < sizeof encoded / sizeof encoded[0]; i++)
-        sweep_path(enc, ck->cfg.text_hidden_size, argv[2], encoded[i]);
+    buf api_image = load_file(argv[2], "orient3.jpg");
+    CHECK_MSG(api_image.n, "%s/orient3.jpg: cannot read", argv[2]);
+    step_args a = {argv[1], &api_image};
+    for (mode = PERSISTENT; mode <= TRANSIENT; mode++) {
+        printf("allocation-failure sweeps, %s mode:\n", mode_names[mode]);
+        sweep_mapped("load (checkpoint_open + encoder_create)", load_step, &a);
+        if (api_image.n)
+            sweep_mapped("API (model_load + ctx_create(2 threads) + encode_memory, orient3.jpg)",
+                         api_step, &a);
+        sweep_images(enc, ck->cfg.text_hidden_size, argv[2]);
+    }
+    free(api_image.p);
     g4v_encoder_free(enc);
     g4v_checkpoint_close(ck);
     return test_summary("test_alloc_fail");

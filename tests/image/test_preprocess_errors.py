@@ -150,6 +150,12 @@ def main():
     expect("--max-pixels", [good, "--max-pixels", "1000", "-o", out], 2, "limit of 1000 pixels")
     expect("--max-dimension", [good, "--max-dimension", "100", "-o", out], 2,
            "maximum dimension 100")
+    # a side above libjpeg's own 65500: over the caller's limit by default, libjpeg's fixed
+    # maximum (G4V_ERR_UNSUPPORTED, not a limit) once --max-dimension admits it
+    wide = write("wide.jpg", jpeg_with_size(jpg, 65535, 16))
+    expect("JPEG 65535 wide", [wide, "-o", out], 2, "maximum dimension 65500 (max_dimension)")
+    expect("JPEG 65535 wide, --max-dimension 70000", [wide, "--max-dimension", "70000", "-o", out],
+           2, "above libjpeg's maximum")
 
     # output errors -> 4
     expect("cannot write", [good, "-o", os.path.join(TMP, "no", "such", "dir", "x")], 4,

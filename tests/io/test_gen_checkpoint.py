@@ -8,6 +8,7 @@ values (against a float64 nearest-value computation, ties included); config.json
 (docs/NUMERICS.md §2.1, §5.1); the tensor set (§2.3) for each option; clip scalars 0-d, shared k/v
 and gate/up, ordered; value scales; decoys; index.json consistency.
 """
+import functools
 import json
 import os
 import struct
@@ -17,20 +18,12 @@ import tempfile
 
 import numpy as np
 
-SRC = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-GEN = os.path.join(SRC, "tools", "gen_checkpoint.py")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+from pyutil import GEN, SRC, gen_checkpoint as gen  # noqa: E402
+
+check = functools.partial(pyutil.check, show_ok=False)  # many small checks: failures only
 SIZES = {"BF16": 2, "F16": 2, "F32": 4, "U32": 4}
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
-
-
-def gen(out, *args):
-    subprocess.run([sys.executable, GEN, out, *args], check=True)
 
 
 def read_st(path):
@@ -258,7 +251,7 @@ def test_options(tmp):
         c = G.CONFIGS[cfgname]
         got = (c["D"], c["I"], c["H"], c["Hkv"], c["d"], c["T"], c["clipped"], c["standardize"])
         check(got == want and c["layers"] == (16 if cfgname[0] == "e" else 27) and c["P"] == 10240,
-              f"{cfgname} config {got} (SPEC A.2: {want})")
+              f"{cfgname} config {got} (docs/NUMERICS.md §2.2: {want})")
 
 
 def main():
@@ -267,8 +260,7 @@ def main():
         test_layouts(tmp)
         test_tensors_and_config(tmp)
         test_options(tmp)
-    print(f"test_gen_checkpoint: {len(failures)} failures")
-    return 1 if failures else 0
+    return pyutil.finish("test_gen_checkpoint")
 
 
 if __name__ == "__main__":

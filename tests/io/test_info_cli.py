@@ -7,24 +7,24 @@ bytes, dtype census, naming, source, token ids, budgets), and the text form of o
 exit status 3 (model error) and the expected message on stderr, nothing on stdout. Usage errors:
 exit 1; --help: exit 0.
 """
+import functools
 import json
 import os
-import subprocess
 import sys
 
-BIN = os.environ.get("G4V_BIN", "g4v")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+
+check = functools.partial(pyutil.check, show_ok=False)  # hundreds of checks: failures only
 EXIT_FOR = {"G4V_ERR_IO": 3, "G4V_ERR_MODEL": 3, "G4V_ERR_LIMIT": 3, "G4V_ERR_UNSUPPORTED": 3}
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
+# g4v_model_options' defaults: the limits `g4v info` loads under and reports
+DEFAULT_LIMITS = {"max_pixels": 178956970, "max_dimension": 65500, "max_file_bytes": 1 << 30,
+                  "max_header_bytes": 100000000, "max_config_bytes": 16000000,
+                  "max_tensor_count": 1000000}
 
 
 def run(*args):
-    return subprocess.run([BIN, "info", *args], capture_output=True, text=True)
+    return pyutil.g4v("info", *args)
 
 
 def good(case):
@@ -48,6 +48,7 @@ def good(case):
     check(j.get("dtypes") == census, f"{name}: dtypes {j.get('dtypes')} vs {census}")
     check(j.get("budgets") == [70, 140, 280, 560, 1120], f"{name}: budgets {j.get('budgets')}")
     check(j.get("model") == case["dir"], f"{name}: model {j.get('model')}")
+    check(j.get("limits") == DEFAULT_LIMITS, f"{name}: limits {j.get('limits')}")
 
 
 def _prod(shape):
@@ -84,6 +85,10 @@ def text_form(fx):
         "dtypes": "BF16:",
         "image": "image 258880, boi 255999, eoi 258882, video 258884",
         "budgets": "budgets       70 140 280 560 1120",
+        "limits": "limits        max_pixels 178,956,970, max_dimension 65,500, "
+                  "max_file_bytes 1,073,741,824",
+        "max_header_bytes": "max_header_bytes 100,000,000, max_config_bytes 16,000,000, "
+                            "max_tensor_count 1,000,000",
     }
     for key, sub in want.items():
         check(sub in lines.get(key, ""), f"text form: line {key!r} lacks {sub!r}: {lines.get(key)!r}")
@@ -113,8 +118,8 @@ def main():
     text_form(fx)
     usage()
     n = len(m["good"]) + len(m["bad"])
-    print(f"test_info_cli: {n} checkpoints, {len(failures)} failures")
-    return 1 if failures else 0
+    print(f"test_info_cli: {n} checkpoints")
+    return pyutil.finish("test_info_cli")
 
 
 if __name__ == "__main__":

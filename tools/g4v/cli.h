@@ -7,6 +7,8 @@
 #ifndef G4V_CLI_H
 #define G4V_CLI_H
 
+#include "g4v.h"
+
 enum {
     G4V_EXIT_OK = 0,
     G4V_EXIT_USAGE = 1,
@@ -15,6 +17,11 @@ enum {
     G4V_EXIT_OUTPUT = 4,
     G4V_EXIT_INTERNAL = 5
 };
+
+/* "70, 140, 280, 560, 1120" for help texts: the budget list from g4v.h, spelled once. */
+#define CLI_STR_(...) #__VA_ARGS__
+#define CLI_STR(...) CLI_STR_(__VA_ARGS__)
+#define CLI_BUDGETS CLI_STR(G4V_BUDGETS)
 
 /* Each subcommand: argv[0] is the subcommand name. Returns an exit code. */
 int cmd_info(int argc, char **argv);

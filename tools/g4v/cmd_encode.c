@@ -1,4 +1,4 @@
-/* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens, on the public API (g4v.h) only.
+/* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
  *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--precise] [--threads N]
  *              [--json] [--quiet] [--bf16] -o OUT
@@ -13,6 +13,7 @@
  * ETA when it is a terminal and several images are given; error messages.
  * With several images a bad image is reported and skipped; the exit code is then 2.
  */
+#include "base/clock.h"
 #include "cli.h"
 #include "g4v.h"
 #include "inputs.h"
@@ -27,7 +28,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef enum { OUT_NPY, OUT_DIR, OUT_SAFETENSORS } out_kind;
@@ -54,7 +54,7 @@ static void usage(FILE *f) {
         "                 OUT.safetensors one F32 tensor per image, named after the file, with\n"
         "                                 metadata <name>.tokens/.grid/.budget/.source/...\n"
         "                 OUT (other)     a directory: OUT/<image name>.npy per image\n"
-        "  --tokens N     soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
+        "  --tokens N     soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
         "  --no-exif      ignore EXIF orientation (default: apply it, as transformers does)\n"
         "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
         "  --threads N    worker threads (default: one per CPU)\n"
@@ -70,7 +70,8 @@ static void usage(FILE *f) {
         "preceded by \"# FILE\". A progress bar with ETA goes to stderr when it is a terminal.\n"
         "\n"
         "exit codes: 0 ok, 1 usage, 2 input (an image missing/corrupt/unsupported; with several\n"
-        "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n");
+        "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n",
+        G4V_DEFAULT_BUDGET);
 }
 
 static int parse_int(const char *s, int *v) {
@@ -89,7 +90,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* 0 ok, -1 usage error (message printed), -2 help printed. */
 static int parse_args(int argc, char **argv, encode_args *a) {
-    a->tokens = 280;
+    a->tokens = G4V_DEFAULT_BUDGET;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int has_val = i + 1 < argc;
@@ -131,10 +132,9 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         fprintf(stderr, "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
         return -1;
     }
-    if (a->tokens != 70 && a->tokens != 140 && a->tokens != 280 && a->tokens != 560 &&
-        a->tokens != 1120) {
-        fprintf(stderr, "g4v encode: --tokens %d: the budget must be 70, 140, 280, 560 or 1120\n",
-                a->tokens);
+    char msg[128];
+    if (g4v_budget_check(a->tokens, msg, sizeof msg)) {
+        fprintf(stderr, "g4v encode: --tokens: %s\n", msg);
         return -1;
     }
     struct stat st;
@@ -176,91 +176,22 @@ static int prepare_output(const encode_args *a) {
     return ok ? 0 : G4V_EXIT_OUTPUT;
 }
 
-/* A raw uint8 [H, W, 3] .npy (C order, format 1-3). 1: not a .npy; 0: *rgb (malloc'd) filled;
- * -1: a .npy of the wrong kind (message in msg). */
-static int npy_image(const char *path, const unsigned char *b, size_t n, uint8_t **rgb, int *w,
-                     int *h, char *msg, size_t cap) {
-    if (n < 10 || memcmp(b, "\x93NUMPY", 6)) return 1;
-    size_t hl = b[8] | (size_t)b[9] << 8, off = 10;
-    if (b[6] >= 2) {
-        if (n < 12) goto bad;
-        hl |= (size_t)b[10] << 16 | (size_t)b[11] << 24;
-        off = 12;
-    }
-    if (hl > 65536 || off + hl > n) goto bad;
-    char hdr[65537];
-    memcpy(hdr, b + off, hl);
-    hdr[hl] = 0;
-    long hh = 0, ww = 0, c = 0;
-    const char *s = strstr(hdr, "'shape': (");
-    if (!strstr(hdr, "'descr': '|u1'") || !strstr(hdr, "'fortran_order': False") || !s ||
-        sscanf(s, "'shape': (%ld, %ld, %ld)", &hh, &ww, &c) != 3 || c != 3 || hh <= 0 ||
-        ww <= 0 || hh > 65500 || ww > 65500)
-        goto bad;
-    size_t bytes = (size_t)hh * (size_t)ww * 3;
-    if (bytes > n - off - hl) goto bad;
-    if (!(*rgb = malloc(bytes))) {
-        snprintf(msg, cap, "%s: out of memory for a %ldx%ld image", path, ww, hh);
-        return -1;
-    }
-    memcpy(*rgb, b + off + hl, bytes);
-    *w = (int)ww;
-    *h = (int)hh;
-    return 0;
-bad:
-    snprintf(msg, cap, "%s: a .npy image must be C-ordered uint8 [H, W, 3] (and complete)", path);
-    return -1;
-}
-
 /* Encodes one input: a .npy through g4v_encode_rgb, anything else through g4v_encode_file.
  * Returns a g4v status; the message is in msg. */
 static int encode_one(g4v_ctx *ctx, const char *path, const g4v_encode_options *eo, g4v_result *r,
                       char *msg, size_t cap) {
     if (ends_with(path, ".npy")) {
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
-            return G4V_ERR_IO;
-        }
-        unsigned char *buf = NULL;
-        size_t len = 0, capb = 0, got;
-        int st = G4V_OK;
-        do {
-            if (len == capb) {
-                if (capb >= (size_t)1 << 31) {
-                    st = G4V_ERR_LIMIT;
-                    break;
-                }
-                capb = capb ? capb * 2 : 1 << 16;
-                unsigned char *nb = realloc(buf, capb);
-                if (!nb) {
-                    st = G4V_ERR_NOMEM;
-                    break;
-                }
-                buf = nb;
-            }
-            got = fread(buf + len, 1, capb - len, f);
-            len += got;
-        } while (got > 0);
-        fclose(f);
-        if (st) {
-            free(buf);
-            snprintf(msg, cap, "%s: %s", path, st == G4V_ERR_LIMIT ? "larger than 2 GiB" : "out of memory");
-            return st;
-        }
-        uint8_t *rgb = NULL;
-        int w = 0, h = 0, r1 = npy_image(path, buf, len, &rgb, &w, &h, msg, cap);
-        free(buf);
-        if (r1 == 0) {
+        uint8_t *rgb;
+        int w = 0, h = 0, not_npy;
+        int st = g4v_npy_read_rgb(path, &rgb, &w, &h, &not_npy, msg, cap);
+        if (st) return st;
+        if (!not_npy) {
             st = g4v_encode_rgb(ctx, rgb, w, h, (size_t)w * 3, eo, r);
             free(rgb);
             if (st) snprintf(msg, cap, "%s: %s", path, g4v_ctx_error(ctx));
             return st;
         }
-        if (r1 < 0) {
-            return G4V_ERR_IMAGE;
-        }
-        /* not a .npy after all: fall through, decoded by content */
+        /* not a .npy after all: decoded by content below */
     }
     int st = g4v_encode_file(ctx, path, eo, r);
     if (st) snprintf(msg, cap, "%s", g4v_ctx_error(ctx));
@@ -276,16 +207,10 @@ static void stem(const char *path, char *out, size_t cap) {
     if (dot && dot != out) *dot = '\0';
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void progress(int done, int total, double t0, int failed) {
     const int width = 30;
     int fill = total ? done * width / total : width;
-    double el = now_s() - t0, eta = done ? el / done * (total - done) : 0;
+    double el = g4v_now_s() - t0, eta = done ? el / done * (total - done) : 0;
     char bar[64];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
     bar[width] = '\0';
@@ -343,8 +268,8 @@ static void print_json(const char *path, const g4v_result *r, int st, const char
 }
 
 /* Writes r for input path; fills where (a file or tensor name). 0 or -1 (errno). */
-static int write_result(const encode_args *a, st_writer *st, const char *path, const g4v_result *r,
-                        char *where, size_t cap) {
+static int write_result(const encode_args *a, out_st_writer *sw, const char *path,
+                        const g4v_result *r, char *where, size_t cap) {
     char name[512], file[4096];
     stem(path, name, sizeof name);
     if (a->kind == OUT_SAFETENSORS) {
@@ -357,9 +282,9 @@ static int write_result(const encode_args *a, st_writer *st, const char *path, c
         snprintf(dim, sizeof dim, "%d", r->dim);
         const char *meta[] = {"tokens", tokens, "grid", grid, "budget", budget, "source", path,
                               "original_size", osize, "target_size", tsize, "dim", dim, NULL};
-        return st_add(st, name, a->bf16 ? "BF16" : "F32",
-                      a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
-                      r->n_tokens, r->dim, meta, where, cap);
+        return out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
+                          a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
+                          r->n_tokens, r->dim, meta, where, cap);
     }
     if (a->kind == OUT_NPY) {
         snprintf(file, sizeof file, "%s", a->out);
@@ -378,7 +303,8 @@ static int exit_for_image(int st) {
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
 }
 
-static int run(encode_args *a) {
+/* Loads the model, encodes every input and writes the outputs; returns the exit code. */
+static int encode_all(encode_args *a) {
     int rc = prepare_output(a);
     if (rc) return rc;
     char msg[1024];
@@ -402,8 +328,8 @@ static int run(encode_args *a) {
         g4v_model_free(model);
         return G4V_EXIT_INTERNAL;
     }
-    st_writer *stw = NULL;
-    if (a->kind == OUT_SAFETENSORS && !(stw = st_open(a->out))) {
+    out_st_writer *sw = NULL;
+    if (a->kind == OUT_SAFETENSORS && !(sw = out_st_open(a->out))) {
         fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
         rc = G4V_EXIT_OUTPUT;
         goto done;
@@ -413,7 +339,7 @@ static int run(encode_args *a) {
     eo.bf16 = a->bf16;
     int several = a->in.count > 1, failed = 0, written = 0;
     int bar = several && !a->quiet && isatty(2);
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     if (bar) progress(0, a->in.count, t0, 0);
     for (int i = 0; i < a->in.count && rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL; i++) {
         const char *path = a->in.paths[i];
@@ -427,7 +353,7 @@ static int run(encode_args *a) {
             int e = exit_for_image(st);
             if (e > rc) rc = e;
             if (a->json) print_json(path, &r, st, msg, "");
-        } else if (write_result(a, stw, path, &r, where, sizeof where)) {
+        } else if (write_result(a, sw, path, &r, where, sizeof where)) {
             if (bar) fprintf(stderr, "\n");
             fprintf(stderr, "g4v encode: cannot write %s: %s\n",
                     a->kind == OUT_SAFETENSORS ? a->out : where, strerror(errno));
@@ -443,7 +369,7 @@ static int run(encode_args *a) {
         }
         if (bar) progress(i + 1, a->in.count, t0, failed);
     }
-    if (stw && st_close(stw, rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL && written > 0)) {
+    if (sw && out_st_close(sw, rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL && written > 0)) {
         fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
         rc = G4V_EXIT_OUTPUT;
     }
@@ -463,7 +389,7 @@ int cmd_encode(int argc, char **argv) {
         inputs_free(&a.in);
         return r == -2 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
-    int rc = run(&a);
+    int rc = encode_all(&a);
     inputs_free(&a.in);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* cmd_info.c - `g4v info --model DIR [--json]`: opens a checkpoint's vision tower (validating
  * every tensor it uses, reading no text weights) and describes it: variant, dimensions, options,
- * parameter count and bytes, dtypes, where the tensors came from, the prompt token ids and the
- * supported soft-token budgets. --json prints the same fields as one JSON object.
+ * parameter count and bytes, dtypes, where the tensors came from, the prompt token ids, the
+ * supported soft-token budgets and the input limits in force (g4v_model_options' defaults, which
+ * this load and `g4v encode` use). --json prints the same fields as one JSON object.
  */
 #include "cli.h"
 #include "g4v.h"
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int budgets[] = {70, 140, 280, 560, 1120};
+static const int budgets[] = {G4V_BUDGETS};
 #define NBUDGETS (int)(sizeof budgets / sizeof budgets[0])
 
 static void usage(FILE *f) {
@@ -28,6 +29,22 @@ static void usage(FILE *f) {
             "  -h, --help    this help\n\n"
             "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
             "            inconsistent checkpoint), 5 internal error\n");
+}
+
+typedef struct limit {
+    const char *name; /* the g4v_model_options field */
+    double value;
+} limit;
+#define NLIMITS 6
+
+/* The limits in force, as g4v_model_info reports them for a model loaded with mo. */
+static void limits_of(const g4v_model_options *mo, limit out[NLIMITS]) {
+    out[0] = (limit){"max_pixels", (double)mo->max_pixels};
+    out[1] = (limit){"max_dimension", mo->max_dimension};
+    out[2] = (limit){"max_file_bytes", (double)mo->max_file_bytes};
+    out[3] = (limit){"max_header_bytes", (double)mo->max_header_bytes};
+    out[4] = (limit){"max_config_bytes", (double)mo->max_config_bytes};
+    out[5] = (limit){"max_tensor_count", (double)mo->max_tensor_count};
 }
 
 typedef struct census {
@@ -54,7 +71,8 @@ static const char *grouped(long long v, char *buf, size_t cap) {
     return buf;
 }
 
-static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c) {
+static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c,
+                       const limit *lim) {
     const g4v_vision_config *v = &ck->cfg;
     char a[40];
     printf("model         %s\n", dir);
@@ -86,9 +104,16 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
     for (int i = 0; i < NBUDGETS; i++)
         printf(" %d", budgets[i]);
     printf(" (soft tokens per image; default %d)\n", v->default_output_length);
+    for (int i = 0; i < NLIMITS; i++) /* three to a line */
+        printf("%s%s %s%s",
+               i == 0  ? "limits        "
+               : i % 3 ? ", "
+                       : "              ",
+               lim[i].name, grouped((long long)lim[i].value, a, sizeof a), i % 3 == 2 ? "\n" : "");
 }
 
-static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c) {
+static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c,
+                      const limit *lim) {
     const g4v_vision_config *v = &ck->cfg;
     cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
     int ok = o && dt;
@@ -136,7 +161,11 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
          cJSON_AddStringToObject(o, "source", ck->source);
     cJSON *b = ok ? cJSON_CreateIntArray(budgets, NBUDGETS) : NULL;
     if (b) cJSON_AddItemToObject(o, "budgets", b);
-    char *text = b ? cJSON_Print(o) : NULL;
+    cJSON *l = b ? cJSON_AddObjectToObject(o, "limits") : NULL;
+    ok = l != NULL;
+    for (int i = 0; ok && i < NLIMITS; i++)
+        ok = cJSON_AddNumberToObject(l, lim[i].name, lim[i].value) != NULL;
+    char *text = ok ? cJSON_Print(o) : NULL;
     if (text) printf("%s\n", text);
     free(text);
     cJSON_Delete(o);
@@ -172,10 +201,19 @@ int cmd_info(int argc, char **argv) {
         usage(stderr);
         return G4V_EXIT_USAGE;
     }
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    g4v_checkpoint_limits cl;
+    g4v_checkpoint_limits_default(&cl);
+    cl.max_header_bytes = mo.max_header_bytes;
+    cl.max_config_bytes = mo.max_config_bytes;
+    cl.max_tensor_count = mo.max_tensor_count;
+    limit lim[NLIMITS];
+    limits_of(&mo, lim);
     g4v_err err;
     g4v_err_clear(&err);
     g4v_checkpoint *ck;
-    int st = g4v_checkpoint_open(dir, NULL, &ck, &err);
+    int st = g4v_checkpoint_open(dir, &cl, &ck, &err);
     if (st) {
         fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), err.msg);
         return cli_exit_for_status(st, 1);
@@ -184,9 +222,9 @@ int cmd_info(int argc, char **argv) {
     g4v_checkpoint_foreach(ck, count_tensor, &c);
     int rc = G4V_EXIT_OK;
     if (json)
-        rc = print_json(dir, ck, &c);
+        rc = print_json(dir, ck, &c, lim);
     else
-        print_text(dir, ck, &c);
+        print_text(dir, ck, &c, lim);
     g4v_checkpoint_close(ck);
     if (rc == G4V_EXIT_OK && fflush(stdout) != 0) {
         fprintf(stderr, "g4v info: cannot write the output\n");

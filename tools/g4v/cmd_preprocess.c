@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "image/image.h"
+#include "io/fsutil.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -32,7 +33,7 @@ static void help(FILE *f) {
             "processor (PIL backend, Pillow 9.4) produce.\n"
             "\n"
             "options:\n"
-            "  --tokens N         soft-token budget: 70, 140, 280 (default), 560 or 1120\n"
+            "  --tokens N         soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
             "  --no-exif          ignore the EXIF/XMP orientation (as when a PIL image is handed\n"
             "                     to the processor directly); default: apply it, as load_image\n"
             "  --pillow-12.2      resize like Pillow >= 12.2, which runs the vertical pass first\n"
@@ -51,11 +52,12 @@ static void help(FILE *f) {
             "  -h, --help         this help\n"
             "\n"
             "Not reproduced: transformers' default torchvision backend (its resize is not\n"
-            "Pillow's), and Pillow versions' decoder differences listed in PREPROCESSING.md.\n"
+            "Pillow's), and Pillow versions' decoder differences: docs/PREPROCESSING.md §9.\n"
             "\n"
             "exit codes: 0 ok (all outputs complete), 1 usage error, 2 input error (unreadable\n"
             "or unsupported image, unsupported budget, over a limit), 4 cannot write an output,\n"
-            "5 internal error\n");
+            "5 internal error\n",
+            G4V_DEFAULT_BUDGET);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -72,39 +74,6 @@ static int parse_long(const char *s, long long lo, long long hi, long long *out)
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = v;
     return 0;
-}
-
-/* The whole file; NULL with a message printed on failure. */
-static unsigned char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "g4v preprocess: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = g4v_malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fprintf(stderr, "g4v preprocess: %s: out of memory\n", path);
-            fclose(f);
-            return NULL;
-        }
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) break;
-        unsigned char *nb = g4v_realloc(buf, cap * 2);
-        if (!nb) g4v_free(buf);
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "g4v preprocess: cannot read %s\n", path);
-        g4v_free(buf);
-        return NULL;
-    }
-    *n = len;
-    return buf;
 }
 
 /* Writes RGB8 as a PNG via a temporary file; 0 or -1 (message in msg). */
@@ -147,120 +116,137 @@ static int write_png(const char *path, const g4v_image *img, char *msg, size_t m
     return bad ? -1 : 0;
 }
 
-int cmd_preprocess(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
-    int tokens = 280, verbose = 0;
+typedef struct preprocess_args {
+    const char *in, *out;
+    int tokens, verbose;
     g4v_image_opts opts;
-    g4v_image_opts_default(&opts);
+} preprocess_args;
+
+/* Fills a from the command line. Returns -1 to go on, else the exit code to stop with (help
+ * printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, preprocess_args *a) {
+    memset(a, 0, sizeof *a);
+    a->tokens = G4V_DEFAULT_BUDGET;
+    g4v_image_opts_default(&a->opts);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *s = argv[i];
         long long v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             help(stdout);
             return G4V_EXIT_OK;
-        } else if (!strcmp(a, "--tokens") || !strcmp(a, "--max-pixels") ||
-                   !strcmp(a, "--max-dimension") || !strcmp(a, "-o")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+        } else if (!strcmp(s, "--tokens") || !strcmp(s, "--max-pixels") ||
+                   !strcmp(s, "--max-dimension") || !strcmp(s, "-o")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", s);
             const char *val = argv[++i];
-            if (!strcmp(a, "-o")) {
-                out = val;
-            } else if (!strcmp(a, "--tokens")) {
+            if (!strcmp(s, "-o")) {
+                a->out = val;
+            } else if (!strcmp(s, "--tokens")) {
                 if (parse_long(val, INT_MIN, INT_MAX, &v))
                     return usage_error("--tokens: '%s' is not an integer", val);
-                tokens = (int)v;
-            } else if (!strcmp(a, "--max-pixels")) {
+                a->tokens = (int)v;
+            } else if (!strcmp(s, "--max-pixels")) {
                 if (parse_long(val, 1, LLONG_MAX, &v))
                     return usage_error("--max-pixels: '%s' is not a positive integer", val);
-                opts.max_pixels = (uint64_t)v;
+                a->opts.max_pixels = (uint64_t)v;
             } else {
                 if (parse_long(val, 1, INT_MAX, &v))
                     return usage_error("--max-dimension: '%s' is not a positive integer", val);
-                opts.max_dimension = (int)v;
+                a->opts.max_dimension = (int)v;
             }
-        } else if (!strcmp(a, "--no-exif")) {
-            opts.apply_exif = 0;
-        } else if (!strcmp(a, "--pillow-12.2")) {
-            opts.resize_order = G4V_RESIZE_PILLOW_12_2;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option %s", a);
-        } else if (!in) {
-            in = a;
+        } else if (!strcmp(s, "--no-exif")) {
+            a->opts.apply_exif = 0;
+        } else if (!strcmp(s, "--pillow-12.2")) {
+            a->opts.resize_order = G4V_RESIZE_PILLOW_12_2;
+        } else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
+            a->verbose = 1;
+        } else if (s[0] == '-' && s[1]) {
+            return usage_error("unknown option %s", s);
+        } else if (!a->in) {
+            a->in = s;
         } else {
-            return usage_error("unexpected argument %s (one IMAGE only)", a);
+            return usage_error("unexpected argument %s (one IMAGE only)", s);
         }
     }
-    if (!in) return usage_error("%s", "missing IMAGE");
-    if (!out) return usage_error("%s", "missing -o OUT");
+    if (!a->in) return usage_error("%s", "missing IMAGE");
+    if (!a->out) return usage_error("%s", "missing -o OUT");
+    return -1;
+}
 
+/* Reads a->in and brings it to its target size (g4v_image_load). 0, or an exit code with the
+ * message printed. */
+static int load_image(const preprocess_args *a, g4v_image *img) {
     g4v_err err;
     g4v_err_clear(&err);
-    int th, tw;
-    if (g4v_target_size(1000, 1000, tokens, &th, &tw, &err)) {
+    if (g4v_budget_check(a->tokens, err.msg, sizeof err.msg)) {
         fprintf(stderr, "g4v preprocess: %s\n", err.msg);
         return G4V_EXIT_INPUT; /* an unsupported budget is an input error, not a usage error */
     }
     size_t n = 0;
-    unsigned char *bytes = read_file(in, &n);
-    if (!bytes) return G4V_EXIT_INPUT;
-    g4v_image img = {0, 0, NULL};
+    unsigned char *bytes;
+    if (g4v_read_file(a->in, UINT64_MAX, "none", &bytes, &n, &err)) {
+        fprintf(stderr, "g4v preprocess: %s\n", err.msg);
+        return err.status == G4V_ERR_NOMEM ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
+    }
     g4v_image_info info;
-    int st = g4v_image_load(bytes, n, tokens, &opts, &img, &info, &err);
+    int st = g4v_image_load(bytes, n, a->tokens, &a->opts, img, &info, &err);
     g4v_free(bytes);
     if (st) {
-        fprintf(stderr, "g4v preprocess: %s: %s\n", in, err.msg);
+        fprintf(stderr, "g4v preprocess: %s: %s\n", a->in, err.msg);
         return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
     }
-    if (verbose)
-        fprintf(stderr,
-                "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", in,
+    if (a->verbose)
+        fprintf(stderr, "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", a->in,
                 info.format, info.src_width, info.src_height, info.orientation, info.width,
-                info.height, img.width, img.height,
-                opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow >= 12.2" : "Pillow 9-12.1",
+                info.height, img->width, img->height,
+                a->opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow >= 12.2" : "Pillow 9-12.1",
                 info.streamed ? "streamed" : "whole image");
+    return G4V_EXIT_OK;
+}
 
-    long L = (long)(img.height / 16) * (img.width / 16);
+/* Patchifies img and writes OUT.png, OUT.npy and OUT.positions.npy, stopping at the first that
+ * fails. 0 or an exit code (message printed). */
+static int write_outputs(const char *out, const g4v_image *img) {
+    long L = (long)(img->height / 16) * (img->width / 16);
     float *patches = g4v_malloc_array((size_t)L * 768, sizeof *patches);
     int32_t *pos = g4v_malloc_array((size_t)L * 2, sizeof *pos);
+    size_t plen = strlen(out) + 32;
+    char *path = malloc(plen);
     int rc = G4V_EXIT_OK;
-    if (!patches || !pos) {
+    if (!patches || !pos || !path) {
         fprintf(stderr, "g4v preprocess: out of memory for %ld patches\n", L);
         rc = G4V_EXIT_INTERNAL;
     } else {
-        g4v_patchify(img.rgb, img.width, img.height, (size_t)img.width * 3, patches, pos);
-        size_t plen = strlen(out) + 32;
-        char *path = malloc(plen);
-        char msg[256];
-        if (!path) {
-            rc = G4V_EXIT_INTERNAL;
-        } else {
-            snprintf(path, plen, "%s.png", out);
-            if (write_png(path, &img, msg, sizeof msg)) {
-                fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path, msg);
-                rc = G4V_EXIT_OUTPUT;
-            }
-            if (!rc) {
-                snprintf(path, plen, "%s.npy", out);
-                if (g4v_npy_write_f32(path, patches, L, 768)) {
-                    fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
-                            strerror(errno));
-                    rc = G4V_EXIT_OUTPUT;
-                }
-            }
-            if (!rc) {
-                snprintf(path, plen, "%s.positions.npy", out);
-                if (g4v_npy_write_i32(path, pos, L, 2)) {
-                    fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
-                            strerror(errno));
-                    rc = G4V_EXIT_OUTPUT;
-                }
-            }
-            free(path);
+        g4v_patchify(img->rgb, img->width, img->height, (size_t)img->width * 3, patches, pos);
+        char msg[256] = ""; /* write_png's reason; the .npy writers leave theirs in errno */
+        snprintf(path, plen, "%s.png", out);
+        int bad = write_png(path, img, msg, sizeof msg);
+        if (!bad) {
+            snprintf(path, plen, "%s.npy", out);
+            bad = g4v_npy_write_f32(path, patches, L, 768);
+        }
+        if (!bad) {
+            snprintf(path, plen, "%s.positions.npy", out);
+            bad = g4v_npy_write_i32(path, pos, L, 2);
+        }
+        if (bad) {
+            fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
+                    *msg ? msg : strerror(errno));
+            rc = G4V_EXIT_OUTPUT;
         }
     }
+    free(path);
     g4v_free(patches);
     g4v_free(pos);
+    return rc;
+}
+
+int cmd_preprocess(int argc, char **argv) {
+    preprocess_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    g4v_image img = {0, 0, NULL};
+    rc = load_image(&a, &img);
+    if (!rc) rc = write_outputs(a.out, &img);
     g4v_image_free(&img);
     return rc;
 }

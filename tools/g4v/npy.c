@@ -1,10 +1,14 @@
-/* npy.c - .npy 1.0 writer (see npy.h). Data is written in little-endian order on any host. */
+/* npy.c - .npy writer and image reader (see npy.h). Data is written in little-endian order on
+ * any host; the reader takes only single bytes, so byte order does not arise. */
 #include "npy.h"
+
+#include "g4v.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int is_little_endian(void) {
@@ -81,4 +85,79 @@ int g4v_npy_write_i32(const char *path, const int32_t *x, long rows, long cols) 
 
 int g4v_npy_write_u16(const char *path, const uint16_t *x, long rows, long cols) {
     return write_npy(path, "<u2", 2, x, rows, cols);
+}
+
+/* Parses the header dict of a uint8 [H, W, 3] C-order array; 0 or -1. */
+static int parse_rgb_header(const char *hdr, long *h, long *w) {
+    long c = 0;
+    const char *s = strstr(hdr, "'shape': (");
+    if (!strstr(hdr, "'descr': '|u1'") || !strstr(hdr, "'fortran_order': False") || !s ||
+        sscanf(s, "'shape': (%ld, %ld, %ld)", h, w, &c) != 3 || c != 3 || *h <= 0 || *w <= 0 ||
+        *h > 65500 || *w > 65500)
+        return -1;
+    return 0;
+}
+
+int g4v_npy_read_rgb(const char *path, uint8_t **rgb, int *w, int *h, int *not_npy, char *msg,
+                     size_t cap) {
+    *rgb = NULL;
+    *not_npy = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+        return G4V_ERR_IO;
+    }
+    /* magic (6), version (2), header length: 2 bytes in format 1, 4 in formats 2 and 3 */
+    unsigned char pre[12];
+    char *hdr = NULL;
+    int st = G4V_ERR_IMAGE;
+    struct stat sb;
+    size_t got = fread(pre, 1, 10, f), off = 10, hl = 0;
+    if (got < 10 || memcmp(pre, "\x93NUMPY", 6)) {
+        *not_npy = 1;
+        st = G4V_OK;
+        goto done;
+    }
+    hl = pre[8] | (size_t)pre[9] << 8;
+    if (pre[6] >= 2) {
+        if (fread(pre + 10, 1, 2, f) != 2) goto done;
+        hl |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+        off = 12;
+    }
+    long hh, ww;
+    if (hl > 65536 || fstat(fileno(f), &sb)) goto done;
+    if (!(hdr = malloc(hl + 1))) {
+        snprintf(msg, cap, "%s: out of memory", path);
+        st = G4V_ERR_NOMEM;
+        goto done;
+    }
+    if (fread(hdr, 1, hl, f) != hl) goto done;
+    hdr[hl] = '\0';
+    if (parse_rgb_header(hdr, &hh, &ww)) goto done;
+    size_t bytes = (size_t)hh * (size_t)ww * 3;
+    if ((uint64_t)sb.st_size < off + hl + bytes) goto done; /* before allocating for it */
+    if (!(*rgb = malloc(bytes))) {
+        snprintf(msg, cap, "%s: out of memory for a %ldx%ld image", path, ww, hh);
+        st = G4V_ERR_NOMEM;
+        goto done;
+    }
+    if (fread(*rgb, 1, bytes, f) != bytes) {
+        free(*rgb);
+        *rgb = NULL;
+        goto done;
+    }
+    *w = (int)ww;
+    *h = (int)hh;
+    st = G4V_OK;
+done:
+    if (st == G4V_ERR_IMAGE && ferror(f)) {
+        snprintf(msg, cap, "cannot read %s: %s", path, strerror(errno));
+        st = G4V_ERR_IO;
+    } else if (st == G4V_ERR_IMAGE) {
+        snprintf(msg, cap, "%s: a .npy image must be C-ordered uint8 [H, W, 3] (and complete)",
+                 path);
+    }
+    free(hdr);
+    fclose(f);
+    return st;
 }

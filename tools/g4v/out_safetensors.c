@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct st_writer {
+struct out_st_writer {
     char *path, *tmp_data, *tmp_out;
     FILE *data;
     uint64_t offset;
@@ -25,7 +25,7 @@ static char *fmt_path(const char *path, const char *suffix) {
     return p;
 }
 
-static void st_free(st_writer *w) {
+static void out_st_free(out_st_writer *w) {
     if (!w) return;
     if (w->data) fclose(w->data);
     if (w->tmp_data) unlink(w->tmp_data);
@@ -36,8 +36,8 @@ static void st_free(st_writer *w) {
     free(w);
 }
 
-st_writer *st_open(const char *path) {
-    st_writer *w = calloc(1, sizeof *w);
+out_st_writer *out_st_open(const char *path) {
+    out_st_writer *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->path = strdup(path);
     w->tmp_data = fmt_path(path, ".tmp-data-");
@@ -46,7 +46,7 @@ st_writer *st_open(const char *path) {
     w->meta = cJSON_CreateObject();
     if (!w->path || !w->tmp_data || !w->tmp_out || !w->header || !w->meta) {
         cJSON_Delete(w->meta);
-        st_free(w);
+        out_st_free(w);
         errno = ENOMEM;
         return NULL;
     }
@@ -55,15 +55,15 @@ st_writer *st_open(const char *path) {
         int e = errno;
         free(w->tmp_data);
         w->tmp_data = NULL; /* nothing to unlink */
-        st_free(w);
+        out_st_free(w);
         errno = e;
         return NULL;
     }
     return w;
 }
 
-int st_add(st_writer *w, const char *name, const char *dtype, const void *data, long rows,
-           long cols, const char *const *meta, char *final_name, size_t cap) {
+int out_st_add(out_st_writer *w, const char *name, const char *dtype, const void *data, long rows,
+               long cols, const char *const *meta, char *final_name, size_t cap) {
     char unique[1024];
     snprintf(unique, sizeof unique, "%s", name);
     for (int k = 2; cJSON_GetObjectItemCaseSensitive(w->header, unique) || !strcmp(unique, "__metadata__"); k++)
@@ -92,10 +92,10 @@ int st_add(st_writer *w, const char *name, const char *dtype, const void *data, 
     return 0;
 }
 
-int st_close(st_writer *w, int ok) {
+int out_st_close(out_st_writer *w, int ok) {
     if (!w) return -1;
     if (!ok) {
-        st_free(w);
+        out_st_free(w);
         return 0;
     }
     int rc = -1, e = 0;
@@ -144,7 +144,7 @@ done:
         unlink(w->tmp_out);
     }
     cJSON_free(json);
-    st_free(w);
+    out_st_free(w);
     if (rc) errno = e;
     return rc;
 }

@@ -6,18 +6,12 @@
  * every vision tensor once (a first pass over the weights, from the page cache when warm) and
  * RSS after that. Not a test: a measuring tool for reports.
  */
+#include "base/clock.h"
 #include "io/checkpoint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static long rss_kib(void) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -61,21 +55,21 @@ int main(int argc, char **argv) {
     g4v_checkpoint *ck;
     long rss0 = rss_kib();
     for (int i = 0; i < reps; i++) {
-        double t0 = now();
+        double t0 = g4v_now_s();
         if (g4v_checkpoint_open(argv[1], NULL, &ck, &err)) {
             fprintf(stderr, "bench_checkpoint: %s\n", err.msg);
             return 1;
         }
-        t[i] = now() - t0;
+        t[i] = g4v_now_s() - t0;
         g4v_checkpoint_close(ck);
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     if (g4v_checkpoint_open(argv[1], NULL, &ck, &err)) return 1;
     long rss1 = rss_kib();
-    double t0 = now();
+    double t0 = g4v_now_s();
     touch s = {0, 0};
     g4v_checkpoint_foreach(ck, touch_tensor, &s);
-    double tt = now() - t0;
+    double tt = g4v_now_s() - t0;
     long rss2 = rss_kib();
     printf("model %s: %s, %lld params, %zu bytes\n", argv[1], ck->cfg.variant,
            (long long)ck->param_count, ck->weight_bytes);
