@@ -31,8 +31,6 @@
 
 enum { MAXB = 8, MAXT = 4 };
 
-
-
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
     while (*s && n < max) {
@@ -132,7 +130,8 @@ static point run_point(const char *dir, int budget, int threads, int reps, int p
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *peer = NULL;
-    int budgets[MAXB] = {70, 140, 280, 560, 1120}, nb = 5, threads[MAXT] = {1, 2}, nt = 2;
+    int budgets[MAXB] = {G4V_BUDGETS}, nb = (int)(sizeof(int[]){G4V_BUDGETS} / sizeof(int)),
+        threads[MAXT] = {1, 2}, nt = 2;
     int reps = 5, reps_large = 3, peer_reps = 3, precise = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
