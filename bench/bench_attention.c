@@ -123,7 +123,8 @@ int main(int argc, char **argv) {
             k[i] = (float)((s >> 40) * (4.0 / 16777216.0) - 2.0);
             v[i] = (float)((s & 0xffffff) * (4.0 / 16777216.0) - 2.0);
         }
-        g4v_attn_args a = {.q = q, .k = k, .v = v, .out = out, .L = L, .H = H, .Hkv = Hkv, .d = d};
+        g4v_attn_args a = {
+            .q = q, .k = k, .v = v, .out = out, .nq = L, .nk = L, .H = H, .Hkv = Hkv, .d = d};
         a.ldq = a.ldo = qd;
         a.ldk = a.ldv = kvd;
         a.scale = 1.0f;

@@ -85,7 +85,8 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     lim.max_config_bytes = o.max_config_bytes;
     lim.max_tensor_count = o.max_tensor_count;
     /* the checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS) */
-    g4v_encoder_opts eo = {o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST, 1};
+    g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST,
+                           .drop_mapped_pages = 1};
     if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||
         (st = g4v_encoder_create(m->ck, &eo, &m->enc, &err))) {
         g4v_model_free(m);

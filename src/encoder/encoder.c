@@ -17,6 +17,15 @@
 #include <limits.h>
 #include <math.h>
 
+/* Rows [r0, r0 + n) of an L-row pass: the passes below walk the patches in chunks of
+ * b->chunk_rows rows, so that every [rows, width] buffer except the residual stream and the
+ * keys/values is one chunk long and memory stays bounded at any budget. Every step is row-wise
+ * (a GEMM's sum for one output does not depend on the other rows, docs/ARCHITECTURE.md §4) and
+ * attention takes each chunk's queries against all keys, so chunking never changes a bit. */
+#define FOR_EACH_CHUNK(b, L, r0, n)                                                                \
+    for (size_t r0 = 0, n = (L) < (b)->chunk_rows ? (L) : (b)->chunk_rows; r0 < (L);               \
+         r0 += n, n = (L)-r0 < (b)->chunk_rows ? (L)-r0 : (b)->chunk_rows)
+
 /* docs/NUMERICS.md §4.2 (Gemma4VisionPatchEmbedder), patches and positions as in
  * docs/PREPROCESSING.md §7: patches in (dy, dx, c) order, positions (column, row). The pixel values
  * 2*(u/255 - 0.5) are computed as the integers 2u - 255 (exact in bf16) and the 1/255 is applied
@@ -26,71 +35,94 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
     const g4v_vision_config *c = &e->cfg;
     int p = c->patch_size, D = c->hidden_size;
     size_t pdim = (size_t)3 * p * p, L = (size_t)gh * gw, P = (size_t)c->position_embedding_size;
-    for (int py = 0; py < gh; py++) {
-        for (int px = 0; px < gw; px++) {
-            size_t l = (size_t)py * gw + px;
-            float *dst = b->patches + l * pdim;
+    const g4v_tensor *tab = &e->position_table;
+    FOR_EACH_CHUNK(b, L, r0, n) {
+        for (size_t i = 0; i < n; i++) {
+            size_t l = r0 + i;
+            int py = (int)(l / (size_t)gw), px = (int)(l % (size_t)gw);
+            float *dst = b->patches + i * pdim;
             for (int dy = 0; dy < p; dy++) {
                 const uint8_t *src = rgb + (size_t)(py * p + dy) * stride + (size_t)px * p * 3;
-                for (int i = 0; i < 3 * p; i++)
-                    dst[dy * 3 * p + i] = (float)(2 * src[i] - 255);
+                for (int t = 0; t < 3 * p; t++)
+                    dst[dy * 3 * p + t] = (float)(2 * src[t] - 255);
             }
             b->pos[2 * l] = px;
             b->pos[2 * l + 1] = py;
         }
+        g4v_gemm(pool, b->patches, pdim, e->input_proj, b->h + r0 * D, (size_t)D, n, NULL);
+        for (size_t l = r0; l < r0 + n; l++) {
+            float *h = b->h + l * D;
+            size_t row_x = ((size_t)0 * P + (size_t)b->pos[2 * l]) * D;     /* plane 0: column */
+            size_t row_y = ((size_t)1 * P + (size_t)b->pos[2 * l + 1]) * D; /* plane 1: row */
+            for (int i = 0; i < D; i++)
+                h[i] = h[i] / 255.0f +
+                       (g4v_tensor_get(tab, row_x + i) + g4v_tensor_get(tab, row_y + i));
+        }
     }
-    g4v_gemm(pool, b->patches, pdim, e->input_proj, b->h, (size_t)D, L, NULL);
-    const g4v_tensor *tab = &e->position_table;
-    for (size_t l = 0; l < L; l++) {
-        float *h = b->h + l * D;
-        size_t row_x = ((size_t)0 * P + (size_t)b->pos[2 * l]) * D;     /* plane 0: column */
-        size_t row_y = ((size_t)1 * P + (size_t)b->pos[2 * l + 1]) * D; /* plane 1: row */
-        for (int i = 0; i < D; i++)
-            h[i] =
-                h[i] / 255.0f + (g4v_tensor_get(tab, row_x + i) + g4v_tensor_get(tab, row_y + i));
+}
+
+/* The keys and values of every patch for one layer's attention: k = rope(k_norm(k_proj(x))),
+ * v = v_norm(v_proj(x)), x = input_norm(h), stored head-major ([Hkv][L][d]) so that the
+ * attention reads a tile of keys as one contiguous block. */
+static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
+                            g4v_pool *pool, size_t L) {
+    const g4v_kernels *k = e->kernels;
+    const g4v_vision_config *c = &e->cfg;
+    int D = c->hidden_size, Hkv = c->num_kv_heads, d = c->head_dim;
+    size_t ld = (size_t)D, kvd = (size_t)Hkv * d;
+    float eps = (float)c->rms_norm_eps;
+    FOR_EACH_CHUNK(b, L, r0, n) {
+        g4v_rmsnorm(k, pool, b->h + r0 * ld, b->a, ld, n, D, w->ln_in, eps);
+        g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_K], b->k, kvd, n, &w->epi[G4V_LIN_K]);
+        g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_V], b->v, kvd, n, &w->epi[G4V_LIN_V]);
+        g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, n * Hkv, d, w->k_norm, eps);
+        g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, n * Hkv, d, NULL, eps); /* v_norm: no weight */
+        g4v_rope2d_apply(k, pool, b->k, kvd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, Hkv, d);
+        g4v_split_heads(pool, b->k, kvd, b->keys, L, r0, n, Hkv, d);
+        g4v_split_heads(pool, b->v, kvd, b->values, L, r0, n, Hkv, d);
     }
 }
 
 /* docs/NUMERICS.md §4.4 (Gemma4VisionEncoderLayer's attention half, Gemma4VisionAttention):
  * h += post_norm(o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v_norm(v)))),
- * q, k, v = ClippableLinears of input_norm(h). */
+ * q, k, v = ClippableLinears of input_norm(h) (docs/NUMERICS.md §4.5 for the RoPE). */
 static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
                             g4v_pool *pool, size_t L) {
     const g4v_kernels *k = e->kernels;
     const g4v_vision_config *c = &e->cfg;
     int D = c->hidden_size, H = c->num_heads, Hkv = c->num_kv_heads, d = c->head_dim;
-    size_t ld = (size_t)D, qd = (size_t)H * d, kvd = (size_t)Hkv * d;
+    size_t ld = (size_t)D, qd = (size_t)H * d;
     float eps = (float)c->rms_norm_eps;
 
-    g4v_rmsnorm(k, pool, b->h, b->a, ld, L, D, w->ln_in, eps);
-    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_Q], b->q, qd, L, &w->epi[G4V_LIN_Q]);
-    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_K], b->k, kvd, L, &w->epi[G4V_LIN_K]);
-    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_V], b->v, kvd, L, &w->epi[G4V_LIN_V]);
-    g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, L * H, d, w->q_norm, eps);
-    g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, L * Hkv, d, w->k_norm, eps);
-    g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, L * Hkv, d, NULL, eps); /* v_norm: no weight */
-    g4v_rope2d_apply(k, pool, b->q, qd, b->pos, b->rope_cos, b->rope_sin, L, H,
-                     d); /* docs/NUMERICS.md §4.5 */
-    g4v_rope2d_apply(k, pool, b->k, kvd, b->pos, b->rope_cos, b->rope_sin, L, Hkv, d);
-    g4v_attn_args at = {.q = b->q,
-                        .k = b->k,
-                        .v = b->v,
-                        .ldq = qd,
-                        .ldk = kvd,
-                        .ldv = kvd,
-                        .out = b->att,
-                        .ldo = qd,
-                        .L = (int)L,
-                        .H = H,
-                        .Hkv = Hkv,
-                        .d = d,
-                        .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
-                        .scratch = b->attn_scratch,
-                        .kv = b->kv};
-    g4v_attention(k, pool, &at);
-    g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, L, &w->epi[G4V_LIN_O]);
-    g4v_rmsnorm(k, pool, b->a, b->a, ld, L, D, w->ln_post_attn, eps);
-    g4v_add_rows(k, pool, b->a, ld, b->h, ld, L, D);
+    keys_and_values(e, w, b, pool, L);
+    FOR_EACH_CHUNK(b, L, r0, n) {
+        float *h = b->h + r0 * ld;
+        g4v_rmsnorm(k, pool, h, b->a, ld, n, D, w->ln_in, eps);
+        g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_Q], b->q, qd, n, &w->epi[G4V_LIN_Q]);
+        g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, n * H, d, w->q_norm, eps);
+        g4v_rope2d_apply(k, pool, b->q, qd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, H, d);
+        g4v_attn_args at = {.q = b->q,
+                            .ldq = qd,
+                            .nq = (int)n,
+                            .k = b->keys,
+                            .v = b->values,
+                            .nk = (int)L,
+                            .ldk = (size_t)d,
+                            .ldv = (size_t)d,
+                            .hsk = L * d,
+                            .hsv = L * d, /* head-major */
+                            .out = b->att,
+                            .ldo = qd,
+                            .H = H,
+                            .Hkv = Hkv,
+                            .d = d,
+                            .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
+                            .scratch = b->attn_scratch};
+        g4v_attention(k, pool, &at);
+        g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, n, &w->epi[G4V_LIN_O]);
+        g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_attn, eps);
+        g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
+    }
 }
 
 /* docs/NUMERICS.md §4.6 (Gemma4VisionEncoderLayer's MLP half, Gemma4VisionMLP):
@@ -103,15 +135,18 @@ static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffer
     size_t ld = (size_t)D, ldi = (size_t)I;
     float eps = (float)c->rms_norm_eps;
 
-    g4v_rmsnorm(k, pool, b->h, b->a, ld, L, D, w->ln_pre_ff, eps);
-    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_GATE], b->gate, ldi, L, &w->epi[G4V_LIN_GATE]);
-    g4v_gemm_epi up_geglu = w->epi[G4V_LIN_UP]; /* up = gelu_tanh(gate) * up, fused */
-    up_geglu.gelu_gate = b->gate;
-    up_geglu.ldg = ldi;
-    g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_UP], b->up, ldi, L, &up_geglu);
-    g4v_gemm(pool, b->up, ldi, w->lin[G4V_LIN_DOWN], b->a, ld, L, &w->epi[G4V_LIN_DOWN]);
-    g4v_rmsnorm(k, pool, b->a, b->a, ld, L, D, w->ln_post_ff, eps);
-    g4v_add_rows(k, pool, b->a, ld, b->h, ld, L, D);
+    FOR_EACH_CHUNK(b, L, r0, n) {
+        float *h = b->h + r0 * ld;
+        g4v_rmsnorm(k, pool, h, b->a, ld, n, D, w->ln_pre_ff, eps);
+        g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_GATE], b->gate, ldi, n, &w->epi[G4V_LIN_GATE]);
+        g4v_gemm_epi up_geglu = w->epi[G4V_LIN_UP]; /* up = gelu_tanh(gate) * up, fused */
+        up_geglu.gelu_gate = b->gate;
+        up_geglu.ldg = ldi;
+        g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_UP], b->up, ldi, n, &up_geglu);
+        g4v_gemm(pool, b->up, ldi, w->lin[G4V_LIN_DOWN], b->a, ld, n, &w->epi[G4V_LIN_DOWN]);
+        g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_ff, eps);
+        g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
+    }
 }
 
 /* docs/NUMERICS.md §4.7-§4.9 (Gemma4VisionPooler, Gemma4MultimodalEmbedder): k x k mean, x sqrt(D),
@@ -162,7 +197,8 @@ int g4v_encoder_run(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool, con
     int gw = width / c->patch_size, gh = height / c->patch_size;
     size_t L = (size_t)gw * (size_t)gh;
     enc_buffers b;
-    if ((st = g4v_workspace_reserve(ws, c, gh, gw, g4v_pool_size(pool), &b, err))) return st;
+    if ((st = g4v_workspace_reserve(ws, c, gh, gw, g4v_pool_size(pool), e->chunk_rows, &b, err)))
+        return st;
 
     g4v_rope2d_table(c->rope_theta, c->head_dim, gh > gw ? gh : gw, b.rope_cos, b.rope_sin);
     patch_embed(e, &b, pool, rgb, stride, gh, gw);

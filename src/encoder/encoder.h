@@ -39,6 +39,9 @@ typedef struct g4v_encoder_opts {
      * g4v_checkpoint_open (read-only file mappings); tensors in ordinary memory would be zeroed.
      * 0 (default): leave the tensors alone. */
     int drop_mapped_pages;
+    /* Rows per chunk of the forward pass's row-wise work (0: the default, 1024). Bounds the
+     * workspace at any image size; the output is bit-identical for every value. */
+    int chunk_rows;
 } g4v_encoder_opts;
 
 /* The checkpoint must outlive the encoder (weights may stay memory-mapped). */

@@ -10,32 +10,37 @@ typedef struct enc_layer {
     g4v_gemm_epi epi[G4V_LIN_COUNT];   /* clip bounds as GEMM clamps (docs/NUMERICS.md §3.2) */
     const float *ln_in, *ln_post_attn; /* [D] block norms, as w (docs/NUMERICS.md §3.1) */
     const float *ln_pre_ff, *ln_post_ff;
-    const float *q_norm, *k_norm;      /* [d] per-head norms */
+    const float *q_norm, *k_norm; /* [d] per-head norms */
 } enc_layer;
 
 struct g4v_encoder {
     g4v_vision_config cfg;
     g4v_math_mode mode;
     const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
-    int drop_mapped_pages;     /* g4v_encoder_opts.drop_mapped_pages */
-    g4v_tensor position_table; /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
-    g4v_wmat *input_proj;      /* [D, 3*p*p], fed exact integers 2u - 255 */
-    g4v_wmat *embed_proj;      /* [T, D], always PRECISE */
+    int drop_mapped_pages;      /* g4v_encoder_opts.drop_mapped_pages */
+    int chunk_rows;             /* g4v_encoder_opts.chunk_rows, default applied (>= 1) */
+    g4v_tensor position_table;  /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
+    g4v_wmat *input_proj;       /* [D, 3*p*p], fed exact integers 2u - 255 */
+    g4v_wmat *embed_proj;       /* [T, D], always PRECISE */
     enc_layer *layers;
     const float *std_bias, *std_scale; /* [D] when cfg.standardize, else NULL */
     float *vectors;                    /* one block holding every f32 vector above */
 };
 
-/* Pointers into the workspace for one image (every buffer 64-byte aligned). */
+/* Pointers into the workspace for one image (every buffer 64-byte aligned). The passes walk the
+ * patches in chunks of chunk_rows rows (encoder.c), so only the residual stream and the keys and
+ * values hold all L rows; everything else holds one chunk. */
 typedef struct enc_buffers {
-    float *h;        /* [L, D] residual stream */
-    float *a;        /* [L, D] normed input / branch output */
-    float *q, *k, *v, *att; /* [L, H*d], [L, Hkv*d] x2, [L, H*d] (attention half) */
-    float *kv;              /* [2, Hkv, L, d]: attention's head-major copy of k and v */
-    float *gate, *up;       /* [L, I] x2 (MLP half; shares memory with q/k/v/att) */
-    float *patches;         /* [L, 3*p*p] (patch embedding only; shares that memory too) */
-    float *pooled;          /* [N, D] */
-    int32_t *pos;           /* [L, 2] (column, row) */
+    float *h;                   /* [L, D] residual stream */
+    float *keys, *values;       /* [Hkv, L, d] each: one layer's keys and values, head-major */
+    size_t chunk_rows;          /* C */
+    float *a;                   /* [C, D] normed input / branch output */
+    float *q, *att;             /* [C, H*d] (attention half) */
+    float *k, *v;               /* [C, Hkv*d] before they are split into heads */
+    float *gate, *up;           /* [C, I] (MLP half; shares memory with q/att/k/v) */
+    float *patches;             /* [C, 3*p*p] (patch embedding; shares that memory too) */
+    float *pooled;              /* [N, D] */
+    int32_t *pos;               /* [L, 2] (column, row) */
     float *rope_cos, *rope_sin; /* [max(pW, pH), d/4] */
     float *attn_scratch;        /* per pool worker */
 } enc_buffers;
@@ -43,6 +48,6 @@ typedef struct enc_buffers {
 /* Grows ws (never shrinks) to hold an image with a gh x gw patch grid on nworkers threads and
  * fills b. Fails with G4V_ERR_NOMEM when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
 int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, int gh, int gw,
-                          int nworkers, enc_buffers *b, g4v_err *err);
+                          int nworkers, int chunk_rows, enc_buffers *b, g4v_err *err);
 
 #endif

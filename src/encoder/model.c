@@ -15,12 +15,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static const char *const lin_names[G4V_LIN_COUNT] = {"q_proj", "k_proj", "v_proj", "o_proj",
+static const char *const lin_names[G4V_LIN_COUNT] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                      "gate_proj", "up_proj", "down_proj"};
 
 /* Checks t has exactly the given shape (ndim entries of s). */
-static int check_shape(const g4v_tensor *t, const char *name, int layer, int ndim,
-                       const int64_t *s, g4v_err *err) {
+static int check_shape(const g4v_tensor *t, const char *name, int layer, int ndim, const int64_t *s,
+                       g4v_err *err) {
     char where[96];
     if (layer >= 0)
         snprintf(where, sizeof where, "layer %d %s", layer, name);
@@ -28,9 +28,11 @@ static int check_shape(const g4v_tensor *t, const char *name, int layer, int ndi
         snprintf(where, sizeof where, "%s", name);
     if (!t->data) return g4v_fail(err, G4V_ERR_MODEL, "encoder: tensor %s is missing", where);
     int ok = t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == s[i];
+    for (int i = 0; ok && i < ndim; i++)
+        ok = t->shape[i] == s[i];
     size_t count = 1;
-    for (int i = 0; ok && i < ndim; i++) count *= (size_t)s[i];
+    for (int i = 0; ok && i < ndim; i++)
+        count *= (size_t)s[i];
     if (ok && t->nbytes != count * g4v_dtype_size(t->dtype)) ok = 0;
     if (!ok) {
         char exp[96] = "", got[96] = "";
@@ -50,20 +52,21 @@ static int check_shape(const g4v_tensor *t, const char *name, int layer, int ndi
 static int check_config(const g4v_vision_config *c, g4v_err *err) {
     if (c->hidden_size <= 0 || c->intermediate_size <= 0 || c->num_layers < 0 ||
         c->num_heads <= 0 || c->num_kv_heads <= 0 || c->head_dim <= 0 || c->patch_size <= 0 ||
-        c->pooling_kernel_size <= 0 || c->position_embedding_size <= 0 ||
-        c->text_hidden_size <= 0)
+        c->pooling_kernel_size <= 0 || c->position_embedding_size <= 0 || c->text_hidden_size <= 0)
         return g4v_fail(err, G4V_ERR_MODEL, "encoder: vision config has a non-positive size");
     if (c->num_heads % c->num_kv_heads)
         return g4v_fail(err, G4V_ERR_MODEL,
                         "encoder: num_attention_heads %d is not a multiple of "
-                        "num_key_value_heads %d", c->num_heads, c->num_kv_heads);
+                        "num_key_value_heads %d",
+                        c->num_heads, c->num_kv_heads);
     if (c->head_dim % 4)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "encoder: head_dim %d is not a multiple of 4 (2D RoPE rotates pairs "
-                        "inside each half of a head)", c->head_dim);
+                        "inside each half of a head)",
+                        c->head_dim);
     if (c->patch_size > 64 || c->pooling_kernel_size > 64 || c->head_dim > 4096 ||
-        c->hidden_size > (1 << 16) || c->intermediate_size > (1 << 18) ||
-        c->num_heads > 4096 || c->text_hidden_size > (1 << 18))
+        c->hidden_size > (1 << 16) || c->intermediate_size > (1 << 18) || c->num_heads > 4096 ||
+        c->text_hidden_size > (1 << 18))
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "encoder: vision config sizes out of range");
     if (!(c->rope_theta > 0.0) || !(c->rms_norm_eps >= 0.0))
         return g4v_fail(err, G4V_ERR_MODEL, "encoder: rope_theta %g / rms_norm_eps %g invalid",
@@ -73,7 +76,8 @@ static int check_config(const g4v_vision_config *c, g4v_err *err) {
 
 /* Copies a checked [n] tensor to f32 at dst. */
 static const float *widen(const g4v_tensor *t, float *dst, int n) {
-    for (int i = 0; i < n; i++) dst[i] = g4v_tensor_get(t, (size_t)i);
+    for (int i = 0; i < n; i++)
+        dst[i] = g4v_tensor_get(t, (size_t)i);
     return dst;
 }
 
@@ -120,12 +124,18 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         int st = check_shape(&w->lin[j], lin_names[j], i, 2, shapes[j], err);
         if (st) return st;
     }
-    const g4v_tensor *vecs[6] = {&w->input_layernorm,           &w->post_attention_layernorm,
-                                 &w->pre_feedforward_layernorm, &w->post_feedforward_layernorm,
-                                 &w->q_norm,                    &w->k_norm};
-    static const char *const vec_names[6] = {"input_layernorm", "post_attention_layernorm",
+    const g4v_tensor *vecs[6] = {&w->input_layernorm,
+                                 &w->post_attention_layernorm,
+                                 &w->pre_feedforward_layernorm,
+                                 &w->post_feedforward_layernorm,
+                                 &w->q_norm,
+                                 &w->k_norm};
+    static const char *const vec_names[6] = {"input_layernorm",
+                                             "post_attention_layernorm",
                                              "pre_feedforward_layernorm",
-                                             "post_feedforward_layernorm", "q_norm", "k_norm"};
+                                             "post_feedforward_layernorm",
+                                             "q_norm",
+                                             "k_norm"};
     const float *dst[6];
     for (int j = 0; j < 6; j++) {
         int64_t n = j < 4 ? D : d;
@@ -162,12 +172,11 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_err *err) {
     if ((st = check_shape(&ck->input_proj, "patch_embedder.input_proj", -1, 2, s_in, err)) ||
         (st = check_shape(&ck->position_table, "patch_embedder.position_embedding_table", -1, 3,
                           s_pos, err)) ||
-        (st = check_shape(&ck->embed_proj, "embed_vision.embedding_projection", -1, 2, s_proj,
-                          err)))
+        (st =
+             check_shape(&ck->embed_proj, "embed_vision.embedding_projection", -1, 2, s_proj, err)))
         return st;
-    if (c->standardize &&
-        ((st = check_shape(&ck->std_bias, "std_bias", -1, 1, &D, err)) ||
-         (st = check_shape(&ck->std_scale, "std_scale", -1, 1, &D, err))))
+    if (c->standardize && ((st = check_shape(&ck->std_bias, "std_bias", -1, 1, &D, err)) ||
+                           (st = check_shape(&ck->std_scale, "std_scale", -1, 1, &D, err))))
         return st;
     if (c->num_layers > 0 && !ck->layers)
         return g4v_fail(err, G4V_ERR_MODEL, "encoder: checkpoint has no layer table");
@@ -207,6 +216,8 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     e->cfg = ck->cfg;
     e->mode = mode;
     e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
+    /* 1024 rows: e4b's MLP gate and up for one chunk are then 25 MB, the GEMMs stay efficient */
+    e->chunk_rows = opts && opts->chunk_rows > 0 ? opts->chunk_rows : 1024;
     e->kernels = g4v_kernels_current(); /* the one kernel choice for this model's life */
     if ((st = build(e, ck, err))) {
         g4v_encoder_free(e);
@@ -220,7 +231,8 @@ void g4v_encoder_free(g4v_encoder *e) {
     if (!e) return;
     if (e->layers)
         for (int i = 0; i < e->cfg.num_layers; i++)
-            for (int j = 0; j < G4V_LIN_COUNT; j++) g4v_wmat_free(e->layers[i].lin[j]);
+            for (int j = 0; j < G4V_LIN_COUNT; j++)
+                g4v_wmat_free(e->layers[i].lin[j]);
     g4v_wmat_free(e->input_proj);
     g4v_wmat_free(e->embed_proj);
     g4v_free(e->layers);
@@ -228,4 +240,6 @@ void g4v_encoder_free(g4v_encoder *e) {
     g4v_free(e);
 }
 
-const g4v_vision_config *g4v_encoder_config(const g4v_encoder *e) { return &e->cfg; }
+const g4v_vision_config *g4v_encoder_config(const g4v_encoder *e) {
+    return &e->cfg;
+}

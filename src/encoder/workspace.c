@@ -1,8 +1,10 @@
 /* workspace.c - per-caller scratch for the forward pass.
- * One large block, grown (never shrunk) to the largest image seen and then reused, so the hot path
- * does not allocate: a 10,080-patch image needs a few hundred MB that are slow to fault in the
- * first time (docs/ARCHITECTURE.md §5), and the attention and MLP halves of a layer share one
- * region. Sizes are computed with overflow checks before anything is allocated. */
+ * One block, grown (never shrunk) to the largest image seen and then reused, so the hot path does
+ * not allocate (fresh pages are slow to fault in, docs/ARCHITECTURE.md §5). Only the residual
+ * stream and one layer's keys and values hold every patch; the rest holds one chunk of rows, the
+ * attention and MLP halves sharing it, so memory grows with L only as (D + 2 Hkv d) floats per
+ * patch: ~4.6 KB for e4b, ~9 KB for the 31B tower. Sizes are computed with overflow checks before
+ * anything is allocated. */
 #include "encoder_internal.h"
 
 #include "base/alloc.h"
@@ -51,7 +53,7 @@ static size_t take(layout *lo, size_t bytes) {
 }
 
 int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh, int gw,
-                          int nworkers, enc_buffers *b, g4v_err *err) {
+                          int nworkers, int chunk_rows, enc_buffers *b, g4v_err *err) {
     int of = 0;
     size_t L = mul3((size_t)gh, (size_t)gw, 1, &of);
     size_t k2 = (size_t)c->pooling_kernel_size * (size_t)c->pooling_kernel_size;
@@ -61,25 +63,26 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     size_t pdim = (size_t)3 * (size_t)c->patch_size * (size_t)c->patch_size;
     size_t f = sizeof(float);
 
-    /* The shared region: patches, then q/k/v/att + the attention's head-major copy of k and v
-     * (g4v_attention_kv_floats), then gate/up; the largest decides (gate/up for every Gemma 4
-     * variant: 2I >= 2 qd + 4 kvd). */
-    size_t attn_b = mul3(L, 2 * qd + 2 * kvd, f, &of), kv_b = 0;
-    if (__builtin_mul_overflow(g4v_attention_kv_floats((int)L, c->num_kv_heads, c->head_dim), f,
-                               &kv_b) ||
-        __builtin_add_overflow(attn_b, kv_b, &attn_b))
-        of = 1;
-    size_t mlp_b = mul3(L, 2 * I, f, &of);
-    size_t patch_b = mul3(L, pdim, f, &of);
-    size_t shared_b = attn_b > mlp_b ? attn_b : mlp_b;
-    if (patch_b > shared_b) shared_b = patch_b;
+    /* Chunk rows: at most chunk_rows, equal chunks, rounded up to whole 96-query attention
+     * blocks when chunks are that large. The chunk region holds a [C, D], then the largest of the
+     * phases' buffers. */
+    size_t cmax = chunk_rows > 0 ? (size_t)chunk_rows : 1;
+    size_t nchunks = L ? (L + cmax - 1) / cmax : 1;
+    size_t C = L ? (L + nchunks - 1) / nchunks : 1, up = (C + 95) / 96 * 96;
+    if (nchunks > 1 && up <= cmax) C = up;
+    size_t width = 2 * qd;
+    if (2 * kvd > width) width = 2 * kvd;
+    if (2 * I > width) width = 2 * I;
+    if (pdim > width) width = pdim;
     size_t maxside = (size_t)(gh > gw ? gh : gw);
     size_t rope_b = mul3(maxside, (size_t)c->head_dim / 4, f, &of);
 
     layout lo = {0, 0};
     size_t o_h = take(&lo, mul3(L, D, f, &of));
-    size_t o_a = take(&lo, mul3(L, D, f, &of));
-    size_t o_shared = take(&lo, shared_b);
+    size_t o_keys = take(&lo, mul3(L, kvd, f, &of));
+    size_t o_values = take(&lo, mul3(L, kvd, f, &of));
+    size_t o_a = take(&lo, mul3(C, D, f, &of));
+    size_t o_chunk = take(&lo, mul3(C, width, f, &of));
     size_t o_pooled = take(&lo, mul3(N, D, f, &of));
     size_t o_pos = take(&lo, mul3(L, 2, sizeof(int32_t), &of));
     size_t o_cos = take(&lo, rope_b);
@@ -106,16 +109,18 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     }
     char *base = ws->buf;
     b->h = (float *)(base + o_h);
+    b->keys = (float *)(base + o_keys);
+    b->values = (float *)(base + o_values);
+    b->chunk_rows = C;
     b->a = (float *)(base + o_a);
-    float *sh = (float *)(base + o_shared);
-    b->q = sh;
-    b->k = b->q + L * qd;
-    b->v = b->k + L * kvd;
-    b->att = b->v + L * kvd;
-    b->kv = b->att + L * qd;
-    b->gate = sh;
-    b->up = b->gate + L * I;
-    b->patches = sh;
+    float *ch = (float *)(base + o_chunk);
+    b->q = ch;
+    b->att = b->q + C * qd;
+    b->k = ch;
+    b->v = b->k + C * kvd;
+    b->gate = ch;
+    b->up = b->gate + C * I;
+    b->patches = ch;
     b->pooled = (float *)(base + o_pooled);
     b->pos = (int32_t *)(base + o_pos);
     b->rope_cos = (float *)(base + o_cos);

@@ -72,14 +72,20 @@ float g4v_gelu_tanh(float x);
 /* ---- attention (portable/attention.c; SIMD variants in the ISA folders) ---------------------- */
 
 typedef struct g4v_attn_args {
-    const float *q, *k, *v; /* [L, H*d], [L, Hkv*d], [L, Hkv*d] */
-    size_t ldq, ldk, ldv;   /* row strides in floats */
-    float *out;             /* [L, H*d], channel h*d + c */
+    const float *q; /* nq queries [nq, H*d], row stride ldq */
+    size_t ldq;
+    const float *k,
+        *v;          /* nk keys and values: (key j, kv head g, channel c) at k[j*ldk + g*hsk + c] */
+    size_t ldk, ldv; /* row strides in floats */
+    size_t hsk, hsv; /* kv head strides in floats; 0 means d ([nk, Hkv*d] rows). Head-major
+                        blocks [Hkv][nk][d] are ldk = d, hsk = nk*d */
+    float *out;      /* [nq, H*d], channel h*d + c, row stride ldo */
     size_t ldo;
-    int L, H, Hkv, d; /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
-    float scale;      /* logits = scale * q.k (1.0 for Gemma 4 vision) */
-    float *scratch;   /* g4v_attention_scratch_floats(d) floats per pool worker */
-    float *kv;        /* NULL, or g4v_attention_kv_floats(L, Hkv, d) floats (see below) */
+    int nq, nk;     /* queries, keys (a chunk of queries may attend to every key) */
+    int H, Hkv, d;  /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
+    float scale;    /* logits = scale * q.k (1.0 for Gemma 4 vision) */
+    float *scratch; /* g4v_attention_scratch_floats(d) floats per pool worker */
+    float *kv;      /* NULL, or g4v_attention_kv_floats(nk, Hkv, d) floats (see below) */
 } g4v_attn_args;
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */
@@ -90,8 +96,9 @@ size_t g4v_attention_scratch_floats(int d);
 
 /* Floats of the optional kv buffer: the SIMD variants first copy K and V head-major into it, so
  * that a tile of keys is one contiguous block (rows ldk floats apart map to a few L1 sets and
- * evict each other). NULL skips the copy; results are the same either way. */
-size_t g4v_attention_kv_floats(int L, int Hkv, int d);
+ * evict each other). NULL skips the copy (as when K and V are head-major already); results are
+ * the same either way. */
+size_t g4v_attention_kv_floats(int nk, int Hkv, int d);
 
 /* Attention by the variant of table k. Tiled over keys with an online softmax, so memory is
  * O(L*d) for any L. Logits, softmax and accumulation are f32 and never rounded. Parallel over
@@ -109,6 +116,11 @@ void g4v_avgpool(const float *h, size_t ld, float *out, int gh, int gw, int D, i
 /* y[i] += x[i] for rows x n (row strides ldx, ldy), by the add_row kernel of table k. */
 void g4v_add_rows(const g4v_kernels *k, g4v_pool *pool, const float *x, size_t ldx, float *y,
                   size_t ldy, size_t rows, int n);
+
+/* Scatters rows [row0, row0 + rows) of src ([rows, heads*d], row stride ld) into head-major dst
+ * ([heads][L][d]): dst[(h*L + row0 + r)*d + c] = src[r*ld + h*d + c]. A copy, not dispatched. */
+void g4v_split_heads(g4v_pool *pool, const float *src, size_t ld, float *dst, size_t L, size_t row0,
+                     size_t rows, int heads, int d);
 
 /* x[i] *= s for n floats. */
 void g4v_scale(float *x, size_t n, float s);

@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
                         "[--repeat R]\n", argv[0]);
         return 1;
     }
-    g4v_encoder_opts opts = {G4V_MATH_FAST};
+    g4v_encoder_opts opts = {.mode = G4V_MATH_FAST};
     int threads = 1, repeat = 1;
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "--precise")) opts.mode = G4V_MATH_PRECISE;

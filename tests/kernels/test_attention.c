@@ -79,13 +79,13 @@ static g4v_pool *pools[4]; /* index = thread count; [1] is NULL (calling thread)
  * largest |logit|. */
 static double reference(const g4v_attn_args *a, double *ref) {
     double smax = 0;
-    double *s = malloc(sizeof(double) * (size_t)a->L);
+    double *s = malloc(sizeof(double) * (size_t)a->nk);
     for (int h = 0; h < a->H; h++) {
         int kh = h / (a->H / a->Hkv);
-        for (int i = 0; i < a->L; i++) {
+        for (int i = 0; i < a->nq; i++) {
             double mx = -INFINITY, sum = 0;
             const float *q = a->q + (size_t)i * a->ldq + (size_t)h * a->d;
-            for (int j = 0; j < a->L; j++) {
+            for (int j = 0; j < a->nk; j++) {
                 const float *k = a->k + (size_t)j * a->ldk + (size_t)kh * a->d;
                 double acc = 0;
                 for (int c = 0; c < a->d; c++)
@@ -94,11 +94,11 @@ static double reference(const g4v_attn_args *a, double *ref) {
                 if (s[j] > mx) mx = s[j];
                 smax = fmax(smax, fabs(s[j]));
             }
-            for (int j = 0; j < a->L; j++)
+            for (int j = 0; j < a->nk; j++)
                 sum += s[j] = exp(s[j] - mx);
             for (int c = 0; c < a->d; c++) {
                 double o = 0;
-                for (int j = 0; j < a->L; j++)
+                for (int j = 0; j < a->nk; j++)
                     o += s[j] * a->v[(size_t)j * a->ldv + (size_t)kh * a->d + c];
                 ref[((size_t)i * a->H + h) * a->d + c] = o / sum;
             }
@@ -115,22 +115,58 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
                   int *pad_ok) {
     size_t qd = (size_t)a.H * a.d;
     a.ldo = qd + 5;
-    float *buf = malloc(sizeof(float) * (size_t)a.L * a.ldo);
-    for (size_t i = 0; i < (size_t)a.L * a.ldo; i++)
+    float *buf = malloc(sizeof(float) * (size_t)a.nq * a.ldo);
+    for (size_t i = 0; i < (size_t)a.nq * a.ldo; i++)
         buf[i] = PAD;
     a.out = buf;
     a.scratch = scratch;
     a.kv = kv;
     v->fn(pools[threads], &a);
-    float *out = malloc(sizeof(float) * (size_t)a.L * qd);
+    float *out = malloc(sizeof(float) * (size_t)a.nq * qd);
     *pad_ok = 1;
-    for (int i = 0; i < a.L; i++) {
+    for (int i = 0; i < a.nq; i++) {
         memcpy(out + (size_t)i * qd, buf + (size_t)i * a.ldo, sizeof(float) * qd);
         for (size_t c = qd; c < a.ldo; c++)
             *pad_ok &= buf[(size_t)i * a.ldo + c] == PAD;
     }
     free(buf);
     return out;
+}
+
+/* The same attention through the other layouts the encoder uses must give the same bits: K and V
+ * given head-major ([Hkv][nk][d], no copy), and the queries in two chunks that each attend to
+ * every key (the split falls inside a query tile when L > 50). */
+static void check_layouts(const variant *v, g4v_attn_args a, const float *want, float *scratch,
+                          float *kv) {
+    int L = a.nk, d = a.d, pad_ok;
+    size_t qd = (size_t)a.H * d, hs = (size_t)L * d;
+    float *hm = malloc(sizeof(float) * 2 * (size_t)a.Hkv * hs);
+    for (int g = 0; g < a.Hkv; g++)
+        for (int j = 0; j < L; j++)
+            for (int c = 0; c < d; c++) {
+                hm[g * hs + (size_t)j * d + c] = a.k[(size_t)j * a.ldk + (size_t)g * d + c];
+                hm[(a.Hkv + g) * hs + (size_t)j * d + c] =
+                    a.v[(size_t)j * a.ldv + (size_t)g * d + c];
+            }
+    g4v_attn_args b = a;
+    b.k = hm, b.v = hm + (size_t)a.Hkv * hs, b.ldk = b.ldv = (size_t)d, b.hsk = b.hsv = hs;
+    float *o = run(v, b, 2, scratch, NULL, &pad_ok);
+    CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
+              "%s L=%d d=%d: head-major K/V differ from row-major", v->name, L, d);
+    free(o);
+    int split = L / 2 + 7 < L ? L / 2 + 7 : L / 2;
+    for (int part = 0; part < 2 && split > 0; part++) {
+        g4v_attn_args c = b;
+        int q0 = part ? split : 0;
+        c.q = a.q + (size_t)q0 * a.ldq;
+        c.nq = part ? L - split : split;
+        o = run(v, c, 2, scratch, part ? kv : NULL, &pad_ok);
+        CHECK_MSG(!memcmp(o, want + (size_t)q0 * qd, sizeof(float) * (size_t)c.nq * qd),
+                  "%s L=%d d=%d: query chunk %d of 2 differs from the whole", v->name, L, d,
+                  part + 1);
+        free(o);
+    }
+    free(hm);
 }
 
 static double worst_vs_portable_plain, worst_vs_portable_sharp, worst_vs_ref[2];
@@ -143,8 +179,18 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
         size_t c = i % ld;
         qkv[i] = frand() * (c < qd + kvd ? scale_q : 1.0f);
     }
-    g4v_attn_args a = {qkv, qkv + qd, qkv + qd + kvd, ld,   ld,  ld, NULL, 0, L, H,
-                       Hkv, d,        scale,          NULL, NULL};
+    g4v_attn_args a = {.q = qkv,
+                       .ldq = ld,
+                       .k = qkv + qd,
+                       .v = qkv + qd + kvd,
+                       .ldk = ld,
+                       .ldv = ld,
+                       .nq = L,
+                       .nk = L,
+                       .H = H,
+                       .Hkv = Hkv,
+                       .d = d,
+                       .scale = scale};
     float *scratch = malloc(sizeof(float) * 3 * g4v_attention_scratch_floats(d));
     float *kv = malloc(sizeof(float) * g4v_attention_kv_floats(L, Hkv, d));
     double *ref = malloc(sizeof(double) * (size_t)L * qd);
@@ -196,6 +242,7 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
             worst_vs_portable_sharp = fmax(worst_vs_portable_sharp, dp);
         else
             worst_vs_portable_plain = fmax(worst_vs_portable_plain, dp);
+        check_layouts(v, a, o1, scratch, kv);
         for (int t = 2; t <= 3; t++) {
             float *ot = run(v, a, t, scratch, kv, &pad_ok);
             CHECK_MSG(!memcmp(o1, ot, sizeof(float) * (size_t)L * qd),

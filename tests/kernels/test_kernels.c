@@ -68,9 +68,21 @@ static void test_attention(g4v_pool *p2, g4v_pool *p3, int L, int H, int Hkv, in
     fill(k, nk, qs);
     fill(v, nk, 1.0f);
     attention_ref(q, k, v, ref, L, H, Hkv, d);
-    g4v_attn_args a = {
-        q, k,    v,   (size_t)H * d, (size_t)Hkv * d, (size_t)Hkv * d, o1, (size_t)H * d, L, H, Hkv,
-        d, 1.0f, scr, NULL};
+    g4v_attn_args a = {.q = q,
+                       .ldq = (size_t)H * d,
+                       .k = k,
+                       .v = v,
+                       .ldk = (size_t)Hkv * d,
+                       .ldv = (size_t)Hkv * d,
+                       .out = o1,
+                       .ldo = (size_t)H * d,
+                       .nq = L,
+                       .nk = L,
+                       .H = H,
+                       .Hkv = Hkv,
+                       .d = d,
+                       .scale = 1.0f,
+                       .scratch = scr};
     g4v_attention(PT, NULL, &a);
     a.out = o2;
     g4v_attention(PT, p2, &a);

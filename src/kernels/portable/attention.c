@@ -32,8 +32,8 @@ size_t g4v_attention_scratch_floats(int d) {
     return 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16;
 }
 
-size_t g4v_attention_kv_floats(int L, int Hkv, int d) {
-    return 2 * (size_t)L * (size_t)Hkv * (size_t)d;
+size_t g4v_attention_kv_floats(int nk, int Hkv, int d) {
+    return 2 * (size_t)nk * (size_t)Hkv * (size_t)d;
 }
 
 typedef struct {
@@ -128,8 +128,9 @@ static void attn_task(void *varg, int task, int worker) {
     const g4v_attn_args *a = job->a;
     int h = task / job->q_tiles, qt = task % job->q_tiles;
     int kvh = h / (a->H / a->Hkv);
-    int q_start = qt * BQ, nq = a->L - q_start < BQ ? a->L - q_start : BQ;
+    int q_start = qt * BQ, nq = a->nq - q_start < BQ ? a->nq - q_start : BQ;
     int d = a->d;
+    size_t hsk = a->hsk ? a->hsk : (size_t)d, hsv = a->hsv ? a->hsv : (size_t)d;
 
     float *qT = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
     float *O = qT + (size_t)BQ * d, *S = O + (size_t)BQ * d;
@@ -150,10 +151,10 @@ static void attn_task(void *varg, int task, int worker) {
     for (size_t i = 0; i < (size_t)BQ * d; i++)
         O[i] = 0.0f;
 
-    for (int k_start = 0; k_start < a->L; k_start += BK) {
-        int nk = a->L - k_start < BK ? a->L - k_start : BK;
-        const float *k0 = a->k + (size_t)k_start * a->ldk + (size_t)kvh * d;
-        const float *v0 = a->v + (size_t)k_start * a->ldv + (size_t)kvh * d;
+    for (int k_start = 0; k_start < a->nk; k_start += BK) {
+        int nk = a->nk - k_start < BK ? a->nk - k_start : BK;
+        const float *k0 = a->k + (size_t)k_start * a->ldk + (size_t)kvh * hsk;
+        const float *v0 = a->v + (size_t)k_start * a->ldv + (size_t)kvh * hsv;
         tile_logits(a, qT, k0, nk, S);
         tile_update(a, S, v0, nk, m, l, corr, O);
     }
@@ -166,8 +167,8 @@ static void attn_task(void *varg, int task, int worker) {
 }
 
 void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
-    if (a->L <= 0) return;
-    attn_job job = {a, (a->L + BQ - 1) / BQ};
+    if (a->nq <= 0 || a->nk <= 0) return;
+    attn_job job = {a, (a->nq + BQ - 1) / BQ};
     g4v_pool_run(pool, a->H * job.q_tiles, attn_task, &job);
 }
 

@@ -3,7 +3,7 @@
  * point to define, with the g4v_attention_fn signature of kernels.h) and includes this header once:
  * x86_avx2/attention_avx2.c (8-float ymm), x86_avx512/attention_avx512.c (16-float zmm).
  *
- * First, when a->kv is given, K and V are copied head-major (one [L, d] block per kv head), so a
+ * First, when a->kv is given, K and V are copied head-major (one [nk, d] block per kv head), so a
  * tile of keys is contiguous: in the encoder's [L, Hkv*d] layout the rows of one head sit 3 KB
  * apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself. Measured with
  * bench_attention at L = 2304 on one Zen 3 core (AVX2): 45 GFLOP/s without the copy, 61 with it.
@@ -188,11 +188,11 @@ static void pack_task(void *varg, int task, int worker) {
     const attn_job *job = varg;
     const g4v_attn_args *a = job->a;
     int h = task / job->pack_chunks, j0 = (task % job->pack_chunks) * KEYS_PER_PACK_TASK;
-    int j1 = a->L - j0 < KEYS_PER_PACK_TASK ? a->L : j0 + KEYS_PER_PACK_TASK, d = a->d;
-    float *kd = a->kv + (size_t)h * a->L * d, *vd = kd + (size_t)a->Hkv * a->L * d;
+    int j1 = a->nk - j0 < KEYS_PER_PACK_TASK ? a->nk : j0 + KEYS_PER_PACK_TASK, d = a->d;
+    float *kd = a->kv + (size_t)h * a->nk * d, *vd = kd + (size_t)a->Hkv * a->nk * d;
     for (int j = j0; j < j1; j++) {
-        const float *ks = a->k + (size_t)j * a->ldk + (size_t)h * d;
-        const float *vs = a->v + (size_t)j * a->ldv + (size_t)h * d;
+        const float *ks = job->k + (size_t)j * job->ldk + (size_t)h * job->head_k;
+        const float *vs = job->v + (size_t)j * job->ldv + (size_t)h * job->head_v;
         for (int c = 0; c < d; c++) {
             kd[(size_t)j * d + c] = ks[c];
             vd[(size_t)j * d + c] = vs[c];
@@ -216,7 +216,7 @@ static void attn_task(void *varg, int task, int worker) {
     const g4v_attn_args *a = job->a;
     int h = task / job->q_blocks, qt = task % job->q_blocks;
     int kvh = h / (a->H / a->Hkv), d = a->d;
-    int q0 = qt * QB * NSUB, nq_task = a->L - q0 < QB * NSUB ? a->L - q0 : QB * NSUB;
+    int q0 = qt * QB * NSUB, nq_task = a->nq - q0 < QB * NSUB ? a->nq - q0 : QB * NSUB;
     int nsub = (nq_task + QB - 1) / QB;
     const float *k = job->k + (size_t)kvh * job->head_k, *v = job->v + (size_t)kvh * job->head_v;
 
@@ -229,7 +229,7 @@ static void attn_task(void *varg, int task, int worker) {
         t[s].m = t[s].O + (size_t)QB * d;
         t[s].l = t[s].m + QB;
         p = t[s].l + QB;
-        int qs = q0 + s * QB, nq = a->L - qs < QB ? a->L - qs : QB;
+        int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
         /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
         for (int i = 0; i < QB; i++) {
             if (i < nq) {
@@ -248,8 +248,8 @@ static void attn_task(void *varg, int task, int worker) {
     }
     float *S = p;
 
-    for (int k_start = 0; k_start < a->L; k_start += KB) {
-        int nk = a->L - k_start < KB ? a->L - k_start : KB;
+    for (int k_start = 0; k_start < a->nk; k_start += KB) {
+        int nk = a->nk - k_start < KB ? a->nk - k_start : KB;
         const float *kt = k + (size_t)k_start * job->ldk, *vt = v + (size_t)k_start * job->ldv;
         for (int s = 0; s < nsub; s++) {
             tile_logits(t[s].qT, kt, job->ldk, d, nk, a->scale, S);
@@ -257,7 +257,7 @@ static void attn_task(void *varg, int task, int worker) {
         }
     }
     for (int s = 0; s < nsub; s++) {
-        int qs = q0 + s * QB, nq = a->L - qs < QB ? a->L - qs : QB;
+        int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
         for (int i = 0; i < nq; i++) {
             float *out = a->out + (size_t)(qs + i) * a->ldo + (size_t)h * d;
             float inv = 1.0f / t[s].l[i];
@@ -268,19 +268,19 @@ static void attn_task(void *varg, int task, int worker) {
 }
 
 void ATTENTION_TILE_NAME(g4v_pool *pool, const g4v_attn_args *a) {
-    if (a->L <= 0) return;
-    attn_job job = {a,
-                    (a->L + QB * NSUB - 1) / (QB * NSUB),
-                    (a->L + KEYS_PER_PACK_TASK - 1) / KEYS_PER_PACK_TASK,
-                    a->k,
-                    a->v,
-                    a->ldk,
-                    a->ldv,
-                    (size_t)a->d,
-                    (size_t)a->d};
+    if (a->nq <= 0 || a->nk <= 0) return;
+    attn_job job = {.a = a,
+                    .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
+                    .pack_chunks = (a->nk + KEYS_PER_PACK_TASK - 1) / KEYS_PER_PACK_TASK,
+                    .k = a->k,
+                    .v = a->v,
+                    .ldk = a->ldk,
+                    .ldv = a->ldv,
+                    .head_k = a->hsk ? a->hsk : (size_t)a->d,
+                    .head_v = a->hsv ? a->hsv : (size_t)a->d};
     if (a->kv) {
         g4v_pool_run(pool, a->Hkv * job.pack_chunks, pack_task, &job);
-        size_t head = (size_t)a->L * (size_t)a->d;
+        size_t head = (size_t)a->nk * (size_t)a->d;
         job.k = a->kv;
         job.v = a->kv + (size_t)a->Hkv * head;
         job.ldk = job.ldv = (size_t)a->d;
