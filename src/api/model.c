@@ -84,14 +84,21 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     lim.max_header_bytes = o.max_header_bytes;
     lim.max_config_bytes = o.max_config_bytes;
     lim.max_tensor_count = o.max_tensor_count;
-    /* the checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS) */
+    /* The checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS). The
+     * weights are packed by one thread per CPU; without threads (g4v_pool_create failed), by
+     * this one. */
+    g4v_pool *packers = NULL;
+    if (g4v_pool_create(0, &packers, NULL)) packers = NULL;
     g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST,
-                           .drop_mapped_pages = 1};
+                           .drop_mapped_pages = 1,
+                           .pool = packers};
     if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||
         (st = g4v_encoder_create(m->ck, &eo, &m->enc, &err))) {
+        g4v_pool_destroy(packers);
         g4v_model_free(m);
         goto fail;
     }
+    g4v_pool_destroy(packers);
     *out = m;
     return G4V_OK;
 fail:
@@ -106,7 +113,9 @@ void g4v_model_free(g4v_model *m) {
     g4v_free(m);
 }
 
-static void copy_str(char *dst, size_t cap, const char *src) { g4v_api_copy_msg(dst, cap, src); }
+static void copy_str(char *dst, size_t cap, const char *src) {
+    g4v_api_copy_msg(dst, cap, src);
+}
 
 int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     if (!m || !info) return G4V_ERR_ARG;

@@ -42,6 +42,9 @@ typedef struct g4v_encoder_opts {
     /* Rows per chunk of the forward pass's row-wise work (0: the default, 1024). Bounds the
      * workspace at any image size; the output is bit-identical for every value. */
     int chunk_rows;
+    /* Threads that pack the weights at creation (NULL: the calling thread). Only used during
+     * g4v_encoder_create; the packed weights are the same for any pool. */
+    g4v_pool *pool;
 } g4v_encoder_opts;
 
 /* The checkpoint must outlive the encoder (weights may stay memory-mapped). */

@@ -98,22 +98,64 @@ static void drop_pages(const void *data, size_t n) {
 #endif
 }
 
-static int prepare(const g4v_encoder *e, const g4v_tensor *t, g4v_math_mode mode, g4v_wmat **out,
-                   const char *name, int layer, g4v_err *err) {
-    int st = g4v_wmat_create(e->kernels, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1],
-                             mode, out, err);
-    if (!st && e->drop_mapped_pages) drop_pages(t->data, t->nbytes);
-    if (st) {
-        if (layer >= 0)
-            g4v_err_prefix(err, "encoder: preparing layer %d %s: ", layer, name);
-        else
-            g4v_err_prefix(err, "encoder: preparing %s: ", name);
+/* One weight matrix to pack (build collects them all, then packs them on the pool). */
+typedef struct {
+    const g4v_tensor *t;
+    g4v_math_mode mode;
+    g4v_wmat **out;
+    const char *name;
+    int layer; /* -1 for the weights outside the layers */
+} pack_item;
+
+typedef struct {
+    const g4v_encoder *e;
+    const pack_item *items;
+    int *status;
+    g4v_err *errs;
+} pack_job;
+
+/* Packs one weight; each task writes only its own wmat, status and message. */
+static void pack_task(void *arg, int i, int worker) {
+    (void)worker;
+    const pack_job *j = arg;
+    const pack_item *it = &j->items[i];
+    const g4v_tensor *t = it->t;
+    g4v_err *err = &j->errs[i];
+    int st = g4v_wmat_create(j->e->kernels, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1],
+                             it->mode, it->out, err);
+    if (!st && j->e->drop_mapped_pages) drop_pages(t->data, t->nbytes);
+    if (st && it->layer >= 0)
+        g4v_err_prefix(err, "encoder: preparing layer %d %s: ", it->layer, it->name);
+    else if (st)
+        g4v_err_prefix(err, "encoder: preparing %s: ", it->name);
+    j->status[i] = st;
+}
+
+/* Packs every queued weight on the pool (NULL: this thread): the weights are independent, and
+ * packing is mostly first touches of fresh pages, which parallelise. On failure, the message of
+ * the first failing weight in queue order (the same whatever the thread count). */
+static int pack_all(const g4v_encoder *e, g4v_pool *pool, const pack_item *items, int n,
+                    g4v_err *err) {
+    int *status = g4v_calloc((size_t)n, sizeof *status);
+    g4v_err *errs = g4v_malloc_array((size_t)n, sizeof *errs);
+    if (!status || !errs) {
+        g4v_free(status);
+        g4v_free(errs);
+        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory preparing %d weights", n);
     }
+    pack_job job = {e, items, status, errs};
+    g4v_pool_run(pool, n, pack_task, &job);
+    int st = G4V_OK;
+    for (int i = 0; i < n && !st; i++)
+        if ((st = status[i])) *err = errs[i];
+    g4v_free(status);
+    g4v_free(errs);
     return st;
 }
 
+/* Checks layer i's shapes, widens its vectors, sets its clamps and queues its seven matrices. */
 static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, float **vec,
-                         g4v_err *err) {
+                         pack_item *queue, g4v_err *err) {
     const g4v_vision_config *c = &e->cfg;
     int64_t D = c->hidden_size, I = c->intermediate_size, d = c->head_dim;
     int64_t qd = (int64_t)c->num_heads * d, kvd = (int64_t)c->num_kv_heads * d;
@@ -157,13 +199,12 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        int st = prepare(e, &w->lin[j], e->mode, &el->lin[j], lin_names[j], i, err);
-        if (st) return st;
+        queue[j] = (pack_item){&w->lin[j], e->mode, &el->lin[j], lin_names[j], i};
     }
     return G4V_OK;
 }
 
-static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_err *err) {
+static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_err *err) {
     const g4v_vision_config *c = &e->cfg;
     int64_t D = c->hidden_size, d = c->head_dim, P = c->position_embedding_size;
     int64_t pdim = 3 * (int64_t)c->patch_size * c->patch_size;
@@ -186,20 +227,31 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_err *err) {
     e->layers = g4v_calloc(c->num_layers > 0 ? (size_t)c->num_layers : 1, sizeof(enc_layer));
     if (!e->vectors || !e->layers)
         return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %d layers", c->num_layers);
+    int nitems = c->num_layers * G4V_LIN_COUNT + 2;
+    pack_item *queue = g4v_malloc_array((size_t)nitems, sizeof *queue);
+    if (!queue)
+        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %d layers", c->num_layers);
     float *vec = e->vectors;
     for (int i = 0; i < c->num_layers; i++)
-        if ((st = prepare_layer(e, &ck->layers[i], i, &vec, err))) return st;
+        if ((st = prepare_layer(e, &ck->layers[i], i, &vec, queue + (size_t)i * G4V_LIN_COUNT,
+                                err))) {
+            g4v_free(queue);
+            return st;
+        }
     if (c->standardize) {
         e->std_bias = widen(&ck->std_bias, vec, (int)D);
         e->std_scale = widen(&ck->std_scale, vec + D, (int)D);
     }
     e->position_table = ck->position_table;
-    if ((st = prepare(e, &ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, err)))
-        return st;
+    pack_item *tail = queue + (size_t)c->num_layers * G4V_LIN_COUNT;
+    tail[0] = (pack_item){&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1};
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
      * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
-    return prepare(e, &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1,
-                   err);
+    tail[1] =
+        (pack_item){&ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1};
+    st = pack_all(e, pool, queue, nitems, err);
+    g4v_free(queue);
+    return st;
 }
 
 int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g4v_encoder **out,
@@ -219,7 +271,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     /* 1024 rows: e4b's MLP gate and up for one chunk are then 25 MB, the GEMMs stay efficient */
     e->chunk_rows = opts && opts->chunk_rows > 0 ? opts->chunk_rows : 1024;
     e->kernels = g4v_kernels_current(); /* the one kernel choice for this model's life */
-    if ((st = build(e, ck, err))) {
+    if ((st = build(e, ck, opts ? opts->pool : NULL, err))) {
         g4v_encoder_free(e);
         return st;
     }

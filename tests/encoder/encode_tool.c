@@ -58,8 +58,8 @@ static const unsigned char *parse_npy_u8(const unsigned char *b, size_t n, int *
 
 static int write_npy_f32(const char *path, const float *x, int rows, int cols) {
     char hdr[128];
-    int len = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }",
-                       rows, cols);
+    int len = snprintf(hdr, sizeof hdr,
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols);
     int total = 10 + len + 1, pad = (64 - total % 64) % 64;
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
@@ -69,7 +69,8 @@ static int write_npy_f32(const char *path, const float *x, int rows, int cols) {
     pre[9] = (unsigned char)(hl >> 8);
     fwrite(pre, 1, 10, f);
     fwrite(hdr, 1, (size_t)len, f);
-    for (int i = 0; i < pad; i++) fputc(' ', f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
     fputc('\n', f);
     size_t cnt = (size_t)rows * cols;
     int ok = fwrite(x, sizeof(float), cnt, f) == cnt;
@@ -84,16 +85,21 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] "
-                        "[--repeat R]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] "
+                "[--repeat R]\n",
+                argv[0]);
         return 1;
     }
     g4v_encoder_opts opts = {.mode = G4V_MATH_FAST};
     int threads = 1, repeat = 1;
     for (int i = 4; i < argc; i++) {
-        if (!strcmp(argv[i], "--precise")) opts.mode = G4V_MATH_PRECISE;
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--precise"))
+            opts.mode = G4V_MATH_PRECISE;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 1;
@@ -114,8 +120,8 @@ int main(int argc, char **argv) {
     g4v_pool *pool = NULL;
     g4v_workspace *ws = g4v_workspace_create();
     double t0 = now();
-    if (g4v_checkpoint_open(argv[1], NULL, &ck, &err) ||
-        g4v_encoder_create(ck, &opts, &enc, &err) || g4v_pool_create(threads, &pool, &err)) {
+    if (g4v_pool_create(threads, &pool, &err) || g4v_checkpoint_open(argv[1], NULL, &ck, &err) ||
+        (opts.pool = pool, g4v_encoder_create(ck, &opts, &enc, &err))) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 3;
     }
