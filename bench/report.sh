@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# report.sh - one markdown report of this machine's speed and accuracy (make bench-report).
+#
+# Prints, measured in one run: the CPU and its flags, the kernel table chosen for it, the GEMM on
+# the encoder's shapes against the measured instruction peaks for every ISA level the CPU runs
+# (G4V_ISA caps), each attention variant, whole-encoder seconds / GFLOP/s / % of peak / peak RSS /
+# load time at several budgets on 1 and 2 threads (synthetic e4b), and the distance of both modes
+# to the float64 reference. Meant to be run as is on a machine we cannot reach otherwise (an
+# AVX-512 BF16 one, say) and pasted into bench/RESULTS.md. REPORT_QUICK=1 runs small budgets and
+# skips the 1120-token accuracy case (minutes instead of most of an hour).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
+MODEL=${BENCH_MODEL:-$BUILD/bench-e4b}
+WORK=${REPORT_WORK:-$BUILD/report}
+if [ "${REPORT_QUICK:-0}" = 1 ]; then
+  BUDGETS=70,280; ACC_CASES="e4b:16:768x768"; ATT_L=2304
+else
+  BUDGETS=70,280,1120; ACC_CASES="e4b:16:768x768 31b:2:1680x1536"; ATT_L=2304,10080
+fi
+mkdir -p "$WORK"
+[ -f "$MODEL/config.json" ] || "$PYTHON" tools/gen_checkpoint.py "$MODEL" --config e4b --seed 0 >/dev/null
+
+echo "# gemma4-vision report: $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo
+echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs;" \
+     "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "Flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512[a-z_0-9]*|amx[a-z_0-9]*)$' | tr '\n' ' ')"
+echo
+echo "Kernel table: $("$BUILD"/tests/kernels/test_variants | grep '^kernel table' | cut -d: -f2-)"
+echo
+echo "## GEMM (bench_gemm, M = 2304, BF16 weights, FAST), per ISA level"
+for isa in avx2 avx512; do
+  case "$isa" in
+    avx2) grep -qw avx2 /proc/cpuinfo || continue ;;
+    avx512) grep -qw avx512f /proc/cpuinfo || continue ;;
+  esac
+  echo
+  echo "### G4V_ISA=$isa"
+  echo
+  G4V_ISA=$isa "$BUILD"/bench/bench_gemm --reps 3
+done
+echo
+echo "## Attention (bench_attention, e4b heads: H = Hkv = 12, d = 64), every variant"
+for t in 1 2; do
+  echo
+  "$BUILD"/bench/bench_attention --L "$ATT_L" --threads "$t" --reps 3
+done
+echo
+echo "## Encoder (bench_encoder, synthetic e4b, FAST)"
+echo
+"$BUILD"/bench/bench_encoder --model "$MODEL" --budgets "$BUDGETS" --threads 1,2 --reps 3 --reps-large 1
+echo
+echo "## Accuracy against the float64 reference (bench/accuracy.py)"
+echo
+"$PYTHON" bench/accuracy.py --encode-tool "$BUILD"/tests/encoder/encode_tool --work "$WORK" $ACC_CASES
+echo
+echo "Load after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
