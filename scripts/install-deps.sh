@@ -9,7 +9,7 @@
 set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev"
-TEST_PKGS="python3 python3-numpy python3-pil clang libclang-rt-14-dev libsimde-dev"
+TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev"
 BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
 
 want="$BUILD_PKGS"
