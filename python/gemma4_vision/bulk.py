@@ -294,7 +294,7 @@ def _start_client(scheduler, client, workers, threads_per_worker, quiet):
         return Client(scheduler), None, True
     import logging
     cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
-                           processes=True, dashboard_address=None,
+                           processes=True, dashboard_address=":0",
                            silence_logs=logging.ERROR if quiet else logging.WARNING)
     return Client(cluster), cluster, True
 
