@@ -348,8 +348,12 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
                                           not progress)
         try:
             spec = _model_spec(options, encode_threads)
-            c.register_worker_plugin(ModelPlugin(spec), name=_spec_name(spec))
-            errors = {w: e for w, e in c.run(_load_error, spec).items() if e}
+            try:
+                c.register_worker_plugin(ModelPlugin(spec), name=_spec_name(spec))
+                errors = {w: e for w, e in c.run(_load_error, spec).items() if e}
+            except Exception as e:  # e.g. a worker without this package or libg4v
+                raise BulkError(f"cannot set up the workers (is gemma4_vision installed and "
+                                f"importable there?): {type(e).__name__}: {e}") from None
             if errors:
                 raise BulkError("the model did not load on the workers: " +
                                 "; ".join(f"{w}: {e}" for w, e in errors.items()))
