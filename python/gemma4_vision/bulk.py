@@ -164,9 +164,10 @@ def model_loads():
 
 
 class ModelPlugin:
-    """Dask worker plugin: loads the model when a worker starts or joins (setup), so the first
-    tasks do not wait for it, and frees it when the worker closes (teardown). A load failure is
-    kept and raised by the tasks, and reported by encode() before any task is sent."""
+    """Dask worker plugin: loads the model when a worker starts, joins or is restarted (setup),
+    so the first tasks do not wait for it, and frees it when the worker closes or when encode()
+    removes the plugin at the end of a run on a cluster it did not start (teardown). A load
+    failure is kept for encode() to report before any task is sent."""
 
     def __init__(self, spec):
         self.spec = spec
@@ -346,8 +347,8 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
             encode_threads = max(1, cpus // (int(workers) * int(threads_per_worker)))
         c, cluster, owned = _start_client(scheduler, client, int(workers), int(threads_per_worker),
                                           not progress)
+        spec = _model_spec(options, encode_threads)
         try:
-            spec = _model_spec(options, encode_threads)
             try:
                 c.register_worker_plugin(ModelPlugin(spec), name=_spec_name(spec))
                 errors = {w: e for w, e in c.run(_load_error, spec).items() if e}
@@ -380,6 +381,11 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
             bar.update(counts["images"], counts["shards"], counts["failed"], counts["encoded"],
                        final=True)
         finally:
+            if not owned:  # a cluster that lives on: free the model on its workers
+                try:
+                    c.unregister_worker_plugin(_spec_name(spec))
+                except Exception:
+                    pass
             if owned:
                 c.close()
                 if cluster is not None:
