@@ -381,7 +381,7 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
             bar.update(counts["images"], counts["shards"], counts["failed"], counts["encoded"],
                        final=True)
         finally:
-            if not owned:  # a cluster that lives on: free the model on its workers
+            if cluster is None:  # a cluster that lives on: free the model on its workers
                 try:
                     c.unregister_worker_plugin(_spec_name(spec))
                 except Exception:

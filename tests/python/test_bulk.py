@@ -112,6 +112,21 @@ def test_bulk_bf16_matches_cli(client, tiny, dataset, tmp_path):
     assert same_bits(ds.features(row), st.bf16_to_f32(bits))
 
 
+def _plugins_and_models(dask_worker):
+    return [n for n in dask_worker.plugins if n.startswith("gemma4_vision-")], len(bulk._models)
+
+
+def test_scheduler_address(client, tiny, dataset, tmp_path):
+    """--scheduler: a cluster that lives on. The run connects by address, and at its end removes
+    its plugin so that the workers free the model."""
+    out = str(tmp_path / "out")
+    s = bulk.encode([dataset], tiny, out, tokens=70, shard_size=5, progress=False,
+                    scheduler=client.scheduler.address)
+    assert (s.images, s.encoded, s.failed) == (13, 13, 1)
+    assert all(v == ([], 0) for v in client.run(_plugins_and_models).values())
+    assert client.status == "running"  # not closed by the run
+
+
 def shard_stats(out):
     return {n: (os.stat(os.path.join(out, n)).st_ino, os.stat(os.path.join(out, n)).st_mtime_ns)
             for n in os.listdir(out) if n.startswith("shard-")}
