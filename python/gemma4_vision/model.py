@@ -10,7 +10,7 @@ copied out, a Result never depends on a context that another call is reusing.
 """
 import os
 import threading
-from ctypes import POINTER, byref, c_int, c_void_p, cast, create_string_buffer, memmove
+from ctypes import byref, c_int, c_void_p, create_string_buffer, memmove
 
 import numpy as np
 

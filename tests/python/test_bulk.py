@@ -40,7 +40,7 @@ def client():
 def dataset(tmp_path_factory):
     """11 images of 5 formats + a raw .npy, and a corrupt file in the middle (index 6)."""
     d = str(tmp_path_factory.mktemp("data"))
-    paths = write_images(d, 11)
+    write_images(d, 11)
     np.save(os.path.join(d, "img011.npy"),
             np.random.default_rng(9).integers(0, 256, (70, 52, 3), dtype=np.uint8))
     with open(os.path.join(d, "img005b.png"), "wb") as f:

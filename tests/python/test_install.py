@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 BUILD = os.environ.get("G4V_BUILD_DIR")
 

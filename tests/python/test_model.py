@@ -1,7 +1,6 @@
 """The gemma4_vision package (Model, Result, G4VError) against the g4v CLI: bit-identical features
 for every input kind, the result's fields, model.info, the errors with their library statuses,
 and Python threads sharing one model (the GIL released during the C call)."""
-import io
 import json
 import os
 import pickle
