@@ -118,17 +118,21 @@ def _npy_rgb(path):
     """The uint8 [H, W, 3] pixels of a .npy file, as `g4v encode` takes them, or None when the
     file is not a .npy at all (then it is decoded by content, like any image file)."""
     try:
-        a = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError):
-        if not os.path.exists(path):
-            return None  # encode_file reports the missing file with its own message
         with open(path, "rb") as f:
             if f.read(6) != b"\x93NUMPY":
                 return None
-        raise G4VError(_lib.ERR_IMAGE, f"{path}: not a readable .npy file")
-    if not isinstance(a, np.ndarray):
-        raise G4VError(_lib.ERR_IMAGE, f"{path}: not a single array")
-    return _rgb_array(np.asarray(a), path)
+    except OSError:
+        return None  # encode_file reports the unreadable file with its own message
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError):
+        a = None
+    # the CLI's rule and message (tools/g4v/npy.c)
+    if (not isinstance(a, np.ndarray) or a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3
+            or not a.flags.c_contiguous or a.shape[0] < 1 or a.shape[1] < 1):
+        raise G4VError(_lib.ERR_IMAGE, f"{path}: a .npy image must be C-ordered uint8 "
+                                       "[H, W, 3] (and complete)")
+    return np.asarray(a)
 
 
 class Model:

@@ -127,6 +127,13 @@ def status(name):
 def test_errors(model, tiny, images, tmp_path):
     png = open(images[0], "rb").read()
     (tmp_path / "trunc.png").write_bytes(png[: len(png) // 2])
+    np.save(tmp_path / "f32.npy", np.zeros((10, 10, 3), np.float32))
+    np.save(tmp_path / "gray.npy", np.zeros((10, 10), np.uint8))
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(np.zeros((10, 10, 3), np.uint8)))
+    npy = np.lib.format.open_memmap(tmp_path / "trunc.npy", "w+", np.uint8, (50, 50, 3))
+    del npy
+    raw = (tmp_path / "trunc.npy").read_bytes()
+    (tmp_path / "trunc.npy").write_bytes(raw[:-100])
     (tmp_path / "junk.png").write_bytes(b"not an image at all")
     cases = [
         (str(tmp_path / "missing.png"), {}, "G4V_ERR_IO", "missing.png"),
@@ -139,6 +146,11 @@ def test_errors(model, tiny, images, tmp_path):
         (np.zeros((0, 10, 3), np.uint8), {}, "G4V_ERR_ARG", "empty"),
         (12345, {}, "G4V_ERR_ARG", "not int"),
     ]
+    for bad in ("f32.npy", "gray.npy", "fortran.npy", "trunc.npy"):  # as the CLI says
+        r = g4v("encode", "--model", model.path, tmp_path / bad, "--json", "-o",
+                tmp_path / "o.npy", check=False)
+        js = json.loads(r.stdout)
+        cases.append((str(tmp_path / bad), {}, js["status"], js["error"]))
     for image, kw, name, text in cases:
         with pytest.raises(g4.G4VError) as ei:
             model.encode(image, **kw)
