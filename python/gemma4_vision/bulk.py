@@ -367,10 +367,14 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
                             key=[f"g4v-shard-{s['index']:05d}-{s['key'][:12]}" for s in todo])
             by_key = {f.key: t for f, t in zip(futures, tasks)}
             for fut in as_completed(futures):
-                if fut.status != "finished":
-                    failures.append((by_key[fut.key]["index"], repr(fut.exception())))
-                else:
+                # result() rather than the status seen here: a result held by a worker that
+                # dies right after the task finished is "lost" for a moment, and the scheduler
+                # runs the task again (which finds its shard written); result() waits for that.
+                try:
                     r = fut.result()
+                except Exception as e:
+                    failures.append((by_key[fut.key]["index"], f"{type(e).__name__}: {e}"))
+                else:
                     counts["images"] += r["images"]
                     counts["shards"] += 1
                     counts["failed"] += r["failed"]

@@ -199,10 +199,12 @@ def test_worker_killed_mid_run(tiny, tmp_path):
                 busy = [w for w, keys in cl.processing().items() if keys]
                 if busy:
                     killed["shards_written"] = len(written)
+                    killed["at"] = time.time()
                     killed["pid"] = pids[busy[0]]
                     os.kill(pids[busy[0]], signal.SIGKILL)
             time.sleep(0.01)
         th.join(180)
+        killed["run_ended_after_s"] = time.time() - killed.get("at", time.time())
         assert killed, "the run ended before a worker could be killed"
         print("killed", killed)
         assert killed["shards_written"] < n // 2, killed  # work was left when it died
@@ -212,8 +214,10 @@ def test_worker_killed_mid_run(tiny, tmp_path):
         new_pids = cl.run(os.getpid)
         assert killed["pid"] not in new_pids.values()
     finally:
+        t = time.time()
         cl.close()
         c.close()
+        print("cluster closed in %.1f s" % (time.time() - t))
     ds = bulk.open_output(out)
     assert sorted(r["index"] for r in ds) == list(range(n)), "every image exactly once"
     assert len({r["source"] for r in ds}) == n
