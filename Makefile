@@ -3,6 +3,8 @@
 #   make test       install test dependencies, build, run every test CI runs (~15 min): ctest,
 #                   the portable-path rerun, asan, tsan, fuzz-smoke
 #   make check      install, build, run the default ctest suite only (a few minutes)
+#   make install    install, build, and install libg4v, g4v.h, the g4v tool and the Python
+#                   package gemma4_vision under PREFIX (default /usr/local)
 #   make demo       install, build, encode an image end to end with `g4v encode`; without
 #                   MODEL=DIR a synthetic e4b checkpoint (random weights, real layout, ~340 MB)
 #                   is generated into build/demo-model once (outputs not meaningful); IMAGE=FILE
@@ -19,7 +21,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps bench-deps build test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report
+.PHONY: all deps test-deps bench-deps build test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install
 
 all: build
 
@@ -85,6 +87,19 @@ demo: test-deps
 	  echo "demo:       not Google's Gemma 4 weights: the shapes and the prompt span are real, the"; \
 	  echo "demo:       numbers are NOT meaningful embeddings. Use make demo MODEL=DIR [IMAGE=FILE]."; \
 	fi
+
+# make install: the library, header, CLI, CMake/pkg-config files and the gemma4_vision Python
+# package (into lib/python3.X/dist-packages under PREFIX, where Debian's python3 finds it for
+# /usr/local and /usr). Then checks that the installed package imports and loads the library.
+PREFIX ?= /usr/local
+install:
+	scripts/install-deps.sh --python
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	cmake --install $(BUILD) --prefix $(PREFIX)
+	@cd / && env -u PYTHONPATH -u G4V_LIBRARY $(PYTHON) -c "import gemma4_vision as g; \
+	print('install: gemma4_vision', g.__file__, '->', g.library_path(), g.library_version())" \
+	|| echo "install: $(PYTHON) does not search $(PREFIX); add its lib/python3.X/dist-packages to PYTHONPATH"
 
 asan: test-deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_FAULT_INJECTION=ON \
@@ -158,3 +173,21 @@ bench-report: test-deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	BUILD=$(BUILD) PYTHON=$(PYTHON) BENCH_MODEL=$(BENCH_MODEL) bench/report.sh
+
+# make bench-python: bulk encoding (gemma4_vision.bulk on a Dask LocalCluster, 1 and 2 workers x
+# 1 and 2 threads) against a loop of `g4v encode` over the same mixed images, in one run
+# (bench/bench_bulk.py; a few minutes on 2 cores). The checkpoint is a SYNTHETIC e2b cut to
+# BENCH_PY_LAYERS encoder layers (generated once into $(BENCH_PY_MODEL)); MODEL=DIR uses another.
+BENCH_PY_LAYERS ?= 4
+BENCH_PY_MODEL ?= $(BUILD)/bench-e2b-l$(BENCH_PY_LAYERS)
+BENCH_PY_IMAGES ?= $(BUILD)/bench-images
+BENCH_PY_ARGS ?= --tokens 140
+bench-python: test-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	@model="$(MODEL)"; if [ -z "$$model" ]; then model=$(BENCH_PY_MODEL); \
+	  if [ ! -f $$model/config.json ]; then \
+	    $(PYTHON) tools/gen_checkpoint.py $$model --config e2b --layers $(BENCH_PY_LAYERS) --seed 0; fi; \
+	fi; \
+	PYTHONPATH=python G4V_LIBRARY=$(BUILD)/libg4v.so $(PYTHON) bench/bench_bulk.py --model $$model \
+	  --images $(BENCH_PY_IMAGES) --g4v $(BUILD)/g4v $(BENCH_PY_ARGS)

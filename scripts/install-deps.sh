@@ -2,6 +2,8 @@
 # Installs everything gemma4-vision needs to build and test, from Debian's archive only.
 # Idempotent: packages already present are skipped by apt. Run as root (or via sudo).
 #   install-deps.sh          build
+#   install-deps.sh --python build + what the Python package needs at run time (make install):
+#                            numpy, and Dask distributed for bulk encoding
 #   install-deps.sh --test   build + tests (make test)
 #   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
 #                            OpenBLAS for bench/torch_peer.py, oneDNN for bench_gemm. Note that
@@ -9,15 +11,17 @@
 set -euo pipefail
 
 BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev"
-TEST_PKGS="python3 python3-numpy python3-pil clang libclang-rt-14-dev libsimde-dev"
+TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev"
+PYTHON_PKGS="python3 python3-numpy python3-distributed"
 BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
 
 want="$BUILD_PKGS"
 case "${1:-}" in
+    --python) want="$BUILD_PKGS $PYTHON_PKGS" ;;
     --test) want="$BUILD_PKGS $TEST_PKGS" ;;
     --bench) want="$BUILD_PKGS $TEST_PKGS $BENCH_PKGS" ;;
     "") ;;
-    *) echo "usage: install-deps.sh [--test|--bench]" >&2; exit 1 ;;
+    *) echo "usage: install-deps.sh [--python|--test|--bench]" >&2; exit 1 ;;
 esac
 
 missing=""

@@ -1,0 +1,133 @@
+"""_lib.py - the ctypes view of include/g4v.h: structures, prototypes, and finding libg4v.so.
+
+Only this file knows the C layouts. The structures mirror g4v.h field for field and must change
+with it (the tests compare sizes through the library's own results, and every call passes through
+these declarations, so a mismatch shows up as wrong numbers in test_model.py).
+
+Where libg4v.so is looked for, first match wins:
+  1. $G4V_LIBRARY: the path of the library file itself (for a build tree, or a second copy);
+  2. beside the package: an installed copy (`cmake --install` writes _paths.py with the library
+     directory relative to the package, so an installed prefix can be moved as a whole);
+  3. a source checkout: <repo>/build/libg4v.so when the package is <repo>/python/gemma4_vision;
+  4. the dynamic linker's search (LD_LIBRARY_PATH, ld.so.cache): libg4v.so.0.
+"""
+import ctypes
+import os
+
+c_int, c_int32, c_size_t, c_uint16, c_uint64 = (ctypes.c_int, ctypes.c_int32, ctypes.c_size_t,
+                                                  ctypes.c_uint16, ctypes.c_uint64)
+c_char_p, c_void_p, c_double, c_float = (ctypes.c_char_p, ctypes.c_void_p, ctypes.c_double,
+                                         ctypes.c_float)
+POINTER = ctypes.POINTER
+
+# Status codes (g4v.h, stable numbers).
+OK, ERR_ARG, ERR_IO, ERR_MODEL, ERR_IMAGE, ERR_LIMIT, ERR_NOMEM, ERR_UNSUPPORTED, ERR_INTERNAL = range(9)
+
+
+class ModelOptions(ctypes.Structure):
+    _fields_ = [("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
+                ("max_pixels", c_uint64), ("max_dimension", c_int),
+                ("max_header_bytes", c_uint64), ("max_file_bytes", c_uint64),
+                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64)]
+
+
+class ModelInfo(ctypes.Structure):
+    _fields_ = [("variant", ctypes.c_char * 32),
+                ("hidden_size", c_int), ("intermediate_size", c_int), ("num_layers", c_int),
+                ("num_heads", c_int), ("num_kv_heads", c_int), ("head_dim", c_int),
+                ("patch_size", c_int), ("pooling_kernel_size", c_int),
+                ("position_embedding_size", c_int),
+                ("dim", c_int), ("default_budget", c_int), ("config_output_length", c_int),
+                ("use_clipped_linears", c_int), ("standardize", c_int), ("precise", c_int),
+                ("apply_exif", c_int),
+                ("image_token_id", c_int32), ("boi_token_id", c_int32), ("eoi_token_id", c_int32),
+                ("video_token_id", c_int32),
+                ("param_count", ctypes.c_int64), ("weight_bytes", c_uint64),
+                ("naming", ctypes.c_char * 8), ("source", ctypes.c_char * 512),
+                ("max_pixels", c_uint64), ("max_dimension", c_int),
+                ("max_file_bytes", c_uint64), ("max_header_bytes", c_uint64),
+                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64)]
+
+
+class CtxOptions(ctypes.Structure):
+    _fields_ = [("threads", c_int)]
+
+
+class EncodeOptions(ctypes.Structure):
+    _fields_ = [("budget", c_int), ("exif", c_int), ("bf16", c_int)]
+
+
+class Result(ctypes.Structure):
+    _fields_ = [("n_tokens", c_int), ("dim", c_int), ("grid_w", c_int), ("grid_h", c_int),
+                ("src_width", c_int), ("src_height", c_int), ("width", c_int), ("height", c_int),
+                ("budget", c_int), ("features", POINTER(c_float)),
+                ("features_bf16", POINTER(c_uint16)),
+                ("boi_token_id", c_int32), ("image_token_id", c_int32), ("eoi_token_id", c_int32),
+                ("seconds", c_double)]
+
+
+_PROTOTYPES = {
+    # name: (restype, argtypes)
+    "g4v_status_name": (c_char_p, [c_int]),
+    "g4v_version": (c_char_p, []),
+    "g4v_budget_valid": (c_int, [c_int]),
+    "g4v_budget_check": (c_int, [c_int, c_char_p, c_size_t]),
+    "g4v_model_options_init": (None, [POINTER(ModelOptions)]),
+    "g4v_model_load": (c_int, [c_char_p, POINTER(ModelOptions), POINTER(c_void_p), c_char_p,
+                               c_size_t]),
+    "g4v_model_free": (None, [c_void_p]),
+    "g4v_model_get_info": (c_int, [c_void_p, POINTER(ModelInfo)]),
+    "g4v_model_plan": (c_int, [c_void_p, c_int, c_int, c_int, POINTER(c_int), POINTER(c_int),
+                               POINTER(c_int)]),
+    "g4v_ctx_options_init": (None, [POINTER(CtxOptions)]),
+    "g4v_ctx_create": (c_int, [c_void_p, POINTER(CtxOptions), POINTER(c_void_p), c_char_p,
+                               c_size_t]),
+    "g4v_ctx_free": (None, [c_void_p]),
+    "g4v_ctx_error": (c_char_p, [c_void_p]),
+    "g4v_encode_options_init": (None, [POINTER(EncodeOptions)]),
+    "g4v_encode_file": (c_int, [c_void_p, c_char_p, POINTER(EncodeOptions), POINTER(Result)]),
+    "g4v_encode_memory": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(EncodeOptions),
+                                  POINTER(Result)]),
+    "g4v_encode_rgb": (c_int, [c_void_p, c_void_p, c_int, c_int, c_size_t,
+                               POINTER(EncodeOptions), POINTER(Result)]),
+}
+
+
+def _candidates():
+    env = os.environ.get("G4V_LIBRARY")
+    if env:
+        return [env]  # explicit: no silent fallback to another copy
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    try:
+        from . import _paths  # written by `cmake --install`
+        out.append(os.path.normpath(os.path.join(here, _paths.LIBDIR_FROM_PACKAGE, "libg4v.so.0")))
+    except ImportError:
+        pass
+    out.append(os.path.join(os.path.dirname(os.path.dirname(here)), "build", "libg4v.so"))
+    out.append("libg4v.so.0")  # the dynamic linker's search
+    return out
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path} (not found)")
+            continue
+        try:
+            lib = ctypes.CDLL(path)  # CDLL, not PyDLL: calls release the GIL
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+            continue
+        for name, (res, args) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        lib.g4v_path = path
+        return lib
+    raise ImportError("gemma4_vision: cannot load libg4v: tried " + "; ".join(tried) +
+                      ". Build it (make) and set G4V_LIBRARY=/path/to/libg4v.so, or install it "
+                      "with `make install` / `cmake --install build`.")
+
+
+lib = _load()
