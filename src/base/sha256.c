@@ -2,6 +2,7 @@
  * 64-round compression with the constants of §4.2.2. Plain C (see sha256.h for why). */
 #include "sha256.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const uint32_t K[64] = {
@@ -49,6 +50,29 @@ static void compress(uint32_t h[8], const uint8_t *p) {
     h[7] += hh;
 }
 
+void g4v_sha256_blocks_portable(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+    for (; nblocks; nblocks--, p += 64) compress(h, p);
+}
+
+/* The compression for this CPU, chosen once (a benign race: every thread computes the same). */
+typedef void (*blocks_fn)(uint32_t h[8], const uint8_t *p, size_t nblocks);
+static blocks_fn pick(void) {
+    static blocks_fn chosen;
+    blocks_fn f = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+    if (!f) {
+        const char *isa = getenv("G4V_ISA");
+        int portable = isa && !strcmp(isa, "portable");
+        f = !portable && g4v_sha256_x86_available() ? g4v_sha256_blocks_x86
+                                                    : g4v_sha256_blocks_portable;
+        __atomic_store_n(&chosen, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+const char *g4v_sha256_impl(void) {
+    return pick() == g4v_sha256_blocks_x86 ? "sha-ni" : "portable";
+}
+
 void g4v_sha256_init(g4v_sha256_ctx *s) {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -67,10 +91,14 @@ void g4v_sha256_update(g4v_sha256_ctx *s, const void *data, size_t n) {
         p += take;
         n -= take;
         if (s->nbuf < 64) return;
-        compress(s->h, s->buf);
+        pick()(s->h, s->buf, 1);
         s->nbuf = 0;
     }
-    for (; n >= 64; p += 64, n -= 64) compress(s->h, p);
+    if (n >= 64) {
+        pick()(s->h, p, n / 64);
+        p += n / 64 * 64;
+        n %= 64;
+    }
     memcpy(s->buf, p, n);
     s->nbuf = n;
 }

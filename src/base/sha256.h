@@ -2,10 +2,12 @@
  *
  * Why our own: the only users are the model fingerprint and the feature cache's keys and entry
  * checksums; none of the libraries we already depend on exports a hash, and pulling in OpenSSL or
- * nettle for one function would add a build dependency to every user of libg4v. Portable C, no
- * SIMD or SHA extensions: ~0.25-0.4 GB/s per core, which the fingerprint spreads over threads
- * (one digest per tensor) and computes once per model (docs/SERVICE.md "Model identity").
- * Tested against the FIPS 180-4 / NIST CAVP vectors in tests/base/test_base.c.
+ * nettle for one function would add a build dependency to every user of libg4v. Two compressions:
+ * plain C (~0.15-0.25 GB/s per core) and, where CPUID reports them, the x86 SHA extensions
+ * (sha256_x86.c, several times faster), chosen once per process; G4V_ISA=portable forces the
+ * plain one. The fingerprint also spreads the work over threads (one digest per tensor) and is
+ * computed once per model (docs/SERVICE.md "Model identity").
+ * Tested against the FIPS 180-4 / NIST CAVP vectors in tests/base/test_base.c, both compressions.
  */
 #ifndef G4V_BASE_SHA256_H
 #define G4V_BASE_SHA256_H
@@ -37,5 +39,13 @@ void g4v_sha256_hex(const uint8_t d[G4V_SHA256_BYTES], char hex[G4V_SHA256_HEX])
  * string as its length (u64) then its bytes. */
 void g4v_sha256_u64(g4v_sha256_ctx *s, uint64_t v);
 void g4v_sha256_str(g4v_sha256_ctx *s, const char *str);
+
+/* The compressions, for tests: nblocks 64-byte blocks of p into the state h. The x86 one may only
+ * be called when g4v_sha256_x86_available(). g4v_sha256_impl(): "sha-ni" or "portable", the one
+ * in use. */
+void g4v_sha256_blocks_portable(uint32_t h[8], const uint8_t *p, size_t nblocks);
+void g4v_sha256_blocks_x86(uint32_t h[8], const uint8_t *p, size_t nblocks);
+int g4v_sha256_x86_available(void);
+const char *g4v_sha256_impl(void);
 
 #endif
