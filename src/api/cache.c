@@ -217,7 +217,8 @@ static int grow_buf(void **buf, size_t *cap, size_t n, size_t sz) {
 }
 
 /* Reads and checks the entry at path into ctx's buffers. 1: a valid entry (out filled);
- * 0: no entry; -1: an entry that fails a check (corrupt). */
+ * 0: no entry (or one this model must not serve: over its image limits; or out of memory);
+ * -1: an entry that fails a check (corrupt). */
 static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budget, int bf16,
                       g4v_result *out) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -233,7 +234,11 @@ static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budge
     uint64_t hn = 0;
     for (int i = 0; i < 8; i++) hn |= (uint64_t)len8[i] << (8 * i);
     if (hn == 0 || hn > CACHE_MAX_HEADER || 8 + hn > (uint64_t)st.st_size) goto done;
-    if (!(hdr = g4v_malloc(hn + 1)) || pread(fd, hdr, hn, 8) != (ssize_t)hn) goto done;
+    if (!(hdr = g4v_malloc(hn + 1))) {
+        result = 0; /* out of memory: a plain miss, not a damaged entry */
+        goto done;
+    }
+    if (pread(fd, hdr, hn, 8) != (ssize_t)hn) goto done;
     hdr[hn] = '\0';
     root = cJSON_ParseWithLength(hdr, hn);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
@@ -263,9 +268,19 @@ static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budge
         cJSON_GetArrayItem(offs, 1)->valuedouble != (double)(n * sizeof(float)) ||
         8 + hn + n * sizeof(float) != (uint64_t)st.st_size)
         goto done;
-    if (grow_buf((void **)&ctx->features, &ctx->feat_cap, n, sizeof(float)) ||
-        (bf16 && grow_buf((void **)&ctx->features_bf16, &ctx->bf16_cap, n, sizeof(uint16_t))))
+    /* An image this model's limits refuse is refused again, even if a process with larger
+     * limits stored it: a hit must answer what a fresh encode would. */
+    const g4v_image_opts *io = &ctx->model->image_opts;
+    if ((uint64_t)v[4] * (uint64_t)v[5] > io->max_pixels || v[4] > io->max_dimension ||
+        v[5] > io->max_dimension) {
+        result = 0;
         goto done;
+    }
+    if (grow_buf((void **)&ctx->features, &ctx->feat_cap, n, sizeof(float)) ||
+        (bf16 && grow_buf((void **)&ctx->features_bf16, &ctx->bf16_cap, n, sizeof(uint16_t)))) {
+        result = 0;
+        goto done;
+    }
     g4v_err ignored;
     if (g4v_pread_full(fd, ctx->features, n * sizeof(float), 8 + hn, path, &ignored)) goto done;
     char want[G4V_SHA256_HEX];

@@ -76,7 +76,7 @@ typedef struct server {
 } server;
 
 enum { REQ_OTHER, REQ_ENCODE };
-enum { ST_RECEIVING, ST_QUEUED, ST_DONE };
+enum { ST_RECEIVING, ST_QUEUED, ST_DONE, ST_ANSWERED };
 
 struct request {
     server *s;
@@ -336,6 +336,7 @@ static enum MHD_Result answer(request *q, int code, struct MHD_Response *resp) {
         MHD_add_response_header(resp, "Retry-After", "1");
     enum MHD_Result r = MHD_queue_response(q->conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
+    q->state = ST_ANSWERED; /* whatever MHD still delivers of the body is dropped */
     record(q->s, code, g4v_now_s() - q->t0, q->kind == REQ_ENCODE);
     return r;
 }
@@ -635,7 +636,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
         return answer(q, MHD_HTTP_OK, body ? buffer_response(body, len, type) : NULL);
     }
-    if (q->kind != REQ_ENCODE) { /* a body on a GET: ignored */
+    if (q->kind != REQ_ENCODE || q->state == ST_ANSWERED) { /* answered already: drop the rest */
         *upload_size = 0;
         return MHD_YES;
     }
