@@ -276,7 +276,7 @@ def run(tmp, servers):
     results = {}
 
     def slow(tag):
-        results[tag] = s2.request("POST", "/v1/encode?tokens=1120&format=npy", bigb, timeout=120)
+        results[tag] = s2.request("POST", "/v1/encode?tokens=1120&format=npy", bigb, timeout=600)
     ta = threading.Thread(target=slow, args=("a",))
     ta.start()
     check(s2.wait_metric("g4v_encodes_in_progress", 1), "A is encoding")
@@ -299,8 +299,8 @@ def run(tmp, servers):
     except OSError:
         refused = True
     check(refused, "after SIGTERM new connections are refused")
-    ta.join(120)
-    tb.join(120)
+    ta.join(600)
+    tb.join(600)
     for tag in ("a", "b"):
         st, h, body = results.get(tag, (None, None, None))
         check(st == 200 and body == ref_big, f"request {tag.upper()} in flight at SIGTERM: answered in full")
