@@ -13,6 +13,8 @@
 #   make tsan       the API tests (concurrent contexts on one model) under ThreadSanitizer
 #   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
 #                   under ASan + UBSan with fault injection (build-fault/)
+#   make load       g4v serve under wrk on 127.0.0.1 (bounded: LOAD_SECONDS per run, default 10):
+#                   requests/s, p50/p99 latency, errors; the service's overhead per request
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
 #                   (default 60); make fuzz-smoke: FUZZ_SMOKE_SECONDS (60) each, 2 at a time
 BUILD ?= build
@@ -21,7 +23,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps bench-deps build test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install
+.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install
 
 all: build
 
@@ -33,6 +35,9 @@ test-deps:
 
 bench-deps:
 	scripts/install-deps.sh --bench
+
+load-deps:
+	scripts/install-deps.sh --load
 
 build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -100,6 +105,13 @@ install:
 	@cd / && env -u PYTHONPATH -u G4V_LIBRARY $(PYTHON) -c "import gemma4_vision as g; \
 	print('install: gemma4_vision', g.__file__, '->', g.library_path(), g.library_version())" \
 	|| echo "install: $(PYTHON) does not search $(PREFIX); add its lib/python3.X/dist-packages to PYTHONPATH"
+
+# make load: the HTTP service under load (scripts/load.sh): loopback only, LOAD_SECONDS per wrk run.
+LOAD_SECONDS ?= 10
+load: load-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli
+	PYTHON=$(PYTHON) scripts/load.sh $(BUILD) $(LOAD_SECONDS)
 
 asan: test-deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_FAULT_INJECTION=ON \

@@ -152,6 +152,20 @@ G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);
 G4V_API int g4v_model_plan(const g4v_model *model, int width, int height, int budget,
                            int *target_w, int *target_h, int *n_tokens);
 
+/* The model's identity: 64 lower-case hex digits of a SHA-256 over a format tag, the version of
+ * libg4v's numerics, the math mode (precise or not), the vision configuration values that change
+ * the computation, and the content of every vision tensor the encoder uses (canonical name,
+ * dtype, shape, bytes), in a canonical order. The same checkpoint gives the same fingerprint in any
+ * layout (one file, shards, with or without "model.", MLX names, a sidecar); changing any used
+ * tensor byte or any of those settings changes it. Token ids, file names and the max_* limits are
+ * not part of it (they change no feature bit). docs/SERVICE.md "Model identity".
+ * Cost: the first call reads every vision tensor once (in parallel, one thread per CPU: see
+ * docs/SERVICE.md for the e4b time); the model remembers the result, so later calls are free.
+ * Thread-safe. hex receives G4V_FINGERPRINT_HEX bytes (NUL included); hex_size smaller is
+ * G4V_ERR_ARG. */
+#define G4V_FINGERPRINT_HEX 65
+G4V_API int g4v_model_fingerprint(const g4v_model *model, char *hex, size_t hex_size);
+
 /* ---------------------------------------------------------------------------------------------
  * Context (one per thread)
  */
@@ -216,6 +230,53 @@ G4V_API int g4v_encode_memory(g4v_ctx *ctx, const void *bytes, size_t size,
  * any decoded image; EXIF does not apply. */
 G4V_API int g4v_encode_rgb(g4v_ctx *ctx, const uint8_t *rgb, int width, int height, size_t stride,
                            const g4v_encode_options *opts, g4v_result *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Feature cache: a directory of encoded images, shared by any number of threads and processes
+ * (docs/SERVICE.md "The feature cache").
+ *
+ * An entry's key is a SHA-256 over the image's content (its bytes, or for g4v_encode_rgb its
+ * pixels and size), the budget, the EXIF choice, the math mode, the model fingerprint and the
+ * kernel path (the SIMD variants in use, which may change last bits). Its value is a safetensors
+ * file holding the float32 features and their sizes, with a checksum. Writes go to a temporary
+ * file renamed into place, so a reader sees a whole entry or none; an entry that fails its checks
+ * (truncated, corrupted, not ours) is never served: it is recomputed and rewritten. Above
+ * max_bytes the least recently used entries (by modification time, which a hit refreshes) are
+ * removed. A hit fills g4v_result with bytes identical to those a fresh encode would give.
+ */
+typedef struct g4v_cache g4v_cache;
+
+typedef struct g4v_cache_options {
+    uint64_t max_bytes; /* bound on the entries' total size; 0 = default 1 GiB */
+} g4v_cache_options;
+
+G4V_API void g4v_cache_options_init(g4v_cache_options *opts);
+
+/* Opens (creating it if needed, as mkdir -p) the cache directory dir, which must be writable.
+ * Errors: G4V_ERR_IO (cannot create or write dir), G4V_ERR_ARG, G4V_ERR_NOMEM. */
+G4V_API int g4v_cache_open(const char *dir, const g4v_cache_options *opts, g4v_cache **out,
+                           char *errbuf, size_t errbuf_size);
+/* Every ctx it is attached to must have been detached or freed first. NULL is a no-op. */
+G4V_API void g4v_cache_close(g4v_cache *cache);
+
+/* Counters since g4v_cache_open (this process only; thread-safe). */
+typedef struct g4v_cache_stats {
+    uint64_t hits, misses;  /* lookups served / not served from the directory */
+    uint64_t stores;        /* entries written */
+    uint64_t corrupt;       /* entries found damaged (recomputed, never served) */
+    uint64_t evictions;     /* entries removed to stay under max_bytes */
+    uint64_t errors;        /* failed writes or scans (the encode itself still succeeded) */
+} g4v_cache_stats;
+
+G4V_API void g4v_cache_get_stats(const g4v_cache *cache, g4v_cache_stats *stats);
+
+/* Attaches cache to ctx (NULL detaches): from then on g4v_encode_file, _memory and _rgb on ctx look
+ * the image up first and store what they encode. One cache may be attached to any number of
+ * contexts. The first lookup computes the model fingerprint if nothing has yet. */
+G4V_API int g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache);
+
+/* 1 if the last successful encode on ctx was served from its cache, else 0. */
+G4V_API int g4v_ctx_cache_hit(const g4v_ctx *ctx);
 
 /* Copies r's features (n_tokens * dim floats) into dst, which holds dst_count floats.
  * G4V_ERR_ARG if it is too small. */

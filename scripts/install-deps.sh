@@ -5,23 +5,26 @@
 #   install-deps.sh --python build + what the Python package needs at run time (make install):
 #                            numpy, and Dask distributed for bulk encoding
 #   install-deps.sh --test   build + tests (make test)
+#   install-deps.sh --load   build + tests + wrk (make load: the HTTP service under load)
 #   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
 #                            OpenBLAS for bench/torch_peer.py, oneDNN for bench_gemm. Note that
 #                            Debian makes a newly installed OpenBLAS the system libblas.so.3.
 set -euo pipefail
 
-BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev"
+BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev libmicrohttpd-dev"
 TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev"
 PYTHON_PKGS="python3 python3-numpy python3-distributed"
+LOAD_PKGS="wrk"
 BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
 
 want="$BUILD_PKGS"
 case "${1:-}" in
     --python) want="$BUILD_PKGS $PYTHON_PKGS" ;;
     --test) want="$BUILD_PKGS $TEST_PKGS" ;;
+    --load) want="$BUILD_PKGS $TEST_PKGS $LOAD_PKGS" ;;
     --bench) want="$BUILD_PKGS $TEST_PKGS $BENCH_PKGS" ;;
     "") ;;
-    *) echo "usage: install-deps.sh [--python|--test|--bench]" >&2; exit 1 ;;
+    *) echo "usage: install-deps.sh [--python|--test|--load|--bench]" >&2; exit 1 ;;
 esac
 
 missing=""

@@ -8,11 +8,18 @@
 #include "image/image.h"
 #include "io/checkpoint.h"
 
+#include <pthread.h>
+
 struct g4v_model {
     g4v_checkpoint *ck;
     g4v_encoder *enc;
     g4v_model_options opts; /* with defaults filled in */
     g4v_image_opts image_opts;
+    char kernel_path[512]; /* g4v_encoder_kernel_path, part of every cache key */
+    /* g4v_model_fingerprint's memo: the one thing written after load, once, under fp_lock */
+    pthread_mutex_t fp_lock;
+    int fp_done;
+    char fp[G4V_FINGERPRINT_HEX];
 };
 
 struct g4v_ctx {
@@ -24,7 +31,19 @@ struct g4v_ctx {
     uint16_t *features_bf16; /* capacity bf16_cap */
     size_t bf16_cap;
     g4v_err err;
+    struct g4v_cache *cache; /* g4v_ctx_set_cache; NULL: none */
+    int cache_hit;           /* the last successful encode came from the cache */
 };
+
+/* The feature cache (cache.c), used by encode.c. g4v_cache_key: the entry key for an image
+ * (kind "bytes" or "rgb", its content digest, the resolved budget and EXIF choice) on ctx's model;
+ * fails only if the fingerprint cannot be computed. g4v_cache_lookup: 1 and out filled (features
+ * in ctx's buffers) on a hit, else 0. g4v_cache_store: writes the entry for r; failures are
+ * counted in the cache's stats, never reported to the encode. */
+int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_digest, int budget,
+                  int exif, char key[65]);
+int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, g4v_result *out);
+void g4v_cache_store(g4v_ctx *ctx, const char *key, const g4v_result *r);
 
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);

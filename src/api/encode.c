@@ -8,6 +8,7 @@
 #include "base/budget.h"
 #include "base/clock.h"
 #include "base/dtype.h"
+#include "base/sha256.h"
 #include "io/fsutil.h"
 
 #include <string.h>
@@ -89,6 +90,7 @@ static int begin(g4v_ctx *c, g4v_result *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!c) return G4V_ERR_ARG;
     g4v_err_clear(&c->err);
+    c->cache_hit = 0;
     if (!out) return g4v_fail(&c->err, G4V_ERR_ARG, "the result pointer must not be NULL");
     return G4V_OK;
 }
@@ -112,6 +114,17 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
         return g4v_fail(&c->err, G4V_ERR_LIMIT,
                         "%zu bytes, above the limit of %llu bytes (max_file_bytes)", size,
                         (unsigned long long)c->model->opts.max_file_bytes);
+    char key[G4V_SHA256_HEX];
+    int cached = 0;
+    if (c->cache) {
+        uint8_t digest[G4V_SHA256_BYTES];
+        g4v_sha256(bytes, size, digest);
+        cached = g4v_cache_key(c, "bytes", digest, budget, exif, key) == G4V_OK;
+        if (cached && g4v_cache_lookup(c, key, budget, bf16, out)) {
+            c->cache_hit = 1;
+            return G4V_OK;
+        }
+    }
     g4v_image_opts io = c->model->image_opts;
     io.apply_exif = exif;
     g4v_image img = {0, 0, NULL};
@@ -122,6 +135,7 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
         st = encode_image(c, &img, (size_t)img.width * 3, info.width, info.height, budget, bf16,
                           out);
     g4v_image_free(&img);
+    if (!st && cached) g4v_cache_store(c, key, out);
     return st;
 }
 
@@ -178,14 +192,32 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
         goto done;
     }
     if ((st = g4v_target_size(height, width, budget, &th, &tw, &c->err))) goto done;
+    char key[G4V_SHA256_HEX];
+    int cached = 0;
+    if (c->cache) {
+        /* the pixels and their size, row by row (the stride is not part of the image) */
+        g4v_sha256_ctx s;
+        g4v_sha256_init(&s);
+        g4v_sha256_u64(&s, (uint64_t)width);
+        g4v_sha256_u64(&s, (uint64_t)height);
+        for (int y = 0; y < height; y++) g4v_sha256_update(&s, rgb + (size_t)y * stride, (size_t)width * 3);
+        uint8_t digest[G4V_SHA256_BYTES];
+        g4v_sha256_final(&s, digest);
+        cached = g4v_cache_key(c, "rgb", digest, budget, 0, key) == G4V_OK;
+        if (cached && g4v_cache_lookup(c, key, budget, bf16, out)) {
+            c->cache_hit = 1;
+            goto done;
+        }
+    }
     if (tw == width && th == height) {
         /* Already at the target size: the resize would be the identity, encode in place. */
         g4v_image view = {width, height, (uint8_t *)rgb};
         st = encode_image(c, &view, stride, width, height, budget, bf16, out);
-        goto done;
+    } else {
+        st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
+        if (!st) st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
     }
-    st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
-    if (!st) st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
+    if (!st && cached) g4v_cache_store(c, key, out);
 done:
     g4v_image_free(&img);
     return finish(c, st, out, t0, "RGB buffer");

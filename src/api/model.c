@@ -75,6 +75,7 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
         goto fail;
     }
     m->opts = o;
+    pthread_mutex_init(&m->fp_lock, NULL);
     g4v_image_opts_default(&m->image_opts);
     m->image_opts.max_pixels = o.max_pixels;
     m->image_opts.max_dimension = o.max_dimension;
@@ -99,6 +100,7 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
         goto fail;
     }
     g4v_pool_destroy(packers);
+    g4v_encoder_kernel_path(m->enc, m->kernel_path, sizeof m->kernel_path);
     *out = m;
     return G4V_OK;
 fail:
@@ -110,6 +112,7 @@ void g4v_model_free(g4v_model *m) {
     if (!m) return;
     g4v_encoder_free(m->enc);
     g4v_checkpoint_close(m->ck);
+    pthread_mutex_destroy(&m->fp_lock);
     g4v_free(m);
 }
 

@@ -29,6 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of our numerics: bumped by any change that alters an output bit for the same
+ * checkpoint, image, options and kernel path (a kernel's summation order, the resize, a rounding).
+ * It is part of the model fingerprint (g4v_model_fingerprint), so cached features computed by an
+ * older library are never served by a newer one that would compute different bits. */
+#define G4V_NUMERICS_VERSION 1
+
 typedef struct g4v_encoder g4v_encoder;
 typedef struct g4v_workspace g4v_workspace;
 
@@ -52,6 +58,13 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
                        g4v_err *err);
 void g4v_encoder_free(g4v_encoder *enc);
 const g4v_vision_config *g4v_encoder_config(const g4v_encoder *enc);
+
+/* The kernel path the encoder computes with, e.g. "features=0x1f gemm=avx512_bf16dp
+ * attention=avx512 ...": the CPU features its kernel table was built for and the variant chosen
+ * per family. Two machines (or G4V_ISA settings) with the same path give the same bits; different
+ * paths may differ in the last bits (docs/ARCHITECTURE.md §4). Written into buf (always
+ * terminated, truncated to cap). */
+void g4v_encoder_kernel_path(const g4v_encoder *enc, char *buf, size_t cap);
 
 g4v_workspace *g4v_workspace_create(void);
 void g4v_workspace_free(g4v_workspace *ws);

@@ -3,6 +3,7 @@
 #include "base/cpu.h"
 #include "base/error.h"
 #include "base/pool.h"
+#include "base/sha256.h"
 #include "test_util.h"
 
 #include <stdint.h>
@@ -70,7 +71,73 @@ static void test_pool(void) {
     CHECK(job.out[9] == 81);
 }
 
+/* FIPS 180-4 / NIST CAVP example vectors (the 56-byte one crosses the padding boundary), the
+ * million-'a' message fed in uneven pieces, and split updates against one-shot digests at every
+ * length around the block and padding boundaries. */
+static void test_sha256(void) {
+    static const struct {
+        const char *msg, *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlm"
+         "nopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
+    uint8_t d[G4V_SHA256_BYTES];
+    char hex[G4V_SHA256_HEX];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        g4v_sha256(v[i].msg, strlen(v[i].msg), d);
+        g4v_sha256_hex(d, hex);
+        CHECK_MSG(!strcmp(hex, v[i].hex), "sha256 of \"%s\": %s, expected %s", v[i].msg, hex, v[i].hex);
+    }
+    g4v_sha256_ctx s;
+    g4v_sha256_init(&s);
+    char a[1000];
+    memset(a, 'a', sizeof a);
+    for (size_t done = 0, k = 1; done < 1000000; k = k * 7 % 997 + 1) {
+        size_t n = k < 1000000 - done ? k : 1000000 - done;
+        g4v_sha256_update(&s, a, n);
+        done += n;
+    }
+    g4v_sha256_final(&s, d);
+    g4v_sha256_hex(d, hex);
+    CHECK_MSG(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+              "sha256 of a million 'a': %s", hex);
+    uint8_t msg[200];
+    for (int i = 0; i < 200; i++) msg[i] = (uint8_t)(i * 31 + 7);
+    for (size_t n = 0; n <= 200; n++) {
+        uint8_t one[G4V_SHA256_BYTES];
+        g4v_sha256(msg, n, one);
+        for (size_t cut = 0; cut <= n; cut += 13) {
+            g4v_sha256_init(&s);
+            g4v_sha256_update(&s, msg, cut);
+            g4v_sha256_update(&s, msg + cut, n - cut);
+            g4v_sha256_final(&s, d);
+            CHECK_MSG(!memcmp(d, one, sizeof d), "sha256 split at %zu of %zu bytes differs", cut, n);
+        }
+    }
+    /* both compressions on the same pseudo-random blocks, from the same states */
+    printf("sha256: %s (x86 SHA extensions %s)\n", g4v_sha256_impl(),
+           g4v_sha256_x86_available() ? "present" : "absent");
+    if (g4v_sha256_x86_available()) {
+        uint8_t blocks[64 * 9];
+        uint32_t x = 12345;
+        for (size_t i = 0; i < sizeof blocks; i++) blocks[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 24);
+        for (size_t nb = 1; nb <= 9; nb++) {
+            uint32_t h1[8], h2[8];
+            for (int i = 0; i < 8; i++) h1[i] = h2[i] = 0x01234567u * (uint32_t)(i + nb);
+            g4v_sha256_blocks_portable(h1, blocks, nb);
+            g4v_sha256_blocks_x86(h2, blocks, nb);
+            CHECK_MSG(!memcmp(h1, h2, sizeof h1), "sha256: SHA-NI and C compressions differ on %zu blocks", nb);
+        }
+    }
+}
+
 int main(void) {
+    test_sha256();
     test_pool();
     test_errors();
     test_alloc();

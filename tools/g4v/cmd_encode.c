@@ -1,7 +1,7 @@
 /* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
  *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--precise] [--threads N]
- *              [--json] [--quiet] [--bf16] -o OUT
+ *              [--json] [--quiet] [--bf16] [--cache DIR [--cache-max-bytes N]] -o OUT
  *
  * IMAGE: a file (JPEG/PNG/WebP/GIF/BMP by content, or a raw uint8 [H, W, 3] .npy taken as decoded
  * RGB), a directory (its image files, sorted) or @LIST (one path per line). Outputs:
@@ -33,7 +33,8 @@
 typedef enum { OUT_NPY, OUT_DIR, OUT_SAFETENSORS } out_kind;
 
 typedef struct {
-    const char *model, *out;
+    const char *model, *out, *cache;
+    unsigned long long cache_max_bytes;
     input_list in;
     int tokens, no_exif, precise, threads, json, quiet, bf16;
     out_kind kind;
@@ -59,9 +60,15 @@ static void usage(FILE *f) {
         "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
         "  --threads N    worker threads (default: one per CPU)\n"
         "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
+        "  --cache DIR    feature cache: an image already encoded with the same model,\n"
+        "                 budget, EXIF choice and mode is read from DIR instead (identical\n"
+        "                 bytes); new results are stored there. Safe to share between processes\n"
+        "  --cache-max-bytes N  bound on the cache's size; least recently used entries are\n"
+        "                 removed above it (default 1073741824)\n"
         "  --json         print one JSON object per image (JSON Lines) instead of the spans:\n"
         "                 file, ok, original_size [w,h], target_size [w,h], grid [w,h], tokens,\n"
-        "                 budget, seconds, output, prompt ids (boi, image, eoi); or error\n"
+        "                 budget, seconds, output, prompt ids (boi, image, eoi), cache (\"hit\",\n"
+        "                 \"miss\" or \"off\"); or error\n"
         "  --quiet        print nothing on stdout and no progress bar\n"
         "  -h, --help     this help\n"
         "\n"
@@ -111,6 +118,17 @@ static int parse_args(int argc, char **argv, encode_args *a) {
                 fprintf(stderr, "g4v encode: --threads: '%s' is not a thread count\n", argv[i]);
                 return -1;
             }
+        } else if (!strcmp(s, "--cache") && has_val) {
+            a->cache = argv[++i];
+        } else if (!strcmp(s, "--cache-max-bytes") && has_val) {
+            char *end;
+            errno = 0;
+            const char *v = argv[++i];
+            a->cache_max_bytes = strtoull(v, &end, 10);
+            if (errno || *end || end == v || v[0] == '-' || a->cache_max_bytes == 0) {
+                fprintf(stderr, "g4v encode: --cache-max-bytes: '%s' is not a positive byte count\n", v);
+                return -1;
+            }
         } else if (!strcmp(s, "--precise")) {
             a->precise = 1;
         } else if (!strcmp(s, "--no-exif")) {
@@ -130,6 +148,10 @@ static int parse_args(int argc, char **argv, encode_args *a) {
     }
     if (!a->model || !a->in.count || !a->out) {
         fprintf(stderr, "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
+        return -1;
+    }
+    if (a->cache_max_bytes && !a->cache) {
+        fprintf(stderr, "g4v encode: --cache-max-bytes needs --cache DIR\n");
         return -1;
     }
     char msg[128];
@@ -237,7 +259,7 @@ static cJSON *int_pair(int a, int b) {
 }
 
 static void print_json(const char *path, const g4v_result *r, int st, const char *msg,
-                       const char *output) {
+                       const char *output, const char *cache) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return;
     cJSON_AddStringToObject(o, "file", path);
@@ -256,6 +278,7 @@ static void print_json(const char *path, const g4v_result *r, int st, const char
         cJSON_AddNumberToObject(ids, "image", r->image_token_id);
         cJSON_AddNumberToObject(ids, "eoi", r->eoi_token_id);
         cJSON_AddItemToObject(o, "prompt_ids", ids);
+        cJSON_AddStringToObject(o, "cache", cache);
     } else {
         cJSON_AddStringToObject(o, "status", g4v_status_name(st));
         cJSON_AddStringToObject(o, "error", msg);
@@ -328,6 +351,18 @@ static int encode_all(encode_args *a) {
         g4v_model_free(model);
         return G4V_EXIT_INTERNAL;
     }
+    g4v_cache *cache = NULL;
+    if (a->cache) {
+        g4v_cache_options cop;
+        g4v_cache_options_init(&cop);
+        if (a->cache_max_bytes) cop.max_bytes = a->cache_max_bytes;
+        if ((st = g4v_cache_open(a->cache, &cop, &cache, msg, sizeof msg))) {
+            fprintf(stderr, "g4v encode: --cache: %s\n", msg);
+            rc = G4V_EXIT_OUTPUT;
+            goto done;
+        }
+        g4v_ctx_set_cache(ctx, cache);
+    }
     out_st_writer *sw = NULL;
     if (a->kind == OUT_SAFETENSORS && !(sw = out_st_open(a->out))) {
         fprintf(stderr, "g4v encode: cannot write %s: %s\n", a->out, strerror(errno));
@@ -352,7 +387,7 @@ static int encode_all(encode_args *a) {
             fprintf(stderr, "g4v encode: %s\n", msg);
             int e = exit_for_image(st);
             if (e > rc) rc = e;
-            if (a->json) print_json(path, &r, st, msg, "");
+            if (a->json) print_json(path, &r, st, msg, "", "");
         } else if (write_result(a, sw, path, &r, where, sizeof where)) {
             if (bar) fprintf(stderr, "\n");
             fprintf(stderr, "g4v encode: cannot write %s: %s\n",
@@ -360,12 +395,13 @@ static int encode_all(encode_args *a) {
             rc = G4V_EXIT_OUTPUT;
         } else {
             written++;
-            if (a->json) print_json(path, &r, G4V_OK, "", where);
+            const char *cache_state = !cache ? "off" : g4v_ctx_cache_hit(ctx) ? "hit" : "miss";
+            if (a->json) print_json(path, &r, G4V_OK, "", where, cache_state);
             else if (!a->quiet) print_span(&r, path, several);
             if (!a->quiet && !bar && !a->json)
-                fprintf(stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s (%.2fs)\n",
+                fprintf(stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s (%.2fs%s)\n",
                         path, r.src_width, r.src_height, r.width, r.height, r.n_tokens, r.dim,
-                        where, r.seconds);
+                        where, r.seconds, cache && g4v_ctx_cache_hit(ctx) ? ", from the cache" : "");
         }
         if (bar) progress(i + 1, a->in.count, t0, failed);
     }
@@ -375,8 +411,16 @@ static int encode_all(encode_args *a) {
     }
     if (several && failed && !a->quiet)
         fprintf(stderr, "g4v encode: %d of %d images failed\n", failed, a->in.count);
+    if (cache) {
+        g4v_cache_stats cs;
+        g4v_cache_get_stats(cache, &cs);
+        if (cs.errors && !a->quiet)
+            fprintf(stderr, "g4v encode: warning: %llu cache writes to %s failed (results are "
+                            "still correct, but not cached)\n", (unsigned long long)cs.errors, a->cache);
+    }
 done:
     g4v_ctx_free(ctx);
+    g4v_cache_close(cache);
     g4v_model_free(model);
     return rc;
 }

@@ -6,6 +6,8 @@
  */
 #include "cli.h"
 #include "g4v.h"
+#include "api/fingerprint.h"
+#include "base/clock.h"
 #include "io/checkpoint.h"
 
 #include <cjson/cJSON.h>
@@ -18,14 +20,18 @@ static const int budgets[] = {G4V_BUDGETS};
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: g4v info --model DIR [--json]\n\n"
+            "usage: g4v info --model DIR [--json] [--precise]\n\n"
             "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
             "model.safetensors, model.safetensors.index.json + shards, or an\n"
             "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix).\n"
-            "Every vision tensor is validated against config.json; text weights are not read.\n\n"
+            "Every vision tensor is validated against config.json; text weights are not read.\n"
+            "The fingerprint (g4v_model_fingerprint) is a SHA-256 over the numerics version and\n"
+            "mode, the configuration values that matter and every vision tensor's content: the\n"
+            "same for one checkpoint in any layout, different if any of those changes.\n\n"
             "options:\n"
             "  --model DIR   the checkpoint directory (required)\n"
             "  --json        print one JSON object instead of text\n"
+            "  --precise     give the fingerprint for --precise mode (default: the default mode)\n"
             "  -h, --help    this help\n\n"
             "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
             "            inconsistent checkpoint), 5 internal error\n");
@@ -71,8 +77,14 @@ static const char *grouped(long long v, char *buf, size_t cap) {
     return buf;
 }
 
+typedef struct identity {
+    char fingerprint[G4V_SHA256_HEX];
+    int precise;
+    double seconds;
+} identity;
+
 static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c,
-                       const limit *lim) {
+                       const limit *lim, const identity *id) {
     const g4v_vision_config *v = &ck->cfg;
     char a[40];
     printf("model         %s\n", dir);
@@ -98,6 +110,9 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
                    grouped((long long)c->bytes[d], a, sizeof a));
     printf("\n");
     printf("files         %s (naming: %s)\n", ck->source, ck->naming);
+    printf("fingerprint   %s\n              (%s mode, numerics version %d; computed in %.2f s)\n",
+           id->fingerprint, id->precise ? "precise" : "default (fast)", G4V_NUMERICS_VERSION,
+           id->seconds);
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -113,7 +128,7 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
 }
 
 static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c,
-                      const limit *lim) {
+                      const limit *lim, const identity *id) {
     const g4v_vision_config *v = &ck->cfg;
     cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
     int ok = o && dt;
@@ -158,7 +173,11 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
         dt = NULL;
     }
     ok = ok && cJSON_AddStringToObject(o, "naming", ck->naming) &&
-         cJSON_AddStringToObject(o, "source", ck->source);
+         cJSON_AddStringToObject(o, "source", ck->source) &&
+         cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
+         cJSON_AddStringToObject(o, "fingerprint_mode", id->precise ? "precise" : "fast") &&
+         cJSON_AddNumberToObject(o, "numerics_version", G4V_NUMERICS_VERSION) &&
+         cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds);
     cJSON *b = ok ? cJSON_CreateIntArray(budgets, NBUDGETS) : NULL;
     if (b) cJSON_AddItemToObject(o, "budgets", b);
     cJSON *l = b ? cJSON_AddObjectToObject(o, "limits") : NULL;
@@ -180,12 +199,15 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
 int cmd_info(int argc, char **argv) {
     const char *dir = NULL;
     int json = 0;
+    identity id = {"", 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return G4V_EXIT_OK;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--precise")) {
+            id.precise = 1;
         } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strncmp(argv[i], "--model=", 8)) {
@@ -220,11 +242,18 @@ int cmd_info(int argc, char **argv) {
     }
     census c = {{0}, {0}};
     g4v_checkpoint_foreach(ck, count_tensor, &c);
+    double t0 = g4v_now_s();
+    if ((st = g4v_fingerprint_compute(ck, id.precise, 0, 0, id.fingerprint, &err))) {
+        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), err.msg);
+        g4v_checkpoint_close(ck);
+        return G4V_EXIT_INTERNAL;
+    }
+    id.seconds = g4v_now_s() - t0;
     int rc = G4V_EXIT_OK;
     if (json)
-        rc = print_json(dir, ck, &c, lim);
+        rc = print_json(dir, ck, &c, lim, &id);
     else
-        print_text(dir, ck, &c, lim);
+        print_text(dir, ck, &c, lim, &id);
     g4v_checkpoint_close(ck);
     if (rc == G4V_EXIT_OK && fflush(stdout) != 0) {
         fprintf(stderr, "g4v info: cannot write the output\n");

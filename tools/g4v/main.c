@@ -15,6 +15,7 @@ static const subcommand commands[] = {
     {"encode", cmd_encode, "encode images into Gemma 4 soft tokens (.npy / .safetensors)"},
     {"preprocess", cmd_preprocess, "decode + resize + patchify an image exactly as transformers does"},
     {"info", cmd_info, "describe a Gemma 4 checkpoint's vision tower"},
+    {"serve", cmd_serve, "HTTP encode service: POST an image, get its soft tokens"},
 };
 
 static void usage(FILE *f) {

@@ -30,12 +30,7 @@ static int write_le(FILE *f, const void *data, size_t size, size_t n) {
     return 0;
 }
 
-static int write_npy(const char *path, const char *descr, size_t size, const void *x, long rows,
-                     long cols) {
-    if (rows < 0 || cols < 0) {
-        errno = EINVAL;
-        return -1;
-    }
+size_t g4v_npy_header(char header[256], const char *descr, long rows, long cols) {
     char dict[160];
     int dl = snprintf(dict, sizeof dict,
                       "{'descr': '%s', 'fortran_order': False, 'shape': (%ld, %ld), }", descr,
@@ -44,7 +39,6 @@ static int write_npy(const char *path, const char *descr, size_t size, const voi
      * to a multiple of 64 bytes (what numpy writes). */
     size_t total = 10 + (size_t)dl + 1;
     size_t padded = (total + 63) / 64 * 64;
-    char header[256];
     memcpy(header, "\x93NUMPY\x01\x00", 8);
     size_t hlen = padded - 10;
     header[8] = (char)(hlen & 0xff);
@@ -52,6 +46,17 @@ static int write_npy(const char *path, const char *descr, size_t size, const voi
     memcpy(header + 10, dict, (size_t)dl);
     memset(header + 10 + dl, ' ', padded - 10 - (size_t)dl - 1);
     header[padded - 1] = '\n';
+    return padded;
+}
+
+static int write_npy(const char *path, const char *descr, size_t size, const void *x, long rows,
+                     long cols) {
+    if (rows < 0 || cols < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    char header[256];
+    size_t padded = g4v_npy_header(header, descr, rows, cols);
 
     size_t plen = strlen(path) + 32;
     char *tmp = malloc(plen);

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The .npy (format 1.0) header for a 2-D C-order array of dtype descr ("<f4", "<u2", ...):
+ * written into header, its length (a multiple of 64, at most 256) returned. */
+size_t g4v_npy_header(char header[256], const char *descr, long rows, long cols);
+
 int g4v_npy_write_f32(const char *path, const float *x, long rows, long cols);
 int g4v_npy_write_i32(const char *path, const int32_t *x, long rows, long cols);
 int g4v_npy_write_u16(const char *path, const uint16_t *x, long rows, long cols);
