@@ -22,7 +22,7 @@
 
 #include "base/alloc.h"
 #include "base/dtype.h"
-#include "base/sha256.h"
+#include "kernels/sha256.h"
 #include "io/fsutil.h"
 
 #include <cjson/cJSON.h>

@@ -8,7 +8,7 @@
 #include "base/budget.h"
 #include "base/clock.h"
 #include "base/dtype.h"
-#include "base/sha256.h"
+#include "kernels/sha256.h"
 #include "io/fsutil.h"
 
 #include <string.h>

@@ -8,7 +8,7 @@
 #define G4V_API_FINGERPRINT_H
 
 #include "base/error.h"
-#include "base/sha256.h"
+#include "kernels/sha256.h"
 #include "encoder/encoder.h" /* G4V_NUMERICS_VERSION */
 #include "io/checkpoint.h"
 

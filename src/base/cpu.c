@@ -16,7 +16,7 @@ static unsigned long long xgetbv0(void) {
 static unsigned detect(void) {
     unsigned a, b, c, d, f = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1;
+    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, ssse3 = (c >> 9) & 1, sse41 = (c >> 19) & 1;
     if (!osxsave) return 0;
     unsigned long long xcr0 = xgetbv0();
     int ymm_ok = (xcr0 & 0x6) == 0x6, zmm_ok = (xcr0 & 0xe6) == 0xe6;
@@ -24,7 +24,8 @@ static unsigned detect(void) {
     __cpuid_count(7, 0, a, b, c, d);
     int avx2 = (b >> 5) & 1;
     int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1,
-        avx512vl = (b >> 31) & 1;
+        avx512vl = (b >> 31) & 1, sha = (b >> 29) & 1;
+    if (sha && ssse3 && sse41) f |= G4V_CPU_SHA;
     unsigned a1, b1, c1, d1;
     __cpuid_count(7, 1, a1, b1, c1, d1);
     int bf16 = (a1 >> 5) & 1;
@@ -45,7 +46,7 @@ static unsigned mask_from_env(void) {
     const char *isa = getenv("G4V_ISA");
     if (!isa || !*isa) return ~0u;
     if (!strcmp(isa, "avx512")) return ~0u;
-    if (!strcmp(isa, "avx2")) return G4V_CPU_AVX2;
+    if (!strcmp(isa, "avx2")) return G4V_CPU_AVX2 | G4V_CPU_SHA;
     return 0; /* "portable" or anything unknown: the safe choice */
 }
 

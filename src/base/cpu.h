@@ -1,6 +1,7 @@
 /* cpu.h - which SIMD paths this CPU can run, decided once from CPUID.
  *
- * The environment variable G4V_ISA caps the choice (values: portable, avx2, avx512), so tests and
+ * The environment variable G4V_ISA caps the choice (values: portable, avx2 (with SHA), avx512),
+ * so tests and
  * CI can force the portable path on an AVX-512 machine. Unknown values are treated as portable.
  */
 #ifndef G4V_BASE_CPU_H
@@ -9,7 +10,8 @@
 enum {
     G4V_CPU_AVX2 = 1 << 0,      /* AVX2 + FMA */
     G4V_CPU_AVX512 = 1 << 1,    /* AVX-512 F, BW, VL, DQ */
-    G4V_CPU_AVX512BF16 = 1 << 2 /* vdpbf16ps */
+    G4V_CPU_AVX512BF16 = 1 << 2, /* vdpbf16ps */
+    G4V_CPU_SHA = 1 << 3          /* SHA extensions (+ SSSE3, SSE4.1): the SHA-256 compression */
 };
 
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */

@@ -13,6 +13,7 @@ static const g4v_kernel_variant registry[] = {
 #define G4V_KF_FAMILY_rope_row G4V_KF_ROPE_ROW
 #define G4V_KF_FAMILY_add_row G4V_KF_ADD_ROW
 #define G4V_KF_FAMILY_resize G4V_KF_RESIZE
+#define G4V_KF_FAMILY_sha256_blocks G4V_KF_SHA256_BLOCKS
 #include "variants.def"
 #undef G4V_VARIANT
 };
@@ -20,7 +21,7 @@ static const g4v_kernel_variant registry[] = {
 enum { NVARIANTS = (int)(sizeof registry / sizeof registry[0]) };
 
 /* The feature bits any variant can use; a table exists for each combination of them. */
-#define KNOWN_FEATURES (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16)
+#define KNOWN_FEATURES (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA)
 enum { NTABLES = KNOWN_FEATURES + 1 };
 
 static g4v_kernels tables[NTABLES];
@@ -52,7 +53,8 @@ const g4v_kernels *g4v_kernels_for(unsigned features) {
 
 unsigned g4v_kernel_features(void) {
 #ifdef G4V_SIMDE
-    return KNOWN_FEATURES; /* every x86 variant, emulated */
+    /* every SIMD variant, emulated; the SHA compression runs natively, so only where it can */
+    return (KNOWN_FEATURES & ~G4V_CPU_SHA) | (g4v_cpu_features() & G4V_CPU_SHA);
 #else
     return g4v_cpu_features();
 #endif
@@ -68,7 +70,8 @@ const g4v_kernel_variant *g4v_kernel_variants(int *count) {
 }
 
 const char *g4v_kernel_family_name(g4v_kernel_family f) {
-    static const char *const names[G4V_KF_COUNT] = {
-        "gemm", "attention", "geglu_row", "rmsnorm_row", "rope_row", "add_row", "resize"};
+    static const char *const names[G4V_KF_COUNT] = {"gemm",        "attention",    "geglu_row",
+                                                    "rmsnorm_row", "rope_row",     "add_row",
+                                                    "resize",      "sha256_blocks"};
     return f >= 0 && f < G4V_KF_COUNT ? names[f] : "?";
 }

@@ -14,6 +14,7 @@
 #include "gemm_kernel.h"
 #include "kernels.h"
 #include "resize.h"
+#include "sha256.h"
 
 /* What a variant of each family is, as variants.def names it (g4v_<family>_impl). */
 typedef const g4v_gemm_kernel g4v_gemm_impl;
@@ -23,6 +24,7 @@ typedef g4v_rmsnorm_row_fn g4v_rmsnorm_row_impl;
 typedef g4v_rope_row_fn g4v_rope_row_impl;
 typedef g4v_add_row_fn g4v_add_row_impl;
 typedef const g4v_resize_kernel g4v_resize_impl;
+typedef g4v_sha256_blocks_fn g4v_sha256_blocks_impl;
 
 /* Declarations of every registered variant (defined in the ISA folders). */
 #define G4V_VARIANT(fam, name, req) extern g4v_##fam##_impl g4v_##fam##_##name;
@@ -37,6 +39,7 @@ typedef enum g4v_kernel_family {
     G4V_KF_ROPE_ROW,
     G4V_KF_ADD_ROW,
     G4V_KF_RESIZE,
+    G4V_KF_SHA256_BLOCKS,
     G4V_KF_COUNT
 } g4v_kernel_family;
 
@@ -49,6 +52,7 @@ typedef union g4v_kernel_impl {
     g4v_rope_row_impl *rope_row;
     g4v_add_row_impl *add_row;
     g4v_resize_impl *resize;
+    g4v_sha256_blocks_impl *sha256_blocks;
 } g4v_kernel_impl;
 
 /* One registered variant. */

@@ -8,6 +8,7 @@
 #   x86_avx2/        -mavx2 -mfma
 #   x86_avx512/      + -mavx512f -mavx512bw -mavx512vl -mavx512dq
 #   x86_avx512bf16/  + -mavx512bf16
+#   x86_sha/         -msha -mssse3 -msse4.1 (the SHA-256 compression)
 # Code in an ISA folder runs only where the kernel table chose it (dispatch.c, from CPUID), so
 # its flags never leak into code that runs everywhere. G4V_X86 (top-level CMakeLists.txt) says
 # whether the x86 folders are in this build.
@@ -17,10 +18,11 @@ set(G4V_KERNEL_FLAGS_x86_avx2 -mavx2 -mfma)
 set(G4V_KERNEL_FLAGS_x86_avx512 ${G4V_KERNEL_FLAGS_x86_avx2} -mavx512f -mavx512bw -mavx512vl
     -mavx512dq)
 set(G4V_KERNEL_FLAGS_x86_avx512bf16 ${G4V_KERNEL_FLAGS_x86_avx512} -mavx512bf16)
+set(G4V_KERNEL_FLAGS_x86_sha -msha -mssse3 -msse4.1)
 
 set(G4V_KERNEL_FOLDERS portable)
 if(G4V_X86)
-  list(APPEND G4V_KERNEL_FOLDERS x86_avx2 x86_avx512 x86_avx512bf16)
+  list(APPEND G4V_KERNEL_FOLDERS x86_avx2 x86_avx512 x86_avx512bf16 x86_sha)
 endif()
 
 # g4v_kernel_sources(<out-var> <folder>...): the .c files of those folders.

@@ -2,14 +2,15 @@
  * variant of the per-row families against its family's portable variant.
  *
  *  - Registry: every family has a portable variant (needs == 0); for each of the 8 CPU feature
- *    sets, the table holds the first registered variant whose needs the set covers (GEMM: all of
- *    them, in order); g4v_kernels_current follows G4V_ISA.
+ *    sets (16), the table holds the first registered variant whose needs the set covers (GEMM: all
+ * of them, in order); g4v_kernels_current follows G4V_ISA.
  *  - Row families, every variant the CPU (or SIMDe) runs, on ragged lengths (1 .. 3075, around
  *    every vector width) with a guard element after the row:
  *      add_row, resize (hpass, vpass): bit-identical to portable (exact arithmetic);
  *      rmsnorm_row, rope_row: within 4e-7 of the row's largest |value| (a SIMD variant may sum
  *        or round in another order; portable itself is within ~1e-7 of float64);
  *      geglu_row: within 2e-6 * max(|x|, 1e-3) * |up| (the measure of test_geglu).
+ *  - sha256_blocks: every variant's state bit-identical to portable's on 1..9 random blocks.
  *  - The row drivers (g4v_rmsnorm, g4v_rope2d_apply, g4v_add_rows) give the same bits for 1 and
  *    2 threads and leave row padding alone.
  * A new variant registered in variants.def is picked up here with no change to this file.
@@ -52,7 +53,7 @@ static void test_registry(void) {
     for (int f = 0; f < G4V_KF_COUNT; f++)
         CHECK_MSG(portable_of((g4v_kernel_family)f) != NULL, "family %s has no portable variant",
                   g4v_kernel_family_name((g4v_kernel_family)f));
-    for (unsigned feat = 0; feat < 8; feat++) {
+    for (unsigned feat = 0; feat < 16; feat++) {
         const g4v_kernels *t = g4v_kernels_for(feat);
         CHECK(t->features == feat);
         for (int f = 0; f < G4V_KF_COUNT; f++) {
@@ -212,6 +213,23 @@ static void test_resize_variant(const g4v_kernel_variant *v) {
     }
 }
 
+/* Every SHA-256 compression against the portable one, from the same states, 1..9 blocks. */
+static void test_sha256_variant(const g4v_kernel_variant *v) {
+    const g4v_kernel_variant *p = portable_of(G4V_KF_SHA256_BLOCKS);
+    uint8_t blocks[64 * 9];
+    for (size_t i = 0; i < sizeof blocks; i++)
+        blocks[i] = (uint8_t)rnd();
+    for (size_t nb = 1; nb <= 9; nb++) {
+        uint32_t h1[8], h2[8];
+        for (int i = 0; i < 8; i++)
+            h1[i] = h2[i] = rnd();
+        p->impl.sha256_blocks(h1, blocks, nb);
+        v->impl.sha256_blocks(h2, blocks, nb);
+        CHECK_MSG(!memcmp(h1, h2, sizeof h1), "sha256_blocks %s: %zu blocks differ from portable",
+                  v->isa, nb);
+    }
+}
+
 /* The row drivers: same bits for 1 and 2 threads, row padding untouched. */
 static void test_drivers(g4v_pool *p2) {
     const g4v_kernels *k = g4v_kernels_current();
@@ -255,6 +273,8 @@ int main(void) {
         if (v[i].needs & ~g4v_kernel_features()) continue;
         if (v[i].family == G4V_KF_RESIZE)
             test_resize_variant(&v[i]);
+        else if (v[i].family == G4V_KF_SHA256_BLOCKS)
+            test_sha256_variant(&v[i]);
         else if (v[i].family != G4V_KF_GEMM && v[i].family != G4V_KF_ATTENTION)
             test_row_variant(&v[i]); /* GEMM and attention: test_gemm, test_attention */
     }

@@ -2,15 +2,17 @@
  *
  * Why our own: the only users are the model fingerprint and the feature cache's keys and entry
  * checksums; none of the libraries we already depend on exports a hash, and pulling in OpenSSL or
- * nettle for one function would add a build dependency to every user of libg4v. Two compressions:
- * plain C (~0.15-0.25 GB/s per core) and, where CPUID reports them, the x86 SHA extensions
- * (sha256_x86.c, several times faster), chosen once per process; G4V_ISA=portable forces the
- * plain one. The fingerprint also spreads the work over threads (one digest per tensor) and is
+ * nettle for one function would add a build dependency to every user of libg4v. The 64-byte block
+ * compression is a kernel family (sha256_blocks in variants.def): plain C (portable/sha256.c,
+ * ~0.15-0.25 GB/s per core) and the x86 SHA extensions (x86_sha/sha256_sha.c, several times
+ * faster), chosen from the kernel table when a hash is started; G4V_ISA=portable forces the plain
+ * one. The fingerprint also spreads the work over threads (one digest per tensor) and is
  * computed once per model (docs/SERVICE.md "Model identity").
- * Tested against the FIPS 180-4 / NIST CAVP vectors in tests/base/test_base.c, both compressions.
+ * Tested against the FIPS 180-4 / NIST CAVP vectors (tests/base/test_base.c); every compression
+ * against the portable one (tests/kernels/test_variants.c).
  */
-#ifndef G4V_BASE_SHA256_H
-#define G4V_BASE_SHA256_H
+#ifndef G4V_KERNELS_SHA256_H
+#define G4V_KERNELS_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +20,11 @@
 #define G4V_SHA256_BYTES 32
 #define G4V_SHA256_HEX 65 /* 64 hex digits + NUL */
 
+/* Compresses nblocks 64-byte blocks of p into the state h: what a variant implements. */
+typedef void g4v_sha256_blocks_fn(uint32_t h[8], const uint8_t *p, size_t nblocks);
+
 typedef struct g4v_sha256_ctx {
+    g4v_sha256_blocks_fn *blocks; /* the current kernel table's, taken by g4v_sha256_init */
     uint32_t h[8];
     uint64_t total; /* bytes hashed so far */
     uint8_t buf[64];
@@ -39,13 +45,5 @@ void g4v_sha256_hex(const uint8_t d[G4V_SHA256_BYTES], char hex[G4V_SHA256_HEX])
  * string as its length (u64) then its bytes. */
 void g4v_sha256_u64(g4v_sha256_ctx *s, uint64_t v);
 void g4v_sha256_str(g4v_sha256_ctx *s, const char *str);
-
-/* The compressions, for tests: nblocks 64-byte blocks of p into the state h. The x86 one may only
- * be called when g4v_sha256_x86_available(). g4v_sha256_impl(): "sha-ni" or "portable", the one
- * in use. */
-void g4v_sha256_blocks_portable(uint32_t h[8], const uint8_t *p, size_t nblocks);
-void g4v_sha256_blocks_x86(uint32_t h[8], const uint8_t *p, size_t nblocks);
-int g4v_sha256_x86_available(void);
-const char *g4v_sha256_impl(void);
 
 #endif

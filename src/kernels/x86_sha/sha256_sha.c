@@ -1,14 +1,10 @@
-/* sha256_x86.c - the SHA-256 compression with the x86 SHA extensions (SHA-NI: sha256rnds2,
- * sha256msg1, sha256msg2), ~5-8x the plain C rounds. Only this function is compiled for those
- * instructions (a target attribute, not a file-wide flag), and sha256.c calls it only when CPUID
- * reports SHA, SSSE3 and SSE4.1 and G4V_ISA is not "portable", so code that runs everywhere never
- * contains an instruction the CPU may lack. The result is the same digest, bit for bit: test_base
- * runs both compressions on the same blocks. */
-#include "sha256.h"
+/* sha256_sha.c - the SHA-256 block compression with the x86 SHA extensions (sha256rnds2,
+ * sha256msg1, sha256msg2), ~5-8x the plain C rounds: the sha256_blocks variant for CPUs with
+ * G4V_CPU_SHA (the folder is compiled with -msha -mssse3 -msse4.1). The same digest bit for bit:
+ * test_variants runs it against the portable compression. */
+#include "kernels/dispatch.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#include <immintrin.h>
+#include <immintrin.h> /* native even in SIMDe test builds: SHA is never emulated */
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -20,22 +16,13 @@ static const uint32_t K[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-int g4v_sha256_x86_available(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    int ssse3 = (c >> 9) & 1, sse41 = (c >> 19) & 1;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return ssse3 && sse41 && ((b >> 29) & 1);
-}
-
-__attribute__((target("sha,ssse3,sse4.1"))) void
-g4v_sha256_blocks_x86(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+void g4v_sha256_blocks_sha(uint32_t h[8], const uint8_t *p, size_t nblocks) {
     const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
     /* the state as the instructions want it: ABEF and CDGH */
     __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* CDAB */
     __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B);  /* EFGH */
-    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                         /* ABEF */
-    s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                              /* CDGH */
+    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                       /* ABEF */
+    s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                            /* CDGH */
     for (; nblocks; nblocks--, p += 64) {
         __m128i save0 = s0, save1 = s1, w[4];
         for (int i = 0; i < 16; i++) { /* four rounds per step */
@@ -54,17 +41,10 @@ g4v_sha256_blocks_x86(uint32_t h[8], const uint8_t *p, size_t nblocks) {
         s0 = _mm_add_epi32(s0, save0);
         s1 = _mm_add_epi32(s1, save1);
     }
-    tmp = _mm_shuffle_epi32(s0, 0x1B);      /* FEBA */
-    s1 = _mm_shuffle_epi32(s1, 0xB1);       /* DCHG */
-    s0 = _mm_blend_epi16(tmp, s1, 0xF0);    /* DCBA */
-    s1 = _mm_alignr_epi8(s1, tmp, 8);       /* HGFE */
+    tmp = _mm_shuffle_epi32(s0, 0x1B);   /* FEBA */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);    /* DCHG */
+    s0 = _mm_blend_epi16(tmp, s1, 0xF0); /* DCBA */
+    s1 = _mm_alignr_epi8(s1, tmp, 8);    /* HGFE */
     _mm_storeu_si128((__m128i *)&h[0], s0);
     _mm_storeu_si128((__m128i *)&h[4], s1);
 }
-
-#else
-int g4v_sha256_x86_available(void) { return 0; }
-void g4v_sha256_blocks_x86(uint32_t h[8], const uint8_t *p, size_t nblocks) {
-    (void)h, (void)p, (void)nblocks;
-}
-#endif
