@@ -77,6 +77,7 @@ _PROTOTYPES = {
                                c_size_t]),
     "g4v_model_free": (None, [c_void_p]),
     "g4v_model_get_info": (c_int, [c_void_p, POINTER(ModelInfo)]),
+    "g4v_model_fingerprint": (c_int, [c_void_p, c_char_p, c_size_t]),
     "g4v_model_plan": (c_int, [c_void_p, c_int, c_int, c_int, POINTER(c_int), POINTER(c_int),
                                POINTER(c_int)]),
     "g4v_ctx_options_init": (None, [POINTER(CtxOptions)]),

@@ -238,6 +238,17 @@ class Model:
         except Exception:
             pass
 
+    @property
+    def fingerprint(self):
+        """The model's identity (g4v_model_fingerprint): 64 hex digits of SHA-256 over the vision
+        configuration, the numerics mode and version, and every vision tensor used; the same for
+        any file layout of one checkpoint. Computed on first use (~0.5 s for e4b), then kept."""
+        buf = create_string_buffer(65)
+        st = lib.g4v_model_fingerprint(self._model, buf, len(buf))
+        if st:
+            raise G4VError(st, "cannot compute the model fingerprint")
+        return buf.value.decode()
+
     # -- encoding -------------------------------------------------------------------------------
     def plan(self, width, height, tokens=None):
         """(target_width, target_height, n_tokens) for a width x height image, encoding nothing."""

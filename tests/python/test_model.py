@@ -117,6 +117,10 @@ def test_info_matches_cli(model):
     for k in common:
         assert info[k] == flat[k], k
     assert model.plan(150, 100, 70) == (480, 288, 60)
+    # the fingerprint is the CLI's (same model, same mode), and stable across calls
+    assert js["fingerprint_mode"] in ("fast", "FAST")
+    assert model.fingerprint == js["fingerprint"] == model.fingerprint
+    assert len(model.fingerprint) == 64 and int(model.fingerprint, 16) >= 0
 
 
 def status(name):
