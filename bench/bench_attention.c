@@ -1,10 +1,11 @@
 /* bench_attention.c - GFLOP/s of each attention variant on the encoder's shapes.
  *
  * usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] [--head-dim 64]
- *                        [--threads 1] [--reps 5] [--variant NAME] [--no-kv-copy]
- * --no-kv-copy passes no kv buffer, so the SIMD variants read K and V in place (strided), which
- * measures what the head-major copy buys.
- * q, k and v are strided as the encoder leaves them ([L, H*d] rows), random in [-2, 2) so the
+ *                        [--threads 1] [--reps 5] [--variant NAME] [--row-major]
+ * K and V are head-major ([Hkv][L][d], as the encoder writes them with g4v_split_heads; the split
+ * is not timed); --row-major passes them as [L, Hkv*d] rows instead, which measures what the
+ * head-major layout buys. q is strided as the encoder leaves it ([L, H*d] rows); q, k and v are
+ * random in [-2, 2) so the
  * softmax is neither flat nor one-hot. FLOPs are 4*L^2*H*d (docs/NUMERICS.md §7). Prints one
  * markdown row per (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the
  * ratio to the portable kernel measured in the same run.
@@ -47,7 +48,7 @@ static double time_variant(g4v_attention_fn *fn, g4v_pool *pool, const g4v_attn_
 int main(int argc, char **argv) {
     int Ls[16] = {576, 2304}, nL = 2, H = 12, Hkv = 12, d = 64, threads = 1, reps = 5;
     const char *only = NULL;
-    int kv_copy = 1;
+    int row_major = 0;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--L") && v)
@@ -64,12 +65,12 @@ int main(int argc, char **argv) {
             reps = atoi(v), i++;
         else if (!strcmp(argv[i], "--variant") && v)
             only = v, i++;
-        else if (!strcmp(argv[i], "--no-kv-copy"))
-            kv_copy = 0;
+        else if (!strcmp(argv[i], "--row-major"))
+            row_major = 1;
         else {
             fprintf(stderr, "usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] "
                             "[--head-dim 64] [--threads 1] [--reps 5] [--variant NAME] "
-                            "[--no-kv-copy]\n");
+                            "[--row-major]\n");
             return !strcmp(argv[i], "--help") ? 0 : 2;
         }
     }
@@ -106,8 +107,7 @@ int main(int argc, char **argv) {
         float *k = g4v_malloc_large((size_t)L * kvd * sizeof(float));
         float *v = g4v_malloc_large((size_t)L * kvd * sizeof(float));
         float *out = g4v_malloc_large((size_t)L * qd * sizeof(float));
-        size_t scr_n =
-            (size_t)threads * g4v_attention_scratch_floats(d) + g4v_attention_kv_floats(L, Hkv, d);
+        size_t scr_n = (size_t)threads * g4v_attention_scratch_floats(d) + 2 * (size_t)L * kvd;
         float *scr = g4v_malloc_large(scr_n * sizeof(float));
         if (!q || !k || !v || !out || !scr) {
             fprintf(stderr, "bench_attention: out of memory at L = %d\n", L);
@@ -129,7 +129,13 @@ int main(int argc, char **argv) {
         a.ldk = a.ldv = kvd;
         a.scale = 1.0f;
         a.scratch = scr;
-        a.kv = kv_copy ? scr + (size_t)threads * g4v_attention_scratch_floats(d) : NULL;
+        if (!row_major) {
+            float *hk = scr + (size_t)threads * g4v_attention_scratch_floats(d);
+            float *hv = hk + (size_t)L * kvd;
+            g4v_split_heads(NULL, k, kvd, hk, (size_t)L, 0, (size_t)L, Hkv, d);
+            g4v_split_heads(NULL, v, kvd, hv, (size_t)L, 0, (size_t)L, Hkv, d);
+            a.k = hk, a.v = hv, a.ldk = a.ldv = (size_t)d, a.hsk = a.hsv = (size_t)L * d;
+        }
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
         for (int vi = 0; vi < nvars; vi++) {
             if (only && strcmp(only, vars[vi].name)) continue;

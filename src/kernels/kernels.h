@@ -85,7 +85,6 @@ typedef struct g4v_attn_args {
     int H, Hkv, d;  /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
     float scale;    /* logits = scale * q.k (1.0 for Gemma 4 vision) */
     float *scratch; /* g4v_attention_scratch_floats(d) floats per pool worker */
-    float *kv;      /* NULL, or g4v_attention_kv_floats(nk, Hkv, d) floats (see below) */
 } g4v_attn_args;
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */
@@ -94,15 +93,11 @@ typedef void g4v_attention_fn(g4v_pool *pool, const g4v_attn_args *a);
 /* Floats of scratch one worker needs (multiply by g4v_pool_size for the whole buffer). */
 size_t g4v_attention_scratch_floats(int d);
 
-/* Floats of the optional kv buffer: the SIMD variants first copy K and V head-major into it, so
- * that a tile of keys is one contiguous block (rows ldk floats apart map to a few L1 sets and
- * evict each other). NULL skips the copy (as when K and V are head-major already); results are
- * the same either way. */
-size_t g4v_attention_kv_floats(int nk, int Hkv, int d);
-
 /* Attention by the variant of table k. Tiled over keys with an online softmax, so memory is
- * O(L*d) for any L. Logits, softmax and accumulation are f32 and never rounded. Parallel over
- * (head, query tile); each task writes only its own output tile. */
+ * O(L*d) for any L. Give K and V head-major (g4v_split_heads) for speed: a tile of keys is then
+ * contiguous; the bits are the same in either layout. Logits, softmax and accumulation are f32
+ * and never rounded. Parallel over (head, query tile); each task writes only its own output
+ * tile. */
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a);
 
 /* ---- pooling and element-wise ops (portable/avgpool.c, portable/vecops.c) --------------------

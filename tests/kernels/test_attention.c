@@ -14,7 +14,7 @@
  *    ulp of the output's scale; 2.4e-7 seen) for ordinary logits and below 1e-5 (8.7e-6) for logits
  * in the hundreds, where an ulp of a logit is itself ~1e-5 and exp amplifies it; the bounds are set
  * 4x above;
- *  - bit-identical results for 1, 2 and 3 threads, with and without the kv buffer (the
+ *  - bit-identical results for 1, 2 and 3 threads, for K/V row-major and head-major (the
  *    head-major copy of k and v), and padding columns of out never written;
  *  - g4v_attention (the dispatcher) equals the variant G4V_ISA selects, bit for bit.
  * G4V_TEST_VERBOSE=1 prints each case's measured errors.
@@ -111,8 +111,7 @@ static double reference(const g4v_attn_args *a, double *ref) {
 static const float PAD = 12345.0f;
 
 /* Runs fn with `threads` threads into a fresh padded out buffer; returns it compacted. */
-static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch, float *kv,
-                  int *pad_ok) {
+static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch, int *pad_ok) {
     size_t qd = (size_t)a.H * a.d;
     a.ldo = qd + 5;
     float *buf = malloc(sizeof(float) * (size_t)a.nq * a.ldo);
@@ -120,7 +119,6 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
         buf[i] = PAD;
     a.out = buf;
     a.scratch = scratch;
-    a.kv = kv;
     v->fn(pools[threads], &a);
     float *out = malloc(sizeof(float) * (size_t)a.nq * qd);
     *pad_ok = 1;
@@ -133,24 +131,24 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
     return out;
 }
 
-/* The same attention through the other layouts the encoder uses must give the same bits: K and V
- * given head-major ([Hkv][nk][d], no copy), and the queries in two chunks that each attend to
- * every key (the split falls inside a query tile when L > 50). */
-static void check_layouts(const variant *v, g4v_attn_args a, const float *want, float *scratch,
-                          float *kv) {
+/* The same attention through the layouts the encoder uses must give the same bits: K and V
+ * head-major ([Hkv][nk][d], written by g4v_split_heads in two row ranges, as the encoder's chunks
+ * do), and the queries in two chunks that each attend to every key (the split falls inside a
+ * query tile when L > 50). */
+static void check_layouts(const variant *v, g4v_attn_args a, const float *want, float *scratch) {
     int L = a.nk, d = a.d, pad_ok;
     size_t qd = (size_t)a.H * d, hs = (size_t)L * d;
     float *hm = malloc(sizeof(float) * 2 * (size_t)a.Hkv * hs);
-    for (int g = 0; g < a.Hkv; g++)
-        for (int j = 0; j < L; j++)
-            for (int c = 0; c < d; c++) {
-                hm[g * hs + (size_t)j * d + c] = a.k[(size_t)j * a.ldk + (size_t)g * d + c];
-                hm[(a.Hkv + g) * hs + (size_t)j * d + c] =
-                    a.v[(size_t)j * a.ldv + (size_t)g * d + c];
-            }
+    size_t half = (size_t)L / 2;
+    for (int part = 0; part < 2; part++) {
+        size_t r0 = part ? half : 0, n = part ? (size_t)L - half : half;
+        g4v_split_heads(pools[2], a.k + r0 * a.ldk, a.ldk, hm, (size_t)L, r0, n, a.Hkv, d);
+        g4v_split_heads(NULL, a.v + r0 * a.ldv, a.ldv, hm + (size_t)a.Hkv * hs, (size_t)L, r0, n,
+                        a.Hkv, d);
+    }
     g4v_attn_args b = a;
     b.k = hm, b.v = hm + (size_t)a.Hkv * hs, b.ldk = b.ldv = (size_t)d, b.hsk = b.hsv = hs;
-    float *o = run(v, b, 2, scratch, NULL, &pad_ok);
+    float *o = run(v, b, 2, scratch, &pad_ok);
     CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
               "%s L=%d d=%d: head-major K/V differ from row-major", v->name, L, d);
     free(o);
@@ -160,7 +158,7 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
         int q0 = part ? split : 0;
         c.q = a.q + (size_t)q0 * a.ldq;
         c.nq = part ? L - split : split;
-        o = run(v, c, 2, scratch, part ? kv : NULL, &pad_ok);
+        o = run(v, c, part ? 3 : 1, scratch, &pad_ok);
         CHECK_MSG(!memcmp(o, want + (size_t)q0 * qd, sizeof(float) * (size_t)c.nq * qd),
                   "%s L=%d d=%d: query chunk %d of 2 differs from the whole", v->name, L, d,
                   part + 1);
@@ -192,7 +190,6 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
                        .d = d,
                        .scale = scale};
     float *scratch = malloc(sizeof(float) * 3 * g4v_attention_scratch_floats(d));
-    float *kv = malloc(sizeof(float) * g4v_attention_kv_floats(L, Hkv, d));
     double *ref = malloc(sizeof(double) * (size_t)L * qd);
     double smax = reference(&a, ref);
     /* An f32 logit is only known to about an ulp of the largest logit (the sum of d products
@@ -205,17 +202,13 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
 
     unsigned cpu = g4v_cpu_features(), feat = run_features();
     int pad_ok;
-    float *port = run(portable_variant(), a, 1, scratch, kv, &pad_ok);
+    float *port = run(portable_variant(), a, 1, scratch, &pad_ok);
     float *chosen = NULL;
     for (int vi = 0; vi < NV; vi++) {
         const variant *v = &variants[vi];
         if (v->needs & ~feat) continue;
-        float *o1 = run(v, a, 1, scratch, kv, &pad_ok);
+        float *o1 = run(v, a, 1, scratch, &pad_ok);
         CHECK_MSG(pad_ok, "%s L=%d d=%d: wrote outside its output columns", v->name, L, d);
-        float *direct = run(v, a, 1, scratch, NULL, &pad_ok); /* no head-major copy of k, v */
-        CHECK_MSG(!memcmp(o1, direct, sizeof(float) * (size_t)L * qd),
-                  "%s L=%d d=%d: results with and without the kv buffer differ", v->name, L, d);
-        free(direct);
         double se = 0, sr = 0, emax = 0, dmax = 0;
         for (size_t i = 0; i < (size_t)L * qd; i++) {
             double e = o1[i] - ref[i];
@@ -242,9 +235,9 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
             worst_vs_portable_sharp = fmax(worst_vs_portable_sharp, dp);
         else
             worst_vs_portable_plain = fmax(worst_vs_portable_plain, dp);
-        check_layouts(v, a, o1, scratch, kv);
+        check_layouts(v, a, o1, scratch);
         for (int t = 2; t <= 3; t++) {
-            float *ot = run(v, a, t, scratch, kv, &pad_ok);
+            float *ot = run(v, a, t, scratch, &pad_ok);
             CHECK_MSG(!memcmp(o1, ot, sizeof(float) * (size_t)L * qd),
                       "%s L=%d d=%d: %d threads differ from 1", v->name, L, d, t);
             free(ot);
@@ -261,7 +254,6 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
     b.out = disp;
     b.ldo = ldo;
     b.scratch = scratch;
-    b.kv = kv;
     g4v_attention(g4v_kernels_for(cpu), pools[2], &b);
     CHECK_MSG(!memcmp(disp, chosen, sizeof(float) * (size_t)L * qd),
               "g4v_attention L=%d d=%d: differs from the variant G4V_ISA selects (%s)", L, d,
@@ -271,7 +263,6 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
     free(port);
     free(ref);
     free(scratch);
-    free(kv);
     free(qkv);
 }
 

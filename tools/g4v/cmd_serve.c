@@ -92,7 +92,8 @@ struct request {
 };
 
 static void usage(FILE *f) {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: g4v serve --model DIR [options]\n"
         "\n"
         "Serves Gemma 4 vision encoding over HTTP (docs/SERVICE.md):\n"
@@ -183,16 +184,23 @@ static int parse_args(int argc, char **argv, serve_args *a) {
                         nums[k].hi);
                 return -1;
             }
-            if (nums[k].is_ull) *(unsigned long long *)((char *)a + nums[k].off) = (unsigned long long)v;
-            else *(int *)((char *)a + nums[k].off) = (int)v;
+            if (nums[k].is_ull)
+                *(unsigned long long *)((char *)a + nums[k].off) = (unsigned long long)v;
+            else
+                *(int *)((char *)a + nums[k].off) = (int)v;
             done = 1;
         }
         if (done) continue;
-        if (!strcmp(s, "--model") && has_val) a->model = argv[++i];
-        else if (!strcmp(s, "--host") && has_val) a->host = argv[++i];
-        else if (!strcmp(s, "--cache") && has_val) a->cache = argv[++i];
-        else if (!strcmp(s, "--precise")) a->precise = 1;
-        else if (!strcmp(s, "--no-exif")) a->no_exif = 1;
+        if (!strcmp(s, "--model") && has_val)
+            a->model = argv[++i];
+        else if (!strcmp(s, "--host") && has_val)
+            a->host = argv[++i];
+        else if (!strcmp(s, "--cache") && has_val)
+            a->cache = argv[++i];
+        else if (!strcmp(s, "--precise"))
+            a->precise = 1;
+        else if (!strcmp(s, "--no-exif"))
+            a->no_exif = 1;
         else {
             fprintf(stderr, "g4v serve: unknown or incomplete option '%s' (see --help)\n", s);
             return -1;
@@ -218,12 +226,14 @@ static int parse_args(int argc, char **argv, serve_args *a) {
 
 static void record(server *s, int code, double seconds, int encode) {
     int i = 0;
-    while (i < NCODES && known_codes[i] != code) i++;
+    while (i < NCODES && known_codes[i] != code)
+        i++;
     pthread_mutex_lock(&s->mu);
     s->by_code[i]++;
     if (encode) {
         int b = 0;
-        while (b < NBUCKETS && seconds > buckets[b]) b++;
+        while (b < NBUCKETS && seconds > buckets[b])
+            b++;
         s->hist[b]++;
         s->lat_sum += seconds;
         s->lat_count++;
@@ -237,54 +247,53 @@ static char *metrics_text(server *s, size_t *len) {
     if (!b) return NULL;
     size_t n = 0;
 #define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
+/* One scalar metric: its HELP and TYPE lines and its value (integers up to 2^53 print exactly). */
+#define METRIC(name, type, help, value)                                                            \
+    OUT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " %.17g\n", (double)(value))
     g4v_cache_stats cs;
     g4v_cache_get_stats(s->cache, &cs);
     pthread_mutex_lock(&s->mu);
     OUT("# HELP g4v_http_requests_total HTTP requests answered, by status code.\n"
         "# TYPE g4v_http_requests_total counter\n");
     for (int i = 0; i <= NCODES; i++) {
-        if (i < NCODES) OUT("g4v_http_requests_total{code=\"%d\"} %llu\n", known_codes[i],
-                            (unsigned long long)s->by_code[i]);
-        else OUT("g4v_http_requests_total{code=\"other\"} %llu\n", (unsigned long long)s->by_code[i]);
+        if (i < NCODES)
+            OUT("g4v_http_requests_total{code=\"%d\"} %llu\n", known_codes[i],
+                (unsigned long long)s->by_code[i]);
+        else
+            OUT("g4v_http_requests_total{code=\"other\"} %llu\n",
+                (unsigned long long)s->by_code[i]);
     }
     OUT("# HELP g4v_encode_request_seconds Time from the request's arrival to its answer "
         "(POST /v1/encode).\n# TYPE g4v_encode_request_seconds histogram\n");
     uint64_t cum = 0;
     for (int i = 0; i < NBUCKETS; i++) {
         cum += s->hist[i];
-        OUT("g4v_encode_request_seconds_bucket{le=\"%g\"} %llu\n", buckets[i], (unsigned long long)cum);
+        OUT("g4v_encode_request_seconds_bucket{le=\"%g\"} %llu\n", buckets[i],
+            (unsigned long long)cum);
     }
     cum += s->hist[NBUCKETS];
     OUT("g4v_encode_request_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
     OUT("g4v_encode_request_seconds_sum %.6f\n", s->lat_sum);
     OUT("g4v_encode_request_seconds_count %llu\n", (unsigned long long)s->lat_count);
-    OUT("# HELP g4v_queue_depth Complete encode requests waiting for a context.\n"
-        "# TYPE g4v_queue_depth gauge\ng4v_queue_depth %d\n", s->queued);
-    OUT("# HELP g4v_queue_capacity Waiting requests allowed before 429.\n"
-        "# TYPE g4v_queue_capacity gauge\ng4v_queue_capacity %d\n", s->a.queue);
-    OUT("# HELP g4v_encodes_in_progress Contexts encoding now.\n"
-        "# TYPE g4v_encodes_in_progress gauge\ng4v_encodes_in_progress %d\n", s->busy);
-    OUT("# HELP g4v_contexts Encode contexts.\n# TYPE g4v_contexts gauge\ng4v_contexts %d\n",
-        s->nworkers);
-    OUT("# HELP g4v_requests_in_flight HTTP requests begun and not yet completed.\n"
-        "# TYPE g4v_requests_in_flight gauge\ng4v_requests_in_flight %ld\n", s->inflight);
-    OUT("# HELP g4v_encodes_total Images encoded or served from the cache.\n"
-        "# TYPE g4v_encodes_total counter\ng4v_encodes_total %llu\n", (unsigned long long)s->encodes);
+    METRIC("g4v_queue_depth", "gauge", "Complete encode requests waiting for a context.",
+           s->queued);
+    METRIC("g4v_queue_capacity", "gauge", "Waiting requests allowed before 429.", s->a.queue);
+    METRIC("g4v_encodes_in_progress", "gauge", "Contexts encoding now.", s->busy);
+    METRIC("g4v_contexts", "gauge", "Encode contexts.", s->nworkers);
+    METRIC("g4v_requests_in_flight", "gauge", "HTTP requests begun and not yet completed.",
+           s->inflight);
+    METRIC("g4v_encodes_total", "counter", "Images encoded or served from the cache.", s->encodes);
     pthread_mutex_unlock(&s->mu);
-    OUT("# HELP g4v_cache_hits_total Encode requests served from the feature cache.\n"
-        "# TYPE g4v_cache_hits_total counter\ng4v_cache_hits_total %llu\n", (unsigned long long)cs.hits);
-    OUT("# HELP g4v_cache_misses_total Cache lookups that found no valid entry.\n"
-        "# TYPE g4v_cache_misses_total counter\ng4v_cache_misses_total %llu\n",
-        (unsigned long long)cs.misses);
-    OUT("# HELP g4v_cache_corrupt_total Damaged cache entries found (recomputed, never served).\n"
-        "# TYPE g4v_cache_corrupt_total counter\ng4v_cache_corrupt_total %llu\n",
-        (unsigned long long)cs.corrupt);
-    OUT("# HELP g4v_cache_evictions_total Cache entries removed to stay under the size bound.\n"
-        "# TYPE g4v_cache_evictions_total counter\ng4v_cache_evictions_total %llu\n",
-        (unsigned long long)cs.evictions);
-    OUT("# HELP g4v_cache_errors_total Failed cache writes or scans.\n"
-        "# TYPE g4v_cache_errors_total counter\ng4v_cache_errors_total %llu\n",
-        (unsigned long long)cs.errors);
+    METRIC("g4v_cache_hits_total", "counter", "Encode requests served from the feature cache.",
+           cs.hits);
+    METRIC("g4v_cache_misses_total", "counter", "Cache lookups that found no valid entry.",
+           cs.misses);
+    METRIC("g4v_cache_corrupt_total", "counter",
+           "Damaged cache entries found (recomputed, never served).", cs.corrupt);
+    METRIC("g4v_cache_evictions_total", "counter",
+           "Cache entries removed to stay under the size bound.", cs.evictions);
+    METRIC("g4v_cache_errors_total", "counter", "Failed cache writes or scans.", cs.errors);
+#undef METRIC
 #undef OUT
     if (n >= cap) { /* cannot happen with the fixed set above; never send a cut text */
         free(b);
@@ -310,7 +319,8 @@ static struct MHD_Response *buffer_response(char *body, size_t len, const char *
 static struct MHD_Response *error_response(const char *msg, const char *status) {
     cJSON *o = cJSON_CreateObject();
     char *text = NULL;
-    if (o && cJSON_AddStringToObject(o, "error", msg) && cJSON_AddStringToObject(o, "status", status))
+    if (o && cJSON_AddStringToObject(o, "error", msg) &&
+        cJSON_AddStringToObject(o, "status", status))
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!text) return NULL;
@@ -343,7 +353,8 @@ static enum MHD_Result answer(request *q, int code, struct MHD_Response *resp) {
 
 static enum MHD_Result answer_error(request *q, int code, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static enum MHD_Result answer_error(request *q, int code, const char *status, const char *fmt, ...) {
+static enum MHD_Result answer_error(request *q, int code, const char *status, const char *fmt,
+                                    ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -354,12 +365,18 @@ static enum MHD_Result answer_error(request *q, int code, const char *status, co
 
 static int http_code_for(int st) {
     switch (st) {
-    case G4V_ERR_ARG: return MHD_HTTP_BAD_REQUEST;
-    case G4V_ERR_IMAGE: return MHD_HTTP_UNPROCESSABLE_CONTENT;
-    case G4V_ERR_UNSUPPORTED: return MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
-    case G4V_ERR_LIMIT: return MHD_HTTP_CONTENT_TOO_LARGE;
-    case G4V_ERR_NOMEM: return MHD_HTTP_SERVICE_UNAVAILABLE;
-    default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    case G4V_ERR_ARG:
+        return MHD_HTTP_BAD_REQUEST;
+    case G4V_ERR_IMAGE:
+        return MHD_HTTP_UNPROCESSABLE_CONTENT;
+    case G4V_ERR_UNSUPPORTED:
+        return MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
+    case G4V_ERR_LIMIT:
+        return MHD_HTTP_CONTENT_TOO_LARGE;
+    case G4V_ERR_NOMEM:
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    default:
+        return MHD_HTTP_INTERNAL_SERVER_ERROR;
     }
 }
 
@@ -377,7 +394,8 @@ static char *info_json(server *s, size_t *len) {
     cJSON_AddNumberToObject(o, "num_layers", m->num_layers);
     cJSON_AddNumberToObject(o, "hidden_size", m->hidden_size);
     cJSON_AddNumberToObject(o, "param_count", (double)m->param_count);
-    cJSON_AddItemToObject(o, "budgets", cJSON_CreateIntArray(budgets, sizeof budgets / sizeof budgets[0]));
+    cJSON_AddItemToObject(o, "budgets",
+                          cJSON_CreateIntArray(budgets, sizeof budgets / sizeof budgets[0]));
     cJSON_AddNumberToObject(o, "default_budget", m->default_budget);
     cJSON_AddBoolToObject(o, "apply_exif", m->apply_exif);
     cJSON *ids = cJSON_AddObjectToObject(o, "token_ids");
@@ -405,10 +423,10 @@ static char *info_json(server *s, size_t *len) {
 
 static void set_result_headers(struct MHD_Response *resp, const g4v_result *r, const char *cache) {
     char v[96];
-#define HDR(name, ...)                                                                         \
-    do {                                                                                       \
-        snprintf(v, sizeof v, __VA_ARGS__);                                                    \
-        MHD_add_response_header(resp, name, v);                                                \
+#define HDR(name, ...)                                                                             \
+    do {                                                                                           \
+        snprintf(v, sizeof v, __VA_ARGS__);                                                        \
+        MHD_add_response_header(resp, name, v);                                                    \
     } while (0)
     HDR("X-G4V-Tokens", "%d", r->n_tokens);
     HDR("X-G4V-Dim", "%d", r->dim);
@@ -462,7 +480,8 @@ static void *worker_main(void *p) {
     server *s = w->s;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (!s->head && !s->workers_exit) pthread_cond_wait(&s->work, &s->mu);
+        while (!s->head && !s->workers_exit)
+            pthread_cond_wait(&s->work, &s->mu);
         if (!s->head) { /* workers_exit and nothing left */
             pthread_mutex_unlock(&s->mu);
             break;
@@ -502,7 +521,8 @@ static enum MHD_Result begin_encode(request *q, struct MHD_Connection *c) {
     }
     q->bf16 = 0;
     if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dtype"))) {
-        if (!strcmp(v, "bf16")) q->bf16 = 1;
+        if (!strcmp(v, "bf16"))
+            q->bf16 = 1;
         else if (strcmp(v, "f32") && strcmp(v, "float32"))
             return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG",
                                 "dtype=%.40s: use f32 or bf16", v);
@@ -510,7 +530,8 @@ static enum MHD_Result begin_encode(request *q, struct MHD_Connection *c) {
     q->exif = -1;
     if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exif"))) {
         if (strcmp(v, "0") && strcmp(v, "1"))
-            return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG", "exif=%.40s: use 0 or 1", v);
+            return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG", "exif=%.40s: use 0 or 1",
+                                v);
         q->exif = v[0] == '1';
     }
     if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"))) {
@@ -518,17 +539,21 @@ static enum MHD_Result begin_encode(request *q, struct MHD_Connection *c) {
             return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG",
                                 "format=%.40s: use json, npy or safetensors", v);
     } else {
-        const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        const char *accept =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
         if ((q->fmt = serve_format_from_accept(accept)) < 0)
             return answer_error(q, MHD_HTTP_NOT_ACCEPTABLE, "G4V_ERR_ARG",
                                 "Accept: %.200s: this service answers application/json, "
-                                "application/x-npy or application/x-safetensors", accept);
+                                "application/x-npy or application/x-safetensors",
+                                accept);
     }
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && !parse_num(cl, 0, (1ll << 62), &n) && (unsigned long long)n > s->a.max_body)
         return answer_error(q, MHD_HTTP_CONTENT_TOO_LARGE, "G4V_ERR_LIMIT",
                             "body of %lld bytes is above this server's limit of %llu bytes "
-                            "(--max-body-bytes)", n, s->a.max_body);
+                            "(--max-body-bytes)",
+                            n, s->a.max_body);
     return MHD_YES; /* the body follows */
 }
 
@@ -540,7 +565,8 @@ static enum MHD_Result receive(request *q, const char *data, size_t n) {
     }
     if (q->len + n > q->cap) {
         size_t cap = q->cap ? q->cap : 65536;
-        while (cap < q->len + n) cap *= 2;
+        while (cap < q->len + n)
+            cap *= 2;
         if (cap > s->a.max_body) cap = s->a.max_body;
         unsigned char *b = realloc(q->body, cap);
         if (!b) return MHD_NO; /* out of memory: drop the connection */
@@ -559,8 +585,9 @@ static enum MHD_Result finish_encode(request *q) {
                             "body is above this server's limit of %llu bytes (--max-body-bytes)",
                             s->a.max_body);
     if (q->len == 0)
-        return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG",
-                            "empty body: POST the image's bytes (e.g. curl --data-binary @cat.jpg)");
+        return answer_error(
+            q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG",
+            "empty body: POST the image's bytes (e.g. curl --data-binary @cat.jpg)");
     pthread_mutex_lock(&s->mu);
     if (s->stopping) {
         pthread_mutex_unlock(&s->mu);
@@ -573,12 +600,15 @@ static enum MHD_Result finish_encode(request *q) {
         pthread_mutex_unlock(&s->mu);
         return answer_error(q, MHD_HTTP_TOO_MANY_REQUESTS, "SERVE_BUSY",
                             "all %d contexts are busy and %d requests are waiting (--queue %d); "
-                            "retry later", busy, queued, s->a.queue);
+                            "retry later",
+                            busy, queued, s->a.queue);
     }
     q->state = ST_QUEUED;
     q->next = NULL;
-    if (s->tail) s->tail->next = q;
-    else s->head = q;
+    if (s->tail)
+        s->tail->next = q;
+    else
+        s->head = q;
     s->tail = q;
     s->queued++;
     MHD_suspend_connection(q->conn);
@@ -603,7 +633,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         pthread_mutex_lock(&s->mu);
         s->inflight++;
         pthread_mutex_unlock(&s->mu);
-        int is_get = !strcmp(method, MHD_HTTP_METHOD_GET), is_post = !strcmp(method, MHD_HTTP_METHOD_POST);
+        int is_get = !strcmp(method, MHD_HTTP_METHOD_GET),
+            is_post = !strcmp(method, MHD_HTTP_METHOD_POST);
         if (!strcmp(url, "/v1/encode")) {
             q->kind = REQ_ENCODE;
             if (!is_post) {
@@ -617,7 +648,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!known)
             return answer_error(q, MHD_HTTP_NOT_FOUND, "G4V_ERR_ARG",
                                 "no such endpoint: %.200s (POST /v1/encode, GET /v1/info, "
-                                "/health, /metrics)", url);
+                                "/health, /metrics)",
+                                url);
         if (!is_get)
             return answer_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, "G4V_ERR_ARG", "%s %s: use GET",
                                 method, url);
@@ -702,7 +734,8 @@ static int listen_on(const char *host, int port, char *where, size_t cap) {
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        fprintf(stderr, "g4v serve: cannot listen on %s port %d: %s\n", host, port, strerror(errno));
+        fprintf(stderr, "g4v serve: cannot listen on %s port %d: %s\n", host, port,
+                strerror(errno));
         return -1;
     }
     struct sockaddr_storage ss;
@@ -725,8 +758,10 @@ static int listen_on(const char *host, int port, char *where, size_t cap) {
                            ? IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr)
                            : (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
         if (!loopback)
-            fprintf(stderr, "g4v serve: warning: listening on %s, reachable from other machines; "
-                            "the service has no authentication and no TLS\n", addr);
+            fprintf(stderr,
+                    "g4v serve: warning: listening on %s, reachable from other machines; "
+                    "the service has no authentication and no TLS\n",
+                    addr);
     }
     return fd;
 }
@@ -798,8 +833,10 @@ static void teardown(server *s) {
     s->workers_exit = 1;
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
-    for (int i = 0; s->ctx && i < s->a.contexts; i++) g4v_ctx_free(s->ctx[i]);
+    for (int i = 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i], NULL);
+    for (int i = 0; s->ctx && i < s->a.contexts; i++)
+        g4v_ctx_free(s->ctx[i]);
     free(s->ctx);
     free(s->workers);
     g4v_cache_close(s->cache);
@@ -828,12 +865,11 @@ int cmd_serve(int argc, char **argv) {
     if (!rc && fd < 0) rc = G4V_EXIT_OUTPUT;
     if (!rc) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
-        s->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, fd,
-            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->a.http_threads,
-            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->a.timeout_s,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-            MHD_OPTION_END);
+        s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                                     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->a.http_threads,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->a.timeout_s,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+                                     MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
         if (!s->daemon) {
             fprintf(stderr, "g4v serve: libmicrohttpd could not start on %s\n", where);
             close(fd);
@@ -845,8 +881,8 @@ int cmd_serve(int argc, char **argv) {
         return rc;
     }
     printf("g4v serve: listening on %s (%d contexts x %d threads, queue %d%s%s)\n", where,
-           s->nworkers, s->threads, s->a.queue,
-           s->cache ? ", cache " : "", s->cache ? s->a.cache : "");
+           s->nworkers, s->threads, s->a.queue, s->cache ? ", cache " : "",
+           s->cache ? s->a.cache : "");
     fflush(stdout);
     int sig = 0;
     while (sigwait(&stop, &sig)) {
@@ -863,8 +899,7 @@ int cmd_serve(int argc, char **argv) {
     deadline.tv_sec += s->a.drain_s;
     int timed_out = 0;
     while (s->queued || s->busy || (s->inflight && !timed_out))
-        timed_out = pthread_cond_timedwait(&s->idle, &s->mu, &deadline) == ETIMEDOUT ||
-                    timed_out;
+        timed_out = pthread_cond_timedwait(&s->idle, &s->mu, &deadline) == ETIMEDOUT || timed_out;
     long left = s->inflight;
     pthread_mutex_unlock(&s->mu);
     if (left)

@@ -32,10 +32,6 @@ size_t g4v_attention_scratch_floats(int d) {
     return 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16;
 }
 
-size_t g4v_attention_kv_floats(int nk, int Hkv, int d) {
-    return 2 * (size_t)nk * (size_t)Hkv * (size_t)d;
-}
-
 typedef struct {
     const g4v_attn_args *a;
     int q_tiles;

@@ -3,11 +3,11 @@
  * point to define, with the g4v_attention_fn signature of kernels.h) and includes this header once:
  * x86_avx2/attention_avx2.c (8-float ymm), x86_avx512/attention_avx512.c (16-float zmm).
  *
- * First, when a->kv is given, K and V are copied head-major (one [nk, d] block per kv head), so a
- * tile of keys is contiguous: in the encoder's [L, Hkv*d] layout the rows of one head sit 3 KB
- * apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself. Measured with
- * bench_attention at L = 2304 on one Zen 3 core (AVX2): 45 GFLOP/s without the copy, 61 with it.
- * The copy is O(L*d) against the O(L^2*d) of the products.
+ * K and V are best given head-major (hsk = nk*d, ldk = d: a tile of keys is one contiguous block),
+ * as the encoder writes them (g4v_split_heads): in a row-major [L, Hkv*d] layout the rows of one
+ * head sit 3 KB apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself.
+ * Measured with bench_attention at L = 2304 on one Zen 3 core (AVX2): 45 GFLOP/s row-major, 61
+ * head-major. Both layouts give the same bits.
  *
  * A task is (head, 96 consecutive queries) as NSUB register tiles of QB = 3 vectors of queries
  * (4 x 24 with AVX2, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with the online
@@ -39,7 +39,7 @@
 
 /* QB queries per register tile, NSUB tiles per task (96 queries in both variants), KB keys per
  * key tile. */
-enum { QV = 3, QB = V_W * QV, NSUB = 96 / QB, KB = 64, KEYS_PER_PACK_TASK = 512 };
+enum { QV = 3, QB = V_W * QV, NSUB = 96 / QB, KB = 64 };
 
 /* S[j][0..QB) = scale * q . k_j for the nk keys of this tile; each sum runs c = 0..d-1. */
 static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int nk, float scale,
@@ -177,28 +177,9 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
 
 typedef struct {
     const g4v_attn_args *a;
-    int q_blocks, pack_chunks; /* 96-query blocks per head, K/V copy tasks per kv head */
-    const float *k, *v; /* kv head 0 of K and V: packed (ld = d, heads L*d apart) or as given */
-    size_t ldk, ldv, head_k, head_v;
+    int q_blocks;          /* 96-query blocks per head */
+    size_t head_k, head_v; /* kv head strides (a->hsk, a->hsv with 0 read as d) */
 } attn_job;
-
-/* Copies keys [chunk * KEYS_PER_PACK_TASK, ...) of one kv head of K and V into a->kv. */
-static void pack_task(void *varg, int task, int worker) {
-    (void)worker;
-    const attn_job *job = varg;
-    const g4v_attn_args *a = job->a;
-    int h = task / job->pack_chunks, j0 = (task % job->pack_chunks) * KEYS_PER_PACK_TASK;
-    int j1 = a->nk - j0 < KEYS_PER_PACK_TASK ? a->nk : j0 + KEYS_PER_PACK_TASK, d = a->d;
-    float *kd = a->kv + (size_t)h * a->nk * d, *vd = kd + (size_t)a->Hkv * a->nk * d;
-    for (int j = j0; j < j1; j++) {
-        const float *ks = job->k + (size_t)j * job->ldk + (size_t)h * job->head_k;
-        const float *vs = job->v + (size_t)j * job->ldv + (size_t)h * job->head_v;
-        for (int c = 0; c < d; c++) {
-            kd[(size_t)j * d + c] = ks[c];
-            vd[(size_t)j * d + c] = vs[c];
-        }
-    }
-}
 
 /* One register tile's running state: its queries transposed, the unnormalised output, m and l. */
 typedef struct {
@@ -218,7 +199,7 @@ static void attn_task(void *varg, int task, int worker) {
     int kvh = h / (a->H / a->Hkv), d = a->d;
     int q0 = qt * QB * NSUB, nq_task = a->nq - q0 < QB * NSUB ? a->nq - q0 : QB * NSUB;
     int nsub = (nq_task + QB - 1) / QB;
-    const float *k = job->k + (size_t)kvh * job->head_k, *v = job->v + (size_t)kvh * job->head_v;
+    const float *k = a->k + (size_t)kvh * job->head_k, *v = a->v + (size_t)kvh * job->head_v;
 
     float *base = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
     float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
@@ -250,10 +231,10 @@ static void attn_task(void *varg, int task, int worker) {
 
     for (int k_start = 0; k_start < a->nk; k_start += KB) {
         int nk = a->nk - k_start < KB ? a->nk - k_start : KB;
-        const float *kt = k + (size_t)k_start * job->ldk, *vt = v + (size_t)k_start * job->ldv;
+        const float *kt = k + (size_t)k_start * a->ldk, *vt = v + (size_t)k_start * a->ldv;
         for (int s = 0; s < nsub; s++) {
-            tile_logits(t[s].qT, kt, job->ldk, d, nk, a->scale, S);
-            tile_update(S, vt, job->ldv, d, nk, t[s].m, t[s].l, t[s].O);
+            tile_logits(t[s].qT, kt, a->ldk, d, nk, a->scale, S);
+            tile_update(S, vt, a->ldv, d, nk, t[s].m, t[s].l, t[s].O);
         }
     }
     for (int s = 0; s < nsub; s++) {
@@ -271,21 +252,8 @@ void ATTENTION_TILE_NAME(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->nq <= 0 || a->nk <= 0) return;
     attn_job job = {.a = a,
                     .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
-                    .pack_chunks = (a->nk + KEYS_PER_PACK_TASK - 1) / KEYS_PER_PACK_TASK,
-                    .k = a->k,
-                    .v = a->v,
-                    .ldk = a->ldk,
-                    .ldv = a->ldv,
                     .head_k = a->hsk ? a->hsk : (size_t)a->d,
                     .head_v = a->hsv ? a->hsv : (size_t)a->d};
-    if (a->kv) {
-        g4v_pool_run(pool, a->Hkv * job.pack_chunks, pack_task, &job);
-        size_t head = (size_t)a->nk * (size_t)a->d;
-        job.k = a->kv;
-        job.v = a->kv + (size_t)a->Hkv * head;
-        job.ldk = job.ldv = (size_t)a->d;
-        job.head_k = job.head_v = head;
-    }
     g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
 }
 
