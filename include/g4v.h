@@ -231,6 +231,24 @@ G4V_API int g4v_encode_memory(g4v_ctx *ctx, const void *bytes, size_t size,
 G4V_API int g4v_encode_rgb(g4v_ctx *ctx, const uint8_t *rgb, int width, int height, size_t stride,
                            const g4v_encode_options *opts, g4v_result *out);
 
+/* One decoded image for g4v_encode_rgb_batch: RGB8, rows stride bytes apart. */
+typedef struct g4v_rgb_image {
+    const uint8_t *rgb;
+    int width, height;
+    size_t stride;
+} g4v_rgb_image;
+
+/* Encodes n decoded images (any sizes) in one pass through the tower: each is resized to the
+ * budget's target size as g4v_encode_rgb does, then the rows of all of them go through every
+ * GEMM together while attention stays within each image, so out[i] is bit-identical to
+ * g4v_encode_rgb on image i alone -- and faster for many small images (video frames, thumbnails).
+ * out holds n results; their features lie one after another in one ctx buffer, valid until the
+ * next encode on ctx. Every out[i].seconds is the whole call's wall time. The cache
+ * (g4v_ctx_set_cache) is not consulted. Errors as for g4v_encode_rgb, naming the image's index;
+ * on failure every out[i] is zeroed. */
+G4V_API int g4v_encode_rgb_batch(g4v_ctx *ctx, const g4v_rgb_image *images, int n,
+                                 const g4v_encode_options *opts, g4v_result *out);
+
 /* ---------------------------------------------------------------------------------------------
  * Feature cache: a directory of encoded images, shared by any number of threads and processes
  * (docs/SERVICE.md "The feature cache").

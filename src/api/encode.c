@@ -49,6 +49,40 @@ static int grow(void **buf, size_t *cap, size_t n, size_t sz, g4v_err *err) {
     return G4V_OK;
 }
 
+/* Fills out for an image with a gw x gh pooled grid whose features start at feat (bf16 copy at
+ * feat16 or NULL). */
+static void fill_result(const g4v_ctx *c, int gw, int gh, int width, int height, int src_w,
+                        int src_h, int budget, const float *feat, const uint16_t *feat16,
+                        g4v_result *out) {
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    out->n_tokens = gw * gh;
+    out->dim = cfg->text_hidden_size;
+    out->grid_w = gw;
+    out->grid_h = gh;
+    out->src_width = src_w;
+    out->src_height = src_h;
+    out->width = width;
+    out->height = height;
+    out->budget = budget;
+    out->features = feat;
+    out->features_bf16 = feat16;
+    out->boi_token_id = cfg->boi_token_id;
+    out->image_token_id = cfg->image_token_id;
+    out->eoi_token_id = cfg->eoi_token_id;
+}
+
+/* Grows the ctx's output buffers to n_values floats (and bf16 values when bf16). */
+static int reserve_output(g4v_ctx *c, size_t n_values, int bf16) {
+    int st = grow((void **)&c->features, &c->feat_cap, n_values, sizeof(float), &c->err);
+    if (!st && bf16)
+        st = grow((void **)&c->features_bf16, &c->bf16_cap, n_values, sizeof(uint16_t), &c->err);
+    return st;
+}
+
+static void round_output(g4v_ctx *c, size_t n_values) {
+    for (size_t i = 0; i < n_values; i++) c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
+}
+
 /* Runs the encoder on img (already at its target size) and fills out. */
 static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src_w, int src_h,
                         int budget, int bf16, g4v_result *out) {
@@ -58,30 +92,15 @@ static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src
     if (gw <= 0 || gh <= 0 || img->width % side || img->height % side)
         return g4v_fail(&c->err, G4V_ERR_INTERNAL, "target size %dx%d is not a multiple of %d",
                         img->width, img->height, side);
-    size_t n = (size_t)gw * (size_t)gh, T = (size_t)cfg->text_hidden_size;
-    int st = grow((void **)&c->features, &c->feat_cap, n * T, sizeof(float), &c->err);
-    if (!st && bf16)
-        st = grow((void **)&c->features_bf16, &c->bf16_cap, n * T, sizeof(uint16_t), &c->err);
+    size_t n = (size_t)gw * (size_t)gh * (size_t)cfg->text_hidden_size;
+    int st = reserve_output(c, n, bf16);
     if (st) return st;
     st = g4v_encoder_run(c->model->enc, c->ws, c->pool, img->rgb, img->width, img->height,
                          stride, c->features, &c->err);
     if (st) return st;
-    if (bf16)
-        for (size_t i = 0; i < n * T; i++) c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
-    out->n_tokens = (int)n;
-    out->dim = (int)T;
-    out->grid_w = gw;
-    out->grid_h = gh;
-    out->src_width = src_w;
-    out->src_height = src_h;
-    out->width = img->width;
-    out->height = img->height;
-    out->budget = budget;
-    out->features = c->features;
-    out->features_bf16 = bf16 ? c->features_bf16 : NULL;
-    out->boi_token_id = cfg->boi_token_id;
-    out->image_token_id = cfg->image_token_id;
-    out->eoi_token_id = cfg->eoi_token_id;
+    if (bf16) round_output(c, n);
+    fill_result(c, gw, gh, img->width, img->height, src_w, src_h, budget, c->features,
+                bf16 ? c->features_bf16 : NULL, out);
     return G4V_OK;
 }
 
@@ -169,6 +188,23 @@ int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts
     return finish(c, st, out, t0, NULL);
 }
 
+/* Checks a caller's RGB buffer against the arguments' rules and the model's limits and gives its
+ * target size at budget. */
+static int check_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
+                     int budget, int *tw, int *th) {
+    const g4v_image_opts *io = &c->model->image_opts;
+    if (!rgb || width <= 0 || height <= 0 || stride < (size_t)width * 3)
+        return g4v_fail(&c->err, G4V_ERR_ARG,
+                        "invalid RGB buffer: %p, %dx%d, stride %zu (needs >= 3 * width)",
+                        (const void *)rgb, width, height, stride);
+    if ((uint64_t)width * (uint64_t)height > io->max_pixels || width > io->max_dimension ||
+        height > io->max_dimension)
+        return g4v_fail(&c->err, G4V_ERR_LIMIT,
+                        "%dx%d exceeds the limits (max_pixels %llu, max_dimension %d)", width,
+                        height, (unsigned long long)io->max_pixels, io->max_dimension);
+    return g4v_target_size(height, width, budget, th, tw, &c->err);
+}
+
 int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
                    const g4v_encode_options *opts, g4v_result *out) {
     int st = begin(c, out);
@@ -178,20 +214,7 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
     const g4v_image_opts *io = &c->model->image_opts;
     g4v_image img = {0, 0, NULL};
     if ((st = resolve(c, opts, &budget, &exif, &bf16, &c->err))) goto done;
-    if (!rgb || width <= 0 || height <= 0 || stride < (size_t)width * 3) {
-        st = g4v_fail(&c->err, G4V_ERR_ARG,
-                      "invalid RGB buffer: %p, %dx%d, stride %zu (needs >= 3 * width)",
-                      (const void *)rgb, width, height, stride);
-        goto done;
-    }
-    if ((uint64_t)width * (uint64_t)height > io->max_pixels || width > io->max_dimension ||
-        height > io->max_dimension) {
-        st = g4v_fail(&c->err, G4V_ERR_LIMIT,
-                      "%dx%d exceeds the limits (max_pixels %llu, max_dimension %d)", width, height,
-                      (unsigned long long)io->max_pixels, io->max_dimension);
-        goto done;
-    }
-    if ((st = g4v_target_size(height, width, budget, &th, &tw, &c->err))) goto done;
+    if ((st = check_rgb(c, rgb, width, height, stride, budget, &tw, &th))) goto done;
     char key[G4V_SHA256_HEX];
     int cached = 0;
     if (c->cache) {
@@ -221,6 +244,67 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
 done:
     g4v_image_free(&img);
     return finish(c, st, out, t0, "RGB buffer");
+}
+
+int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
+                         const g4v_encode_options *opts, g4v_result *out) {
+    if (out && n > 0) memset(out, 0, (size_t)n * sizeof *out);
+    if (!c) return G4V_ERR_ARG;
+    g4v_err_clear(&c->err);
+    c->cache_hit = 0;
+    if (!out || !images || n < 1)
+        return g4v_fail(&c->err, G4V_ERR_ARG, "batch: images and results must not be NULL and "
+                                              "n must be at least 1 (found %d)", n);
+    double t0 = g4v_now_s();
+    const g4v_image_opts *io = &c->model->image_opts;
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    int side = cfg->patch_size * cfg->pooling_kernel_size, budget, exif, bf16, st, i = 0;
+    size_t T = (size_t)cfg->text_hidden_size, values = 0;
+    g4v_image *resized = g4v_calloc((size_t)n, sizeof *resized);
+    g4v_encoder_image *im = g4v_calloc((size_t)n, sizeof *im);
+    if (!resized || !im) {
+        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a batch of %d images", n);
+        goto done;
+    }
+    if ((st = resolve(c, opts, &budget, &exif, &bf16, &c->err))) goto done;
+    for (i = 0; i < n; i++) {
+        const g4v_rgb_image *r = &images[i];
+        int tw = 0, th = 0;
+        if ((st = check_rgb(c, r->rgb, r->width, r->height, r->stride, budget, &tw, &th)))
+            goto done;
+        if (tw == r->width && th == r->height) { /* at the target size: encode in place */
+            im[i] = (g4v_encoder_image){r->rgb, tw, th, r->stride};
+        } else {
+            st = g4v_image_resize(r->rgb, r->width, r->height, r->stride, tw, th,
+                                  io->resize_order, &resized[i], &c->err);
+            if (st) goto done;
+            im[i] = (g4v_encoder_image){resized[i].rgb, tw, th, (size_t)tw * 3};
+        }
+        values += (size_t)(tw / side) * (size_t)(th / side) * T;
+    }
+    i = -1; /* errors from here on concern the whole batch */
+    if ((st = reserve_output(c, values, bf16))) goto done;
+    if ((st = g4v_encoder_run_batch(c->model->enc, c->ws, c->pool, im, n, c->features, &c->err)))
+        goto done;
+    if (bf16) round_output(c, values);
+    double seconds = g4v_now_s() - t0;
+    for (size_t k = 0, off = 0; k < (size_t)n; k++) {
+        int gw = im[k].width / side, gh = im[k].height / side;
+        fill_result(c, gw, gh, im[k].width, im[k].height, images[k].width, images[k].height,
+                    budget, c->features + off, bf16 ? c->features_bf16 + off : NULL, &out[k]);
+        out[k].seconds = seconds;
+        off += (size_t)gw * gh * T;
+    }
+done:
+    for (int k = 0; resized && k < n; k++) g4v_image_free(&resized[k]);
+    g4v_free(resized);
+    g4v_free(im);
+    if (st) {
+        memset(out, 0, (size_t)n * sizeof *out);
+        if (i >= 0 && i < n) g4v_err_prefix(&c->err, "RGB buffer %d of the batch", i);
+        else g4v_err_prefix(&c->err, "batch of %d RGB buffers", n);
+    }
+    return st;
 }
 
 int g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count) {

@@ -27,22 +27,26 @@
          r0 += n, n = (L)-r0 < (b)->chunk_rows ? (L)-r0 : (b)->chunk_rows)
 
 /* docs/NUMERICS.md §4.2 (Gemma4VisionPatchEmbedder), patches and positions as in
- * docs/PREPROCESSING.md §7: patches in (dy, dx, c) order, positions (column, row). The pixel values
- * 2*(u/255 - 0.5) are computed as the integers 2u - 255 (exact in bf16) and the 1/255 is applied
- * to the GEMM result in f32; then the two position-table rows are added. */
-static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool,
-                        const uint8_t *rgb, size_t stride, int gh, int gw) {
+ * docs/PREPROCESSING.md §7: patches in (dy, dx, c) order, positions (column, row) within the
+ * patch's own image. The pixel values 2*(u/255 - 0.5) are computed as the integers 2u - 255 (exact
+ * in bf16) and the 1/255 is applied to the GEMM result in f32; then the two position-table rows
+ * are added. A chunk of rows may span several images of the pass. */
+static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool, size_t L) {
     const g4v_vision_config *c = &e->cfg;
     int p = c->patch_size, D = c->hidden_size;
-    size_t pdim = (size_t)3 * p * p, L = (size_t)gh * gw, P = (size_t)c->position_embedding_size;
+    size_t pdim = (size_t)3 * p * p, P = (size_t)c->position_embedding_size;
     const g4v_tensor *tab = &e->position_table;
+    const enc_segment *sg = b->seg;
     FOR_EACH_CHUNK(b, L, r0, n) {
         for (size_t i = 0; i < n; i++) {
             size_t l = r0 + i;
-            int py = (int)(l / (size_t)gw), px = (int)(l % (size_t)gw);
+            while (l >= sg->row0 + sg->L) sg++;
+            size_t li = l - sg->row0;
+            int py = (int)(li / (size_t)sg->gw), px = (int)(li % (size_t)sg->gw);
             float *dst = b->patches + i * pdim;
             for (int dy = 0; dy < p; dy++) {
-                const uint8_t *src = rgb + (size_t)(py * p + dy) * stride + (size_t)px * p * 3;
+                const uint8_t *src =
+                    sg->rgb + (size_t)(py * p + dy) * sg->stride + (size_t)px * p * 3;
                 for (int t = 0; t < 3 * p; t++)
                     dst[dy * 3 * p + t] = (float)(2 * src[t] - 255);
             }
@@ -83,6 +87,13 @@ static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_
     }
 }
 
+/* The image of the pass that holds row r. */
+static const enc_segment *seg_of(const enc_buffers *b, size_t r) {
+    const enc_segment *sg = b->seg;
+    while (r >= sg->row0 + sg->L) sg++;
+    return sg;
+}
+
 /* docs/NUMERICS.md §4.4 (Gemma4VisionEncoderLayer's attention half, Gemma4VisionAttention):
  * h += post_norm(o_proj(attention(rope(q_norm(q)), rope(k_norm(k)), v_norm(v)))),
  * q, k, v = ClippableLinears of input_norm(h) (docs/NUMERICS.md §4.5 for the RoPE). */
@@ -101,24 +112,30 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_Q], b->q, qd, n, &w->epi[G4V_LIN_Q]);
         g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, n * H, d, w->q_norm, eps);
         g4v_rope2d_apply(k, pool, b->q, qd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, H, d);
-        g4v_attn_args at = {.q = b->q,
-                            .ldq = qd,
-                            .nq = (int)n,
-                            .k = b->keys,
-                            .v = b->values,
-                            .nk = (int)L,
-                            .ldk = (size_t)d,
-                            .ldv = (size_t)d,
-                            .hsk = L * d,
-                            .hsv = L * d, /* head-major */
-                            .out = b->att,
-                            .ldo = qd,
-                            .H = H,
-                            .Hkv = Hkv,
-                            .d = d,
-                            .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
-                            .scratch = b->attn_scratch};
-        g4v_attention(k, pool, &at);
+        /* block-diagonal: the chunk's queries of each image attend to that image's keys */
+        for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
+            size_t q0 = sg->row0 > r0 ? sg->row0 : r0;
+            size_t q1 = sg->row0 + sg->L < r0 + n ? sg->row0 + sg->L : r0 + n;
+            g4v_attn_args at = {.q = b->q + (q0 - r0) * qd,
+                                .ldq = qd,
+                                .nq = (int)(q1 - q0),
+                                .k = b->keys + sg->row0 * d,
+                                .v = b->values + sg->row0 * d,
+                                .nk = (int)sg->L,
+                                .ldk = (size_t)d,
+                                .ldv = (size_t)d,
+                                .hsk = L * d,
+                                .hsv = L * d, /* head-major */
+                                .out = b->att + (q0 - r0) * qd,
+                                .ldo = qd,
+                                .H = H,
+                                .Hkv = Hkv,
+                                .d = d,
+                                .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
+                                .scratch = b->attn_scratch};
+            g4v_attention(k, pool, &at);
+            if (q1 == r0 + n) break;
+        }
         g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, n, &w->epi[G4V_LIN_O]);
         g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_attn, eps);
         g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
@@ -149,17 +166,20 @@ static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffer
     }
 }
 
-/* docs/NUMERICS.md §4.7-§4.9 (Gemma4VisionPooler, Gemma4MultimodalEmbedder): k x k mean, x sqrt(D),
- * [standardize], RMSNorm without weight, projection to T. Output rows are in row-major
- * pooled-grid order. */
-static void pool_and_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool, int gh,
-                           int gw, float *out) {
+/* docs/NUMERICS.md §4.7-§4.9 (Gemma4VisionPooler, Gemma4MultimodalEmbedder): k x k mean per
+ * image, x sqrt(D), [standardize], RMSNorm without weight, projection to T. Output rows are each
+ * image's row-major pooled grid, image after image. */
+static void pool_and_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool,
+                           size_t nimages, size_t N, float *out) {
     const g4v_kernels *kt = e->kernels;
     const g4v_vision_config *c = &e->cfg;
     int D = c->hidden_size, k = c->pooling_kernel_size;
-    size_t ld = (size_t)D, N = (size_t)(gh / k) * (size_t)(gw / k);
+    size_t ld = (size_t)D;
 
-    g4v_avgpool(b->h, ld, b->pooled, gh, gw, D, k);
+    for (size_t i = 0; i < nimages; i++) {
+        const enc_segment *sg = &b->seg[i];
+        g4v_avgpool(b->h + sg->row0 * ld, ld, b->pooled + sg->token0 * ld, sg->gh, sg->gw, D, k);
+    }
     g4v_scale(b->pooled, N * D, (float)sqrt((double)D));
     if (c->standardize) g4v_standardize(b->pooled, ld, e->std_bias, e->std_scale, N, D);
     g4v_rmsnorm(kt, pool, b->pooled, b->pooled, ld, N, D, NULL, (float)c->rms_norm_eps);
@@ -188,24 +208,74 @@ static int check_image(const g4v_vision_config *c, const uint8_t *rgb, int width
     return G4V_OK;
 }
 
+/* Runs images [0, n) as one pass (their checks passed): out receives their soft tokens. */
+static int run_pass(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool,
+                    const g4v_encoder_image *im, size_t n, float *out, g4v_err *err) {
+    const g4v_vision_config *c = &e->cfg;
+    int p = c->patch_size, k = c->pooling_kernel_size;
+    enc_shape sh = {0, 0, n, 1};
+    for (size_t i = 0; i < n; i++) {
+        int gw = im[i].width / p, gh = im[i].height / p;
+        sh.rows += (size_t)gw * gh;
+        sh.tokens += (size_t)(gw / k) * (gh / k);
+        if (gw > sh.max_side) sh.max_side = gw;
+        if (gh > sh.max_side) sh.max_side = gh;
+    }
+    enc_buffers b;
+    int st = g4v_workspace_reserve(ws, c, &sh, g4v_pool_size(pool), e->chunk_rows, &b, err);
+    if (st) return st;
+    for (size_t i = 0, row = 0, tok = 0; i < n; i++) {
+        int gw = im[i].width / p, gh = im[i].height / p;
+        b.seg[i] = (enc_segment){.row0 = row, .L = (size_t)gw * gh, .token0 = tok, .gh = gh,
+                                 .gw = gw, .rgb = im[i].rgb, .stride = im[i].stride};
+        row += b.seg[i].L;
+        tok += (size_t)(gw / k) * (gh / k);
+    }
+
+    g4v_rope2d_table(c->rope_theta, c->head_dim, sh.max_side, b.rope_cos, b.rope_sin);
+    patch_embed(e, &b, pool, sh.rows);
+    for (int i = 0; i < c->num_layers; i++) {
+        attention_block(e, &e->layers[i], &b, pool, sh.rows);
+        mlp_block(e, &e->layers[i], &b, pool, sh.rows);
+    }
+    pool_and_embed(e, &b, pool, n, sh.tokens, out);
+    return G4V_OK;
+}
+
+int g4v_encoder_run_batch(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool,
+                          const g4v_encoder_image *im, int n, float *out, g4v_err *err) {
+    if (!e || !ws || (!im && n)) return g4v_fail(err, G4V_ERR_ARG, "encoder: NULL argument");
+    if (n < 1) return g4v_fail(err, G4V_ERR_ARG, "encoder: a batch needs at least one image");
+    const g4v_vision_config *c = &e->cfg;
+    for (int i = 0; i < n; i++) {
+        int st = check_image(c, im[i].rgb, im[i].width, im[i].height, im[i].stride, out, err);
+        if (st) {
+            if (n > 1) g4v_err_prefix(err, "image %d of the batch", i);
+            return st;
+        }
+    }
+    /* passes of consecutive images up to batch_rows patch rows (an image larger runs alone) */
+    int p = c->patch_size, k = c->pooling_kernel_size;
+    size_t T = (size_t)c->text_hidden_size;
+    for (int i0 = 0; i0 < n;) {
+        size_t rows = 0, tokens = 0;
+        int i1 = i0;
+        for (; i1 < n; i1++) {
+            size_t L = (size_t)(im[i1].width / p) * (size_t)(im[i1].height / p);
+            if (i1 > i0 && rows + L > e->batch_rows) break;
+            rows += L;
+            tokens += L / ((size_t)k * k);
+        }
+        int st = run_pass(e, ws, pool, im + i0, (size_t)(i1 - i0), out, err);
+        if (st) return st;
+        out += tokens * T;
+        i0 = i1;
+    }
+    return G4V_OK;
+}
+
 int g4v_encoder_run(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
                     int width, int height, size_t stride, float *out, g4v_err *err) {
-    if (!e || !ws) return g4v_fail(err, G4V_ERR_ARG, "encoder: NULL encoder or workspace");
-    const g4v_vision_config *c = &e->cfg;
-    int st = check_image(c, rgb, width, height, stride, out, err);
-    if (st) return st;
-    int gw = width / c->patch_size, gh = height / c->patch_size;
-    size_t L = (size_t)gw * (size_t)gh;
-    enc_buffers b;
-    if ((st = g4v_workspace_reserve(ws, c, gh, gw, g4v_pool_size(pool), e->chunk_rows, &b, err)))
-        return st;
-
-    g4v_rope2d_table(c->rope_theta, c->head_dim, gh > gw ? gh : gw, b.rope_cos, b.rope_sin);
-    patch_embed(e, &b, pool, rgb, stride, gh, gw);
-    for (int i = 0; i < c->num_layers; i++) {
-        attention_block(e, &e->layers[i], &b, pool, L);
-        mlp_block(e, &e->layers[i], &b, pool, L);
-    }
-    pool_and_embed(e, &b, pool, gh, gw, out);
-    return G4V_OK;
+    g4v_encoder_image im = {rgb, width, height, stride};
+    return g4v_encoder_run_batch(e, ws, pool, &im, 1, out, err);
 }

@@ -48,6 +48,10 @@ typedef struct g4v_encoder_opts {
     /* Rows per chunk of the forward pass's row-wise work (0: the default, 1024). Bounds the
      * workspace at any image size; the output is bit-identical for every value. */
     int chunk_rows;
+    /* Most patch rows one pass of g4v_encoder_run_batch runs together (0: the default, 8192,
+     * about a 900-token image); an image larger than that runs alone. Bounds the workspace of a
+     * batch; the output is bit-identical for every value. */
+    size_t batch_rows;
     /* Threads that pack the weights at creation (NULL: the calling thread). Only used during
      * g4v_encoder_create; the packed weights are the same for any pool. */
     g4v_pool *pool;
@@ -78,5 +82,21 @@ void g4v_workspace_free(g4v_workspace *ws);
  * address). */
 int g4v_encoder_run(const g4v_encoder *enc, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
                     int width, int height, size_t stride, float *out, g4v_err *err);
+
+/* One image of a batch: RGB8 at its target size, rows stride bytes apart. */
+typedef struct g4v_encoder_image {
+    const uint8_t *rgb;
+    int width, height;
+    size_t stride;
+} g4v_encoder_image;
+
+/* Encodes n images (sizes may differ) together: every GEMM, norm and MLP runs over the rows of
+ * all of them at once, attention is block-diagonal (each image's patches attend only to that
+ * image's patches), so image i's soft tokens are bit-identical to g4v_encoder_run on it alone.
+ * out receives the images' rows one after another, in order. Images are grouped into passes of
+ * at most batch_rows patch rows (g4v_encoder_opts), which bounds the workspace. Errors as for
+ * g4v_encoder_run, the message naming the image's index; G4V_ERR_ARG for n < 1. */
+int g4v_encoder_run_batch(const g4v_encoder *enc, g4v_workspace *ws, g4v_pool *pool,
+                          const g4v_encoder_image *images, int n, float *out, g4v_err *err);
 
 #endif

@@ -19,6 +19,7 @@ struct g4v_encoder {
     const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
     int drop_mapped_pages;      /* g4v_encoder_opts.drop_mapped_pages */
     int chunk_rows;             /* g4v_encoder_opts.chunk_rows, default applied (>= 1) */
+    size_t batch_rows;          /* g4v_encoder_opts.batch_rows, default applied (>= 1) */
     g4v_tensor position_table;  /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
     g4v_wmat *input_proj;       /* [D, 3*p*p], fed exact integers 2u - 255 */
     g4v_wmat *embed_proj;       /* [T, D], always PRECISE */
@@ -27,7 +28,23 @@ struct g4v_encoder {
     float *vectors;                    /* one block holding every f32 vector above */
 };
 
-/* Pointers into the workspace for one image (every buffer 64-byte aligned). The passes walk the
+/* One image of a pass: its patches are rows [row0, row0 + L) of the pass, its soft tokens rows
+ * [token0, token0 + gh*gw/k^2) of the pass's output; gh x gw is its patch grid. */
+typedef struct enc_segment {
+    size_t row0, L, token0;
+    int gh, gw;
+    const uint8_t *rgb;
+    size_t stride;
+} enc_segment;
+
+/* The size of a pass: images run together (rows in total, soft tokens in total, the longest grid
+ * side, for the RoPE table). */
+typedef struct enc_shape {
+    size_t rows, tokens, images;
+    int max_side;
+} enc_shape;
+
+/* Pointers into the workspace for one pass (every buffer 64-byte aligned). The passes walk the
  * patches in chunks of chunk_rows rows (encoder.c), so only the residual stream and the keys and
  * values hold all L rows; everything else holds one chunk. */
 typedef struct enc_buffers {
@@ -43,11 +60,13 @@ typedef struct enc_buffers {
     int32_t *pos;               /* [L, 2] (column, row) */
     float *rope_cos, *rope_sin; /* [max(pW, pH), d/4] */
     float *attn_scratch;        /* per pool worker */
+    enc_segment *seg;           /* [images] */
 } enc_buffers;
 
-/* Grows ws (never shrinks) to hold an image with a gh x gw patch grid on nworkers threads and
- * fills b. Fails with G4V_ERR_NOMEM when the sizes overflow, G4V_ERR_NOMEM when allocation does. */
-int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, int gh, int gw,
+/* Grows ws (never shrinks) to hold a pass of shape sh on nworkers threads and fills b (b->seg
+ * is left for the caller to fill). Fails with G4V_ERR_NOMEM when the sizes overflow or the
+ * allocation does. */
+int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, const enc_shape *sh,
                           int nworkers, int chunk_rows, enc_buffers *b, g4v_err *err);
 
 #endif

@@ -270,6 +270,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
     /* 1024 rows: e4b's MLP gate and up for one chunk are then 25 MB, the GEMMs stay efficient */
     e->chunk_rows = opts && opts->chunk_rows > 0 ? opts->chunk_rows : 1024;
+    e->batch_rows = opts && opts->batch_rows > 0 ? opts->batch_rows : 8192;
     e->kernels = g4v_kernels_current(); /* the one kernel choice for this model's life */
     if ((st = build(e, ck, opts ? opts->pool : NULL, err))) {
         g4v_encoder_free(e);

@@ -1,5 +1,5 @@
 /* workspace.c - per-caller scratch for the forward pass.
- * One block, grown (never shrunk) to the largest image seen and then reused, so the hot path does
+ * One block, grown (never shrunk) to the largest pass (image or batch of images) seen and then reused, so the hot path does
  * not allocate (fresh pages are slow to fault in, docs/ARCHITECTURE.md §5). Only the residual
  * stream and one layer's keys and values hold every patch; the rest holds one chunk of rows, the
  * attention and MLP halves sharing it, so memory grows with L only as (D + 2 Hkv d) floats per
@@ -52,12 +52,11 @@ static size_t take(layout *lo, size_t bytes) {
     return start;
 }
 
-int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh, int gw,
+int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const enc_shape *sh,
                           int nworkers, int chunk_rows, enc_buffers *b, g4v_err *err) {
     int of = 0;
-    size_t L = mul3((size_t)gh, (size_t)gw, 1, &of);
-    size_t k2 = (size_t)c->pooling_kernel_size * (size_t)c->pooling_kernel_size;
-    size_t N = L / k2, D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t L = sh->rows, N = sh->tokens, nseg = sh->images;
+    size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t qd = (size_t)c->num_heads * (size_t)c->head_dim;
     size_t kvd = (size_t)c->num_kv_heads * (size_t)c->head_dim;
     size_t pdim = (size_t)3 * (size_t)c->patch_size * (size_t)c->patch_size;
@@ -74,7 +73,7 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     if (2 * kvd > width) width = 2 * kvd;
     if (2 * I > width) width = 2 * I;
     if (pdim > width) width = pdim;
-    size_t maxside = (size_t)(gh > gw ? gh : gw);
+    size_t maxside = (size_t)sh->max_side;
     size_t rope_b = mul3(maxside, (size_t)c->head_dim / 4, f, &of);
 
     layout lo = {0, 0};
@@ -89,11 +88,11 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     size_t o_sin = take(&lo, rope_b);
     size_t o_scr =
         take(&lo, mul3((size_t)nworkers, g4v_attention_scratch_floats(c->head_dim), f, &of));
+    size_t o_seg = take(&lo, mul3(nseg, sizeof(enc_segment), 1, &of));
     if (of || lo.overflow)
         return g4v_fail(err, G4V_ERR_NOMEM,
-                        "encoder workspace: a %dx%d patch grid needs more memory than can be "
-                        "addressed",
-                        gw, gh);
+                        "encoder workspace: %zu patches need more memory than can be addressed",
+                        L);
 
     if (lo.off > ws->cap) {
         g4v_free_large(ws->buf);
@@ -102,9 +101,9 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
         ws->buf = g4v_malloc_large(lo.off);
         if (!ws->buf)
             return g4v_fail(err, G4V_ERR_NOMEM,
-                            "encoder workspace: out of memory allocating %zu MB for a %dx%d "
-                            "patch grid",
-                            lo.off >> 20, gw, gh);
+                            "encoder workspace: out of memory allocating %zu MB for %zu "
+                            "patches",
+                            lo.off >> 20, L);
         ws->cap = lo.off;
     }
     char *base = ws->buf;
@@ -126,5 +125,6 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, int gh,
     b->rope_cos = (float *)(base + o_cos);
     b->rope_sin = (float *)(base + o_sin);
     b->attn_scratch = (float *)(base + o_scr);
+    b->seg = (enc_segment *)(base + o_seg);
     return G4V_OK;
 }

@@ -236,6 +236,65 @@ static void test_entry_points_agree(void) {
     free(bytes);
 }
 
+/* g4v_encode_rgb_batch: each image's features are bit for bit g4v_encode_rgb's (sizes that need
+ * a resize, one already at its target size with a padded stride, one tiny), bf16 copies follow,
+ * results point into one buffer in order, and a bad image is named by its index. */
+static void test_batch(void) {
+    enum { NI = 4 };
+    const int w[NI] = {150, 480, 31, 200}, h[NI] = {100, 336, 7, 260};
+    const size_t pad[NI] = {0, 5, 0, 3};
+    g4v_rgb_image im[NI];
+    float *alone[NI];
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.budget = 70;
+    eo.bf16 = 1;
+    g4v_result r, out[NI];
+    for (int i = 0; i < NI; i++) {
+        size_t stride = (size_t)w[i] * 3 + pad[i];
+        uint8_t *px = malloc((size_t)h[i] * stride);
+        for (size_t k = 0; k < (size_t)h[i] * stride; k++) px[k] = (uint8_t)(k * (7 + i) >> 2);
+        im[i] = (g4v_rgb_image){px, w[i], h[i], stride};
+        REQUIRE(g4v_encode_rgb(ctx, px, w[i], h[i], stride, &eo, &r) == G4V_OK);
+        alone[i] = copy_out(&r);
+    }
+    REQUIRE(g4v_encode_rgb_batch(ctx, im, NI, &eo, out) == G4V_OK);
+    const float *next = out[0].features;
+    for (int i = 0; i < NI; i++) {
+        REQUIRE(g4v_encode_rgb(ctx, im[i].rgb, w[i], h[i], im[i].stride, &eo, &r) == G4V_OK);
+        CHECK(out[i].n_tokens == r.n_tokens && out[i].width == r.width && out[i].height == r.height);
+        CHECK(out[i].src_width == w[i] && out[i].grid_w == r.grid_w && out[i].budget == 70);
+        CHECK(out[i].features == next);
+        next += (size_t)out[i].n_tokens * out[i].dim;
+    }
+    /* the ctx buffers were reused by the encodes above: run the batch again to compare */
+    REQUIRE(g4v_encode_rgb_batch(ctx, im, NI, &eo, out) == G4V_OK);
+    for (int i = 0; i < NI; i++) {
+        size_t n = (size_t)out[i].n_tokens * out[i].dim;
+        CHECK_MSG(!memcmp(alone[i], out[i].features, n * sizeof(float)),
+                  "batch image %d differs from g4v_encode_rgb", i);
+        int bf_ok = out[i].features_bf16 != NULL;
+        for (size_t k = 0; bf_ok && k < n; k++) {
+            uint32_t u;
+            memcpy(&u, &out[i].features[k], 4);
+            bf_ok &= out[i].features_bf16[k] == (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        }
+        CHECK(bf_ok);
+    }
+    im[2].stride = 2;
+    CHECK(g4v_encode_rgb_batch(ctx, im, NI, &eo, out) == G4V_ERR_ARG);
+    CHECK_CONTAINS(g4v_ctx_error(ctx), "RGB buffer 2 of the batch");
+    CHECK(out[0].features == NULL && out[3].n_tokens == 0);
+    CHECK(g4v_encode_rgb_batch(ctx, im, 0, &eo, out) == G4V_ERR_ARG);
+    CHECK(g4v_encode_rgb_batch(ctx, NULL, 2, &eo, out) == G4V_ERR_ARG);
+    eo.budget = 300;
+    CHECK(g4v_encode_rgb_batch(ctx, im, 1, &eo, out) == G4V_ERR_ARG);
+    for (int i = 0; i < NI; i++) {
+        free((void *)im[i].rgb);
+        free(alone[i]);
+    }
+}
+
 static void test_overrides(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/rot6.jpg", dir); /* stored 160x90, EXIF orientation 6 */
@@ -318,6 +377,7 @@ int main(int argc, char **argv) {
     }
     test_info_plan();
     test_entry_points_agree();
+    test_batch();
     test_overrides();
     test_encode_errors();
     g4v_ctx_free(ctx);

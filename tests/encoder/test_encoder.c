@@ -177,6 +177,54 @@ static void test_determinism(g4v_checkpoint *ck, g4v_math_mode mode) {
     g4v_encoder_free(enc);
 }
 
+/* A batch of images of different sizes gives each image's soft tokens bit for bit as encoding it
+ * alone: with chunks that straddle images (7 rows), passes split by batch_rows (100 rows: images
+ * 2+3 share a pass, the 144x96 one runs alone) or not, on 1 and 2 threads. An image that attended
+ * to another image's patches, or a position counted across images, changes the bits. */
+static void test_batch(g4v_checkpoint *ck, g4v_math_mode mode) {
+    g4v_err err;
+    g4v_pool *p2 = NULL;
+    REQUIRE(g4v_pool_create(2, &p2, &err) == G4V_OK);
+    g4v_workspace *ws = g4v_workspace_create();
+    const int w[] = {144, 48, 96, 48}, h[] = {96, 48, 48, 144};
+    enum { NI = 4, NTOK = 6 + 1 + 2 + 3 };
+    g4v_encoder_image im[NI];
+    float alone[NTOK * T], batched[NTOK * T];
+    g4v_encoder *single = NULL;
+    g4v_encoder_opts o = {.mode = mode};
+    REQUIRE(g4v_encoder_create(ck, &o, &single, &err) == G4V_OK);
+    float *dst = alone;
+    for (int i = 0; i < NI; i++) {
+        im[i] = (g4v_encoder_image){image(w[i], h[i], 20 + i), w[i], h[i], (size_t)w[i] * 3};
+        CHECK(g4v_encoder_run(single, ws, NULL, im[i].rgb, w[i], h[i], im[i].stride, dst, &err) ==
+              G4V_OK);
+        dst += (w[i] / 48) * (h[i] / 48) * T;
+    }
+    const struct { int chunk; size_t batch; } cfgs[] = {{0, 0}, {7, 0}, {7, 100}, {1000, 100}};
+    for (int ci = 0; ci < 4; ci++) {
+        g4v_encoder_opts ob = {.mode = mode, .chunk_rows = cfgs[ci].chunk,
+                               .batch_rows = cfgs[ci].batch};
+        g4v_encoder *eb = NULL;
+        REQUIRE(g4v_encoder_create(ck, &ob, &eb, &err) == G4V_OK);
+        memset(batched, 0, sizeof batched);
+        CHECK(g4v_encoder_run_batch(eb, ws, ci & 1 ? p2 : NULL, im, NI, batched, &err) == G4V_OK);
+        CHECK_MSG(!memcmp(alone, batched, sizeof alone),
+                  "mode %d, chunk %d, batch_rows %zu: a batch differs from its images alone",
+                  (int)mode, cfgs[ci].chunk, cfgs[ci].batch);
+        g4v_encoder_free(eb);
+    }
+    /* errors name the image */
+    im[2].stride = 10;
+    CHECK(g4v_encoder_run_batch(single, ws, NULL, im, NI, batched, &err) == G4V_ERR_ARG);
+    CHECK_CONTAINS(err.msg, "image 2 of the batch");
+    CHECK(g4v_encoder_run_batch(single, ws, NULL, im, 0, batched, &err) == G4V_ERR_ARG);
+    for (int i = 0; i < NI; i++)
+        free((void *)im[i].rgb);
+    g4v_encoder_free(single);
+    g4v_workspace_free(ws);
+    g4v_pool_destroy(p2);
+}
+
 static void test_alloc_failures(g4v_checkpoint *ck) {
 #ifdef G4V_FAULT_INJECTION
     uint8_t *img = image(48, 96, 3);
@@ -211,6 +259,8 @@ int main(void) {
     test_errors(ck);
     test_determinism(ck, G4V_MATH_FAST);
     test_determinism(ck, G4V_MATH_PRECISE);
+    test_batch(ck, G4V_MATH_FAST);
+    test_batch(ck, G4V_MATH_PRECISE);
     test_alloc_failures(ck);
     free_checkpoint(ck);
     return test_summary("test_encoder");
