@@ -66,6 +66,10 @@ class Result(ctypes.Structure):
                 ("seconds", c_double)]
 
 
+class RgbImage(ctypes.Structure):
+    _fields_ = [("rgb", c_void_p), ("width", c_int), ("height", c_int), ("stride", c_size_t)]
+
+
 _PROTOTYPES = {
     # name: (restype, argtypes)
     "g4v_status_name": (c_char_p, [c_int]),
@@ -91,6 +95,8 @@ _PROTOTYPES = {
                                   POINTER(Result)]),
     "g4v_encode_rgb": (c_int, [c_void_p, c_void_p, c_int, c_int, c_size_t,
                                POINTER(EncodeOptions), POINTER(Result)]),
+    "g4v_encode_rgb_batch": (c_int, [c_void_p, POINTER(RgbImage), c_int, POINTER(EncodeOptions),
+                                     POINTER(Result)]),
 }
 
 

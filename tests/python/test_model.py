@@ -73,6 +73,22 @@ def test_every_input_kind_matches_cli(model, images, tmp_path):
         assert r.original_size == (pixels.shape[1], pixels.shape[0]), kind
 
 
+def test_encode_batch_matches_encode(model, images):
+    """encode_batch on arrays / PIL images of several sizes: each result bit-identical to
+    encode() on that image, in order; a non-array input is refused with its index."""
+    pixels = [np.asarray(Image.open(p).convert("RGB")) for p in images]
+    batch = model.encode_batch(pixels[:4] + [Image.open(images[4])], tokens=70, bf16=True)
+    assert len(batch) == 5
+    for p, r in zip(images, batch):
+        one = model.encode(p, tokens=70, bf16=True)
+        assert same_bits(r.features, one.features) and (r.features_bf16 == one.features_bf16).all()
+        assert r.grid == one.grid and r.original_size == one.original_size
+    assert model.encode_batch([]) == []
+    with pytest.raises(g4.G4VError) as e:
+        model.encode_batch([pixels[0], images[1]])
+    assert "image 1" in str(e.value)
+
+
 def test_bf16_and_precise_match_cli(tiny, images, tmp_path):
     p = images[2]
     with g4.Model(tiny, threads=2, precise=True, budget=140) as m:
