@@ -63,8 +63,8 @@ static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src
     if (!st && bf16)
         st = grow((void **)&c->features_bf16, &c->bf16_cap, n * T, sizeof(uint16_t), &c->err);
     if (st) return st;
-    st = g4v_encoder_run(c->model->enc, c->ws, c->pool, img->rgb, img->width, img->height,
-                         stride, c->features, &c->err);
+    st = g4v_model_run(c->model, c->ws, c->pool, img->rgb, img->width, img->height, stride,
+                       c->features, &c->err);
     if (st) return st;
     if (bf16)
         for (size_t i = 0; i < n * T; i++) c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
