@@ -86,6 +86,7 @@ typedef struct {
     const g4v_tensor *t[2];
     g4v_wmat **out[2];
     const char *name[2];
+    g4v_math_mode mode[2];
     int drop;
     int status[2];
     g4v_err errs[2];
@@ -96,7 +97,7 @@ static void pack_task(void *arg, int i, int worker) {
     pack_job *j = arg;
     const g4v_tensor *t = j->t[i];
     j->status[i] = g4v_wmat_create(j->e->kernels, t->data, t->dtype, (int)t->shape[0],
-                                   (int)t->shape[1], j->e->mode, j->out[i], &j->errs[i]);
+                                   (int)t->shape[1], j->mode[i], j->out[i], &j->errs[i]);
     if (j->status[i])
         g4v_err_prefix(&j->errs[i], "embedder: preparing %s: ", j->name[i]);
     else if (j->drop)
@@ -144,6 +145,9 @@ static int build(g4v_embedder *e, const g4v_checkpoint *ck, const g4v_encoder_op
                   .t = {&u->dense_w, &ck->embed_proj},
                   .out = {&e->dense, &e->proj},
                   .name = {"patch_dense", "embedding_projection"},
+                  /* the projection keeps f32 inputs in FAST mode, as the tower's does: it takes
+                   * FAST from 2.1e-3 to 1.3e-3 of relative error (docs/NUMERICS.md §9.5) */
+                  .mode = {e->mode, G4V_MATH_PRECISE},
                   .drop = opts ? opts->drop_mapped_pages : 0};
     g4v_pool_run(opts ? opts->pool : NULL, 2, pack_task, &j);
     for (int i = 0; i < 2; i++)
@@ -307,7 +311,8 @@ int g4v_embedder_run(const g4v_embedder *e, g4v_workspace *ws, g4v_pool *pool, c
         /* §9.4 step 3: patch_dense, f32 accumulation (FAST: bf16 inputs) */
         g4v_gemm(pool, patches, q, e->dense, h, E, n, NULL);
         positions_and_norms(e, pool, h, r0, n, gw);
-        /* §9.4 steps 7-8 (Gemma4UnifiedMultimodalEmbedder): RMSNorm without weight, projection */
+        /* §9.4 steps 7-8 (Gemma4UnifiedMultimodalEmbedder): RMSNorm without weight, projection
+         * (f32 inputs in both modes) */
         g4v_rmsnorm(e->kernels, pool, h, h, E, n, (int)E, NULL, (float)e->cfg.rms_norm_eps);
         g4v_gemm(pool, h, E, e->proj, out + r0 * T, T, n, NULL);
     }
