@@ -20,7 +20,9 @@ order; patch_dense read transposed.
 Also checked: 1 and 2 threads, and chunks of 1, 7 and 256 patches, give identical bits; every name
 spelling and file layout (Hub names with "model.", transformers' embed_vision.* names without it in
 an optiq sidecar, shards) gives identical bits and the same fingerprint; `g4v info` reports kind
-"unified" and variant "12b" for the real shapes.
+"unified" and variant "12b" for the real shapes; `g4v encode --model DIR IMAGE` (a PNG, resized
+by the budget rule as for the tower: checked against Pillow's BICUBIC + the reference), its
+--cache, and the Python package work unchanged on a unified model.
 
 Default cases (~10 s): unified-tiny at five grids, a float16 transformers-named copy, and the 12B
 shapes at 480x336 (budget 70's target size for a 10:7 image, 70 tokens). With --long (make
@@ -114,6 +116,114 @@ def fingerprint(ck):
     return json.loads(r.stdout)
 
 
+def cli_and_python(tmp, ck):
+    """`g4v encode --model DIR IMAGE` and the Python package on a unified model: the budget fills
+    as for the tower (512x512 at 280 -> 768x768, 256 tokens: what llama.cpp got wrong), the
+    features match Pillow's resize + the reference, the span has N image tokens."""
+    from PIL import Image
+    rng = np.random.default_rng(7)
+    src = test_image(528, 528, 5)[:512, :512]
+    src[::7] = rng.integers(0, 256, src[::7].shape)  # some texture across patch borders
+    png = os.path.join(tmp, "cli.png")
+    Image.fromarray(src).save(png)
+    th, tw = pyutil.target_size(512, 512, 280)
+    check((th, tw) == (768, 768), f"512x512 at budget 280 -> 768x768 (got {tw}x{th})")
+    resized = np.asarray(Image.fromarray(src).resize((tw, th), Image.BICUBIC))
+    ref = reference.encode_unified(reference.Checkpoint(ck), resized)
+    out = os.path.join(tmp, "cli.npy")
+    r = pyutil.g4v("encode", "--model", ck, png, "--precise", "-o", out)
+    check(r.returncode == 0, f"g4v encode on a unified model: exit 0 ({r.stderr.strip()[:200]})")
+    if r.returncode == 0:
+        c = np.load(out)
+        rel = np.linalg.norm(c - ref) / np.linalg.norm(ref) if c.shape == ref.shape else 1.0
+        check(c.shape == (256, 96) and rel <= TOL["precise"],
+              f"g4v encode 512x512: {c.shape} (256, 96), precise rel RMSE {rel:.3e}")
+        lines = r.stdout.splitlines()
+        check(lines[:1] == ["<|image>" + "<|image|>" * 256 + "<image|>"],
+              "g4v encode prints the span with 256 image tokens")
+    cache = os.path.join(tmp, "cache")
+    runs = [pyutil.g4v("encode", "--model", ck, png, "--precise", "--json", "--cache", cache,
+                       "-o", os.path.join(tmp, f"cached{i}.npy")) for i in range(2)]
+    said = [json.loads(r.stdout).get("cache") if r.returncode == 0 else None for r in runs]
+    same = said == ["miss", "hit"] and all(
+        np.array_equal(np.load(os.path.join(tmp, f"cached{i}.npy")), np.load(out)) for i in range(2))
+    check(same, f"--cache: miss then hit, both the same bits as without (got {said})")
+    r = pyutil.g4v("info", "--model", ck)
+    check(r.returncode == 0 and "kind          unified" in r.stdout, "g4v info prints the kind")
+    env = dict(os.environ, PYTHONPATH=os.path.join(pyutil.SRC, "python"),
+               G4V_LIBRARY=os.path.join(pyutil.BUILD, "libg4v.so"))
+    code = ("import sys, numpy as np\n"
+            "from gemma4_vision import Model\n"
+            "with Model(sys.argv[1], threads=2, precise=True) as m:\n"
+            "    r = m.encode(sys.argv[2], tokens=280)\n"
+            "    assert m.info.kind == 'unified', m.info.kind\n"
+            "    assert np.array_equal(r.features, np.load(sys.argv[3]))\n"
+            "    print(m.info.kind, r.features.shape)\n")
+    r = subprocess.run([sys.executable, "-c", code, ck, png, out], capture_output=True, text=True,
+                       env=env)
+    check(r.returncode == 0, f"Python Model: info.kind unified, same bits as g4v encode "
+                             f"({(r.stdout + r.stderr).strip()[-200:]})")
+
+
+def loader_cases(tmp, ck):
+    """config.json and naming cases of the loader, through `g4v info` (exit 3: model error)."""
+    import shutil
+    import struct
+
+    def variant(name, edit_cfg=None, edit_header=None):
+        d = os.path.join(tmp, "loader-" + name)
+        shutil.copytree(ck, d)
+        if edit_cfg:
+            with open(os.path.join(d, "config.json")) as f:
+                cfg = json.load(f)
+            edit_cfg(cfg)
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump(cfg, f)
+        if edit_header:
+            path = os.path.join(d, "model.safetensors")
+            with open(path, "rb") as f:
+                (n,) = struct.unpack("<Q", f.read(8))
+                header, data = json.loads(f.read(n)), f.read()
+            edit_header(header)
+            hb = json.dumps(header).encode()
+            hb += b" " * (-len(hb) % 8)
+            with open(path, "wb") as f:
+                f.write(struct.pack("<Q", len(hb)) + hb + data)
+        return pyutil.g4v("info", "--model", d, "--json")
+
+    def expect(name, r, code, text):
+        out = r.stdout if code == 0 else r.stderr
+        check(r.returncode == code and text in out,
+              f"loader {name}: exit {code} with '{text}' (got {r.returncode}: "
+              f"{(r.stderr or r.stdout).strip()[:160]!r})")
+
+    def no_vision_type(c):
+        del c["vision_config"]["model_type"]
+
+    expect("top-level gemma4_unified", variant("toplevel", no_vision_type), 0, '"kind":\t"unified"')
+    expect("model_patch_size", variant("mps", lambda c: c["vision_config"].update(model_patch_size=32)),
+           3, "model_patch_size 32 is not patch_size x pooling_kernel_size = 48")
+    expect("output_proj_dims", variant("opd", lambda c: c["vision_config"].update(output_proj_dims=32)),
+           3, "output_proj_dims 32 differs from mm_embed_dim 64")
+    expect("other vision model_type", variant("siglip", lambda c: c["vision_config"].update(model_type="siglip")),
+           3, "supported: gemma4_vision, gemma4_unified_vision")
+
+    def both_spellings(h):
+        h["model.embed_vision.pos_norm.weight"] = dict(h["model.vision_embedder.pos_norm.weight"])
+
+    expect("one tensor under both spellings", variant("dup", edit_header=both_spellings), 3,
+           "appears twice")
+
+    def wrong_shape(h):
+        h["model.vision_embedder.pos_embedding"]["shape"] = [2, 64, 64]
+
+    expect("position table [2, P, E] (the tower's layout)", variant("shape", edit_header=wrong_shape),
+           3, "expected shape [64, 2, 64]")
+    tower = os.path.join(tmp, "tower")
+    gen(tower, "--config", "tiny", "--seed", "1")
+    expect("a tower model", pyutil.g4v("info", "--model", tower, "--json"), 0, '"kind":\t"tower"')
+
+
 def main():
     if not os.path.exists(TOOL):
         print(f"encode_tool not found at {TOOL}")
@@ -169,6 +279,8 @@ def main():
         if "--long" in sys.argv[1:]:
             case(tmp, "12b", big, 768, 768, seed=31)
             case(tmp, "12b", big, 1584, 1584, seed=32)
+        cli_and_python(tmp, tiny)
+        loader_cases(tmp, tiny)
     return pyutil.finish("test_unified_ref")
 
 
