@@ -1,4 +1,5 @@
-/* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower.
+/* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower (or,
+ * for the 12B unified model, its encoder-free embedder: cfg.kind, docs/NUMERICS.md §9).
  *
  * g4v_checkpoint_open() reads config.json, finds the vision tensors (model.safetensors, a sharded
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; names with or without the

@@ -13,9 +13,11 @@ tests/reference/reference.py (encode_unified, float64). We print relative RMSE |
 The images mix four kinds of 48x48 patch (random noise, flat, nearly flat with +-1 noise,
 gradients): the LayerNorm eps only matters on (nearly) flat patches, where the variance of u/255
 is ~1e-5. Grids are non-square both ways, so swapped position axes show. Planted bugs and the
-PRECISE error each gave here (docs/NUMERICS.md §9.6): LayerNorm eps 1e-6 instead of 1e-5 on the
-pixels; eps not rescaled to the integer scale; position axes swapped; patch values in (c, dy, dx)
-order; patch_dense read transposed.
+PRECISE rel RMSE they gave here (docs/NUMERICS.md §9.6): LayerNorm eps 1e-6 instead of 1e-5
+8.1e-6 .. 2.2e-4 (PRECISE only); eps not rescaled to the integer scale 8.6e-6 .. 2.4e-4; position
+planes swapped 0.53 .. 0.77 (all but the single-patch case); patch values in (c, dy, dx) order
+0.99 .. 1.40; patch_dense read as [Q, E] 1.01 .. 1.29; the embed_vision.pos_* spelling unmapped:
+the layout cases fail to load.
 
 Also checked: 1 and 2 threads, and chunks of 1, 7 and 256 patches, give identical bits; every name
 spelling and file layout (Hub names with "model.", transformers' embed_vision.* names without it in
