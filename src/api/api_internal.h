@@ -13,8 +13,8 @@
 
 struct g4v_model {
     g4v_checkpoint *ck;
-    g4v_encoder *enc;  /* the tower (kind "tower"), or NULL */
-    g4v_embedder *emb; /* the unified embedder (kind "unified"), or NULL */
+    g4v_encoder *enc;       /* the tower (kind "tower"), or NULL */
+    g4v_embedder *emb;      /* the unified embedder (kind "unified"), or NULL */
     g4v_model_options opts; /* with defaults filled in */
     g4v_image_opts image_opts;
     char kernel_path[512]; /* g4v_encoder_kernel_path, part of every cache key */
