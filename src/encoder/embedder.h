@@ -9,10 +9,10 @@
  *
  * Same contract as g4v_encoder (encoder.h): immutable and shared once created, the workspace is
  * per caller and reused, output bit-identical for any pool size, the merge contract unchanged
- * (rows go unscaled into the image-token positions). Numerics: every sum is f32 (the first
- * LayerNorm's mean and variance are exact integer sums of the pixel values); FAST rounds the
- * inputs of patch_dense to bf16, PRECISE does not; the projection always gets f32 inputs, as
- * the tower's does (docs/NUMERICS.md §9.5). Against the float64 reference, 12B shapes, 256
+ * (rows go unscaled into the image-token positions). Numerics: GEMM sums are f32 (never f16),
+ * LayerNorm statistics double (the first LayerNorm's are exact integer sums of the pixel
+ * values), activations f32; FAST rounds the inputs of patch_dense to bf16, PRECISE does not;
+ * the projection always gets f32 inputs, as the tower's does (docs/NUMERICS.md §9.5). Against the float64 reference, 12B shapes, 256
  * tokens: PRECISE 1.7e-6 relative RMSE, FAST 1.3e-3 (synthetic weights).
  */
 #ifndef G4V_ENCODER_EMBEDDER_H

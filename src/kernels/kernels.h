@@ -54,8 +54,8 @@ void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y,
  * GEMMs), so it is plain C and not dispatched. */
 
 /* LayerNorm over rows of n floats (docs/NUMERICS.md §9.2), torch.nn.LayerNorm's definition:
- * y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance. Two passes in f32, each
- * summing in index order. w and b may be NULL (1 and 0). Rows ld floats apart in x and y; y may
+ * y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance. Two passes (mean,
+ * then variance of x - mean), each summing in double in index order; the output is f32. w and b may be NULL (1 and 0). Rows ld floats apart in x and y; y may
  * equal x. Parallel over rows: bit-identical for any pool. */
 void g4v_layernorm(g4v_pool *pool, const float *x, float *y, size_t ld, size_t rows, int n,
                    const float *w, const float *b, float eps);

@@ -1,7 +1,9 @@
 /* layernorm.c - LayerNorm over rows, as torch.nn.LayerNorm computes it (docs/NUMERICS.md §9.2):
  * mean, then the biased variance of x - mean (two passes, so a large mean does not cancel the
- * variance away), then (x - mean) / sqrt(var + eps) * w + b. f32 throughout, sums in index order.
- * Used only by the unified embedder, where it is a small fraction of the work: not dispatched. */
+ * variance away), then (x - mean) / sqrt(var + eps) * w + b in f32. The two sums run in double,
+ * in index order: an f32 sum of 3840 values drifts by ~1e-4 of their magnitude, which a row with
+ * a large mean would turn into output error; in double it is free at this size. Used only by the
+ * unified embedder, where it is a small fraction of the work: not dispatched. */
 #include "kernels/kernels.h"
 #include "kernels/par_rows.h"
 
@@ -9,15 +11,16 @@
 
 static void layernorm_row(const float *x, float *y, int n, const float *w, const float *b,
                           float eps) {
-    float sum = 0.0f;
+    double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += x[i];
-    float mean = sum / (float)n, ss = 0.0f;
+    float mean = (float)(sum / n);
+    double ss = 0.0;
     for (int i = 0; i < n; i++) {
-        float d = x[i] - mean;
+        double d = (double)x[i] - (double)mean;
         ss += d * d;
     }
-    float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    float inv = (float)(1.0 / sqrt(ss / n + (double)eps));
     for (int i = 0; i < n; i++) {
         float v = (x[i] - mean) * inv;
         y[i] = (w ? v * w[i] : v) + (b ? b[i] : 0.0f);
