@@ -23,7 +23,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install
+.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install unified-long
 
 all: build
 
@@ -105,6 +105,13 @@ install:
 	@cd / && env -u PYTHONPATH -u G4V_LIBRARY $(PYTHON) -c "import gemma4_vision as g; \
 	print('install: gemma4_vision', g.__file__, '->', g.library_path(), g.library_version())" \
 	|| echo "install: $(PYTHON) does not search $(PREFIX); add its lib/python3.X/dist-packages to PYTHONPATH"
+
+# make unified-long: the 12B unified embedder against the float64 reference at the full target
+# sizes of budgets 70, 280 and 1120 (the default suite runs budget 70 only). About a minute.
+unified-long: test-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target encode_tool g4v_cli
+	G4V_BUILD_DIR=$(BUILD) $(PYTHON) tests/encoder/test_unified_ref.py --long
 
 # make load: the HTTP service under load (scripts/load.sh): loopback only, LOAD_SECONDS per wrk run.
 LOAD_SECONDS ?= 10

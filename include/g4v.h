@@ -125,7 +125,7 @@ G4V_API void g4v_model_free(g4v_model *model);
 
 /* What `g4v info` shows. Strings are NUL-terminated copies. */
 typedef struct g4v_model_info {
-    char variant[32];  /* "e2b", "e4b", "26b-a4b", "31b" or "custom" */
+    char variant[32];  /* "e2b", "e4b", "26b-a4b", "31b", "12b" or "custom" */
     int hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
     int patch_size, pooling_kernel_size, position_embedding_size;
     int dim;           /* T: floats per soft token (the language model's hidden size) */
@@ -142,6 +142,11 @@ typedef struct g4v_model_info {
     uint64_t max_pixels;
     int max_dimension;
     uint64_t max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count;
+    /* Which vision path the checkpoint has: "tower" (the vision transformer of e2b, e4b,
+     * 26B-A4B, 31B) or "unified" (the 12B's encoder-free patch embedder: one soft token per
+     * 48x48 patch, no layers; num_layers, intermediate_size and the head fields are then 0,
+     * hidden_size is its width mm_embed_dim and position_embedding_size its mm_posemb_size). */
+    char kind[16];
 } g4v_model_info;
 
 G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);

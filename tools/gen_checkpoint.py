@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """gen_checkpoint.py - writes a synthetic Gemma 4 checkpoint directory for tests and demos.
 
-The directory has the real layout and tensor names (docs/NUMERICS.md §2): config.json as HF-convert
-writes it, and the weights as model.safetensors, as shards plus model.safetensors.index.json
+The directory has the real layout and tensor names (docs/NUMERICS.md §2, and §9 for the 12B
+unified embedder: --config 12b or unified-tiny): config.json as HF-convert writes it, and the weights as model.safetensors, as shards plus model.safetensors.index.json
 (--shards N), or as an mlx-bun style optiq_vision.safetensors sidecar (--sidecar). Names carry
 the "model." prefix (--naming hf) or not (--naming mlx). A few decoy tensors that a vision loader
 must ignore are written too: a text embedding, a U32 (quantized-looking) text tensor, an audio
@@ -39,6 +39,18 @@ CONFIGS = {
                 standardize=True, rope_theta=100.0),
     "tiny": dict(D=64, I=128, layers=2, H=4, Hkv=2, d=16, P=256, T=96, clipped=True,
                  standardize=True, rope_theta=100.0),
+}
+# The 12B "unified" model has no tower: an encoder-free patch embedder (docs/NUMERICS.md §9).
+# E = mm_embed_dim, P = mm_posemb_size, T = text hidden size; unified-tiny is ours (fast tests).
+UNIFIED_CONFIGS = {
+    "12b": dict(E=3840, P=1120, T=3840),
+    "unified-tiny": dict(E=64, P=64, T=96),
+}
+# Where the unified tensors live: "hub" as the released files store them, "transformers" as
+# transformers names its modules (what a re-saved checkpoint carries; docs/NUMERICS.md §9.3).
+UNIFIED_SPELLINGS = {
+    "hub": ("vision_embedder.", "embed_vision.embedding_projection.weight"),
+    "transformers": ("embed_vision.", "embed_vision.multimodal_embedder.embedding_projection.weight"),
 }
 PATCH = 16
 POOL = 3
@@ -161,6 +173,72 @@ def vision_specs(c, dtype, seed, qk_scale):
         norm("vision_tower.std_scale", D)
     linear("embed_vision.embedding_projection.weight", [T, D])
     return specs
+
+
+def unified_specs(c, dtype, seed, spelling):
+    """The 12B embedder's tensors, named as `spelling` stores them. Values are drawn from the
+    canonical (hub) name, so both spellings hold the same numbers."""
+    E, P, T = c["E"], c["P"], c["T"]
+    Q = 3 * (PATCH * POOL) ** 2
+    pre, proj = UNIFIED_SPELLINGS[spelling]
+    canon_pre, canon_proj = UNIFIED_SPELLINGS["hub"]
+    specs = []
+
+    def add(leaf, shape, make, name=None):
+        specs.append(Spec(name or pre + leaf, dtype, shape, make))
+
+    def vec(leaf, n, mean, std):
+        key = canon_pre + leaf
+        add(leaf, [n], lambda: np.float32(mean) + np.float32(std) * normal(seed, key, [n]))
+
+    for ln, n in (("patch_ln1", Q), ("patch_ln2", E), ("pos_norm", E)):
+        vec(ln + ".weight", n, 1.0, 0.1)
+        vec(ln + ".bias", n, 0.0, 0.1)
+    add("patch_dense.weight", [E, Q],
+        lambda: normal(seed, canon_pre + "patch_dense.weight", [E, Q]) * np.float32(Q ** -0.5))
+    vec("patch_dense.bias", E, 0.0, 0.1)
+    add("pos_embedding", [P, 2, E],
+        lambda: normal(seed, canon_pre + "pos_embedding", [P, 2, E]) * np.float32(0.5))
+    add(None, [T, E], lambda: normal(seed, canon_proj, [T, E]) * np.float32(E ** -0.5), name=proj)
+    return specs
+
+
+def unified_decoys(c, dtype, seed, naming):
+    """What a 12B file holds besides the embedder: text weights and the audio projection."""
+    T = c["T"]
+    lm = "language_model." if naming == "hf" else "language_model.model."
+    return [
+        Spec(lm + "embed_tokens.weight", dtype, [256, T],
+             lambda: normal(seed, "decoy.embed", [256, T]) * np.float32(0.02), vision=False),
+        Spec(lm + "layers.0.mlp.down_proj.weight", "U32", [T, 8],
+             lambda: rng_for(seed, "decoy.u32").integers(0, 2 ** 32, [T, 8], dtype=np.uint32),
+             vision=False),
+        Spec("embed_audio.embedding_projection.weight", dtype, [T, 640],
+             lambda: normal(seed, "decoy.audio", [T, 640]), vision=False),
+    ]
+
+
+def unified_config_json(c, args):
+    vc = {
+        "model_type": "gemma4_unified_vision", "mm_embed_dim": c["E"], "mm_posemb_size": c["P"],
+        "model_patch_size": PATCH * POOL, "num_soft_tokens": 280, "output_proj_dims": c["E"],
+        "patch_size": PATCH, "pooling_kernel_size": POOL, "rms_norm_eps": EPS,
+    }
+    cfg = {
+        "architectures": ["Gemma4UnifiedForConditionalGeneration"],
+        "model_type": "gemma4_unified",
+        "text_config": {"model_type": "gemma4_unified_text", "hidden_size": c["T"],
+                        "vocab_size": 262144, "num_hidden_layers": 1},
+        "vision_config": vc,
+        "audio_config": {"model_type": "gemma4_unified_audio", "output_proj_dims": 640},
+        "vision_soft_tokens_per_image": 280,
+        "torch_dtype": {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}[DTYPES[args.dtype]],
+        "g4v_synthetic": {"generator": "tools/gen_checkpoint.py", "config": args.config,
+                          "seed": args.seed, "naming": args.naming, "spelling": args.spelling,
+                          "note": "random weights for tests; not a real Gemma 4 checkpoint"},
+    }
+    cfg.update(TOKEN_IDS)
+    return cfg
 
 
 def decoy_specs(c, dtype, seed, naming):
@@ -325,7 +403,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", nargs="?", help="output directory (created; existing files are overwritten)")
-    ap.add_argument("--config", choices=sorted(CONFIGS), default="tiny")
+    ap.add_argument("--config", choices=sorted(CONFIGS) + sorted(UNIFIED_CONFIGS), default="tiny")
+    ap.add_argument("--spelling", choices=sorted(UNIFIED_SPELLINGS), default="hub",
+                    help="unified configs: tensor names as the Hub files (vision_embedder.*) or "
+                         "as transformers' modules (embed_vision.*) spell them")
     ap.add_argument("--layers", type=int, help="cut the number of encoder layers")
     ap.add_argument("--naming", choices=["hf", "mlx"], default="hf",
                     help="hf: 'model.' prefix; mlx: un-prefixed (mlx-community)")
@@ -346,7 +427,12 @@ def main(argv=None):
                     help="write nothing; print activation RMS and clip rates for L patches")
     args = ap.parse_args(argv)
 
-    c = dict(CONFIGS[args.config])
+    unified = args.config in UNIFIED_CONFIGS
+    c = dict(UNIFIED_CONFIGS[args.config] if unified else CONFIGS[args.config])
+    if unified and (args.layers or args.clipped is not None or args.standardize is not None or
+                    args.kv_heads or args.measure_clipping):
+        ap.error("--layers, --clipped, --standardize, --kv-heads and --measure-clipping are for "
+                 "tower configs")
     if args.layers is not None:
         if args.layers < 1:
             ap.error("--layers must be >= 1")
@@ -367,11 +453,15 @@ def main(argv=None):
         ap.error("--shards must be in [1, 99999]")
 
     dtype = DTYPES[args.dtype]
-    specs = vision_specs(c, dtype, args.seed, args.qk_scale)
+    if unified:
+        specs = unified_specs(c, dtype, args.seed, args.spelling)
+    else:
+        specs = vision_specs(c, dtype, args.seed, args.qk_scale)
     if args.measure_clipping:
         measure_clipping(c, specs, args.measure_clipping, args.seed)
         return 0
-    decoys = [] if args.no_decoys else decoy_specs(c, dtype, args.seed, args.naming)
+    make_decoys = unified_decoys if unified else decoy_specs
+    decoys = [] if args.no_decoys else make_decoys(c, dtype, args.seed, args.naming)
     os.makedirs(args.out, exist_ok=True)
     for stale in os.listdir(args.out):  # a previous layout must not linger and be picked up
         if stale.endswith(".safetensors") or stale == "model.safetensors.index.json":
@@ -401,7 +491,7 @@ def main(argv=None):
                           [(stored(s), s) for s in decoys if not s.vision] +
                           [(stored(s), s) for s in specs + [d for d in decoys if d.vision]])
     with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(config_json(c, args), f, indent=2)
+        json.dump((unified_config_json if unified else config_json)(c, args), f, indent=2)
     return 0
 
 

@@ -46,7 +46,8 @@ class ModelInfo(ctypes.Structure):
                 ("naming", ctypes.c_char * 8), ("source", ctypes.c_char * 512),
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
                 ("max_file_bytes", c_uint64), ("max_header_bytes", c_uint64),
-                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64)]
+                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
+                ("kind", ctypes.c_char * 16)]  # "tower" or "unified" (the 12B embedder)
 
 
 class CtxOptions(ctypes.Structure):

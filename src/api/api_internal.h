@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/pool.h"
+#include "encoder/embedder.h"
 #include "encoder/encoder.h"
 #include "image/image.h"
 #include "io/checkpoint.h"
@@ -12,7 +13,8 @@
 
 struct g4v_model {
     g4v_checkpoint *ck;
-    g4v_encoder *enc;
+    g4v_encoder *enc;       /* the tower (kind "tower"), or NULL */
+    g4v_embedder *emb;      /* the unified embedder (kind "unified"), or NULL */
     g4v_model_options opts; /* with defaults filled in */
     g4v_image_opts image_opts;
     char kernel_path[512]; /* g4v_encoder_kernel_path, part of every cache key */
@@ -44,6 +46,17 @@ int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_dig
                   int exif, char key[65]);
 int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, g4v_result *out);
 void g4v_cache_store(g4v_ctx *ctx, const char *key, const g4v_result *r);
+
+/* The model's one "image at its target size -> soft tokens" step, whichever kind it is: the
+ * tower (g4v_encoder_run) or the unified embedder (g4v_embedder_run), same contract. */
+int g4v_model_run(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
+                  int width, int height, size_t stride, float *out, g4v_err *err);
+
+/* The same for n images, their rows one after another in out: the tower runs them as one batch
+ * (g4v_encoder_run_batch), the unified embedder (whose every step is per patch) one by one.
+ * Bit-identical to g4v_model_run on each image. */
+int g4v_model_run_batch(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool,
+                        const g4v_encoder_image *images, int n, float *out, g4v_err *err);
 
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);

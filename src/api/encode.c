@@ -80,7 +80,8 @@ static int reserve_output(g4v_ctx *c, size_t n_values, int bf16) {
 }
 
 static void round_output(g4v_ctx *c, size_t n_values) {
-    for (size_t i = 0; i < n_values; i++) c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
+    for (size_t i = 0; i < n_values; i++)
+        c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
 }
 
 /* Runs the encoder on img (already at its target size) and fills out. */
@@ -95,8 +96,8 @@ static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src
     size_t n = (size_t)gw * (size_t)gh * (size_t)cfg->text_hidden_size;
     int st = reserve_output(c, n, bf16);
     if (st) return st;
-    st = g4v_encoder_run(c->model->enc, c->ws, c->pool, img->rgb, img->width, img->height,
-                         stride, c->features, &c->err);
+    st = g4v_model_run(c->model, c->ws, c->pool, img->rgb, img->width, img->height, stride,
+                       c->features, &c->err);
     if (st) return st;
     if (bf16) round_output(c, n);
     fill_result(c, gw, gh, img->width, img->height, src_w, src_h, budget, c->features,
@@ -170,8 +171,7 @@ int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_enco
     return finish(c, st, out, t0, "memory buffer");
 }
 
-int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts,
-                    g4v_result *out) {
+int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts, g4v_result *out) {
     int st = begin(c, out);
     if (st) return st;
     double t0 = g4v_now_s();
@@ -223,7 +223,8 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
         g4v_sha256_init(&s);
         g4v_sha256_u64(&s, (uint64_t)width);
         g4v_sha256_u64(&s, (uint64_t)height);
-        for (int y = 0; y < height; y++) g4v_sha256_update(&s, rgb + (size_t)y * stride, (size_t)width * 3);
+        for (int y = 0; y < height; y++)
+            g4v_sha256_update(&s, rgb + (size_t)y * stride, (size_t)width * 3);
         uint8_t digest[G4V_SHA256_BYTES];
         g4v_sha256_final(&s, digest);
         cached = g4v_cache_key(c, "rgb", digest, budget, 0, key) == G4V_OK;
@@ -238,7 +239,8 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
         st = encode_image(c, &view, stride, width, height, budget, bf16, out);
     } else {
         st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
-        if (!st) st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
+        if (!st)
+            st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
     }
     if (!st && cached) g4v_cache_store(c, key, out);
 done:
@@ -253,8 +255,10 @@ int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
     g4v_err_clear(&c->err);
     c->cache_hit = 0;
     if (!out || !images || n < 1)
-        return g4v_fail(&c->err, G4V_ERR_ARG, "batch: images and results must not be NULL and "
-                                              "n must be at least 1 (found %d)", n);
+        return g4v_fail(&c->err, G4V_ERR_ARG,
+                        "batch: images and results must not be NULL and "
+                        "n must be at least 1 (found %d)",
+                        n);
     double t0 = g4v_now_s();
     const g4v_image_opts *io = &c->model->image_opts;
     const g4v_vision_config *cfg = &c->model->ck->cfg;
@@ -275,8 +279,8 @@ int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
         if (tw == r->width && th == r->height) { /* at the target size: encode in place */
             im[i] = (g4v_encoder_image){r->rgb, tw, th, r->stride};
         } else {
-            st = g4v_image_resize(r->rgb, r->width, r->height, r->stride, tw, th,
-                                  io->resize_order, &resized[i], &c->err);
+            st = g4v_image_resize(r->rgb, r->width, r->height, r->stride, tw, th, io->resize_order,
+                                  &resized[i], &c->err);
             if (st) goto done;
             im[i] = (g4v_encoder_image){resized[i].rgb, tw, th, (size_t)tw * 3};
         }
@@ -284,25 +288,28 @@ int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
     }
     i = -1; /* errors from here on concern the whole batch */
     if ((st = reserve_output(c, values, bf16))) goto done;
-    if ((st = g4v_encoder_run_batch(c->model->enc, c->ws, c->pool, im, n, c->features, &c->err)))
+    if ((st = g4v_model_run_batch(c->model, c->ws, c->pool, im, n, c->features, &c->err)))
         goto done;
     if (bf16) round_output(c, values);
     double seconds = g4v_now_s() - t0;
     for (size_t k = 0, off = 0; k < (size_t)n; k++) {
         int gw = im[k].width / side, gh = im[k].height / side;
-        fill_result(c, gw, gh, im[k].width, im[k].height, images[k].width, images[k].height,
-                    budget, c->features + off, bf16 ? c->features_bf16 + off : NULL, &out[k]);
+        fill_result(c, gw, gh, im[k].width, im[k].height, images[k].width, images[k].height, budget,
+                    c->features + off, bf16 ? c->features_bf16 + off : NULL, &out[k]);
         out[k].seconds = seconds;
         off += (size_t)gw * gh * T;
     }
 done:
-    for (int k = 0; resized && k < n; k++) g4v_image_free(&resized[k]);
+    for (int k = 0; resized && k < n; k++)
+        g4v_image_free(&resized[k]);
     g4v_free(resized);
     g4v_free(im);
     if (st) {
         memset(out, 0, (size_t)n * sizeof *out);
-        if (i >= 0 && i < n) g4v_err_prefix(&c->err, "RGB buffer %d of the batch", i);
-        else g4v_err_prefix(&c->err, "batch of %d RGB buffers", n);
+        if (i >= 0 && i < n)
+            g4v_err_prefix(&c->err, "RGB buffer %d of the batch", i);
+        else
+            g4v_err_prefix(&c->err, "batch of %d RGB buffers", n);
     }
     return st;
 }

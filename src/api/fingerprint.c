@@ -134,6 +134,14 @@ int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int threads, 
     hash_double(&s, c->rope_theta);
     g4v_sha256_str(&s, "rms_norm_eps");
     hash_double(&s, c->rms_norm_eps);
+    /* Only for the unified kind, so that every tower model keeps the fingerprint (and the cache
+     * entries) it had before the kind existed. Its tensors are in the list below like any. */
+    if (c->kind == G4V_KIND_UNIFIED) {
+        g4v_sha256_str(&s, "kind");
+        g4v_sha256_str(&s, g4v_model_kind_name(c->kind));
+        g4v_sha256_str(&s, "layer_norm_eps");
+        hash_double(&s, c->layer_norm_eps);
+    }
     g4v_sha256_u64(&s, j.n);
     for (size_t i = 0; i < j.n; i++) {
         const g4v_tensor *t = j.v[i].t;

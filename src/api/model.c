@@ -93,14 +93,18 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST,
                            .drop_mapped_pages = 1,
                            .pool = packers};
-    if ((st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)) ||
-        (st = g4v_encoder_create(m->ck, &eo, &m->enc, &err))) {
-        g4v_pool_destroy(packers);
+    if (!(st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)))
+        st = m->ck->cfg.kind == G4V_KIND_UNIFIED ? g4v_embedder_create(m->ck, &eo, &m->emb, &err)
+                                                 : g4v_encoder_create(m->ck, &eo, &m->enc, &err);
+    g4v_pool_destroy(packers);
+    if (st) {
         g4v_model_free(m);
         goto fail;
     }
-    g4v_pool_destroy(packers);
-    g4v_encoder_kernel_path(m->enc, m->kernel_path, sizeof m->kernel_path);
+    if (m->emb)
+        g4v_embedder_kernel_path(m->emb, m->kernel_path, sizeof m->kernel_path);
+    else
+        g4v_encoder_kernel_path(m->enc, m->kernel_path, sizeof m->kernel_path);
     *out = m;
     return G4V_OK;
 fail:
@@ -111,9 +115,33 @@ fail:
 void g4v_model_free(g4v_model *m) {
     if (!m) return;
     g4v_encoder_free(m->enc);
+    g4v_embedder_free(m->emb);
     g4v_checkpoint_close(m->ck);
     pthread_mutex_destroy(&m->fp_lock);
     g4v_free(m);
+}
+
+int g4v_model_run(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
+                  int width, int height, size_t stride, float *out, g4v_err *err) {
+    if (m->emb) return g4v_embedder_run(m->emb, ws, pool, rgb, width, height, stride, out, err);
+    return g4v_encoder_run(m->enc, ws, pool, rgb, width, height, stride, out, err);
+}
+
+int g4v_model_run_batch(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool,
+                        const g4v_encoder_image *im, int n, float *out, g4v_err *err) {
+    if (!m->emb) return g4v_encoder_run_batch(m->enc, ws, pool, im, n, out, err);
+    size_t T = (size_t)m->ck->cfg.text_hidden_size,
+           side = (size_t)m->ck->cfg.patch_size * (size_t)m->ck->cfg.pooling_kernel_size;
+    for (int i = 0; i < n; i++) {
+        int st = g4v_embedder_run(m->emb, ws, pool, im[i].rgb, im[i].width, im[i].height,
+                                  im[i].stride, out, err);
+        if (st) {
+            if (n > 1) g4v_err_prefix(err, "image %d of the batch", i);
+            return st;
+        }
+        out += (size_t)im[i].width / side * ((size_t)im[i].height / side) * T;
+    }
+    return G4V_OK;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src) {
@@ -155,6 +183,7 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     info->max_header_bytes = m->opts.max_header_bytes;
     info->max_config_bytes = m->opts.max_config_bytes;
     info->max_tensor_count = m->opts.max_tensor_count;
+    copy_str(info->kind, sizeof info->kind, g4v_model_kind_name(c->kind));
     return G4V_OK;
 }
 

@@ -69,4 +69,12 @@ typedef struct enc_buffers {
 int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, const enc_shape *sh,
                           int nworkers, int chunk_rows, enc_buffers *b, g4v_err *err);
 
+/* The workspace's one block, grown (never shrunk) to at least bytes, 64-byte aligned; NULL when
+ * out of memory (the block is then empty). For callers that lay out their own buffers (the
+ * unified embedder). */
+void *g4v_workspace_block(g4v_workspace *ws, size_t bytes);
+
+/* The text of g4v_encoder_kernel_path for a kernel table (shared with the unified embedder). */
+void g4v_kernel_path_of(const g4v_kernels *k, char *buf, size_t cap);
+
 #endif

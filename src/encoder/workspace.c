@@ -27,6 +27,17 @@ void g4v_workspace_free(g4v_workspace *ws) {
     g4v_free(ws);
 }
 
+void *g4v_workspace_block(g4v_workspace *ws, size_t bytes) {
+    if (bytes > ws->cap) {
+        g4v_free_large(ws->buf);
+        ws->cap = 0;
+        ws->buf = g4v_malloc_large(bytes);
+        if (!ws->buf) return NULL;
+        ws->cap = bytes;
+    }
+    return ws->buf;
+}
+
 /* Running byte offset with overflow detection; every piece starts 64-byte aligned. */
 typedef struct {
     size_t off;
@@ -94,19 +105,11 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
                         "encoder workspace: %zu patches need more memory than can be addressed",
                         L);
 
-    if (lo.off > ws->cap) {
-        g4v_free_large(ws->buf);
-        ws->buf = NULL;
-        ws->cap = 0;
-        ws->buf = g4v_malloc_large(lo.off);
-        if (!ws->buf)
-            return g4v_fail(err, G4V_ERR_NOMEM,
-                            "encoder workspace: out of memory allocating %zu MB for %zu "
-                            "patches",
-                            lo.off >> 20, L);
-        ws->cap = lo.off;
-    }
-    char *base = ws->buf;
+    char *base = g4v_workspace_block(ws, lo.off);
+    if (!base)
+        return g4v_fail(err, G4V_ERR_NOMEM,
+                        "encoder workspace: out of memory allocating %zu MB for %zu patches",
+                        lo.off >> 20, L);
     b->h = (float *)(base + o_h);
     b->keys = (float *)(base + o_keys);
     b->values = (float *)(base + o_values);

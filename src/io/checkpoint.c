@@ -112,7 +112,7 @@ static int match_entry(loader *L, g4v_st_file *f, int k, const cJSON *c) {
     if (w->file == k)
         return g4v_fail(L->err, G4V_ERR_MODEL,
                         "%s: tensor %s appears twice (with and without "
-                        "the \"model.\" prefix)",
+                        "the \"model.\" prefix, or under two spellings)",
                         f->path, w->name);
     if (w->file >= 0) return G4V_OK; /* an earlier file (the sidecar) already has it */
     int st = g4v_st_entry_parse(f, c, c->string, &w->entry, L->err);
@@ -465,7 +465,7 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
     if ((st = load_config(dir, lim, &ck->cfg, err))) goto fail;
     const g4v_vision_config *cfg = &ck->cfg;
     ck->files = g4v_calloc(1, sizeof *ck->files);
-    ck->layers = g4v_calloc((size_t)cfg->num_layers, sizeof *ck->layers);
+    ck->layers = g4v_calloc(cfg->num_layers > 0 ? (size_t)cfg->num_layers : 1, sizeof *ck->layers);
     if (ck->files && cfg->use_clipped_linears)
         ck->files->clips =
             g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));

@@ -1,4 +1,5 @@
-/* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower.
+/* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower (or,
+ * for the 12B unified model, its encoder-free embedder: cfg.kind, docs/NUMERICS.md §9).
  *
  * g4v_checkpoint_open() reads config.json, finds the vision tensors (model.safetensors, a sharded
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; names with or without the
@@ -68,8 +69,20 @@ typedef struct g4v_layer_weights {
     g4v_tensor q_norm, k_norm;                                        /* [d] */
 } g4v_layer_weights;
 
+/* Which vision path a checkpoint has (docs/ARCHITECTURE.md §2 "Model kinds"). */
+typedef enum g4v_model_kind {
+    G4V_KIND_TOWER = 0,  /* the vision transformer of e2b/e4b/26B-A4B/31B (gemma4_vision) */
+    G4V_KIND_UNIFIED = 1 /* the 12B encoder-free patch embedder (gemma4_unified_vision) */
+} g4v_model_kind;
+
+/* "tower" or "unified". */
+const char *g4v_model_kind_name(g4v_model_kind kind);
+
 typedef struct g4v_vision_config {
-    char variant[32];      /* "e2b", "e4b", "26b-a4b", "31b" or "custom" (guessed from shapes) */
+    char variant[32];      /* "e2b", "e4b", "26b-a4b", "31b", "12b" or "custom" (from shapes) */
+    g4v_model_kind kind;   /* tower or unified; for unified, the tower-only fields below are 0,
+                              hidden_size is mm_embed_dim (E) and position_embedding_size is
+                              mm_posemb_size */
     int hidden_size;       /* D */
     int intermediate_size; /* I */
     int num_layers;
@@ -85,17 +98,29 @@ typedef struct g4v_vision_config {
     double rms_norm_eps;         /* 1e-6 */
     int use_clipped_linears;
     int standardize;
+    double layer_norm_eps; /* unified: eps of its three LayerNorms (1e-5, torch's default) */
     /* prompt contract (docs/NUMERICS.md §5.1), from config.json or the defaults */
     int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
 } g4v_vision_config;
 
+/* The unified (encoder-free) embedder's tensors (docs/NUMERICS.md §9). E = hidden_size,
+ * Q = 3 * (patch_size * pooling_kernel_size)^2 = 6912 values per 48x48 patch. */
+typedef struct g4v_unified_weights {
+    g4v_tensor ln1_w, ln1_b;           /* [Q] patch_ln1 */
+    g4v_tensor dense_w, dense_b;       /* [E, Q], [E] patch_dense */
+    g4v_tensor ln2_w, ln2_b;           /* [E] patch_ln2 */
+    g4v_tensor pos;                    /* [P, 2, E] pos_embedding: [x][0] column, [y][1] row */
+    g4v_tensor pos_norm_w, pos_norm_b; /* [E] pos_norm */
+} g4v_unified_weights;
+
 typedef struct g4v_checkpoint {
     g4v_vision_config cfg;
+    g4v_unified_weights unified;    /* cfg.kind == G4V_KIND_UNIFIED only */
     g4v_tensor input_proj;          /* [D, 3*p*p] */
     g4v_tensor position_table;      /* [2, P, D] */
     g4v_layer_weights *layers;      /* cfg.num_layers entries */
     g4v_tensor std_bias, std_scale; /* [D]; data NULL unless cfg.standardize */
-    g4v_tensor embed_proj;          /* [T, D] */
+    g4v_tensor embed_proj;          /* [T, D] (both kinds) */
     int64_t param_count; /* elements of every vision tensor loaded: the tensors above plus
                             the clip scalars (28 per layer when clipped) */
     size_t weight_bytes; /* their bytes as stored */

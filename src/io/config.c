@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *g4v_model_kind_name(g4v_model_kind kind) {
+    return kind == G4V_KIND_UNIFIED ? "unified" : "tower";
+}
+
 const char *g4v_config_variant(int D, int T) {
     if (D == 768 && T == 1536) return "e2b";
     if (D == 768 && T == 2560) return "e4b";
@@ -45,10 +49,54 @@ static int check_string(const cJSON *obj, const char *key, const char *what,
                     allowed[1] ? ", " : "", allowed[1] ? allowed[1] : "");
 }
 
+/* torch.nn.LayerNorm's default: HF builds the unified embedder's three LayerNorms without an eps
+ * argument and no config key sets it (docs/NUMERICS.md §9.2). */
+#define UNIFIED_LAYER_NORM_EPS 1e-5
+
+/* The unified model's vision_config (HF Gemma4UnifiedVisionConfig, docs/NUMERICS.md §9.1). */
+static int parse_unified(const cJSON *vc, const char *what, g4v_vision_config *cfg, g4v_err *err) {
+    int st;
+    int model_patch = 0, proj_dims = 0;
+    const int64_t dim = 65536;
+    const int_key keys[] = {
+        {"mm_embed_dim", 1, dim, 3840, &cfg->hidden_size},
+        {"mm_posemb_size", 1, 1 << 20, 1120, &cfg->position_embedding_size},
+        {"patch_size", 1, 256, 16, &cfg->patch_size},
+        {"pooling_kernel_size", 1, 64, 3, &cfg->pooling_kernel_size},
+        {"model_patch_size", 0, 1 << 14, 0, &model_patch},
+        {"output_proj_dims", 0, dim, 0, &proj_dims},
+        {"num_soft_tokens", 1, 1 << 20, 280, &cfg->default_output_length},
+    };
+    if ((st = read_ints(vc, what, keys, sizeof keys / sizeof keys[0], err))) return st;
+    int side = cfg->patch_size * cfg->pooling_kernel_size;
+    if (model_patch && model_patch != side)
+        return g4v_fail(err, G4V_ERR_MODEL,
+                        "%s: model_patch_size %d is not patch_size x pooling_kernel_size = %d",
+                        what, model_patch, side);
+    if (proj_dims && proj_dims != cfg->hidden_size)
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "%s: output_proj_dims %d differs from mm_embed_dim %d (the projection "
+                        "reads the embedder's output directly)",
+                        what, proj_dims, cfg->hidden_size);
+    cfg->kind = G4V_KIND_UNIFIED;
+    cfg->rms_norm_eps = 1e-6;
+    cfg->layer_norm_eps = UNIFIED_LAYER_NORM_EPS;
+    return g4v_json_double_field(vc, "rms_norm_eps", 0.0, 1.0, what, &cfg->rms_norm_eps, err);
+}
+
+/* Unified when vision_config says gemma4_unified_vision, or says nothing and the top-level
+ * model_type is gemma4_unified. */
+static int is_unified(const cJSON *root, const cJSON *vc) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(vc, "model_type");
+    if (cJSON_IsString(v)) return !strcmp(v->valuestring, "gemma4_unified_vision");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    return cJSON_IsString(t) && !strcmp(t->valuestring, "gemma4_unified");
+}
+
 static int parse_vision(const cJSON *vc, const char *path, g4v_vision_config *cfg, g4v_err *err) {
     char what[4200];
     snprintf(what, sizeof what, "%s: vision_config", path);
-    static const char *const model_types[] = {"gemma4_vision", NULL};
+    static const char *const model_types[] = {"gemma4_vision", "gemma4_unified_vision", NULL};
     static const char *const acts[] = {"gelu_pytorch_tanh", "gelu_tanh", "gelu_new", NULL};
     static const char *const ropes[] = {"default", "axial", NULL};
     int st = check_string(vc, "model_type", what, model_types, G4V_ERR_UNSUPPORTED, err);
@@ -107,7 +155,13 @@ int g4v_config_parse(const cJSON *root, const char *path, g4v_vision_config *cfg
     if (!cJSON_IsObject(vc))
         return g4v_fail(err, G4V_ERR_MODEL,
                         "%s: no vision_config object (not a Gemma 4 multimodal checkpoint?)", path);
-    int st = parse_vision(vc, path, cfg, err);
+    int st;
+    if (is_unified(root, vc)) {
+        char what[4200];
+        snprintf(what, sizeof what, "%s: vision_config", path);
+        st = parse_unified(vc, what, cfg, err);
+    } else
+        st = parse_vision(vc, path, cfg, err);
     if (st) return st;
 
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
@@ -136,7 +190,11 @@ int g4v_config_parse(const cJSON *root, const char *path, g4v_vision_config *cfg
     cfg->eoi_token_id = (int32_t)ids[2];
     cfg->video_token_id = (int32_t)ids[3];
 
-    snprintf(cfg->variant, sizeof cfg->variant, "%s",
-             g4v_config_variant(cfg->hidden_size, cfg->text_hidden_size));
+    if (cfg->kind == G4V_KIND_UNIFIED)
+        snprintf(cfg->variant, sizeof cfg->variant, "%s",
+                 cfg->hidden_size == 3840 && cfg->text_hidden_size == 3840 ? "12b" : "custom");
+    else
+        snprintf(cfg->variant, sizeof cfg->variant, "%s",
+                 g4v_config_variant(cfg->hidden_size, cfg->text_hidden_size));
     return G4V_OK;
 }

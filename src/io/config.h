@@ -1,8 +1,11 @@
 /* config.h - the vision tower's hyper-parameters from a parsed config.json
  * (docs/NUMERICS.md §2.1, token ids §5.1).
  *
- * Reads vision_config (model_type must be gemma4_vision when given), text_config.hidden_size and
- * the top-level token ids. Absent vision keys take the HF Gemma4VisionConfig defaults, absent
+ * Reads vision_config (model_type gemma4_vision: the tower; gemma4_unified_vision, or no
+ * vision model_type under a top-level gemma4_unified: the 12B unified embedder, whose keys are
+ * mm_embed_dim, mm_posemb_size, patch_size, pooling_kernel_size, model_patch_size,
+ * output_proj_dims, num_soft_tokens, rms_norm_eps; docs/NUMERICS.md §9.1), text_config.hidden_size
+ * and the top-level token ids. Absent vision keys take the HF Gemma4VisionConfig defaults, absent
  * token ids the defaults of §5.1; present keys must be of the right type and in a sane range
  * (dimensions <= 65536, layers <= 1024, position table <= 1M rows), and H % Hkv == 0.
  * Activations other than tanh-GELU and rope types other than default/axial are rejected as

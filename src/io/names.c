@@ -41,8 +41,35 @@ static int cmp_wanted(const void *a, const void *b) {
     return strcmp(((const g4v_wanted *)a)->name, ((const g4v_wanted *)b)->name);
 }
 
+/* The unified embedder's tensors under their Hub names (docs/NUMERICS.md §9.3). */
+static int build_unified(const g4v_vision_config *cfg, g4v_checkpoint *ck, g4v_wanted **out,
+                         size_t *n, g4v_err *err) {
+    const int64_t E = cfg->hidden_size, P = cfg->position_embedding_size;
+    const int64_t side = (int64_t)cfg->patch_size * cfg->pooling_kernel_size, Q = 3 * side * side;
+    g4v_unified_weights *u = &ck->unified;
+    builder b = {g4v_malloc_array(10, sizeof(g4v_wanted)), 0, 10};
+    if (!b.w) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for the tensor list");
+    const char *pre = "vision_embedder";
+    add(&b, &u->ln1_w, 1, Q, 0, 0, "%s.patch_ln1.weight", pre);
+    add(&b, &u->ln1_b, 1, Q, 0, 0, "%s.patch_ln1.bias", pre);
+    add(&b, &u->dense_w, 2, E, Q, 0, "%s.patch_dense.weight", pre);
+    add(&b, &u->dense_b, 1, E, 0, 0, "%s.patch_dense.bias", pre);
+    add(&b, &u->ln2_w, 1, E, 0, 0, "%s.patch_ln2.weight", pre);
+    add(&b, &u->ln2_b, 1, E, 0, 0, "%s.patch_ln2.bias", pre);
+    add(&b, &u->pos, 3, P, 2, E, "%s.pos_embedding", pre);
+    add(&b, &u->pos_norm_w, 1, E, 0, 0, "%s.pos_norm.weight", pre);
+    add(&b, &u->pos_norm_b, 1, E, 0, 0, "%s.pos_norm.bias", pre);
+    add(&b, &ck->embed_proj, 2, cfg->text_hidden_size, E, 0,
+        "embed_vision.embedding_projection.weight");
+    qsort(b.w, b.n, sizeof *b.w, cmp_wanted);
+    *out = b.w;
+    *n = b.n;
+    return G4V_OK;
+}
+
 int g4v_wanted_build(const g4v_vision_config *cfg, g4v_checkpoint *ck, g4v_tensor *clips,
                      g4v_wanted **out, size_t *n, g4v_err *err) {
+    if (cfg->kind == G4V_KIND_UNIFIED) return build_unified(cfg, ck, out, n, err);
     const int64_t D = cfg->hidden_size, I = cfg->intermediate_size, d = cfg->head_dim;
     const int64_t q = (int64_t)cfg->num_heads * d, kv = (int64_t)cfg->num_kv_heads * d;
     const int64_t p = cfg->patch_size;
@@ -89,11 +116,33 @@ int g4v_wanted_build(const g4v_vision_config *cfg, g4v_checkpoint *ck, g4v_tenso
     return G4V_OK;
 }
 
+/* The canonical spelling of a name without "model.", written into key (cap bytes); 0 if it does
+ * not fit. transformers loads the unified embedder as embed_vision.{patch_*,pos_*} and
+ * embed_vision.multimodal_embedder.embedding_projection, and files re-saved from it keep those
+ * names; the Hub files say vision_embedder.* and embed_vision.embedding_projection. */
+static int canonical(const char *name, char *key, size_t cap) {
+    static const char ev[] = "embed_vision.", mm[] = "multimodal_embedder.";
+    const char *head = "", *tail = name;
+    if (!strncmp(name, ev, sizeof ev - 1)) {
+        const char *rest = name + sizeof ev - 1;
+        if (!strncmp(rest, mm, sizeof mm - 1)) {
+            head = ev;
+            tail = rest + sizeof mm - 1;
+        } else if (!strncmp(rest, "patch_", 6) || !strncmp(rest, "pos_", 4)) {
+            head = "vision_embedder.";
+            tail = rest;
+        }
+    }
+    size_t a = strlen(head), b = strlen(tail);
+    if (a + b >= cap) return 0;
+    memcpy(key, head, a);
+    memcpy(key + a, tail, b + 1);
+    return 1;
+}
+
 g4v_wanted *g4v_wanted_find(g4v_wanted *w, size_t n, const char *name, int *prefixed) {
     *prefixed = !strncmp(name, "model.", 6);
     g4v_wanted key;
-    size_t len = strlen(name + (*prefixed ? 6 : 0));
-    if (len >= sizeof key.name) return NULL;
-    memcpy(key.name, name + (*prefixed ? 6 : 0), len + 1);
+    if (!canonical(name + (*prefixed ? 6 : 0), key.name, sizeof key.name)) return NULL;
     return bsearch(&key, w, n, sizeof *w, cmp_wanted);
 }

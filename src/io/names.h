@@ -37,7 +37,9 @@ extern const char *const g4v_lin_names[G4V_LIN_COUNT];
 int g4v_wanted_build(const g4v_vision_config *cfg, g4v_checkpoint *ck, g4v_tensor *clips,
                      g4v_wanted **out, size_t *n, g4v_err *err);
 
-/* The entry for name (with or without the "model." prefix), or NULL. *prefixed says which. */
+/* The entry for name (with or without the "model." prefix, and for the unified embedder under
+ * either of its spellings, docs/NUMERICS.md §9.3), or NULL. *prefixed says whether "model." was
+ * there. */
 g4v_wanted *g4v_wanted_find(g4v_wanted *w, size_t n, const char *name, int *prefixed);
 
 #endif

@@ -49,6 +49,17 @@ typedef void g4v_add_row_fn(const float *x, float *y, int n);
 void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y, size_t ld,
                  size_t rows, int n, const float *w, float eps);
 
+/* ---- layernorm (portable/layernorm.c) --------------------------------------------------------
+ * Only the unified embedder uses it (three norms per soft token, negligible next to its two
+ * GEMMs), so it is plain C and not dispatched. */
+
+/* LayerNorm over rows of n floats (docs/NUMERICS.md §9.2), torch.nn.LayerNorm's definition:
+ * y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance. Two passes (mean,
+ * then variance of x - mean), each summing in double in index order; the output is f32. w and b may be NULL (1 and 0). Rows ld floats apart in x and y; y may
+ * equal x. Parallel over rows: bit-identical for any pool. */
+void g4v_layernorm(g4v_pool *pool, const float *x, float *y, size_t ld, size_t rows, int n,
+                   const float *w, const float *b, float eps);
+
 /* ---- rope2d (portable/rope2d.c) -------------------------------------------------------------- */
 
 /* Tables for one spatial axis (docs/NUMERICS.md §4.5): for c = d/2 rotated channels per axis and

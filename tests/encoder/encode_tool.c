@@ -1,12 +1,15 @@
 /* encode_tool.c - test driver: checkpoint + image at target size (raw uint8 [H, W, 3] .npy) ->
- * soft tokens [N, T] float32 .npy, through g4v_encoder directly (no decode, no resize).
+ * soft tokens [N, T] float32 .npy, through g4v_encoder directly (no decode, no resize), or through
+ * g4v_embedder for a unified (12B) checkpoint.
  *
  * usage: encode_tool CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] [--repeat R]
+ *                    [--chunk ROWS]
  * --repeat runs the encoder R times on the same workspace and prints the time of each run
  * (stderr), which is how the baseline timings are taken. The .npy reader accepts only what
  * numpy.save writes for a C-ordered uint8 array. */
 #include "base/alloc.h"
 #include "base/pool.h"
+#include "encoder/embedder.h"
 #include "encoder/encoder.h"
 #include "io/checkpoint.h"
 
@@ -87,7 +90,7 @@ int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr,
                 "usage: %s CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] "
-                "[--repeat R]\n",
+                "[--repeat R] [--chunk ROWS]\n",
                 argv[0]);
         return 1;
     }
@@ -100,6 +103,8 @@ int main(int argc, char **argv) {
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
+            opts.chunk_rows = atoi(argv[++i]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 1;
@@ -117,22 +122,27 @@ int main(int argc, char **argv) {
     g4v_err_clear(&err);
     g4v_checkpoint *ck = NULL;
     g4v_encoder *enc = NULL;
+    g4v_embedder *emb = NULL;
     g4v_pool *pool = NULL;
     g4v_workspace *ws = g4v_workspace_create();
     double t0 = now();
     if (g4v_pool_create(threads, &pool, &err) || g4v_checkpoint_open(argv[1], NULL, &ck, &err) ||
-        (opts.pool = pool, g4v_encoder_create(ck, &opts, &enc, &err))) {
+        (opts.pool = pool, ck->cfg.kind == G4V_KIND_UNIFIED
+                               ? g4v_embedder_create(ck, &opts, &emb, &err)
+                               : g4v_encoder_create(ck, &opts, &enc, &err))) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 3;
     }
     fprintf(stderr, "load + prepare: %.3f s\n", now() - t0);
-    const g4v_vision_config *c = g4v_encoder_config(enc);
+    const g4v_vision_config *c = &ck->cfg;
     int side = c->patch_size * c->pooling_kernel_size;
     int N = (h / side) * (w / side);
     float *out = malloc((size_t)(N > 0 ? N : 1) * c->text_hidden_size * sizeof(float));
     for (int r = 0; r < repeat; r++) {
         t0 = now();
-        if (g4v_encoder_run(enc, ws, pool, rgb, w, h, (size_t)w * 3, out, &err)) {
+        int st = emb ? g4v_embedder_run(emb, ws, pool, rgb, w, h, (size_t)w * 3, out, &err)
+                     : g4v_encoder_run(enc, ws, pool, rgb, w, h, (size_t)w * 3, out, &err);
+        if (st) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 2;
         }
@@ -148,6 +158,7 @@ int main(int argc, char **argv) {
     g4v_workspace_free(ws);
     g4v_pool_destroy(pool);
     g4v_encoder_free(enc);
+    g4v_embedder_free(emb);
     g4v_checkpoint_close(ck);
     return 0;
 }

@@ -10,6 +10,10 @@ docs/NUMERICS.md §8.1: the pixel values (float32)(u/255) and the RoPE angles po
 computes both in f32). No bf16 rounding anywhere: this is the ideal the C code's f32 / bf16-GEMM
 modes are measured against.
 
+The 12B "unified" checkpoints (vision_config model_type gemma4_unified_vision) take the
+encoder-free path of docs/NUMERICS.md §9 instead (encode_unified): LayerNorm -> dense -> LayerNorm
+-> + factorized positions -> LayerNorm -> weightless RMSNorm -> projection, per 48x48 patch.
+
 Limits: batch 1, unpadded (docs/NUMERICS.md §4.1), no resize (give it a target-size image).
 Attention is one full [L, L] float64 matrix per head: fine up to L ~ 2500 (50 MB), slow beyond.
 
@@ -65,13 +69,26 @@ class Checkpoint:
             # the first file listed wins (the sidecar before the main weights)
             self.entries.setdefault(name, (fn, e["dtype"], tuple(e["shape"]), base + b, base + en))
 
+    # docs/NUMERICS.md §9.3: transformers' module names for the unified embedder's tensors, which
+    # re-saved files carry instead of the Hub's (tried after the Hub name)
+    ALIASES = (("vision_embedder.", "embed_vision."),
+               ("embed_vision.embedding_projection.", "embed_vision.multimodal_embedder.embedding_projection."))
+
+    def _key(self, name):
+        names = [name] + [alt + name[len(hub):] for hub, alt in self.ALIASES if name.startswith(hub)]
+        for n in names:
+            for key in (n, "model." + n):
+                if key in self.entries:
+                    return key
+        return None
+
     def has(self, name):
-        return name in self.entries or "model." + name in self.entries
+        return self._key(name) is not None
 
     def get(self, name):
         """The tensor as float64, exact for every supported dtype."""
-        key = name if name in self.entries else "model." + name
-        if key not in self.entries:
+        key = self._key(name)
+        if key is None:
             raise KeyError(f"{self.path}: tensor {name} not found")
         fn, dt, shape, b, e = self.entries[key]
         if dt not in self.DTYPES:
@@ -235,6 +252,55 @@ def encode(ck, img, dump=None):
     return n @ ck.get("embed_vision.embedding_projection.weight").T
 
 
+# ---------------------------------------------------------------------------------------------
+# The 12B unified (encoder-free) embedder (docs/NUMERICS.md §9), float64
+
+def is_unified(cfg):
+    v = cfg.get("vision_config", {})
+    if "model_type" in v:
+        return v["model_type"] == "gemma4_unified_vision"
+    return cfg.get("model_type") == "gemma4_unified"
+
+
+def layer_norm(x, w, b, eps):
+    """torch.nn.LayerNorm: (x - mean) / sqrt(biased var + eps) * w + b over the last axis."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+LAYER_NORM_EPS = 1e-5  # torch's default; HF passes none to the three LayerNorms (§9.2)
+
+
+def encode_unified(ck, img, dump=None):
+    """img: uint8 [H, W, 3] at target size. Returns float64 soft tokens [N, T], one per patch."""
+    v = ck.config.get("vision_config", {})
+    s = v.get("patch_size", 16) * v.get("pooling_kernel_size", 3)  # 48
+    eps = v.get("rms_norm_eps", 1e-6)
+    Hi, Wi, _ = img.shape
+    if Hi % s or Wi % s:
+        raise SystemExit(f"image {Wi}x{Hi} is not at a target size (multiples of {s})")
+    gh, gw = Hi // s, Wi // s
+    N = gh * gw
+    # §9.4 step 1: u/255 as f32 (as for the tower), patches row-major over the grid, each in
+    # (dy, dx, c) order
+    x = (img.astype(np.float64) / 255.0).astype(np.float32).astype(np.float64)
+    patches = x.reshape(gh, s, gw, s, 3).transpose(0, 2, 1, 3, 4).reshape(N, s * s * 3)
+    g = lambda n: ck.get("vision_embedder." + n)  # noqa: E731
+    h = layer_norm(patches, g("patch_ln1.weight"), g("patch_ln1.bias"), LAYER_NORM_EPS)
+    h = h @ g("patch_dense.weight").T + g("patch_dense.bias")
+    h = layer_norm(h, g("patch_ln2.weight"), g("patch_ln2.bias"), LAYER_NORM_EPS)
+    col = np.tile(np.arange(gw), gh)    # x
+    row = np.repeat(np.arange(gh), gw)  # y
+    pos = g("pos_embedding")            # [P, 2, E]
+    h = h + pos[col, 0] + pos[row, 1]
+    h = layer_norm(h, g("pos_norm.weight"), g("pos_norm.bias"), LAYER_NORM_EPS)
+    if dump:
+        np.save(os.path.join(dump, "embed.npy"), h)
+    n = rms_norm(h, None, eps)
+    return n @ ck.get("embed_vision.embedding_projection.weight").T
+
+
 def load_image(path):
     if path.endswith(".npy"):
         img = np.load(path)
@@ -256,7 +322,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.dump:
         os.makedirs(a.dump, exist_ok=True)
-    out = encode(Checkpoint(a.checkpoint), load_image(a.image), a.dump)
+    ck = Checkpoint(a.checkpoint)
+    out = (encode_unified if is_unified(ck.config) else encode)(ck, load_image(a.image), a.dump)
     np.save(a.out, out.astype(np.float32) if a.f32 else out)
     return 0
 

@@ -90,15 +90,27 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
     printf("model         %s\n", dir);
     printf("variant       %s (from hidden size %d and text hidden size %d)\n", v->variant,
            v->hidden_size, v->text_hidden_size);
-    printf("vision tower  %d layers, hidden %d, intermediate %d, %d heads (%d kv), head_dim %d\n",
-           v->num_layers, v->hidden_size, v->intermediate_size, v->num_heads, v->num_kv_heads,
-           v->head_dim);
-    printf("patches       %d px, pooling %dx%d, position table 2 x %d x %d\n", v->patch_size,
-           v->pooling_kernel_size, v->pooling_kernel_size, v->position_embedding_size,
-           v->hidden_size);
-    printf("options       clipped linears: %s, standardize: %s, rope_theta %g, rms_norm_eps %g\n",
-           v->use_clipped_linears ? "yes" : "no", v->standardize ? "yes" : "no", v->rope_theta,
-           v->rms_norm_eps);
+    printf("kind          %s\n", g4v_model_kind_name(v->kind));
+    if (v->kind == G4V_KIND_UNIFIED) {
+        int side = v->patch_size * v->pooling_kernel_size;
+        printf("embedder      encoder-free: one soft token per %dx%d patch (%d values), width %d\n",
+               side, side, 3 * side * side, v->hidden_size);
+        printf("positions     table %d x 2 x %d\n", v->position_embedding_size, v->hidden_size);
+        printf("options       layer_norm_eps %g, rms_norm_eps %g\n", v->layer_norm_eps,
+               v->rms_norm_eps);
+    } else {
+        printf("vision tower  %d layers, hidden %d, intermediate %d, %d heads (%d kv), "
+               "head_dim %d\n",
+               v->num_layers, v->hidden_size, v->intermediate_size, v->num_heads, v->num_kv_heads,
+               v->head_dim);
+        printf("patches       %d px, pooling %dx%d, position table 2 x %d x %d\n", v->patch_size,
+               v->pooling_kernel_size, v->pooling_kernel_size, v->position_embedding_size,
+               v->hidden_size);
+        printf("options       clipped linears: %s, standardize: %s, rope_theta %g, "
+               "rms_norm_eps %g\n",
+               v->use_clipped_linears ? "yes" : "no", v->standardize ? "yes" : "no", v->rope_theta,
+               v->rms_norm_eps);
+    }
     printf("text hidden   %d (soft-token width)\n", v->text_hidden_size);
     printf("parameters    %s", grouped(ck->param_count, a, sizeof a));
     printf(" (%s bytes = %.1f MiB as stored)\n", grouped((long long)ck->weight_bytes, a, sizeof a),
@@ -157,7 +169,10 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
         {"video_token_id", v->video_token_id},
     };
     ok = ok && cJSON_AddStringToObject(o, "model", dir) &&
-         cJSON_AddStringToObject(o, "variant", v->variant);
+         cJSON_AddStringToObject(o, "variant", v->variant) &&
+         cJSON_AddStringToObject(o, "kind", g4v_model_kind_name(v->kind));
+    if (v->kind == G4V_KIND_UNIFIED)
+        ok = ok && cJSON_AddNumberToObject(o, "layer_norm_eps", v->layer_norm_eps);
     for (size_t i = 0; ok && i < sizeof nums / sizeof nums[0]; i++)
         ok = cJSON_AddNumberToObject(o, nums[i].key, nums[i].val) != NULL;
     ok = ok && cJSON_AddBoolToObject(o, "use_clipped_linears", v->use_clipped_linears) &&

@@ -387,6 +387,7 @@ static char *info_json(server *s, size_t *len) {
     static const int budgets[] = {G4V_BUDGETS};
     cJSON_AddStringToObject(o, "model", s->a.model);
     cJSON_AddStringToObject(o, "variant", m->variant);
+    cJSON_AddStringToObject(o, "kind", m->kind); /* "tower" or "unified" */
     cJSON_AddStringToObject(o, "fingerprint", s->fingerprint);
     cJSON_AddStringToObject(o, "mode", m->precise ? "precise" : "fast");
     cJSON_AddStringToObject(o, "version", g4v_version());
