@@ -11,10 +11,12 @@
  *      and the range implied by the pixel format), handing each to the caller.
  * Decoding twice costs far less than encoding the frames and keeps memory to one frame.
  * Limits: the container's declared size, duration and frame count are checked before decoding;
- * the decoded count, time span and frame size are checked again while decoding. Any error of the
- * demuxer or decoder other than the end of the stream fails the call: a truncated or corrupt
- * video is an error, never a silently shorter one. Only demuxers of the common containers are
- * allowed (format_whitelist below).
+ * the decoded count, time span and frame size are checked again while decoding, and FFmpeg's
+ * decoders are told max_pixels so they refuse a huge frame before allocating it. Any error the
+ * demuxer or decoder reports other than the end of the stream fails the call. A file cut short
+ * where its demuxer sees a clean end (Matroska, for one) gives the frames before the cut, as it
+ * does in PyAV and the reference. Only demuxers of the common containers are allowed
+ * (format_whitelist below).
  */
 #include "video.h"
 
@@ -114,7 +116,18 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
         return g4v_fail(err, G4V_ERR_IMAGE,
                         "not a video FFmpeg can read (MP4/MOV, MKV/WebM, AVI, ...): %s",
                         av_msg(ret, m, sizeof m));
-    if ((ret = avformat_find_stream_info(r->fmt, NULL)) < 0)
+    /* find_stream_info decodes a few frames with its own decoders: hold them to max_pixels too,
+     * so a frame header claiming a huge size is refused before its buffer is allocated. */
+    unsigned ns = r->fmt->nb_streams;
+    AVDictionary **opts = ns ? av_calloc(ns, sizeof *opts) : NULL;
+    if (ns && !opts) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory opening the video");
+    char px[32];
+    snprintf(px, sizeof px, "%llu", (unsigned long long)lim->max_pixels);
+    for (unsigned i = 0; i < ns; i++) av_dict_set(&opts[i], "max_pixels", px, 0);
+    ret = avformat_find_stream_info(r->fmt, opts);
+    for (unsigned i = 0; i < ns; i++) av_dict_free(&opts[i]);
+    av_free(opts);
+    if (ret < 0)
         return g4v_fail(err, G4V_ERR_IMAGE, "cannot read the video's streams: %s",
                         av_msg(ret, m, sizeof m));
     const AVCodec *codec = NULL;
@@ -151,6 +164,8 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
                         av_msg(ret, m, sizeof m));
     r->dec->pkt_timebase = st->time_base;
     r->dec->thread_count = 1; /* the caller's threads encode; decoding is a small share */
+    /* the decoder refuses frames over max_pixels before allocating them */
+    r->dec->max_pixels = lim->max_pixels < INT64_MAX ? (int64_t)lim->max_pixels : INT64_MAX;
     if ((ret = avcodec_open2(r->dec, codec, NULL)) < 0)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "cannot open the %s decoder: %s", codec->name,
                         av_msg(ret, m, sizeof m));
