@@ -90,7 +90,7 @@ def text_form(fx):
                   "max_file_bytes 1,073,741,824",
         "max_header_bytes": "max_header_bytes 100,000,000, max_config_bytes 16,000,000, "
                             "max_tensor_count 1,000,000",
-        "max_video": "              max_video_frames 216,000, max_video_seconds 3,600\n",
+        "max_video_frames": "max_video_frames 216,000, max_video_seconds 3,600",
     }
     for key, sub in want.items():
         check(sub in lines.get(key, ""), f"text form: line {key!r} lacks {sub!r}: {lines.get(key)!r}")
