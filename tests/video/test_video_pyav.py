@@ -12,7 +12,8 @@ Through `g4v encode` on a tiny synthetic checkpoint: the video's rows equal, bit
 of encoding PyAV's frames as raw RGB .npy images at budget 70; the JSON's indices, timestamps
 (index / fps), MM:SS labels (Python's own formatting, as the reference processor writes it),
 tokens per frame (the target-size rule, recomputed here) and the prompt text are checked; the
-safetensors metadata. Hostile inputs: truncated, garbage, audio only, a video stream with no
+safetensors metadata; and tests/video/test_video_api.c (the C API) on the same model and
+video. Hostile inputs: truncated, garbage, audio only, a video stream with no
 frame, declared size / duration / frame count over the limits.
 argv[1]: the video_tool helper (tests/video/video_tool.c).
 """
@@ -242,6 +243,10 @@ def main():
         pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "5", quiet=True)
         check_cli(tmp, videos, refs, ck)
         check_hostile(tmp, videos, ck)
+        api = os.environ.get("G4V_VIDEO_API_TEST")
+        if check(api is not None, "the C API test is built (G4V_VIDEO_API_TEST)"):
+            p = subprocess.run([api, ck, videos["h264.mp4"]], capture_output=True, text=True)
+            check(p.returncode == 0, "test_video_api: " + (p.stdout + p.stderr).strip()[-800:])
     return pyutil.finish("test_video_pyav")
 
 
