@@ -34,7 +34,8 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
               "frame %dx%d, stride %zu", width, height, stride);
     FZ_ASSERT(s->count == 0 || (width == s->width && height == s->height),
               "frame size changed to %dx%d", width, height);
-    for (int y = 0; y < height; y++) fz_touch(rgb + (size_t)y * stride, (size_t)width * 3);
+    for (int y = 0; y < height; y++)
+        fz_touch(rgb + (size_t)y * stride, (size_t)width * 3);
     s->width = width;
     s->height = height;
     s->last = index;
@@ -43,7 +44,9 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    g4v_video_limits lim = {.max_frames = 300, .max_seconds = 60, .max_pixels = FZ_MAX_PIXELS,
+    g4v_video_limits lim = {.max_frames = 300,
+                            .max_seconds = 60,
+                            .max_pixels = FZ_MAX_PIXELS,
                             .max_dimension = FZ_MAX_DIM};
     int wanted = 1 + (int)(size % 8);
     seen s = {.last = -1};
@@ -57,8 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_ASSERT(n == 0, "failed decode reports %d samples", n);
         return 0;
     }
-    FZ_ASSERT(info.total_frames > 0 && (uint64_t)info.total_frames <= lim.max_frames,
-              "%lld frames", (long long)info.total_frames);
+    FZ_ASSERT(info.total_frames > 0 && (uint64_t)info.total_frames <= lim.max_frames, "%lld frames",
+              (long long)info.total_frames);
     int want_n = info.total_frames < wanted ? (int)info.total_frames : wanted;
     FZ_ASSERT(n == want_n && s.count == n, "sampled %d, delivered %d, expected %d", n, s.count,
               want_n);

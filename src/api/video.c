@@ -48,7 +48,8 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
         if (!img->rgb) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for a video frame");
         img->width = width;
         img->height = height;
-        for (int y = 0; y < height; y++) memcpy(img->rgb + (size_t)y * row, rgb + (size_t)y * stride, row);
+        for (int y = 0; y < height; y++)
+            memcpy(img->rgb + (size_t)y * row, rgb + (size_t)y * stride, row);
         st = G4V_OK;
     } else {
         st = g4v_image_resize(rgb, width, height, stride, fs->tw, fs->th,
@@ -75,7 +76,8 @@ static int encode_frames(g4v_ctx *c, const g4v_image *frames, int n, const size_
 /* Grows a ctx-owned buffer to hold n elements of size sz (large buffers: g4v_malloc_large). */
 static int grow(void **buf, size_t *cap, size_t n, size_t sz, int large, g4v_err *err) {
     if (n <= *cap) return G4V_OK;
-    if (n > SIZE_MAX / sz) return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
+    if (n > SIZE_MAX / sz)
+        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
     void *p = large ? g4v_malloc_large(n * sz) : g4v_malloc(n * sz);
     if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
     if (large)
@@ -126,21 +128,22 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     size_t rows = per * (size_t)n;
     if (!st && (gw <= 0 || gh <= 0))
         st = g4v_fail(&c->err, G4V_ERR_INTERNAL, "target size %dx%d", fs.tw, fs.th);
-    if (!st)
-        st = grow((void **)&c->features, &c->feat_cap, rows * T, sizeof(float), 1, &c->err);
+    if (!st) st = grow((void **)&c->features, &c->feat_cap, rows * T, sizeof(float), 1, &c->err);
     if (!st && opts->bf16)
-        st = grow((void **)&c->features_bf16, &c->bf16_cap, rows * T, sizeof(uint16_t), 1,
-                  &c->err);
+        st = grow((void **)&c->features_bf16, &c->bf16_cap, rows * T, sizeof(uint16_t), 1, &c->err);
     if (!st)
         st = grow((void **)&c->video_frames, &c->video_frames_cap, (size_t)n,
                   sizeof(g4v_video_frame), 0, &c->err);
-    for (int i = 0; i < n; i++) first_row[i] = (size_t)i * per;
+    for (int i = 0; i < n; i++)
+        first_row[i] = (size_t)i * per;
     if (!st) st = encode_frames(c, fs.frames, n, first_row, c->features);
-    for (int i = 0; i < wanted; i++) g4v_image_free(&fs.frames[i]);
+    for (int i = 0; i < wanted; i++)
+        g4v_image_free(&fs.frames[i]);
     g4v_free(fs.frames);
     if (st) return st;
     if (opts->bf16)
-        for (size_t i = 0; i < rows * T; i++) c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
+        for (size_t i = 0; i < rows * T; i++)
+            c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
     for (int i = 0; i < n; i++) {
         g4v_video_frame *f = &c->video_frames[i];
         memset(f, 0, sizeof *f);
@@ -242,7 +245,8 @@ size_t g4v_video_prompt_text(const g4v_video_result *r, char *buf, size_t cap) {
         if (i) put(buf, cap, &len, " ");
         put(buf, cap, &len, r->frames[i].mmss);
         put(buf, cap, &len, " <|image>");
-        for (int t = 0; t < r->frames[i].n_tokens; t++) put(buf, cap, &len, "<|video|>");
+        for (int t = 0; t < r->frames[i].n_tokens; t++)
+            put(buf, cap, &len, "<|video|>");
         put(buf, cap, &len, "<image|>");
     }
     return len;

@@ -53,11 +53,19 @@ static int64_t mem_seek(void *opaque, int64_t offset, int whence) {
     mem_source *s = opaque;
     int64_t base;
     switch (whence & ~AVSEEK_FORCE) {
-    case AVSEEK_SIZE: return s->size;
-    case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = s->pos; break;
-    case SEEK_END: base = s->size; break;
-    default: return AVERROR(EINVAL);
+    case AVSEEK_SIZE:
+        return s->size;
+    case SEEK_SET:
+        base = 0;
+        break;
+    case SEEK_CUR:
+        base = s->pos;
+        break;
+    case SEEK_END:
+        base = s->size;
+        break;
+    default:
+        return AVERROR(EINVAL);
     }
     if (offset > INT64_MAX - base) return AVERROR(EINVAL);
     int64_t p = base + offset;
@@ -123,9 +131,11 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
     if (ns && !opts) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory opening the video");
     char px[32];
     snprintf(px, sizeof px, "%llu", (unsigned long long)lim->max_pixels);
-    for (unsigned i = 0; i < ns; i++) av_dict_set(&opts[i], "max_pixels", px, 0);
+    for (unsigned i = 0; i < ns; i++)
+        av_dict_set(&opts[i], "max_pixels", px, 0);
     ret = avformat_find_stream_info(r->fmt, opts);
-    for (unsigned i = 0; i < ns; i++) av_dict_free(&opts[i]);
+    for (unsigned i = 0; i < ns; i++)
+        av_dict_free(&opts[i]);
     av_free(opts);
     if (ret < 0)
         return g4v_fail(err, G4V_ERR_IMAGE, "cannot read the video's streams: %s",
@@ -136,8 +146,9 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
         return g4v_fail(err, G4V_ERR_IMAGE, "the file has no video stream (audio only?)");
     if (r->stream < 0 || !codec)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "no decoder for the video stream (%s)",
-                        r->stream >= 0 ? avcodec_get_name(r->fmt->streams[r->stream]->codecpar->codec_id)
-                                       : "unknown codec");
+                        r->stream >= 0
+                            ? avcodec_get_name(r->fmt->streams[r->stream]->codecpar->codec_id)
+                            : "unknown codec");
     AVStream *st = r->fmt->streams[r->stream];
     /* What the container declares, checked before any frame is decoded. */
     int w = st->codecpar->width, h = st->codecpar->height;
@@ -145,10 +156,11 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
         (uint64_t)(w > 0 ? w : 0) * (uint64_t)(h > 0 ? h : 0) > lim->max_pixels)
         return g4v_fail(err, G4V_ERR_LIMIT,
                         "declared frame size %dx%d exceeds the limits (max_pixels %llu, "
-                        "max_dimension %d)", w, h, (unsigned long long)lim->max_pixels,
-                        lim->max_dimension);
-    double declared = st->duration > 0 ? st->duration * av_q2d(st->time_base)
-                      : r->fmt->duration > 0 ? (double)r->fmt->duration / AV_TIME_BASE : 0;
+                        "max_dimension %d)",
+                        w, h, (unsigned long long)lim->max_pixels, lim->max_dimension);
+    double declared = st->duration > 0       ? st->duration * av_q2d(st->time_base)
+                      : r->fmt->duration > 0 ? (double)r->fmt->duration / AV_TIME_BASE
+                                             : 0;
     if (declared > lim->max_seconds)
         return g4v_fail(err, G4V_ERR_LIMIT,
                         "declared duration %.1f s, above the limit of %.1f s (max_video_seconds)",
@@ -175,10 +187,10 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
 /* A pass over the stream: frames come out in decode order, one by one, through on_decoded. */
 typedef struct pass {
     const g4v_video_limits *lim;
-    int64_t frames;             /* decoded so far */
-    int64_t begin, end;         /* packet presentation span, stream time base */
-    double tb;                  /* seconds per time-base unit */
-    int width, height;          /* of the first frame */
+    int64_t frames;     /* decoded so far */
+    int64_t begin, end; /* packet presentation span, stream time base */
+    double tb;          /* seconds per time-base unit */
+    int width, height;  /* of the first frame */
     int (*on_decoded)(struct pass *p, AVFrame *f, g4v_err *err);
     void *user;
 } pass;
@@ -191,19 +203,19 @@ static int check_frame(pass *p, const AVFrame *f, g4v_err *err) {
             (uint64_t)f->width * (uint64_t)f->height > p->lim->max_pixels)
             return g4v_fail(err, G4V_ERR_LIMIT,
                             "frame size %dx%d exceeds the limits (max_pixels %llu, "
-                            "max_dimension %d)", f->width, f->height,
-                            (unsigned long long)p->lim->max_pixels, p->lim->max_dimension);
+                            "max_dimension %d)",
+                            f->width, f->height, (unsigned long long)p->lim->max_pixels,
+                            p->lim->max_dimension);
         p->width = f->width;
         p->height = f->height;
     } else if (f->width != p->width || f->height != p->height) {
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "frame %lld is %dx%d but the video started at %dx%d (a size change "
-                        "mid-stream is not supported)", (long long)p->frames, f->width,
-                        f->height, p->width, p->height);
+                        "mid-stream is not supported)",
+                        (long long)p->frames, f->width, f->height, p->width, p->height);
     }
     if ((uint64_t)p->frames + 1 > p->lim->max_frames)
-        return g4v_fail(err, G4V_ERR_LIMIT,
-                        "more than %llu frames (max_video_frames)",
+        return g4v_fail(err, G4V_ERR_LIMIT, "more than %llu frames (max_video_frames)",
                         (unsigned long long)p->lim->max_frames);
     return G4V_OK;
 }
@@ -235,7 +247,8 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
         int ret = av_read_frame(r->fmt, r->pkt);
         if (ret == AVERROR_EOF) break;
         if (ret < 0)
-            return g4v_fail(err, G4V_ERR_IMAGE, "video is truncated or corrupt after frame %lld: %s",
+            return g4v_fail(err, G4V_ERR_IMAGE,
+                            "video is truncated or corrupt after frame %lld: %s",
                             (long long)p->frames, av_msg(ret, m, sizeof m));
         if (r->pkt->stream_index != r->stream) {
             av_packet_unref(r->pkt);
@@ -244,11 +257,12 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
         if (!(r->pkt->flags & AV_PKT_FLAG_DISCARD)) {
             int64_t t = r->pkt->pts != AV_NOPTS_VALUE ? r->pkt->pts : r->pkt->dts;
             if (t != AV_NOPTS_VALUE && t > INT64_MIN / 2 && t < INT64_MAX / 2) {
-                int64_t d = r->pkt->duration > 0 && r->pkt->duration < INT64_MAX / 4
-                                ? r->pkt->duration : 0;
+                int64_t d =
+                    r->pkt->duration > 0 && r->pkt->duration < INT64_MAX / 4 ? r->pkt->duration : 0;
                 if (t < p->begin) p->begin = t;
                 if (t + d > p->end) p->end = t + d;
-                if (p->end > p->begin && (double)(p->end - p->begin) * p->tb > p->lim->max_seconds) {
+                if (p->end > p->begin &&
+                    (double)(p->end - p->begin) * p->tb > p->lim->max_seconds) {
                     av_packet_unref(r->pkt);
                     return g4v_fail(err, G4V_ERR_LIMIT,
                                     "video longer than %.1f s (max_video_seconds)",
@@ -340,8 +354,9 @@ int g4v_video_decode(const void *bytes, size_t n, const g4v_video_limits *lim, i
         double header_fps = av_q2d(s->r_frame_rate);
         /* The reference falls back to the header's rate, then to 24 fps, when the packets carry
          * no usable times. */
-        vi.fps = vi.duration > 0 ? (double)p.frames / vi.duration
-                 : header_fps > 0 && isfinite(header_fps) ? header_fps : 24.0;
+        vi.fps = vi.duration > 0                          ? (double)p.frames / vi.duration
+                 : header_fps > 0 && isfinite(header_fps) ? header_fps
+                                                          : 24.0;
         snprintf(vi.codec, sizeof vi.codec, "%s", r.dec->codec->name);
         snprintf(vi.container, sizeof vi.container, "%s", r.fmt->iformat->name);
         char *comma = strchr(vi.container, ',');

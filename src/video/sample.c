@@ -24,7 +24,8 @@ int g4v_video_sample_indices(int64_t total, int wanted, int64_t *idx, int *n, g4
     if (total > ((int64_t)1 << 52))
         return g4v_fail(err, G4V_ERR_ARG, "frame count %lld is too large", (long long)total);
     int count = total < wanted ? (int)total : wanted;
-    for (int k = 0; k < count && idx; k++) idx[k] = (int64_t)k * total / count;
+    for (int k = 0; k < count && idx; k++)
+        idx[k] = (int64_t)k * total / count;
     if (n) *n = count;
     return G4V_OK;
 }

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define G4V_VIDEO_DEFAULT_FRAMES 32  /* num_frames of Gemma 4's video processor */
-#define G4V_VIDEO_MAX_SAMPLED 1024   /* a fixed cap on frames sampled from one video */
+#define G4V_VIDEO_DEFAULT_FRAMES 32 /* num_frames of Gemma 4's video processor */
+#define G4V_VIDEO_MAX_SAMPLED 1024  /* a fixed cap on frames sampled from one video */
 
 /* Sampled frame indices into a video of total frames: n = min(wanted, total) indices, written
  * to idx (capacity wanted). wanted in 1..G4V_VIDEO_MAX_SAMPLED, total >= 1; else G4V_ERR_ARG. */
@@ -30,10 +30,10 @@ double g4v_video_timestamp(int64_t index, double fps);
 int g4v_video_mmss(double seconds, char *buf, size_t cap);
 
 typedef struct g4v_video_limits {
-    uint64_t max_frames;  /* decoded frames in the stream */
-    double max_seconds;   /* the stream's duration */
-    uint64_t max_pixels;  /* per frame */
-    int max_dimension;    /* per frame, the longer side */
+    uint64_t max_frames; /* decoded frames in the stream */
+    double max_seconds;  /* the stream's duration */
+    uint64_t max_pixels; /* per frame */
+    int max_dimension;   /* per frame, the longer side */
 } g4v_video_limits;
 
 /* What the decode found. */

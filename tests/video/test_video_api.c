@@ -89,8 +89,8 @@ static void run(const char *dir, const char *video) {
     memcpy(fa, a.features, rows * T * sizeof(float));
     memcpy(ba, a.features_bf16, rows * T * sizeof(uint16_t));
     CHECK(a.n_frames == 5 && a.budget == 70 && a.video_token_id == 258884 &&
-          a.boi_token_id == 255999 && a.eoi_token_id == 258882 && a.total_frames > 5 &&
-          a.fps > 0 && a.seconds > 0);
+          a.boi_token_id == 255999 && a.eoi_token_id == 258882 && a.total_frames > 5 && a.fps > 0 &&
+          a.seconds > 0);
     int per = a.frames[0].n_tokens;
     CHECK(per == (a.width / 48) * (a.height / 48) && (size_t)per * 5 == rows);
     for (int i = 0; i < a.n_frames; i++) {
@@ -100,7 +100,8 @@ static void run(const char *dir, const char *video) {
         CHECK(f->timestamp == (double)f->index / a.fps);
     }
     int bf_ok = 1;
-    for (size_t i = 0; i < rows * T; i++) bf_ok &= ba[i] == g4v_f32_to_bf16(fa[i]);
+    for (size_t i = 0; i < rows * T; i++)
+        bf_ok &= ba[i] == g4v_f32_to_bf16(fa[i]);
     CHECK(bf_ok);
     vo.bf16 = 0;
     CHECK(g4v_encode_video_memory(ctx, bytes, n, &vo, &b) == G4V_OK);

@@ -14,14 +14,17 @@ static void test_indices(void) {
     CHECK(idx[31] == 145); /* 31 * 4.6875 = 145.3125 */
     /* exactly 32 frames: every frame */
     CHECK(g4v_video_sample_indices(32, 32, idx, &n, NULL) == G4V_OK && n == 32);
-    for (int k = 0; k < 32; k++) CHECK(idx[k] == k);
+    for (int k = 0; k < 32; k++)
+        CHECK(idx[k] == k);
     /* fewer frames than asked: every frame, once */
     CHECK(g4v_video_sample_indices(5, 32, idx, &n, NULL) == G4V_OK && n == 5);
-    for (int k = 0; k < 5; k++) CHECK(idx[k] == k);
+    for (int k = 0; k < 5; k++)
+        CHECK(idx[k] == k);
     CHECK(g4v_video_sample_indices(1, 32, idx, &n, NULL) == G4V_OK && n == 1 && idx[0] == 0);
     /* one sample: the first frame */
     CHECK(g4v_video_sample_indices(1000, 1, idx, &n, NULL) == G4V_OK && n == 1 && idx[0] == 0);
-    /* 33 frames, 32 samples: 33/32 = 1.03125, k*1.03125 truncated: 0,1,...,30, and 31.96875 -> 31 */
+    /* 33 frames, 32 samples: 33/32 = 1.03125, k*1.03125 truncated: 0,1,...,30, and 31.96875 -> 31
+     */
     CHECK(g4v_video_sample_indices(33, 32, idx, &n, NULL) == G4V_OK && n == 32);
     CHECK(idx[30] == 30 && idx[31] == 31);
     /* 64 frames, 32 samples: every second frame */
@@ -29,7 +32,8 @@ static void test_indices(void) {
     /* large T: no overflow, strictly increasing, last < T */
     CHECK(g4v_video_sample_indices(216000, 1024, idx, &n, NULL) == G4V_OK && n == 1024);
     int inc = 1;
-    for (int k = 1; k < n; k++) inc &= idx[k] > idx[k - 1];
+    for (int k = 1; k < n; k++)
+        inc &= idx[k] > idx[k - 1];
     CHECK(inc && idx[n - 1] < 216000 && idx[1] == 210); /* 216000/1024 = 210.9375 */
     /* bad arguments */
     g4v_err err;
@@ -42,7 +46,7 @@ static void test_indices(void) {
 static void test_labels(void) {
     char b[16];
     CHECK(g4v_video_mmss(0.0, b, sizeof b) == 5 && !strcmp(b, "00:00"));
-    CHECK(g4v_video_mmss(4.83, b, sizeof b) == 5 && !strcmp(b, "00:04"));  /* truncated */
+    CHECK(g4v_video_mmss(4.83, b, sizeof b) == 5 && !strcmp(b, "00:04")); /* truncated */
     CHECK(g4v_video_mmss(59.999, b, sizeof b) == 5 && !strcmp(b, "00:59"));
     CHECK(g4v_video_mmss(60.0, b, sizeof b) == 5 && !strcmp(b, "01:00"));
     CHECK(g4v_video_mmss(125.5, b, sizeof b) == 5 && !strcmp(b, "02:05"));

@@ -35,8 +35,8 @@ int main(int argc, char **argv) {
     int st = g4v_read_file(argv[1], (uint64_t)1 << 30, "max_file_bytes", &buf, &n, &err);
     FILE *out = fopen(argv[3], "wb");
     if (!out) return 1;
-    g4v_video_limits lim = {.max_frames = 216000, .max_seconds = 3600, .max_pixels = 178956970,
-                            .max_dimension = 65500};
+    g4v_video_limits lim = {
+        .max_frames = 216000, .max_seconds = 3600, .max_pixels = 178956970, .max_dimension = 65500};
     const char *e;
     if ((e = getenv("VIDEO_TOOL_MAX_FRAMES"))) lim.max_frames = strtoull(e, NULL, 10);
     if ((e = getenv("VIDEO_TOOL_MAX_SECONDS"))) lim.max_seconds = atof(e);
@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
            "\"codec\":\"%s\",\"container\":\"%s\",\"indices\":[",
            (long long)info.total_frames, info.fps, info.duration, info.width, info.height,
            info.codec, info.container);
-    for (int i = 0; i < count; i++) printf("%s%lld", i ? "," : "", (long long)idx[i]);
+    for (int i = 0; i < count; i++)
+        printf("%s%lld", i ? "," : "", (long long)idx[i]);
     printf("]}\n");
     return 0;
 }
