@@ -27,6 +27,11 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
                     size_t stride, g4v_err *err) {
     (void)err;
     seen *s = user;
+    if (k < 0) { /* frames withdrawn: sampling restarts */
+        FZ_ASSERT(rgb == NULL, "a withdrawal with pixels");
+        *s = (seen){.last = -1};
+        return G4V_OK;
+    }
     FZ_ASSERT(k == s->count, "frame %d delivered as sample %d", s->count, k);
     FZ_ASSERT(index > s->last, "index %lld after %lld", (long long)index, (long long)s->last);
     FZ_ASSERT(width > 0 && height > 0 && (uint64_t)width * (uint64_t)height <= FZ_MAX_PIXELS &&

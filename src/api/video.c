@@ -33,6 +33,12 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
                     size_t stride, g4v_err *err) {
     (void)index;
     frame_set *fs = user;
+    if (k < 0) { /* the decoder withdrew the frames so far: sampling restarts */
+        for (int i = 0; i < fs->n; i++)
+            g4v_image_free(&fs->frames[i]);
+        fs->n = 0;
+        return G4V_OK;
+    }
     if (k != fs->n || k >= fs->wanted)
         return g4v_fail(err, G4V_ERR_INTERNAL, "video frame %d arrived out of order", k);
     if (k == 0) {

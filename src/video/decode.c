@@ -2,14 +2,17 @@
  *
  * Two passes over the bytes, both from memory through our own AVIOContext (no FFmpeg protocol is
  * ever opened, so a file cannot make FFmpeg read another file or a URL):
- *   1. count: decode every frame of the best video stream once. The count is the number of frames
- *      the decoder gives (never the container's claim), and the stream's time span is taken from
- *      its packets' presentation times, begin = min(pts), end = max(pts + duration), so that
- *      fps = frames / (end - begin), the reference's "exact" average fps.
- *   2. sample: decode again and convert the frames at the sampled indices to RGB24 with swscale,
- *      as PyAV's to_ndarray(format="rgb24") does (SWS_BILINEAR, swscale's default colorspace
- *      and the range implied by the pixel format), handing each to the caller.
- * Decoding twice costs far less than encoding the frames and keeps memory to one frame.
+ *   1. demux only: count the best video stream's packets (what the reference's exact-mode scan
+ *      counts) and take the stream's time span from their presentation times, begin = min(pts),
+ *      end = max(pts + duration); fps = frames / (end - begin), the reference's average fps.
+ *   2. decode every frame, converting the frames at the indices sampled from that count to
+ *      RGB24 with swscale as PyAV's to_ndarray(format="rgb24") does (SWS_BILINEAR, swscale's
+ *      default colorspace and the range implied by the pixel format), handing each on. The
+ *      frame count is the number of frames decoded, never the container's claim: when it is not
+ *      the packet count (empty or undecodable packets) the sampling is redone for it, a third
+ *      pass that ordinary files never need.
+ * Memory stays at one decoded frame; frame count and duration limits are enforced by the cheap
+ * first pass, before anything is decoded.
  * Limits: the container's declared size, duration and frame count are checked before decoding;
  * the decoded count, time span and frame size are checked again while decoding, and FFmpeg's
  * decoders are told max_pixels so they refuse a huge frame before allocating it. Any error the
@@ -184,9 +187,12 @@ static int reader_open(vreader *r, const void *bytes, size_t n, const g4v_video_
     return G4V_OK;
 }
 
-/* A pass over the stream: frames come out in decode order, one by one, through on_decoded. */
+/* A pass over the stream. Demux only (decode 0): counts the stream's packets and measures their
+ * time span. Decoding (decode 1): frames come out in presentation order, through on_decoded. */
 typedef struct pass {
     const g4v_video_limits *lim;
+    int decode;
+    int64_t packets;    /* of the stream, not marked for discarding */
     int64_t frames;     /* decoded so far */
     int64_t begin, end; /* packet presentation span, stream time base */
     double tb;          /* seconds per time-base unit */
@@ -255,6 +261,11 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
             continue;
         }
         if (!(r->pkt->flags & AV_PKT_FLAG_DISCARD)) {
+            if ((uint64_t)++p->packets > p->lim->max_frames) {
+                av_packet_unref(r->pkt);
+                return g4v_fail(err, G4V_ERR_LIMIT, "more than %llu frames (max_video_frames)",
+                                (unsigned long long)p->lim->max_frames);
+            }
             int64_t t = r->pkt->pts != AV_NOPTS_VALUE ? r->pkt->pts : r->pkt->dts;
             if (t != AV_NOPTS_VALUE && t > INT64_MIN / 2 && t < INT64_MAX / 2) {
                 int64_t d =
@@ -270,6 +281,10 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
                 }
             }
         }
+        if (!p->decode) {
+            av_packet_unref(r->pkt);
+            continue;
+        }
         ret = avcodec_send_packet(r->dec, r->pkt);
         av_packet_unref(r->pkt);
         if (ret < 0 && ret != AVERROR(EAGAIN))
@@ -278,6 +293,7 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
         int s = drain(r, p, err);
         if (s) return s;
     }
+    if (!p->decode) return G4V_OK;
     int ret = avcodec_send_packet(r->dec, NULL); /* flush the frames the decoder holds back */
     if (ret < 0 && ret != AVERROR_EOF)
         return g4v_fail(err, G4V_ERR_IMAGE, "video decoder error at the end: %s",
@@ -285,7 +301,7 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
     return drain(r, p, err);
 }
 
-/* Pass 2: converts the frames at the sampled indices and hands them on. */
+/* The decoding pass: converts the frames at the sampled indices and hands them on. */
 typedef struct sampler {
     const int64_t *idx;
     int n, next;
@@ -327,6 +343,24 @@ static int sample_frame(pass *p, AVFrame *f, g4v_err *err) {
                        : G4V_OK;
 }
 
+/* Decodes the whole stream, handing on the frames at the indices sampled for total frames. */
+static int sample_pass(const void *bytes, size_t n, const g4v_video_limits *lim, int64_t total,
+                       int wanted, g4v_video_frame_fn on_frame, void *user, int64_t *idx,
+                       int *count, pass *p, g4v_err *err) {
+    int st = g4v_video_sample_indices(total, wanted, idx, count, err);
+    if (st) return st;
+    sampler s = {.idx = idx, .n = *count, .on_frame = on_frame, .user = user};
+    *p = (pass){.lim = lim, .decode = 1, .on_decoded = sample_frame, .user = &s};
+    vreader r;
+    st = reader_open(&r, bytes, n, lim, err);
+    if (!st) st = run_pass(&r, p, err);
+    reader_close(&r);
+    sws_freeContext(s.sws);
+    g4v_free(s.rgb);
+    if (!st && p->frames == 0) st = g4v_fail(err, G4V_ERR_IMAGE, "the video stream has no frames");
+    return st;
+}
+
 int g4v_video_decode(const void *bytes, size_t n, const g4v_video_limits *lim, int wanted,
                      g4v_video_frame_fn on_frame, void *user, g4v_video_info *info, int64_t *idx,
                      int *n_sampled, g4v_err *err) {
@@ -337,49 +371,52 @@ int g4v_video_decode(const void *bytes, size_t n, const g4v_video_limits *lim, i
     if (wanted < 1 || wanted > G4V_VIDEO_MAX_SAMPLED)
         return g4v_fail(err, G4V_ERR_ARG, "frames to sample must be 1..%d, found %d",
                         G4V_VIDEO_MAX_SAMPLED, wanted);
-    int64_t local_idx[G4V_VIDEO_MAX_SAMPLED];
-    vreader r;
-    pass p = {.lim = lim};
-    int st = reader_open(&r, bytes, n, lim, err);
-    if (!st) st = run_pass(&r, &p, err);
-    if (!st && p.frames == 0) st = g4v_fail(err, G4V_ERR_IMAGE, "the video stream has no frames");
+    /* 1. Demux only: the packet count (a frame count to sample from, usually exact), the time
+     * span, and the limits on both, before any frame is decoded. */
     g4v_video_info vi;
     memset(&vi, 0, sizeof vi);
+    vreader r;
+    pass p = {.lim = lim};
+    double header_fps = 0;
+    int st = reader_open(&r, bytes, n, lim, err);
+    if (!st) st = run_pass(&r, &p, err);
+    if (!st && p.packets == 0) st = g4v_fail(err, G4V_ERR_IMAGE, "the video stream has no frames");
     if (!st) {
-        vi.total_frames = p.frames;
-        vi.width = p.width;
-        vi.height = p.height;
         vi.duration = p.end > p.begin ? (double)(p.end - p.begin) * p.tb : 0.0;
-        AVStream *s = r.fmt->streams[r.stream];
-        double header_fps = av_q2d(s->r_frame_rate);
-        /* The reference falls back to the header's rate, then to 24 fps, when the packets carry
-         * no usable times. */
-        vi.fps = vi.duration > 0                          ? (double)p.frames / vi.duration
-                 : header_fps > 0 && isfinite(header_fps) ? header_fps
-                                                          : 24.0;
+        header_fps = av_q2d(r.fmt->streams[r.stream]->r_frame_rate);
         snprintf(vi.codec, sizeof vi.codec, "%s", r.dec->codec->name);
         snprintf(vi.container, sizeof vi.container, "%s", r.fmt->iformat->name);
         char *comma = strchr(vi.container, ',');
         if (comma) *comma = '\0';
     }
     reader_close(&r);
+    if (st) return st;
+    /* 2. Decode everything, converting the sampled frames. The frame count is what the decoder
+     * gives; where it differs from the packet count (empty or undecodable packets), the frames
+     * handed on so far are withdrawn (k = -1) and the sampling is redone for the true count. */
+    int64_t local_idx[G4V_VIDEO_MAX_SAMPLED];
     int count = 0;
-    if (!st) st = g4v_video_sample_indices(vi.total_frames, wanted, local_idx, &count, err);
-    if (!st && on_frame) {
-        sampler s = {.idx = local_idx, .n = count, .on_frame = on_frame, .user = user};
-        pass p2 = {.lim = lim, .on_decoded = sample_frame, .user = &s};
-        st = reader_open(&r, bytes, n, lim, err);
-        if (!st) st = run_pass(&r, &p2, err);
-        /* the bytes are the same, so the second pass must see the same frames */
-        if (!st && (p2.frames != vi.total_frames || s.next != count))
-            st = g4v_fail(err, G4V_ERR_INTERNAL,
-                          "the second decode gave %lld frames, the first %lld",
-                          (long long)p2.frames, (long long)vi.total_frames);
-        reader_close(&r);
-        sws_freeContext(s.sws);
-        g4v_free(s.rgb);
+    pass d;
+    st = sample_pass(bytes, n, lim, p.packets, wanted, on_frame, user, local_idx, &count, &d, err);
+    if (!st && d.frames != p.packets) {
+        int64_t decoded = d.frames;
+        if (on_frame) st = on_frame(user, -1, -1, NULL, 0, 0, 0, err);
+        if (!st)
+            st = sample_pass(bytes, n, lim, decoded, wanted, on_frame, user, local_idx, &count, &d,
+                             err);
+        if (!st && d.frames != decoded)
+            st = g4v_fail(err, G4V_ERR_INTERNAL, "two decodes gave %lld and %lld frames",
+                          (long long)decoded, (long long)d.frames);
     }
     if (st) return st;
+    vi.total_frames = d.frames;
+    vi.width = d.width;
+    vi.height = d.height;
+    /* The reference falls back to the header's rate, then to 24 fps, when the packets carry no
+     * usable times. */
+    vi.fps = vi.duration > 0                          ? (double)d.frames / vi.duration
+             : header_fps > 0 && isfinite(header_fps) ? header_fps
+                                                      : 24.0;
     if (info) *info = vi;
     if (idx) memcpy(idx, local_idx, (size_t)count * sizeof *idx);
     if (n_sampled) *n_sampled = count;

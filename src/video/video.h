@@ -47,7 +47,9 @@ typedef struct g4v_video_info {
 } g4v_video_info;
 
 /* Called once per sampled frame, in order: k-th sample, its source index, RGB24 rows stride bytes
- * apart. A non-zero return stops the decode and is returned (the callback fills err). */
+ * apart. A non-zero return stops the decode and is returned (the callback fills err). A call
+ * with k = -1 (rgb NULL) withdraws every frame given so far: the sampling restarts at k = 0
+ * (the stream decoded to fewer or more frames than it has packets). */
 typedef int (*g4v_video_frame_fn)(void *user, int k, int64_t index, const uint8_t *rgb, int width,
                                   int height, size_t stride, g4v_err *err);
 

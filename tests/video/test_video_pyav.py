@@ -2,8 +2,8 @@
 """test_video_pyav.py - video input against PyAV (Debian's python3-av) and the image path.
 
 Videos are made at test time with Debian's ffmpeg (H.264/MP4 with B-frames, VP9/WebM,
-MJPEG/AVI, FFV1/MKV at an odd size, a variable frame rate, fewer than 32 frames) into a
-temporary directory. For each, with 32 and other frame counts:
+MJPEG/AVI, FFV1/MKV at an odd size, a variable frame rate, fewer than 32 frames, and with
+PyAV's muxer one packet more than frames) into a temporary directory. For each, with 32 and other frame counts:
   - the frame count equals the number of frames PyAV decodes;
   - fps equals frames / (max(pts + duration) - min(pts)) over PyAV's demuxed packets;
   - the sampled indices equal the reference formula trunc(k * (T / n)), computed here;
@@ -63,7 +63,23 @@ def make_videos(d):
            "setpts='if(lt(N,20),N*0.02,0.4+(N-20)*0.1)/TB'", "-fps_mode", "vfr", *h264,
            os.path.join(d, "vfr.mp4"))
     ffmpeg("-f", "lavfi", "-i", src % ("80x60", 10, 1), "-c:v", "mpeg4", os.path.join(d, "short.mp4"))
-    names = ["h264.mp4", "vp9.webm", "mjpeg.avi", "odd.mkv", "vfr.mp4", "short.mp4"]
+    # a stream with one packet more than it has frames: packet 7 is replaced by a bare MPEG-4
+    # VOP start code, which decodes to nothing (the frame count is then the decoded one)
+    ffmpeg("-f", "lavfi", "-i", src % ("64x48", 10, 2), "-c:v", "mpeg4", "-bf", "0",
+           os.path.join(d, "src.mkv"))
+    with av.open(os.path.join(d, "src.mkv")) as inp, \
+            av.open(os.path.join(d, "holes.mkv"), "w") as out:
+        s = out.add_stream(template=inp.streams.video[0])
+        for i, p in enumerate(inp.demux(video=0)):
+            if p.dts is None:
+                continue
+            if i == 7:
+                e = av.Packet(b"\x00\x00\x01\xb6")
+                e.pts, e.dts, e.time_base = p.pts, p.dts, p.time_base
+                p = e
+            p.stream = s
+            out.mux(p)
+    names = ["h264.mp4", "vp9.webm", "mjpeg.avi", "odd.mkv", "vfr.mp4", "short.mp4", "holes.mkv"]
     return {n: os.path.join(d, n) for n in names}
 
 
@@ -71,10 +87,14 @@ def pyav_reference(path):
     """(frames as uint8 [H, W, 3] arrays, fps from the packets' presentation times)."""
     with av.open(path) as c:
         frames = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    packets = 0
     with av.open(path) as c:
         s = c.streams.video[0]
         lo, hi = None, None
         for p in c.demux(s):
+            if p.size == 0 and p.pts is None:
+                continue  # the demuxer's end-of-stream marker
+            packets += 1
             t = p.pts if p.pts is not None else p.dts
             if t is None:
                 continue
@@ -83,6 +103,8 @@ def pyav_reference(path):
             hi = t + d if hi is None else max(hi, t + d)
         tb = float(s.time_base)
     dur = (hi - lo) * tb
+    if path.endswith("holes.mkv"):
+        check(packets == len(frames) + 1, f"holes.mkv: {packets} packets, {len(frames)} frames")
     return frames, len(frames) / dur
 
 
@@ -125,7 +147,7 @@ def check_decode(videos, refs):
 
 
 def check_cli(tmp, videos, refs, ck):
-    for name in ("h264.mp4", "odd.mkv", "vfr.mp4"):
+    for name in ("h264.mp4", "odd.mkv", "vfr.mp4", "holes.mkv"):
         path = videos[name]
         frames, fps = refs[name]
         n = 6

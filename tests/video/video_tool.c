@@ -11,12 +11,16 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int write_frame(void *user, int k, int64_t index, const uint8_t *rgb, int width, int height,
                        size_t stride, g4v_err *err) {
-    (void)k;
     (void)index;
     FILE *f = user;
+    if (k < 0) { /* frames withdrawn: start the output again */
+        rewind(f);
+        return ftruncate(fileno(f), 0) ? g4v_fail(err, G4V_ERR_IO, "cannot truncate") : G4V_OK;
+    }
     for (int y = 0; y < height; y++)
         if (fwrite(rgb + (size_t)y * stride, 3, (size_t)width, f) != (size_t)width)
             return g4v_fail(err, G4V_ERR_IO, "cannot write the frames");
