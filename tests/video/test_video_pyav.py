@@ -194,6 +194,11 @@ def check_cli(tmp, videos, refs, ck):
     check(meta.get("mjpeg.frames") == "25", "cli safetensors: mjpeg 25 frames (fewer than 32)")
     check(p.stdout.count("ids: 255999 258884x") == 2 and p.stdout.count("# ") == 2,
           "cli stdout: one span block per video")
+    p = pyutil.g4v("encode", "--help")
+    check(p.returncode == 0 and "--frames N" in p.stdout and "--video" in p.stdout and
+          "<|video|>" in p.stdout, "cli encode --help documents video")
+    p = pyutil.g4v("encode", "--model", ck, videos["short.mp4"], "--frames", "0", "-o", "x.npy")
+    check(p.returncode == 1 and "--frames" in p.stderr, "cli --frames 0 is a usage error")
     p = pyutil.g4v("encode", "--model", ck, videos["short.mp4"], "--tokens", "140", "--json",
                    "-o", os.path.join(tmp, "b.npy"))
     j = json.loads(p.stdout) if p.returncode == 0 else {}
