@@ -65,16 +65,19 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
     return st;
 }
 
-/* Encodes n frames (each at a target size) into out, frame after frame, rows[i] rows each.
- * The one place that runs the tower on a video's frames. */
-static int encode_frames(g4v_ctx *c, const g4v_image *frames, int n, const size_t *first_row,
-                         float *out) {
-    size_t T = (size_t)c->model->ck->cfg.text_hidden_size;
+/* Runs the tower on n frames, each at its target size (multiples of 48), writing their rows into
+ * out one frame after another: frame i's (w/48)*(h/48) rows follow frame i-1's. The one place a
+ * video's frames meet the encoder (a batched encoder entry can replace the loop). */
+static int encode_frames(g4v_ctx *c, const g4v_image *frames, int n, float *out) {
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    size_t T = (size_t)cfg->text_hidden_size, row = 0;
+    int side = cfg->patch_size * cfg->pooling_kernel_size;
     for (int i = 0; i < n; i++) {
-        int st = g4v_encoder_run(c->model->enc, c->ws, c->pool, frames[i].rgb, frames[i].width,
-                                 frames[i].height, (size_t)frames[i].width * 3,
-                                 out + first_row[i] * T, &c->err);
+        int st =
+            g4v_encoder_run(c->model->enc, c->ws, c->pool, frames[i].rgb, frames[i].width,
+                            frames[i].height, (size_t)frames[i].width * 3, out + row * T, &c->err);
         if (st) return st;
+        row += (size_t)(frames[i].width / side) * (size_t)(frames[i].height / side);
     }
     return G4V_OK;
 }
@@ -121,7 +124,6 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     fs.frames = g4v_calloc((size_t)wanted, sizeof *fs.frames);
     if (!fs.frames) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for the video frames");
     int64_t idx[G4V_VIDEO_MAX_SAMPLED];
-    size_t first_row[G4V_VIDEO_MAX_SAMPLED];
     g4v_video_info vi;
     int n = 0;
     int st = g4v_video_decode(bytes, size, &lim, wanted, on_frame, &fs, &vi, idx, &n, &c->err);
@@ -140,9 +142,7 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     if (!st)
         st = grow((void **)&c->video_frames, &c->video_frames_cap, (size_t)n,
                   sizeof(g4v_video_frame), 0, &c->err);
-    for (int i = 0; i < n; i++)
-        first_row[i] = (size_t)i * per;
-    if (!st) st = encode_frames(c, fs.frames, n, first_row, c->features);
+    if (!st) st = encode_frames(c, fs.frames, n, c->features);
     for (int i = 0; i < wanted; i++)
         g4v_image_free(&fs.frames[i]);
     g4v_free(fs.frames);
@@ -159,7 +159,7 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
         f->n_tokens = (int)per;
         f->grid_w = gw;
         f->grid_h = gh;
-        f->first_row = first_row[i];
+        f->first_row = (size_t)i * per; /* all frames share one size: encode_frames' order */
     }
     out->n_frames = n;
     out->n_tokens = (int)rows;
