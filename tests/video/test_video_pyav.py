@@ -3,7 +3,8 @@
 
 Videos are made at test time with Debian's ffmpeg (H.264/MP4 with B-frames, VP9/WebM,
 MJPEG/AVI, FFV1/MKV at an odd size, a variable frame rate, fewer than 32 frames, and with
-PyAV's muxer one packet more than frames) into a temporary directory. For each, with 32 and other frame counts:
+PyAV's muxer one packet more than frames; then, at 32 frames only, 10-bit 4:2:2, 4:4:4 at an
+odd size, planar RGB, PNG, MPEG-2/TS, HEVC, AV1) into a temporary directory. For each, with 32 and other frame counts:
   - the frame count equals the number of frames PyAV decodes;
   - fps equals frames / (max(pts + duration) - min(pts)) over PyAV's demuxed packets;
   - the sampled indices equal the reference formula trunc(k * (T / n)), computed here;
@@ -83,6 +84,29 @@ def make_videos(d):
     return {n: os.path.join(d, n) for n in names}
 
 
+def make_format_videos(d):
+    """More codecs and pixel formats (checked at 32 frames only): 10-bit 4:2:2, 4:4:4 at an odd
+    size, planar RGB, RGB24 itself (PNG), MPEG-2 in MPEG-TS, HEVC and AV1 where Debian's ffmpeg
+    has the encoders."""
+    src = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25:duration=1"]
+    cases = {"h264_422p10.mkv": ["-c:v", "libx264", "-pix_fmt", "yuv422p10le"],
+             "h264_444_odd.mp4": ["-vf", "scale=161:91", "-c:v", "libx264", "-pix_fmt", "yuv444p"],
+             "h264_gbrp.mkv": ["-c:v", "libx264rgb"],
+             "png.mov": ["-c:v", "png"],
+             "mpeg2.ts": ["-c:v", "mpeg2video"],
+             "hevc.mp4": ["-c:v", "libx265", "-x265-params", "log-level=none"],
+             "av1.mkv": ["-c:v", "libaom-av1", "-cpu-used", "8"]}
+    out = {}
+    for name, args in cases.items():
+        enc = args[args.index("-c:v") + 1]
+        if enc != "png" and enc != "mpeg2video" and not has_encoder(enc):
+            print(f"     ({name}: no {enc} encoder in this ffmpeg, skipped)")
+            continue
+        ffmpeg(*src, *args, os.path.join(d, name))
+        out[name] = os.path.join(d, name)
+    return out
+
+
 def pyav_reference(path):
     """(frames as uint8 [H, W, 3] arrays, fps from the packets' presentation times)."""
     with av.open(path) as c:
@@ -128,11 +152,11 @@ def run_tool(path, n, env=None):
     return json.loads(p.stdout), "", np.fromfile(out, dtype=np.uint8)
 
 
-def check_decode(videos, refs):
+def check_decode(videos, refs, counts=(32, 8, 1, 100)):
     for name, path in videos.items():
         frames, fps = refs[name]
         T = len(frames)
-        for n in (32, 8, 1, 100):
+        for n in counts:
             info, err, raw = run_tool(path, n)
             if not check(info is not None, f"{name} n={n}: decodes ({err})"):
                 continue
@@ -266,6 +290,8 @@ def main():
             print(f"     {n}: {len(frames)} frames {frames[0].shape[1]}x{frames[0].shape[0]}, "
                   f"{fps:.6g} fps")
         check_decode(videos, refs)
+        formats = make_format_videos(tmp)
+        check_decode(formats, {n: pyav_reference(p) for n, p in formats.items()}, counts=(32,))
         ck = os.path.join(tmp, "tiny")
         pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "5", quiet=True)
         check_cli(tmp, videos, refs, ck)
