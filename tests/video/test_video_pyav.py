@@ -269,6 +269,25 @@ def check_hostile(tmp, videos, ck):
           f"limit max_frames while decoding: {err[:110]}")
     info, _, _ = run_tool(videos["h264.mp4"], 32, {"VIDEO_TOOL_MAX_FRAMES": "60"})
     check(info is not None, "limit max_frames 60 admits the 60-frame video")
+    # a decoder error mid-stream: packet 10's VP9 frame marker destroyed (PyAV raises too)
+    with av.open(videos["vp9.webm"]) as c:
+        data = [bytes(p) for p in c.demux(video=0) if p.size][10]
+    with open(videos["vp9.webm"], "rb") as f:
+        webm = bytearray(f.read())
+    at = webm.find(data)
+    webm[at:at + 3] = b"\xff\xff\xff"
+    bad = os.path.join(d, "bad_frame.webm")
+    with open(bad, "wb") as f:
+        f.write(webm)
+    p = pyutil.g4v("encode", "--model", ck, bad, "-o", os.path.join(tmp, "x.npy"))
+    check(p.returncode == 2 and "video decoder error after frame 10" in p.stderr,
+          f"hostile bad_frame.webm: decoder error mid-stream ({p.stderr.strip()[:120]})")
+    try:
+        with av.open(bad) as c:
+            sum(1 for _ in c.decode(video=0))
+        check(False, "PyAV decodes bad_frame.webm (the case no longer makes a decoder error)")
+    except av.AVError:
+        pass
     # a truncated WebM ends cleanly for its demuxer: the frames before the cut, like PyAV
     with open(videos["vp9.webm"], "rb") as f:
         webm = f.read()
