@@ -281,7 +281,8 @@ static int run_pass(vreader *r, pass *p, g4v_err *err) {
                 }
             }
         }
-        if (!p->decode) {
+        /* an empty packet (a dropped frame in some muxers) would read as the end of the stream */
+        if (!p->decode || r->pkt->size == 0) {
             av_packet_unref(r->pkt);
             continue;
         }
