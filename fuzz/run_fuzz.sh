@@ -21,7 +21,7 @@ shift 3 2>/dev/null || shift $#
 SRC=$(cd "$(dirname "$0")" && pwd)
 BIN=$B/fuzz-bin
 W=$B/fuzz-work
-TARGETS=${*:-safetensors config index image encode}
+TARGETS=${*:-safetensors config index image encode video}
 
 # per-target options: dictionary and input size cap (bytes)
 opts() {
@@ -30,6 +30,7 @@ opts() {
     config | index) echo "-dict=$SRC/dict/json.dict -max_len=8192" ;;
     image) echo "-dict=$SRC/dict/image.dict -max_len=16384" ;;
     encode) echo "-dict=$SRC/dict/image.dict -max_len=8192" ;;
+    video) echo "-dict=$SRC/dict/video.dict -max_len=20480" ;;
     esac
 }
 

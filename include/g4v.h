@@ -106,6 +106,10 @@ typedef struct g4v_model_options {
     uint64_t max_file_bytes;   /* image file / buffer size for encode; default 1 GiB (0 = default) */
     uint64_t max_config_bytes; /* config.json, index.json; default 16 MB (0 = default) */
     uint64_t max_tensor_count; /* entries in a safetensors header; default 1,000,000 (0 = def.) */
+    /* Video input (g4v_encode_video_*): frames decoded from one video, and its duration; a video
+     * frame is also held to max_pixels / max_dimension, the file to max_file_bytes. */
+    uint64_t max_video_frames; /* default 216,000 (an hour at 60 fps) (0 = default) */
+    double max_video_seconds;  /* default 3,600 (0 = default) */
 } g4v_model_options;
 
 G4V_API void g4v_model_options_init(g4v_model_options *opts);
@@ -147,6 +151,8 @@ typedef struct g4v_model_info {
      * 48x48 patch, no layers; num_layers, intermediate_size and the head fields are then 0,
      * hidden_size is its width mm_embed_dim and position_embedding_size its mm_posemb_size). */
     char kind[16];
+    uint64_t max_video_frames;
+    double max_video_seconds;
 } g4v_model_info;
 
 G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);
@@ -308,6 +314,86 @@ G4V_API int g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count);
 /* The prompt span for r: boi, image x n_tokens, eoi. Writes up to cap ids into ids (may be NULL
  * with cap 0) and returns the count needed, n_tokens + 2. */
 G4V_API size_t g4v_prompt_tokens(const g4v_result *r, int32_t *ids, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * Video (docs/VIDEO.md)
+ *
+ * Gemma 4 reads a video as still frames: num_frames (default 32) frames sampled evenly by index
+ * from the T decoded frames (frame k is floor(k * T / num_frames); every frame when T is
+ * smaller), each resized with the image rule at the per-frame budget (default 70) and encoded by
+ * the unchanged tower. Frame k is stamped index / fps seconds (fps: the stream's average rate,
+ * T / its duration). In the prompt, the chat template's one <|video|> is replaced by, per frame,
+ * "MM:SS <|image>" + n x "<|video|>" + "<image|>", frames joined by one space
+ * (g4v_video_prompt_text); the rows go, in order, into the <|video|> positions (video_token_id).
+ */
+#define G4V_DEFAULT_VIDEO_BUDGET 70
+#define G4V_DEFAULT_VIDEO_FRAMES 32
+
+typedef struct g4v_video_options {
+    int budget;     /* per-frame soft-token budget: 0 (default) = 70, else one of G4V_BUDGETS */
+    int num_frames; /* frames to sample: 0 (default) = 32, else 1..1024 */
+    int bf16;       /* 1: also fill features_bf16 (default 0) */
+} g4v_video_options;
+
+G4V_API void g4v_video_options_init(g4v_video_options *opts);
+
+/* One sampled frame. All frames of a video share one target size, hence one token count. */
+typedef struct g4v_video_frame {
+    int64_t index;    /* its index among the video's decoded frames, 0-based */
+    double timestamp; /* seconds: index / fps */
+    char mmss[16];    /* its label in the prompt, "MM:SS" (minutes not capped) */
+    int n_tokens;     /* soft tokens of this frame */
+    int grid_w, grid_h;
+    size_t first_row; /* its first row in features */
+} g4v_video_frame;
+
+/* One encoded video. Pointers are owned by the ctx, valid until the next encode call on it. */
+typedef struct g4v_video_result {
+    int n_frames;             /* frames sampled and encoded */
+    int n_tokens;             /* rows in features: the sum of the frames' n_tokens */
+    int dim;                  /* T: floats per row */
+    int64_t total_frames;     /* frames in the video stream (every frame decoded and counted) */
+    double fps;               /* total_frames / duration */
+    double duration;          /* seconds spanned by the stream's frames */
+    int src_width, src_height; /* decoded frame size */
+    int width, height;        /* the frames' target size (multiples of 48) */
+    int budget;               /* per-frame budget used */
+    const g4v_video_frame *frames; /* [n_frames] */
+    const float *features;    /* [n_tokens, T] float32: frame 0's rows, then frame 1's, ... */
+    const uint16_t *features_bf16; /* same as bf16 bits; NULL unless asked */
+    int32_t boi_token_id, video_token_id, eoi_token_id; /* from config.json */
+    char codec[32], container[32]; /* FFmpeg's names of the decoder and the demuxer */
+    double seconds;           /* wall time of the call */
+} g4v_video_result;
+
+/* Encodes a video file / buffer (MP4/MOV, MKV/WebM, AVI, MPEG-TS, FLV, Ogg with any codec
+ * FFmpeg decodes). opts may be NULL. Errors name the path ("memory buffer"): G4V_ERR_IO,
+ * G4V_ERR_IMAGE (not a video, corrupt or truncated, no video stream, no frame, decoder error),
+ * G4V_ERR_LIMIT (max_file_bytes, max_video_frames, max_video_seconds, max_pixels,
+ * max_dimension: the container's claims are checked before decoding), G4V_ERR_UNSUPPORTED (no
+ * decoder, frame size changing mid-stream), G4V_ERR_ARG, G4V_ERR_NOMEM. On failure *out is
+ * zeroed. */
+G4V_API int g4v_encode_video_file(g4v_ctx *ctx, const char *path, const g4v_video_options *opts,
+                                  g4v_video_result *out);
+G4V_API int g4v_encode_video_memory(g4v_ctx *ctx, const void *bytes, size_t size,
+                                    const g4v_video_options *opts, g4v_video_result *out);
+
+/* The prompt text that replaces the video's <|video|> placeholder: per frame
+ * "MM:SS <|image>" + n_tokens x "<|video|>" + "<image|>", joined by single spaces. Writes at
+ * most cap bytes into buf (NUL-terminated when cap > 0; buf may be NULL with cap 0) and returns
+ * the text's length without the NUL, like snprintf. */
+G4V_API size_t g4v_video_prompt_text(const g4v_video_result *r, char *buf, size_t cap);
+
+/* The token ids of frame `frame`'s special span (boi, video x n_tokens, eoi), or with frame -1
+ * every frame's span one after another (the "MM:SS " text and the spaces between frames are
+ * ordinary text for the tokenizer). Writes up to cap ids; returns the count needed (0 for a
+ * frame out of range). */
+G4V_API size_t g4v_video_prompt_tokens(const g4v_video_result *r, int frame, int32_t *ids,
+                                       size_t cap);
+
+/* 1 if bytes begin like a video container (ISO-BMFF/QuickTime, Matroska/WebM, AVI), else 0: a
+ * hint for telling a video from an image before choosing the call. */
+G4V_API int g4v_video_sniff(const void *bytes, size_t size);
 
 #ifdef __cplusplus
 }

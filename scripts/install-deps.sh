@@ -11,8 +11,8 @@
 #                            Debian makes a newly installed OpenBLAS the system libblas.so.3.
 set -euo pipefail
 
-BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev libmicrohttpd-dev"
-TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev"
+BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcjson-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
+TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev ffmpeg python3-av"
 PYTHON_PKGS="python3 python3-numpy python3-distributed"
 LOAD_PKGS="wrk"
 BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"

@@ -28,7 +28,9 @@ class ModelOptions(ctypes.Structure):
     _fields_ = [("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
                 ("max_header_bytes", c_uint64), ("max_file_bytes", c_uint64),
-                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64)]
+                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
+                # video input (g4v.h "Video"): must mirror the C struct, which init fills whole
+                ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double)]
 
 
 class ModelInfo(ctypes.Structure):
@@ -47,7 +49,8 @@ class ModelInfo(ctypes.Structure):
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
                 ("max_file_bytes", c_uint64), ("max_header_bytes", c_uint64),
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
-                ("kind", ctypes.c_char * 16)]  # "tower" or "unified" (the 12B embedder)
+                ("kind", ctypes.c_char * 16),  # "tower" or "unified" (the 12B embedder)
+                ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double)]
 
 
 class CtxOptions(ctypes.Structure):

@@ -35,6 +35,8 @@ struct g4v_ctx {
     g4v_err err;
     struct g4v_cache *cache; /* g4v_ctx_set_cache; NULL: none */
     int cache_hit;           /* the last successful encode came from the cache */
+    struct g4v_video_frame *video_frames; /* g4v_encode_video_*: per-frame records, reused */
+    size_t video_frames_cap;
 };
 
 /* The feature cache (cache.c), used by encode.c. g4v_cache_key: the entry key for an image

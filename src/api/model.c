@@ -32,6 +32,8 @@ void g4v_model_options_init(g4v_model_options *o) {
     o->max_file_bytes = (uint64_t)1 << 30;
     o->max_config_bytes = lim.max_config_bytes;
     o->max_tensor_count = lim.max_tensor_count;
+    o->max_video_frames = 216000;
+    o->max_video_seconds = 3600.0;
 }
 
 /* Fills zeros with defaults and checks ranges. */
@@ -45,6 +47,11 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (!o->max_file_bytes) o->max_file_bytes = d.max_file_bytes;
     if (!o->max_config_bytes) o->max_config_bytes = d.max_config_bytes;
     if (!o->max_tensor_count) o->max_tensor_count = d.max_tensor_count;
+    if (!o->max_video_frames) o->max_video_frames = d.max_video_frames;
+    if (o->max_video_seconds == 0) o->max_video_seconds = d.max_video_seconds;
+    if (!(o->max_video_seconds > 0)) /* negative or NaN */
+        return g4v_fail(err, G4V_ERR_ARG, "max_video_seconds must be positive, found %g",
+                        o->max_video_seconds);
     if (g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
     if (o->apply_exif != 0 && o->apply_exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
@@ -184,6 +191,8 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     info->max_config_bytes = m->opts.max_config_bytes;
     info->max_tensor_count = m->opts.max_tensor_count;
     copy_str(info->kind, sizeof info->kind, g4v_model_kind_name(c->kind));
+    info->max_video_frames = m->opts.max_video_frames;
+    info->max_video_seconds = m->opts.max_video_seconds;
     return G4V_OK;
 }
 

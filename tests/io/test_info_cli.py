@@ -20,7 +20,8 @@ EXIT_FOR = {"G4V_ERR_IO": 3, "G4V_ERR_MODEL": 3, "G4V_ERR_LIMIT": 3, "G4V_ERR_UN
 # g4v_model_options' defaults: the limits `g4v info` loads under and reports
 DEFAULT_LIMITS = {"max_pixels": 178956970, "max_dimension": 65500, "max_file_bytes": 1 << 30,
                   "max_header_bytes": 100000000, "max_config_bytes": 16000000,
-                  "max_tensor_count": 1000000}
+                  "max_tensor_count": 1000000, "max_video_frames": 216000,
+                  "max_video_seconds": 3600}
 
 
 def run(*args):
@@ -89,6 +90,7 @@ def text_form(fx):
                   "max_file_bytes 1,073,741,824",
         "max_header_bytes": "max_header_bytes 100,000,000, max_config_bytes 16,000,000, "
                             "max_tensor_count 1,000,000",
+        "max_video_frames": "max_video_frames 216,000, max_video_seconds 3,600",
     }
     for key, sub in want.items():
         check(sub in lines.get(key, ""), f"text form: line {key!r} lacks {sub!r}: {lines.get(key)!r}")

@@ -22,6 +22,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <libavutil/log.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ typedef struct {
     input_list in;
     int tokens, no_exif, precise, threads, json, quiet, bf16;
     out_kind kind;
+    int tokens_set, video, frames; /* video input: --tokens given, --video, --frames N */
 } encode_args;
 
 static void usage(FILE *f) {
@@ -71,6 +73,16 @@ static void usage(FILE *f) {
         "                 \"miss\" or \"off\"); or error\n"
         "  --quiet        print nothing on stdout and no progress bar\n"
         "  -h, --help     this help\n"
+        "\n"
+        "Video (MP4/MOV, MKV/WebM, AVI, ... found by content, or any input with --video):\n"
+        "  --video        take every input as a video\n"
+        "  --frames N     frames sampled evenly by index (default 32; all if the video has fewer)\n"
+        "  --tokens N     per-frame budget for videos, default 70 (any of the budgets above)\n"
+        "  A video's output is all its frames' rows, frame after frame ([sum of N, T]); stdout\n"
+        "  gives the prompt text that replaces its <|video|>: per frame \"MM:SS <|image>\" +\n"
+        "  N x <|video|> + <image|>, joined by spaces, and \"ids: BOI VIDEOxN EOI\" per frame;\n"
+        "  --json adds frames [{index, timestamp, mmss, tokens}], fps, total_frames,\n"
+        "  prompt_text. Videos are not cached.\n"
         "\n"
         "stdout (default): per image the prompt span <|image> <|image|> x N <image|> and a line\n"
         "\"ids: BOI IMAGExN EOI\" with the config's token ids; with several images each pair is\n"
@@ -109,6 +121,7 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         } else if (!strcmp(s, "-o") && has_val) {
             a->out = argv[++i];
         } else if (!strcmp(s, "--tokens") && has_val) {
+            a->tokens_set = 1;
             if (parse_int(argv[++i], &a->tokens)) {
                 fprintf(stderr, "g4v encode: --tokens: '%s' is not a number\n", argv[i]);
                 return -1;
@@ -139,6 +152,14 @@ static int parse_args(int argc, char **argv, encode_args *a) {
             a->quiet = 1;
         } else if (!strcmp(s, "--bf16")) {
             a->bf16 = 1;
+        } else if (!strcmp(s, "--video")) {
+            a->video = 1;
+        } else if (!strcmp(s, "--frames") && has_val) {
+            if (parse_int(argv[++i], &a->frames) || a->frames < 1 || a->frames > 1024) {
+                fprintf(stderr, "g4v encode: --frames: '%s' is not a frame count (1..1024)\n",
+                        argv[i]);
+                return -1;
+            }
         } else if (s[0] == '-' && s[1]) {
             fprintf(stderr, "g4v encode: unknown or incomplete option '%s' (see --help)\n", s);
             return -1;
@@ -326,6 +347,11 @@ static int exit_for_image(int st) {
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
 }
 
+/* Video inputs: defined after cmd_encode's image path (the "Video inputs" section below). */
+static int is_video_file(const char *path);
+static int encode_video_input(const encode_args *a, g4v_ctx *ctx, out_st_writer *sw,
+                              const char *path, int several, int bar);
+
 /* Loads the model, encodes every input and writes the outputs; returns the exit code. */
 static int encode_all(encode_args *a) {
     int rc = prepare_output(a);
@@ -380,6 +406,16 @@ static int encode_all(encode_args *a) {
         const char *path = a->in.paths[i];
         g4v_result r;
         char where[4096] = "";
+        if (a->video || is_video_file(path)) {
+            int e = encode_video_input(a, ctx, sw, path, several, bar);
+            if (e)
+                failed++;
+            else
+                written++;
+            if (e > rc) rc = e;
+            if (bar) progress(i + 1, a->in.count, t0, failed);
+            continue;
+        }
         st = encode_one(ctx, path, &eo, &r, msg, sizeof msg);
         if (st) {
             failed++;
@@ -425,6 +461,177 @@ done:
     return rc;
 }
 
+/* ---- Video inputs (docs/VIDEO.md) ---- */
+
+/* 1 if the file's first bytes look like a video container. */
+static int is_video_file(const char *path) {
+    unsigned char head[16];
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return g4v_video_sniff(head, n);
+}
+
+static void print_video_span(const g4v_video_result *r, const char *path, int several) {
+    if (several) printf("# %s\n", path);
+    size_t len = g4v_video_prompt_text(r, NULL, 0);
+    char *text = malloc(len + 1);
+    if (text) {
+        g4v_video_prompt_text(r, text, len + 1);
+        puts(text);
+        free(text);
+    }
+    fputs("ids:", stdout);
+    for (int i = 0; i < r->n_frames; i++)
+        printf(" %d %dx%d %d", (int)r->boi_token_id, (int)r->video_token_id,
+               r->frames[i].n_tokens, (int)r->eoi_token_id);
+    putchar('\n');
+}
+
+static void print_video_json(const char *path, const g4v_video_result *r, int st, const char *msg,
+                             const char *output) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddBoolToObject(o, "ok", st == G4V_OK);
+    cJSON_AddStringToObject(o, "kind", "video");
+    if (st == G4V_OK) {
+        cJSON_AddItemToObject(o, "original_size", int_pair(r->src_width, r->src_height));
+        cJSON_AddItemToObject(o, "target_size", int_pair(r->width, r->height));
+        cJSON_AddItemToObject(o, "grid", int_pair(r->frames[0].grid_w, r->frames[0].grid_h));
+        cJSON_AddNumberToObject(o, "tokens", r->n_tokens);
+        cJSON_AddNumberToObject(o, "tokens_per_frame", r->frames[0].n_tokens);
+        cJSON_AddNumberToObject(o, "dim", r->dim);
+        cJSON_AddNumberToObject(o, "budget", r->budget);
+        cJSON_AddNumberToObject(o, "total_frames", (double)r->total_frames);
+        cJSON_AddNumberToObject(o, "fps", r->fps);
+        cJSON_AddNumberToObject(o, "duration", r->duration);
+        cJSON_AddStringToObject(o, "codec", r->codec);
+        cJSON_AddStringToObject(o, "container", r->container);
+        cJSON *frames = cJSON_AddArrayToObject(o, "frames");
+        for (int i = 0; frames && i < r->n_frames; i++) {
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddNumberToObject(f, "index", (double)r->frames[i].index);
+            cJSON_AddNumberToObject(f, "timestamp", r->frames[i].timestamp);
+            cJSON_AddStringToObject(f, "mmss", r->frames[i].mmss);
+            cJSON_AddNumberToObject(f, "tokens", r->frames[i].n_tokens);
+            cJSON_AddItemToArray(frames, f);
+        }
+        cJSON_AddNumberToObject(o, "seconds", r->seconds);
+        cJSON_AddStringToObject(o, "output", output);
+        size_t len = g4v_video_prompt_text(r, NULL, 0);
+        char *text = malloc(len + 1);
+        if (text) {
+            g4v_video_prompt_text(r, text, len + 1);
+            cJSON_AddStringToObject(o, "prompt_text", text);
+            free(text);
+        }
+        cJSON *ids = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ids, "boi", r->boi_token_id);
+        cJSON_AddNumberToObject(ids, "video", r->video_token_id);
+        cJSON_AddNumberToObject(ids, "eoi", r->eoi_token_id);
+        cJSON_AddItemToObject(o, "prompt_ids", ids);
+    } else {
+        cJSON_AddStringToObject(o, "status", g4v_status_name(st));
+        cJSON_AddStringToObject(o, "error", msg);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) puts(s);
+    cJSON_free(s);
+    cJSON_Delete(o);
+    fflush(stdout);
+}
+
+/* Writes a video's rows like an image's (one [rows, T] array / tensor); the safetensors metadata
+ * adds frames, tokens_per_frame, frame_indices, timestamps (comma-separated), fps, total_frames. */
+static int write_video(const encode_args *a, out_st_writer *sw, const char *path,
+                       const g4v_video_result *r, char *where, size_t cap) {
+    char name[512], file[4096];
+    stem(path, name, sizeof name);
+    if (a->kind == OUT_SAFETENSORS) {
+        char tokens[32], per[32], nf[16], grid[48], budget[16], osize[48], tsize[48], dim[16];
+        char fps[40], total[32];
+        snprintf(tokens, sizeof tokens, "%d", r->n_tokens);
+        snprintf(per, sizeof per, "%d", r->frames[0].n_tokens);
+        snprintf(nf, sizeof nf, "%d", r->n_frames);
+        snprintf(grid, sizeof grid, "%dx%d", r->frames[0].grid_w, r->frames[0].grid_h);
+        snprintf(budget, sizeof budget, "%d", r->budget);
+        snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
+        snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
+        snprintf(dim, sizeof dim, "%d", r->dim);
+        snprintf(fps, sizeof fps, "%.17g", r->fps);
+        snprintf(total, sizeof total, "%lld", (long long)r->total_frames);
+        size_t lcap = (size_t)r->n_frames * 28 + 1;
+        char *indices = calloc(1, lcap), *stamps = calloc(1, lcap);
+        int ok = indices && stamps;
+        for (int i = 0, ni = 0, ns = 0; ok && i < r->n_frames; i++) {
+            ni += snprintf(indices + ni, lcap - (size_t)ni, "%s%lld", i ? "," : "",
+                           (long long)r->frames[i].index);
+            ns += snprintf(stamps + ns, lcap - (size_t)ns, "%s%.17g", i ? "," : "",
+                           r->frames[i].timestamp);
+        }
+        const char *meta[] = {"tokens", tokens, "frames", nf, "tokens_per_frame", per, "grid", grid,
+                              "budget", budget, "source", path, "original_size", osize,
+                              "target_size", tsize, "dim", dim, "fps", fps, "total_frames", total,
+                              "frame_indices", ok ? indices : "", "timestamps", ok ? stamps : "",
+                              NULL};
+        int rc = ok ? out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
+                                 a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
+                                 r->n_tokens, r->dim, meta, where, cap)
+                    : (errno = ENOMEM, -1);
+        free(indices);
+        free(stamps);
+        return rc;
+    }
+    if (a->kind == OUT_NPY) {
+        snprintf(file, sizeof file, "%s", a->out);
+    } else {
+        snprintf(file, sizeof file, "%s/%s.npy", a->out, name);
+        for (int k = 2; access(file, F_OK) == 0 && k < 100000; k++)
+            snprintf(file, sizeof file, "%s/%s#%d.npy", a->out, name, k);
+    }
+    snprintf(where, cap, "%s", file);
+    return a->bf16 ? g4v_npy_write_u16(file, r->features_bf16, r->n_tokens, r->dim)
+                   : g4v_npy_write_f32(file, r->features, r->n_tokens, r->dim);
+}
+
+/* Encodes and writes one video input; returns 0 or the exit code it earns. */
+static int encode_video_input(const encode_args *a, g4v_ctx *ctx, out_st_writer *sw,
+                              const char *path, int several, int bar) {
+    g4v_video_options vo;
+    g4v_video_options_init(&vo);
+    vo.budget = a->tokens_set ? a->tokens : G4V_DEFAULT_VIDEO_BUDGET;
+    vo.num_frames = a->frames;
+    vo.bf16 = a->bf16;
+    g4v_video_result r;
+    char where[4096] = "";
+    int st = g4v_encode_video_file(ctx, path, &vo, &r);
+    if (st) {
+        if (bar) fprintf(stderr, "\n");
+        fprintf(stderr, "g4v encode: %s\n", g4v_ctx_error(ctx));
+        if (a->json) print_video_json(path, &r, st, g4v_ctx_error(ctx), "");
+        return exit_for_image(st);
+    }
+    if (write_video(a, sw, path, &r, where, sizeof where)) {
+        if (bar) fprintf(stderr, "\n");
+        fprintf(stderr, "g4v encode: cannot write %s: %s\n",
+                a->kind == OUT_SAFETENSORS ? a->out : where, strerror(errno));
+        return G4V_EXIT_OUTPUT;
+    }
+    if (a->json)
+        print_video_json(path, &r, G4V_OK, "", where);
+    else if (!a->quiet)
+        print_video_span(&r, path, several);
+    if (!a->quiet && !bar && !a->json)
+        fprintf(stderr,
+                "g4v encode: %s video %dx%d, %lld frames at %.3f fps -> %d frames at %dx%d, "
+                "%d soft tokens x %d -> %s (%.2fs)\n",
+                path, r.src_width, r.src_height, (long long)r.total_frames, r.fps, r.n_frames,
+                r.width, r.height, r.n_tokens, r.dim, where, r.seconds);
+    return 0;
+}
+
 int cmd_encode(int argc, char **argv) {
     encode_args a;
     memset(&a, 0, sizeof a);
@@ -433,6 +640,7 @@ int cmd_encode(int argc, char **argv) {
         inputs_free(&a.in);
         return r == -2 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
+    av_log_set_level(AV_LOG_QUIET); /* FFmpeg's own stderr chatter: our messages say what failed */
     int rc = encode_all(&a);
     inputs_free(&a.in);
     return rc;

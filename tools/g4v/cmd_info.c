@@ -41,7 +41,7 @@ typedef struct limit {
     const char *name; /* the g4v_model_options field */
     double value;
 } limit;
-#define NLIMITS 6
+#define NLIMITS 8
 
 /* The limits in force, as g4v_model_info reports them for a model loaded with mo. */
 static void limits_of(const g4v_model_options *mo, limit out[NLIMITS]) {
@@ -51,6 +51,8 @@ static void limits_of(const g4v_model_options *mo, limit out[NLIMITS]) {
     out[3] = (limit){"max_header_bytes", (double)mo->max_header_bytes};
     out[4] = (limit){"max_config_bytes", (double)mo->max_config_bytes};
     out[5] = (limit){"max_tensor_count", (double)mo->max_tensor_count};
+    out[6] = (limit){"max_video_frames", (double)mo->max_video_frames};
+    out[7] = (limit){"max_video_seconds", mo->max_video_seconds};
 }
 
 typedef struct census {
@@ -137,6 +139,7 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
                : i % 3 ? ", "
                        : "              ",
                lim[i].name, grouped((long long)lim[i].value, a, sizeof a), i % 3 == 2 ? "\n" : "");
+    if (NLIMITS % 3) putchar('\n');
 }
 
 static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c,

@@ -1,6 +1,7 @@
 /* inputs.h - expands the IMAGE arguments of `g4v encode` into a list of files:
  * a file is taken as is; a directory contributes its regular files with an image or .npy
- * extension (.png .jpg .jpeg .webp .gif .bmp .npy, any case), sorted by name, not recursive;
+ * extension (.png .jpg .jpeg .webp .gif .bmp .npy, videos .mp4 .mov .m4v .mkv .webm .avi;
+ * any case), sorted by name, not recursive;
  * @FILE reads one path per line (blank lines and lines starting with # skipped). */
 #ifndef G4V_CLI_INPUTS_H
 #define G4V_CLI_INPUTS_H

@@ -1,0 +1,271 @@
+/* video.c - g4v_encode_video_file / _memory and the video prompt: decode and sample the frames
+ * (src/video), resize each with the image rule at the per-frame budget (Pillow-exact, src/image),
+ * encode them all as one batch (encode_frames), and describe each frame (index, timestamp, MM:SS, tokens).
+ * The features and the frame records live in the ctx like g4v_result's; the resized frames only
+ * during the call. docs/VIDEO.md.
+ */
+#include "api_internal.h"
+
+#include "base/alloc.h"
+#include "base/budget.h"
+#include "base/clock.h"
+#include "base/dtype.h"
+#include "io/fsutil.h"
+#include "video/video.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void g4v_video_options_init(g4v_video_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+}
+
+/* The sampled frames at their target size, filled by on_frame while the video decodes. */
+typedef struct frame_set {
+    const g4v_ctx *ctx;
+    int budget, wanted, n;
+    int tw, th;        /* target size, from the first frame (all frames share the size) */
+    g4v_image *frames; /* [wanted], tightly packed RGB8 at tw x th */
+} frame_set;
+
+static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int width, int height,
+                    size_t stride, g4v_err *err) {
+    (void)index;
+    frame_set *fs = user;
+    if (k < 0) { /* the decoder withdrew the frames so far: sampling restarts */
+        for (int i = 0; i < fs->n; i++)
+            g4v_image_free(&fs->frames[i]);
+        fs->n = 0;
+        return G4V_OK;
+    }
+    if (k != fs->n || k >= fs->wanted)
+        return g4v_fail(err, G4V_ERR_INTERNAL, "video frame %d arrived out of order", k);
+    if (k == 0) {
+        int st = g4v_target_size(height, width, fs->budget, &fs->th, &fs->tw, err);
+        if (st) return st;
+    }
+    g4v_image *img = &fs->frames[k];
+    int st;
+    if (fs->tw == width && fs->th == height) {
+        /* already at the target size: the resize would be the identity */
+        size_t row = (size_t)width * 3;
+        img->rgb = g4v_malloc(row * (size_t)height);
+        if (!img->rgb) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for a video frame");
+        img->width = width;
+        img->height = height;
+        for (int y = 0; y < height; y++)
+            memcpy(img->rgb + (size_t)y * row, rgb + (size_t)y * stride, row);
+        st = G4V_OK;
+    } else {
+        st = g4v_image_resize(rgb, width, height, stride, fs->tw, fs->th,
+                              fs->ctx->model->image_opts.resize_order, img, err);
+    }
+    if (!st) fs->n++;
+    return st;
+}
+
+/* Runs the model on n frames, each at its target size (multiples of 48), writing their rows into
+ * out one frame after another: frame i's (w/48)*(h/48) rows follow frame i-1's. The frames go
+ * through the tower as one batch (g4v_model_run_batch: every GEMM over all frames' rows,
+ * attention within each frame), bit-identical to encoding each frame alone. */
+static int encode_frames(g4v_ctx *c, const g4v_image *frames, int n, float *out) {
+    g4v_encoder_image *im = g4v_calloc((size_t)n, sizeof *im);
+    if (!im) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for %d frames", n);
+    for (int i = 0; i < n; i++)
+        im[i] = (g4v_encoder_image){frames[i].rgb, frames[i].width, frames[i].height,
+                                    (size_t)frames[i].width * 3};
+    int st = g4v_model_run_batch(c->model, c->ws, c->pool, im, n, out, &c->err);
+    g4v_free(im);
+    return st;
+}
+
+/* Grows a ctx-owned buffer to hold n elements of size sz (large buffers: g4v_malloc_large). */
+static int grow(void **buf, size_t *cap, size_t n, size_t sz, int large, g4v_err *err) {
+    if (n <= *cap) return G4V_OK;
+    if (n > SIZE_MAX / sz)
+        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
+    void *p = large ? g4v_malloc_large(n * sz) : g4v_malloc(n * sz);
+    if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
+    if (large)
+        g4v_free_large(*buf);
+    else
+        g4v_free(*buf);
+    *buf = p;
+    *cap = n;
+    return G4V_OK;
+}
+
+static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
+                              const g4v_video_options *opts, g4v_video_result *out) {
+    g4v_video_options d;
+    g4v_video_options_init(&d);
+    if (!opts) opts = &d;
+    int budget = opts->budget ? opts->budget : G4V_DEFAULT_VIDEO_BUDGET;
+    int wanted = opts->num_frames ? opts->num_frames : G4V_DEFAULT_VIDEO_FRAMES;
+    if (g4v_budget_require(budget, &c->err)) return G4V_ERR_ARG;
+    if (wanted < 1 || wanted > G4V_VIDEO_MAX_SAMPLED)
+        return g4v_fail(&c->err, G4V_ERR_ARG, "num_frames must be 1..%d, found %d",
+                        G4V_VIDEO_MAX_SAMPLED, opts->num_frames);
+    if (opts->bf16 != 0 && opts->bf16 != 1)
+        return g4v_fail(&c->err, G4V_ERR_ARG, "bf16 must be 0 or 1, found %d", opts->bf16);
+    const g4v_model_options *mo = &c->model->opts;
+    if (size > mo->max_file_bytes)
+        return g4v_fail(&c->err, G4V_ERR_LIMIT,
+                        "%zu bytes, above the limit of %llu bytes (max_file_bytes)", size,
+                        (unsigned long long)mo->max_file_bytes);
+    g4v_video_limits lim = {.max_frames = mo->max_video_frames,
+                            .max_seconds = mo->max_video_seconds,
+                            .max_pixels = mo->max_pixels,
+                            .max_dimension = mo->max_dimension};
+    frame_set fs = {.ctx = c, .budget = budget, .wanted = wanted};
+    fs.frames = g4v_calloc((size_t)wanted, sizeof *fs.frames);
+    if (!fs.frames) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for the video frames");
+    int64_t idx[G4V_VIDEO_MAX_SAMPLED];
+    g4v_video_info vi;
+    int n = 0;
+    int st = g4v_video_decode(bytes, size, &lim, wanted, on_frame, &fs, &vi, idx, &n, &c->err);
+    if (!st && n != fs.n)
+        st = g4v_fail(&c->err, G4V_ERR_INTERNAL, "sampled %d frames, resized %d", n, fs.n);
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    int side = cfg->patch_size * cfg->pooling_kernel_size;
+    int gw = fs.tw / side, gh = fs.th / side;
+    size_t per = (size_t)gw * (size_t)gh, T = (size_t)cfg->text_hidden_size;
+    size_t rows = per * (size_t)n;
+    if (!st && (gw <= 0 || gh <= 0))
+        st = g4v_fail(&c->err, G4V_ERR_INTERNAL, "target size %dx%d", fs.tw, fs.th);
+    if (!st) st = grow((void **)&c->features, &c->feat_cap, rows * T, sizeof(float), 1, &c->err);
+    if (!st && opts->bf16)
+        st = grow((void **)&c->features_bf16, &c->bf16_cap, rows * T, sizeof(uint16_t), 1, &c->err);
+    if (!st)
+        st = grow((void **)&c->video_frames, &c->video_frames_cap, (size_t)n,
+                  sizeof(g4v_video_frame), 0, &c->err);
+    if (!st) st = encode_frames(c, fs.frames, n, c->features);
+    for (int i = 0; i < wanted; i++)
+        g4v_image_free(&fs.frames[i]);
+    g4v_free(fs.frames);
+    if (st) return st;
+    if (opts->bf16)
+        for (size_t i = 0; i < rows * T; i++)
+            c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
+    for (int i = 0; i < n; i++) {
+        g4v_video_frame *f = &c->video_frames[i];
+        memset(f, 0, sizeof *f);
+        f->index = idx[i];
+        f->timestamp = g4v_video_timestamp(idx[i], vi.fps);
+        g4v_video_mmss(f->timestamp, f->mmss, sizeof f->mmss);
+        f->n_tokens = (int)per;
+        f->grid_w = gw;
+        f->grid_h = gh;
+        f->first_row = (size_t)i * per; /* all frames share one size: encode_frames' order */
+    }
+    out->n_frames = n;
+    out->n_tokens = (int)rows;
+    out->dim = (int)T;
+    out->total_frames = vi.total_frames;
+    out->fps = vi.fps;
+    out->duration = vi.duration;
+    out->src_width = vi.width;
+    out->src_height = vi.height;
+    out->width = fs.tw;
+    out->height = fs.th;
+    out->budget = budget;
+    out->frames = c->video_frames;
+    out->features = c->features;
+    out->features_bf16 = opts->bf16 ? c->features_bf16 : NULL;
+    out->boi_token_id = cfg->boi_token_id;
+    out->video_token_id = cfg->video_token_id;
+    out->eoi_token_id = cfg->eoi_token_id;
+    snprintf(out->codec, sizeof out->codec, "%s", vi.codec);
+    snprintf(out->container, sizeof out->container, "%s", vi.container);
+    return G4V_OK;
+}
+
+static int begin(g4v_ctx *c, g4v_video_result *out) {
+    if (out) memset(out, 0, sizeof *out);
+    if (!c) return G4V_ERR_ARG;
+    g4v_err_clear(&c->err);
+    c->cache_hit = 0;
+    if (!out) return g4v_fail(&c->err, G4V_ERR_ARG, "the result pointer must not be NULL");
+    return G4V_OK;
+}
+
+static int finish(g4v_ctx *c, int st, g4v_video_result *out, double t0, const char *what) {
+    if (st) {
+        memset(out, 0, sizeof *out);
+        if (what) g4v_err_prefix(&c->err, "%s", what);
+        return st;
+    }
+    out->seconds = g4v_now_s() - t0;
+    return G4V_OK;
+}
+
+int g4v_encode_video_memory(g4v_ctx *c, const void *bytes, size_t size,
+                            const g4v_video_options *opts, g4v_video_result *out) {
+    int st = begin(c, out);
+    if (st) return st;
+    double t0 = g4v_now_s();
+    if (!bytes || !size)
+        st = g4v_fail(&c->err, G4V_ERR_ARG, "empty video buffer");
+    else
+        st = encode_video_bytes(c, bytes, size, opts, out);
+    return finish(c, st, out, t0, "memory buffer");
+}
+
+int g4v_encode_video_file(g4v_ctx *c, const char *path, const g4v_video_options *opts,
+                          g4v_video_result *out) {
+    int st = begin(c, out);
+    if (st) return st;
+    double t0 = g4v_now_s();
+    if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);
+    unsigned char *buf;
+    size_t size;
+    st = g4v_read_file(path, c->model->opts.max_file_bytes, "max_file_bytes", &buf, &size, &c->err);
+    if (!st) {
+        st = size ? encode_video_bytes(c, buf, size, opts, out)
+                  : g4v_fail(&c->err, G4V_ERR_IMAGE, "empty file");
+        if (st) g4v_err_prefix(&c->err, "%s", path);
+        g4v_free(buf);
+    }
+    return finish(c, st, out, t0, NULL);
+}
+
+/* Appends s to buf at *len (counting what would be written beyond cap, like snprintf). */
+static void put(char *buf, size_t cap, size_t *len, const char *s) {
+    size_t n = strlen(s);
+    if (buf && *len < cap) {
+        size_t room = cap - 1 - *len < n ? cap - 1 - *len : n;
+        memcpy(buf + *len, s, room);
+        buf[*len + room] = '\0';
+    }
+    *len += n;
+}
+
+size_t g4v_video_prompt_text(const g4v_video_result *r, char *buf, size_t cap) {
+    if (buf && cap) buf[0] = '\0';
+    if (!r || !r->frames) return 0;
+    size_t len = 0;
+    for (int i = 0; i < r->n_frames; i++) {
+        if (i) put(buf, cap, &len, " ");
+        put(buf, cap, &len, r->frames[i].mmss);
+        put(buf, cap, &len, " <|image>");
+        for (int t = 0; t < r->frames[i].n_tokens; t++)
+            put(buf, cap, &len, "<|video|>");
+        put(buf, cap, &len, "<image|>");
+    }
+    return len;
+}
+
+size_t g4v_video_prompt_tokens(const g4v_video_result *r, int frame, int32_t *ids, size_t cap) {
+    if (!r || !r->frames || frame < -1 || frame >= r->n_frames) return 0;
+    int lo = frame < 0 ? 0 : frame, hi = frame < 0 ? r->n_frames : frame + 1;
+    size_t k = 0;
+    for (int i = lo; i < hi; i++) {
+        int n = r->frames[i].n_tokens;
+        for (int t = -1; t <= n; t++, k++) {
+            int32_t id = t < 0 ? r->boi_token_id : t == n ? r->eoi_token_id : r->video_token_id;
+            if (ids && k < cap) ids[k] = id;
+        }
+    }
+    return k;
+}

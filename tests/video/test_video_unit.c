@@ -1,0 +1,65 @@
+/* test_video_unit.c - the sampling formula and the MM:SS labels (src/video/sample.c) against
+ * values worked out by hand from the reference's definitions, and argument checks. */
+#include "test_util.h"
+#include "video/video.h"
+
+#include <string.h>
+
+static void test_indices(void) {
+    int64_t idx[G4V_VIDEO_MAX_SAMPLED];
+    int n = -1;
+    /* 150 frames, 32 samples: trunc(k * 4.6875) (worked out by hand for a few k) */
+    CHECK(g4v_video_sample_indices(150, 32, idx, &n, NULL) == G4V_OK && n == 32);
+    CHECK(idx[0] == 0 && idx[1] == 4 && idx[2] == 9 && idx[3] == 14 && idx[4] == 18);
+    CHECK(idx[31] == 145); /* 31 * 4.6875 = 145.3125 */
+    /* exactly 32 frames: every frame */
+    CHECK(g4v_video_sample_indices(32, 32, idx, &n, NULL) == G4V_OK && n == 32);
+    for (int k = 0; k < 32; k++)
+        CHECK(idx[k] == k);
+    /* fewer frames than asked: every frame, once */
+    CHECK(g4v_video_sample_indices(5, 32, idx, &n, NULL) == G4V_OK && n == 5);
+    for (int k = 0; k < 5; k++)
+        CHECK(idx[k] == k);
+    CHECK(g4v_video_sample_indices(1, 32, idx, &n, NULL) == G4V_OK && n == 1 && idx[0] == 0);
+    /* one sample: the first frame */
+    CHECK(g4v_video_sample_indices(1000, 1, idx, &n, NULL) == G4V_OK && n == 1 && idx[0] == 0);
+    /* 33 frames, 32 samples: 33/32 = 1.03125, k*1.03125 truncated: 0,1,...,30, and 31.96875 -> 31
+     */
+    CHECK(g4v_video_sample_indices(33, 32, idx, &n, NULL) == G4V_OK && n == 32);
+    CHECK(idx[30] == 30 && idx[31] == 31);
+    /* 64 frames, 32 samples: every second frame */
+    CHECK(g4v_video_sample_indices(64, 32, idx, &n, NULL) == G4V_OK && idx[31] == 62);
+    /* large T: no overflow, strictly increasing, last < T */
+    CHECK(g4v_video_sample_indices(216000, 1024, idx, &n, NULL) == G4V_OK && n == 1024);
+    int inc = 1;
+    for (int k = 1; k < n; k++)
+        inc &= idx[k] > idx[k - 1];
+    CHECK(inc && idx[n - 1] < 216000 && idx[1] == 210); /* 216000/1024 = 210.9375 */
+    /* bad arguments */
+    g4v_err err;
+    CHECK(g4v_video_sample_indices(10, 0, idx, &n, &err) == G4V_ERR_ARG && n == 0);
+    CHECK(g4v_video_sample_indices(10, G4V_VIDEO_MAX_SAMPLED + 1, idx, &n, &err) == G4V_ERR_ARG);
+    CHECK(g4v_video_sample_indices(0, 32, idx, &n, &err) == G4V_ERR_ARG);
+    CHECK(g4v_video_sample_indices(-5, 32, idx, &n, &err) == G4V_ERR_ARG);
+}
+
+static void test_labels(void) {
+    char b[16];
+    CHECK(g4v_video_mmss(0.0, b, sizeof b) == 5 && !strcmp(b, "00:00"));
+    CHECK(g4v_video_mmss(4.83, b, sizeof b) == 5 && !strcmp(b, "00:04")); /* truncated */
+    CHECK(g4v_video_mmss(59.999, b, sizeof b) == 5 && !strcmp(b, "00:59"));
+    CHECK(g4v_video_mmss(60.0, b, sizeof b) == 5 && !strcmp(b, "01:00"));
+    CHECK(g4v_video_mmss(125.5, b, sizeof b) == 5 && !strcmp(b, "02:05"));
+    CHECK(g4v_video_mmss(4500.0, b, sizeof b) == 5 && !strcmp(b, "75:00")); /* minutes not capped */
+    CHECK(g4v_video_mmss(6001.0, b, sizeof b) == 6 && !strcmp(b, "100:01"));
+    CHECK(g4v_video_mmss(-1.0, b, sizeof b) == 5 && !strcmp(b, "00:00")); /* nonsense: printable */
+    /* timestamps: index / fps */
+    CHECK(g4v_video_timestamp(145, 30.0) == 145.0 / 30.0);
+    CHECK(g4v_video_timestamp(3, 0.0) == 0.0);
+}
+
+int main(void) {
+    test_indices();
+    test_labels();
+    return test_summary("test_video_unit");
+}
