@@ -10,9 +10,10 @@ Bulk encoding of many images on a Dask cluster: gemma4_vision.bulk (python3 -m
 gemma4_vision.bulk --help). See python/README.md.
 """
 from ._lib import lib as _clib
-from .model import BUDGETS, DEFAULT_BUDGET, G4VError, Model, ModelInfo, Result, status_name
+from .model import (BUDGETS, DEFAULT_BUDGET, G4VError, Model, ModelInfo, Result, VideoResult,
+                    status_name)
 
-__all__ = ["Model", "Result", "ModelInfo", "G4VError", "BUDGETS", "DEFAULT_BUDGET",
+__all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "BUDGETS", "DEFAULT_BUDGET",
            "status_name", "library_version", "library_path"]
 
 

@@ -74,6 +74,27 @@ class RgbImage(ctypes.Structure):
     _fields_ = [("rgb", c_void_p), ("width", c_int), ("height", c_int), ("stride", c_size_t)]
 
 
+class VideoOptions(ctypes.Structure):
+    _fields_ = [("budget", c_int), ("num_frames", c_int), ("bf16", c_int)]
+
+
+class VideoFrame(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_int64), ("timestamp", c_double), ("mmss", ctypes.c_char * 16),
+                ("n_tokens", c_int), ("grid_w", c_int), ("grid_h", c_int),
+                ("first_row", c_size_t)]
+
+
+class VideoResult(ctypes.Structure):
+    _fields_ = [("n_frames", c_int), ("n_tokens", c_int), ("dim", c_int),
+                ("total_frames", ctypes.c_int64), ("fps", c_double), ("duration", c_double),
+                ("src_width", c_int), ("src_height", c_int), ("width", c_int), ("height", c_int),
+                ("budget", c_int), ("frames", POINTER(VideoFrame)),
+                ("features", POINTER(c_float)), ("features_bf16", POINTER(c_uint16)),
+                ("boi_token_id", c_int32), ("video_token_id", c_int32), ("eoi_token_id", c_int32),
+                ("codec", ctypes.c_char * 32), ("container", ctypes.c_char * 32),
+                ("seconds", c_double)]
+
+
 _PROTOTYPES = {
     # name: (restype, argtypes)
     "g4v_status_name": (c_char_p, [c_int]),
@@ -99,6 +120,14 @@ _PROTOTYPES = {
                                   POINTER(Result)]),
     "g4v_encode_rgb": (c_int, [c_void_p, c_void_p, c_int, c_int, c_size_t,
                                POINTER(EncodeOptions), POINTER(Result)]),
+    "g4v_video_options_init": (None, [POINTER(VideoOptions)]),
+    "g4v_encode_video_file": (c_int, [c_void_p, c_char_p, POINTER(VideoOptions),
+                                      POINTER(VideoResult)]),
+    "g4v_encode_video_memory": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(VideoOptions),
+                                        POINTER(VideoResult)]),
+    "g4v_video_prompt_text": (c_size_t, [POINTER(VideoResult), c_char_p, c_size_t]),
+    "g4v_video_prompt_tokens": (c_size_t, [POINTER(VideoResult), c_int, POINTER(c_int32),
+                                           c_size_t]),
     "g4v_encode_rgb_batch": (c_int, [c_void_p, POINTER(RgbImage), c_int, POINTER(EncodeOptions),
                                      POINTER(Result)]),
 }

@@ -92,6 +92,43 @@ class ModelInfo:
         return f"ModelInfo(variant={self.variant!r}, dim={self.dim}, layers={self.num_layers})"
 
 
+class VideoResult:
+    """One encoded video (Model.encode_video): the rows of every sampled frame, in order."""
+
+    @classmethod
+    def _from_c(cls, r, bf16):
+        v = cls()
+        n, t = r.n_tokens, r.dim
+        v.features = np.empty((n, t), dtype=np.float32)
+        memmove(v.features.ctypes.data, r.features, n * t * 4)
+        v.features_bf16 = None
+        if bf16:
+            v.features_bf16 = np.empty((n, t), dtype=np.uint16)
+            memmove(v.features_bf16.ctypes.data, r.features_bf16, n * t * 2)
+        v.n_tokens, v.dim, v.n_frames = n, t, r.n_frames
+        v.frames = [{"index": f.index, "timestamp": f.timestamp, "mmss": f.mmss.decode(),
+                     "tokens": f.n_tokens, "grid": (f.grid_w, f.grid_h),
+                     "first_row": f.first_row} for f in r.frames[:r.n_frames]]
+        v.total_frames, v.fps, v.duration = r.total_frames, r.fps, r.duration
+        v.original_size, v.target_size = (r.src_width, r.src_height), (r.width, r.height)
+        v.budget, v.seconds = r.budget, r.seconds
+        v.codec, v.container = r.codec.decode(), r.container.decode()
+        need = lib.g4v_video_prompt_text(byref(r), None, 0)
+        buf = create_string_buffer(need + 1)
+        lib.g4v_video_prompt_text(byref(r), buf, need + 1)
+        v.prompt = buf.value.decode()
+        count = lib.g4v_video_prompt_tokens(byref(r), -1, None, 0)
+        ids = np.empty(count, dtype=np.int32)
+        lib.g4v_video_prompt_tokens(byref(r), -1, ids.ctypes.data_as(_lib.POINTER(_lib.c_int32)),
+                                    count)
+        v.prompt_ids = ids  # each frame's boi, video x n, eoi, frame after frame
+        return v
+
+    def __repr__(self):
+        return (f"VideoResult(frames={self.n_frames}, rows={self.n_tokens}, dim={self.dim}, "
+                f"fps={self.fps:g}, size={self.target_size})")
+
+
 def _budget(b, what):
     if b is None or b == 0:
         return 0
@@ -332,6 +369,36 @@ class Model:
             if st:
                 raise G4VError(st, lib.g4v_ctx_error(ctx).decode(errors="replace"))
             return [self._copy_out(r, bool(bf16)) for r in rs]
+        finally:
+            self._release(ctx)
+
+    def encode_video(self, video, tokens=None, frames=None, bf16=False):
+        """Encodes a video (a path, or bytes of a video file) as Gemma 4 does: `frames` (default
+        32) frames sampled evenly, each at the per-frame budget `tokens` (default 70), encoded
+        together. Returns a VideoResult: features [rows, T] frame after frame, per-frame index,
+        timestamp, "MM:SS" label and token count, the prompt text and ids. docs/VIDEO.md.
+        """
+        vo = _lib.VideoOptions()
+        lib.g4v_video_options_init(byref(vo))
+        vo.budget = 0 if tokens is None else _budget(tokens, "tokens")
+        vo.num_frames = 0 if frames is None else int(frames)
+        vo.bf16 = 1 if bf16 else 0
+        r = _lib.VideoResult()
+        ctx = self._acquire()
+        try:
+            if isinstance(video, (str, os.PathLike)):
+                st = lib.g4v_encode_video_file(ctx, os.fsencode(os.fspath(video)), byref(vo),
+                                               byref(r))
+            elif isinstance(video, (bytes, bytearray, memoryview)):
+                buf = np.frombuffer(memoryview(video).tobytes() or b"\0", dtype=np.uint8)
+                st = lib.g4v_encode_video_memory(ctx, buf.ctypes.data, len(memoryview(video)),
+                                                 byref(vo), byref(r))
+            else:
+                raise G4VError(_lib.ERR_ARG, "video must be a path or bytes, not "
+                                             f"{type(video).__name__}")
+            if st:
+                raise G4VError(st, lib.g4v_ctx_error(ctx).decode(errors="replace"))
+            return VideoResult._from_c(r, bool(bf16))
         finally:
             self._release(ctx)
 

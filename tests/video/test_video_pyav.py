@@ -231,6 +231,43 @@ def check_cli(tmp, videos, refs, ck):
           "cli --tokens 140 applies to the frames")
 
 
+def check_python(tmp, videos, ck):
+    """gemma4_vision.Model.encode_video: the CLI's rows, frames and prompt, path and bytes."""
+    path = videos["h264.mp4"]
+    out = os.path.join(tmp, "py-ref.npy")
+    p = pyutil.g4v("encode", "--model", ck, path, "--frames", "5", "--json", "-o", out)
+    if not check(p.returncode == 0, f"python: reference CLI run ({p.stderr.strip()})"):
+        return
+    j = json.loads(p.stdout)
+    env = dict(os.environ, PYTHONPATH=os.path.join(pyutil.SRC, "python"),
+               G4V_LIBRARY=os.path.join(pyutil.BUILD, "libg4v.so"))
+    code = ("import sys, json, numpy as np\n"
+            "from gemma4_vision import Model, G4VError\n"
+            "j = json.loads(sys.argv[4])\n"
+            "with Model(sys.argv[1], threads=2) as m:\n"
+            "    v = m.encode_video(sys.argv[2], frames=5)\n"
+            "    w = m.encode_video(open(sys.argv[2], 'rb').read(), frames=5, bf16=True)\n"
+            "    ref = np.load(sys.argv[3])\n"
+            "    assert v.features.tobytes() == ref.tobytes() == w.features.tobytes()\n"
+            "    assert [f['index'] for f in v.frames] == [f['index'] for f in j['frames']]\n"
+            "    assert [f['mmss'] for f in v.frames] == [f['mmss'] for f in j['frames']]\n"
+            "    assert v.prompt == j['prompt_text'], (v.prompt[:80], j['prompt_text'][:80])\n"
+            "    per = v.frames[0]['tokens']\n"
+            "    span = [255999] + [258884] * per + [258882]\n"
+            "    assert v.prompt_ids.tolist() == span * v.n_frames\n"
+            "    assert w.features_bf16.shape == w.features.shape\n"
+            "    try:\n"
+            "        m.encode_video(b'not a video')\n"
+            "        raise SystemExit('garbage accepted')\n"
+            "    except G4VError as e:\n"
+            "        assert e.status_name == 'G4V_ERR_IMAGE', e\n"
+            "    print(v)\n")
+    r = subprocess.run([sys.executable, "-c", code, ck, path, out, p.stdout], capture_output=True,
+                       text=True, env=env)
+    check(r.returncode == 0, "python Model.encode_video == g4v encode (rows, frames, prompt, ids; "
+                             f"path and bytes; garbage refused) {(r.stdout + r.stderr)[-300:]}")
+
+
 def check_hostile(tmp, videos, ck):
     d = os.path.join(tmp, "bad")
     os.makedirs(d)
@@ -314,6 +351,7 @@ def main():
         ck = os.path.join(tmp, "tiny")
         pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "5", quiet=True)
         check_cli(tmp, videos, refs, ck)
+        check_python(tmp, videos, ck)
         check_hostile(tmp, videos, ck)
         api = os.environ.get("G4V_VIDEO_API_TEST")
         if check(api is not None, "the C API test is built (G4V_VIDEO_API_TEST)"):
