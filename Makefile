@@ -122,7 +122,7 @@ asan: test-deps
 # The public API's tests (incl. N threads over one shared model) under ThreadSanitizer.
 tsan: test-deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
-	cmake --build build-tsan -j $(JOBS) --target test_api_threads
+	cmake --build build-tsan -j $(JOBS) --target test_api_threads test_json_race
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan
 
 # Hostile input (docs/LIMITS.md): the N-th allocation fails for every N over load and encode,
