@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 static int rounds;
+static pthread_barrier_t start; /* both kinds of thread parse at the same time */
 static char bad_dir[512], cache_dir[512], image[1024];
 
 typedef struct {
@@ -32,6 +33,7 @@ static void note(job *j, const char *what) {
 
 static void *failing_loads(void *arg) {
     job *j = arg;
+    pthread_barrier_wait(&start);
     for (int r = 0; r < rounds; r++) {
         g4v_model *m = NULL;
         char msg[512] = "";
@@ -52,8 +54,10 @@ static void *cache_reads(void *arg) {
         g4v_ctx_set_cache(ctx, j->cache)) {
         j->failures++;
         g4v_ctx_free(ctx);
+        pthread_barrier_wait(&start);
         return NULL;
     }
+    pthread_barrier_wait(&start);
     for (int r = 0; r < rounds; r++) {
         g4v_result res;
         if (g4v_encode_file(ctx, image, NULL, &res)) note(j, g4v_ctx_error(ctx));
@@ -94,6 +98,7 @@ static void run(const char *fixtures, char *tmpl) {
     job jobs[NT];
     pthread_t th[NT];
     memset(jobs, 0, sizeof jobs);
+    pthread_barrier_init(&start, NULL, NT);
     for (int i = 0; i < NT; i++) {
         jobs[i].model = model;
         jobs[i].cache = cache;
@@ -105,6 +110,7 @@ static void run(const char *fixtures, char *tmpl) {
         CHECK_MSG(jobs[i].failures == 0, "%s thread %d: %d failures, first: %s",
                   i % 2 ? "cache" : "load", i, jobs[i].failures, jobs[i].first);
     }
+    pthread_barrier_destroy(&start);
     g4v_cache_stats cs;
     g4v_cache_get_stats(cache, &cs);
     CHECK_MSG(cs.hits == (uint64_t)(NT / 2 * rounds), "%llu hits", (unsigned long long)cs.hits);
