@@ -106,6 +106,10 @@ typedef struct g4v_model_options {
     uint64_t max_file_bytes;   /* image file / buffer size for encode; default 1 GiB (0 = default) */
     uint64_t max_config_bytes; /* config.json, index.json; default 16 MB (0 = default) */
     uint64_t max_tensor_count; /* entries in a safetensors header; default 1,000,000 (0 = def.) */
+    int read_weights; /* 0 (default): memory-map the vision weights; a checkpoint file truncated
+                         while the model is loaded can then raise SIGBUS (docs/LIMITS.md).
+                         1: read them into memory at load; nothing refers to the files after
+                         g4v_model_load returns (costs their size in RAM: 340 MB for e4b) */
 } g4v_model_options;
 
 G4V_API void g4v_model_options_init(g4v_model_options *opts);

@@ -28,7 +28,8 @@ class ModelOptions(ctypes.Structure):
     _fields_ = [("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
                 ("max_header_bytes", c_uint64), ("max_file_bytes", c_uint64),
-                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64)]
+                ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
+                ("read_weights", c_int)]
 
 
 class ModelInfo(ctypes.Structure):

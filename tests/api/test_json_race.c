@@ -60,8 +60,10 @@ static void *cache_reads(void *arg) {
     pthread_barrier_wait(&start);
     for (int r = 0; r < rounds; r++) {
         g4v_result res;
-        if (g4v_encode_file(ctx, image, NULL, &res)) note(j, g4v_ctx_error(ctx));
-        else if (!g4v_ctx_cache_hit(ctx)) note(j, "an encode of the stored image missed the cache");
+        if (g4v_encode_file(ctx, image, NULL, &res))
+            note(j, g4v_ctx_error(ctx));
+        else if (!g4v_ctx_cache_hit(ctx))
+            note(j, "an encode of the stored image missed the cache");
     }
     g4v_ctx_free(ctx);
     return NULL;
@@ -102,8 +104,7 @@ static void run(const char *fixtures, char *tmpl) {
     for (int i = 0; i < NT; i++) {
         jobs[i].model = model;
         jobs[i].cache = cache;
-        REQUIRE(pthread_create(&th[i], NULL, i % 2 ? cache_reads : failing_loads, &jobs[i]) ==
-                     0);
+        REQUIRE(pthread_create(&th[i], NULL, i % 2 ? cache_reads : failing_loads, &jobs[i]) == 0);
     }
     for (int i = 0; i < NT; i++) {
         pthread_join(th[i], NULL);
