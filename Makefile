@@ -16,14 +16,16 @@
 #   make load       g4v serve under wrk on 127.0.0.1 (bounded: LOAD_SECONDS per run, default 10):
 #                   requests/s, p50/p99 latency, errors; the service's overhead per request
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
-#                   (default 60); make fuzz-smoke: FUZZ_SMOKE_SECONDS (60) each, 2 at a time
+#                   (default 60; FUZZ_TARGETS picks some); make fuzz-smoke: FUZZ_SMOKE_SECONDS
+#                   (60) each, 2 at a time; make fuzz-merge: fold what they found into fuzz/grown
+#                   (minimized, committed; fuzz/CAMPAIGNS.md logs the campaigns)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install
+.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge clean bench bench-report bench-python install
 
 all: build
 
@@ -129,7 +131,7 @@ tsan: test-deps
 # decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised
 # (RelWithDebInfo) so the sweeps stay fast.
 FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_config_replay \
-	fuzz_index_replay fuzz_image_replay fuzz_encode_replay
+	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_serve_replay
 fault: test-deps
 	cmake -S . -B build-fault -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_SANITIZE=ON \
 	  -DG4V_FAULT_INJECTION=ON -DG4V_WERROR=ON
@@ -140,15 +142,21 @@ fault: test-deps
 SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_PARALLEL ?= 2
+FUZZ_TARGETS ?=
 fuzz-build: test-deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DG4V_SANITIZE=ON -DG4V_FUZZ=ON -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link
 	cmake --build build-fuzz -j $(JOBS) --target g4v_fuzz
 
 fuzz: fuzz-build
-	fuzz/run_fuzz.sh build-fuzz $(SECONDS) $(FUZZ_PARALLEL)
+	fuzz/run_fuzz.sh build-fuzz $(SECONDS) $(FUZZ_PARALLEL) $(FUZZ_TARGETS)
 
-# The CI run: every target for FUZZ_SMOKE_SECONDS, FUZZ_PARALLEL at a time (5 targets, 2 at a
+# After `make fuzz`: fold the working corpora into fuzz/grown (minimized; commit it) so the next
+# campaign, anywhere, continues from there (fuzz/merge_corpus.sh).
+fuzz-merge: fuzz-build
+	fuzz/merge_corpus.sh build-fuzz $(FUZZ_TARGETS)
+
+# The CI run: every target for FUZZ_SMOKE_SECONDS, FUZZ_PARALLEL at a time (6 targets, 2 at a
 # time: 3 rounds, ~3 min at 60 s).
 fuzz-smoke: fuzz-build
 	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)

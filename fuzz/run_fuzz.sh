@@ -4,9 +4,11 @@
 #   fuzz/run_fuzz.sh BUILD_DIR SECONDS [PARALLEL] [TARGET...]
 #
 # Targets come from BUILD_DIR/fuzz-bin (built by `make fuzz`). Each runs single-threaded for
-# SECONDS with its seed corpus (fuzz/corpus/<t>, read-only) and committed regressions
-# (fuzz/regressions/<t>) as input and BUILD_DIR/fuzz-work/corpus/<t> as its growing working
-# corpus (kept between runs, never committed); PARALLEL targets run at once (default 2).
+# SECONDS with its seed corpus (fuzz/corpus/<t>), the corpus earlier campaigns grew
+# (fuzz/grown/<t>, committed) and the committed regressions (fuzz/regressions/<t>) as input, all
+# read-only, and BUILD_DIR/fuzz-work/corpus/<t> as its working corpus, where new inputs go (kept
+# between runs; fuzz/merge_corpus.sh folds it into fuzz/grown); PARALLEL targets run at once
+# (default 2).
 # Crash, leak, timeout and OOM inputs land in BUILD_DIR/fuzz-work/artifacts/<t>/; the log of each
 # run is BUILD_DIR/fuzz-work/logs/<t>.log. Per target we print executions, exec/s, edge
 # coverage ("cov" of libFuzzer's final line), the working-corpus size and the findings; the
@@ -37,6 +39,7 @@ opts() {
     config | index) echo "-dict=$SRC/dict/json.dict -max_len=8192" ;;
     image) echo "-dict=$SRC/dict/image.dict -max_len=16384" ;;
     encode) echo "-dict=$SRC/dict/image.dict -max_len=8192" ;;
+    serve) echo "-dict=$SRC/dict/http.dict -max_len=16384" ;;
     esac
 }
 
@@ -46,6 +49,8 @@ run_one() {
     touch "$W/logs/$t.start" # artifacts newer than this are this run's findings
     local regs=()
     [ -d "$SRC/regressions/$t" ] && regs=("$SRC/regressions/$t")
+    local grown=() # what earlier campaigns found, merged and committed (merge_corpus.sh)
+    [ -d "$SRC/grown/$t" ] && grown=("$SRC/grown/$t")
     # -rss_limit_mb/-malloc_limit_mb: any single allocation above 512 MB or a process above
     # 2 GB is a finding (the harness limits allow ~1 MB images). -timeout: 10 s per input.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
@@ -53,7 +58,7 @@ run_one() {
         /usr/bin/time -o "$W/logs/$t.time" -f "%U %S" "$BIN/fuzz_$t" $(opts "$t") -max_total_time="$S" -print_final_stats=1 \
         -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
         -artifact_prefix="$W/artifacts/$t/" \
-        "$W/corpus/$t" "$SRC/corpus/$t" "${regs[@]}" >"$W/logs/$t.log" 2>&1
+        "$W/corpus/$t" "${grown[@]}" "$SRC/corpus/$t" "${regs[@]}" >"$W/logs/$t.log" 2>&1
     echo $? >"$W/logs/$t.rc"
 }
 
