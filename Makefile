@@ -13,6 +13,11 @@
 #   make tsan       the API tests (concurrent contexts on one model) under ThreadSanitizer
 #   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
 #                   under ASan + UBSan with fault injection (build-fault/)
+#   make soak       2 threads x own contexts on one model for SOAK_SECONDS (600): outputs vs a
+#                   serial run, bad inputs, the RSS curve; then the same through g4v serve over
+#                   HTTP with concurrent and disconnecting clients; make soak-tsan under TSan
+#   make coverage   line and branch coverage per file of src/io and src/image over the unit
+#                   tests + fuzz corpora replays (clang, build-cov/)
 #   make load       g4v serve under wrk on 127.0.0.1 (bounded: LOAD_SECONDS per run, default 10):
 #                   requests/s, p50/p99 latency, errors; the service's overhead per request
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
@@ -25,7 +30,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge clean bench bench-report bench-python install
+.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install
 
 all: build
 
@@ -161,8 +166,40 @@ fuzz-merge: fuzz-build
 fuzz-smoke: fuzz-build
 	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)
 
+# Line and branch coverage per file of src/io and src/image over the unit tests and the fuzz
+# corpora replays (clang source-based coverage, build-cov/; scripts/coverage.sh).
+coverage: test-deps
+	PYTHON=$(PYTHON) scripts/coverage.sh build-cov $(JOBS)
+
+# make soak: one shared model, SOAK_THREADS threads with their own contexts, a mixed stream of
+# images, budgets, modes and bad inputs for SOAK_SECONDS (tests/soak/soak.c): every output
+# bit-identical to a serial run, every bad input a clean error, RSS flat after the warm-up (the
+# curve is printed). Then the same through `g4v serve` over HTTP with concurrent clients, some
+# hanging up mid-request (scripts/soak_http.py, SOAK_HTTP_SECONDS). make soak-tsan: the library
+# soak under ThreadSanitizer for SOAK_TSAN_SECONDS (build-tsan/).
+SOAK_SECONDS ?= 600
+SOAK_HTTP_SECONDS ?= $(SOAK_SECONDS)
+SOAK_TSAN_SECONDS ?= 60
+SOAK_THREADS ?= 2
+SOAK_FIXTURES = $(BUILD)/soak-fixtures
+soak: test-deps
+	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target soak g4v_cli
+	@[ -f $(SOAK_FIXTURES)/tiny/config.json ] || $(PYTHON) tests/api/make_fixtures.py $(SOAK_FIXTURES)
+	$(BUILD)/tests/soak/soak $(SOAK_FIXTURES) $(SOAK_SECONDS) $(SOAK_THREADS)
+	$(PYTHON) scripts/soak_http.py --g4v $(BUILD)/g4v --fixtures $(SOAK_FIXTURES) \
+	  --seconds $(SOAK_HTTP_SECONDS)
+
+soak-tsan: test-deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
+	cmake --build build-tsan -j $(JOBS) --target soak
+	@[ -f build-tsan/soak-fixtures/tiny/config.json ] || \
+	  $(PYTHON) tests/api/make_fixtures.py build-tsan/soak-fixtures
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/soak/soak build-tsan/soak-fixtures \
+	  $(SOAK_TSAN_SECONDS) $(SOAK_THREADS) --no-rss-check
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz build-cov
 
 # make bench: whole-encoder table (bench/bench_encoder.c) vs the PyTorch peer (bench/torch_peer.py)
 # on a synthetic e4b checkpoint ($(BENCH_MODEL), generated once). BENCH_ARGS picks budgets,
