@@ -32,8 +32,10 @@ mkdir -p "$P/raw"
     ${CTEST_FLAGS:-}) || echo "coverage: some tests failed (coverage is still reported)" >&2
 "$LLVM_PROFDATA" merge -sparse -o "$P/all.profdata" "$P"/raw/*.profraw
 # Every executable that ran: the test binaries and the tools the Python tests call.
-objs=()
-while IFS= read -r f; do objs+=(-object "$f"); done < <(
+objs=() # the first one positional, the others as -object
+while IFS= read -r f; do
+    if [ ${#objs[@]} -eq 0 ]; then objs=("$f"); else objs+=(-object "$f"); fi
+done < <(
     find "$B" -type f -perm -u+x \( -name 'test_*' -o -name '*_replay' -o -name '*_tool' \
         -o -name g4v \) ! -name '*.sh' ! -name '*.py' | sort)
 "$LLVM_COV" export -format=text -summary-only -instr-profile "$P/all.profdata" "${objs[@]}" \

@@ -636,7 +636,51 @@ static void test_limits_and_names(void) {
     CHECK(g4v_image_check_size(13377, 13377, &o, "X", &err) == G4V_OK);
 }
 
+/* The formats we refuse are named from their magic numbers, as each format's specification
+ * defines them (TIFF 6.0, ISO/IEC 14496-12 ftyp brands, ISO/IEC 15444-1 and 18181-2 signatures,
+ * the ICO/CUR, PSD, QOI, PDF and Netpbm headers); every one must also be refused as "not one we
+ * decode", never handed to a decoder. */
+static void test_sniff_names(void) {
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *name;
+    } cases[] = {
+        {"II*\0\x08\0\0\0", 8, "TIFF"},
+        {"MM\0*\0\0\0\x08", 8, "TIFF"},
+        {"II+\0\x08\0\0\0", 8, "BigTIFF"},
+        {"\0\0\0\x18" "ftypavif\0\0\0\0", 16, "AVIF"},
+        {"\0\0\0\x18" "ftypheic\0\0\0\0", 16, "HEIF/HEIC"},
+        {"\0\0\0\x18" "ftypmif1\0\0\0\0", 16, "HEIF/HEIC"},
+        {"\0\0\0\x18" "ftypisom\0\0\0\0", 16, "ISO BMFF (MP4/QuickTime family)"},
+        {"\0\0\0\x0cjP  \r\n\x87\n", 12, "JPEG 2000"},
+        {"\xFF\x4F\xFF\x51\0\x2f", 6, "JPEG 2000"},
+        {"\xFF\x0A\xfa\x7f", 4, "JPEG XL"},
+        {"\0\0\0\x0cJXL \r\n\x87\n", 12, "JPEG XL"},
+        {"\0\0\1\0\1\0", 6, "ICO"},
+        {"\0\0\2\0\1\0", 6, "CUR"},
+        {"8BPS\0\1", 6, "PSD"},
+        {"qoif\0\0\0\1", 8, "QOI"},
+        {"%PDF-1.7", 8, "PDF"},
+        {"<?xml version", 13, "SVG/XML"},
+        {"<svg xmlns", 10, "SVG/XML"},
+        {"P6\n3 2\n255\n", 11, "PNM (PBM/PGM/PPM/PAM)"},
+        {"P7 WIDTH", 8, "PNM (PBM/PGM/PPM/PAM)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *name = NULL;
+        g4v_image_format f = g4v_image_sniff((const uint8_t *)cases[i].bytes, cases[i].n, &name);
+        CHECK_MSG(f == G4V_FMT_OTHER && name && !strcmp(name, cases[i].name),
+                  "case %zu: format %d, name %s, expected %s", i, (int)f, name ? name : "(null)",
+                  cases[i].name);
+    }
+    const char *name = NULL; /* too short for any magic, or nothing we know */
+    CHECK(g4v_image_sniff((const uint8_t *)"P8 ", 3, &name) == G4V_FMT_UNKNOWN);
+    CHECK(g4v_image_sniff((const uint8_t *)"\0\0\0", 3, &name) == G4V_FMT_UNKNOWN);
+}
+
 int main(void) {
+    test_sniff_names();
     test_target_size();
     test_patchify();
     test_convert();
