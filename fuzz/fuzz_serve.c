@@ -17,6 +17,7 @@
 #include "fuzz_common.h"
 
 #include <poll.h>
+#include <strings.h>
 
 /* cmd_serve.c's only outside helper (tools/g4v/main.c holds main, which libFuzzer provides). */
 int cli_exit_for_status(int status, int model_context) {
@@ -62,6 +63,21 @@ static int known_status(int code) {
     return 0;
 }
 
+/* 1 when buf[0..n) (NUL-terminated) ends with a whole answer: the headers of its last status
+ * line and Content-Length bytes of body after them (every answer of the service has one). */
+static int answer_complete(const char *buf, size_t n) {
+    const char *last = NULL;
+    for (const char *l = buf; (l = strstr(l, "HTTP/1.")); l++)
+        last = l;
+    const char *end = last ? strstr(last, "\r\n\r\n") : NULL;
+    if (!end) return 0;
+    unsigned long long cl = 0;
+    int have = 0;
+    for (const char *h = last; h < end; h = strstr(h, "\r\n") + 2)
+        if (!strncasecmp(h, "Content-Length:", 15)) have = sscanf(h + 15, "%llu", &cl) == 1;
+    return have && (size_t)(buf + n - (end + 4)) >= cl;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!srv) start();
     int sv[2];
@@ -83,19 +99,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     shutdown(sv[0], SHUT_WR);
     /* Read the answers. libmicrohttpd keeps a connection open after answering (keep-alive) and
-     * waits for the rest of a body that never comes, so the read ends when no byte has come for
-     * a while: 300 ms before the first (an encode runs meanwhile: ~10 ms here), 30 ms after one.
-     * Closing then is a client that hangs up, possibly mid-request or mid-encode: the server must
-     * cope. */
+     * waits for the rest of a body that never comes, so the read ends when the server goes
+     * quiet: 300 ms before the first byte (an encode runs meanwhile: ~10 ms here), then 30 ms,
+     * or 5 ms once the last answer is complete (a pipelined request may follow). Closing then is
+     * a client that hangs up, possibly mid-request or mid-encode: the server must cope. */
     static char resp[1 << 20];
     size_t got = 0;
     for (;;) {
         struct pollfd p = {sv[0], POLLIN, 0};
-        if (poll(&p, 1, got ? 30 : 300) <= 0) break;
+        if (poll(&p, 1, !got ? 300 : answer_complete(resp, got) ? 5 : 30) <= 0) break;
         ssize_t r = recv(sv[0], resp + got, sizeof resp - 1 - got, 0);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0 || got + (size_t)r >= sizeof resp - 1) break;
         got += (size_t)r;
+        resp[got] = '\0';
     }
     close(sv[0]);
     resp[got] = '\0';

@@ -30,6 +30,7 @@ void g4v_alloc_fail_once(long n) {
     arm(n, 1);
 }
 long g4v_alloc_count(void) { return atomic_load(&alloc_counter); }
+int g4v_alloc_injected(void) { return injected_failure(); }
 #else
 static int injected_failure(void) { return 0; }
 void g4v_alloc_fail_after(long n) { (void)n; }
@@ -37,6 +38,7 @@ void g4v_alloc_fail_once(long n) {
     (void)n;
 }
 long g4v_alloc_count(void) { return 0; }
+int g4v_alloc_injected(void) { return 0; }
 #endif
 
 void *g4v_malloc(size_t n) {
