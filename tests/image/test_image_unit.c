@@ -636,6 +636,45 @@ static void test_limits_and_names(void) {
     CHECK(g4v_image_check_size(13377, 13377, &o, "X", &err) == G4V_OK);
 }
 
+/* A little-endian TIFF blob whose only IFD entry is Orientation of the given TIFF type, count 1,
+ * with the value's bytes val (4 bytes inline, 8 bytes out of line at offset 26). */
+static size_t exif_typed(uint8_t *e, unsigned type, const void *val, size_t vlen) {
+    memset(e, 0, 34);
+    memcpy(e, "II*\0\x08\0\0\0\x01\0\x12\x01", 12);
+    e[12] = (uint8_t)type;
+    e[14] = 1; /* count */
+    if (vlen <= 4) {
+        memcpy(e + 18, val, vlen);
+        return 26;
+    }
+    e[18] = 26; /* offset of the value */
+    memcpy(e + 26, val, vlen);
+    return 34;
+}
+
+/* Orientation stored as the numeric TIFF types other than SHORT (TIFF 6.0 section 2; LONG8 is
+ * BigTIFF's): the value counts when it equals an integer 1..8, as Python's == compares the number
+ * Pillow reads with transformers' constants (docs/PREPROCESSING.md). */
+static void test_exif_types(void) {
+    uint8_t e[40];
+    float f6 = 6.0f, f65 = 6.5f;
+    double d3 = 3.0, dnan = NAN;
+    int32_t sr8[2] = {16, 2}, sr_neg[2] = {-8, -2}, sr_frac[2] = {7, 2}, sr_zero[2] = {5, 0};
+    uint64_t l5 = 5, lbig = (uint64_t)1 << 40 | 5;
+    int8_t sb7 = 7;
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 11, &f6, 4)) == 6);    /* FLOAT */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 11, &f65, 4)) == 0);   /* not integral */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 12, &d3, 8)) == 3);    /* DOUBLE */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 12, &dnan, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr8, 8)) == 8);    /* SRATIONAL 16/2 */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr_neg, 8)) == 4); /* -8/-2 */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr_frac, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr_zero, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 16, &l5, 8)) == 5);    /* LONG8 */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 16, &lbig, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 6, &sb7, 1)) == 7);    /* SBYTE */
+}
+
 /* The formats we refuse are named from their magic numbers, as each format's specification
  * defines them (TIFF 6.0, ISO/IEC 14496-12 ftyp brands, ISO/IEC 15444-1 and 18181-2 signatures,
  * the ICO/CUR, PSD, QOI, PDF and Netpbm headers); every one must also be refused as "not one we
@@ -681,6 +720,7 @@ static void test_sniff_names(void) {
 
 int main(void) {
     test_sniff_names();
+    test_exif_types();
     test_target_size();
     test_patchify();
     test_convert();
