@@ -1,10 +1,12 @@
 #!/bin/bash
 # coverage.sh - line and branch coverage of src/io and src/image (clang source-based coverage)
-# over the unit tests and the fuzz corpora replays (seeds, fuzz/grown, regressions).
+# over the unit tests, the fuzz corpora replays (seeds, fuzz/grown, regressions) and the
+# allocation-failure sweep (so the out-of-memory paths count).
 #
 #   scripts/coverage.sh [BUILD_DIR] [JOBS]        (make coverage; default build-cov, nproc)
 #
-# Configures BUILD_DIR with clang and -DG4V_COVERAGE=ON, builds, runs `ctest -L unit` with every
+# Configures BUILD_DIR with clang, -DG4V_COVERAGE=ON and -DG4V_FAULT_INJECTION=ON, builds, runs
+# `ctest -L 'unit|fault'` with every
 # process writing a raw profile (LLVM_PROFILE_FILE), merges them (llvm-profdata) and prints, per
 # file of src/io and src/image, the lines and branches covered (llvm-cov export), then the
 # totals. The HTML report of every file is in BUILD_DIR/coverage/html (llvm-cov show). What stays
@@ -22,13 +24,13 @@ if [ -z "$LLVM_PROFDATA" ] || [ -z "$LLVM_COV" ]; then
 fi
 # No -Werror: clang warns (-Wpsabi) on the SIMDe emulation tests, which gcc builds cleanly.
 cmake -S "$ROOT" -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DG4V_COVERAGE=ON \
-    -DG4V_WERROR=OFF >/dev/null
+    -DG4V_FAULT_INJECTION=ON -DG4V_WERROR=OFF >/dev/null
 cmake --build "$B" -j "$J"
 P=$(cd "$B" && pwd)/coverage
 rm -rf "$P"
 mkdir -p "$P/raw"
 # %m: one file per binary (merged in place across its runs), %p: per process.
-(cd "$B" && LLVM_PROFILE_FILE="$P/raw/%p-%m.profraw" ctest -L unit -j "$J" --output-on-failure \
+(cd "$B" && LLVM_PROFILE_FILE="$P/raw/%p-%m.profraw" ctest -L 'unit|fault' -j "$J" --output-on-failure \
     ${CTEST_FLAGS:-}) || echo "coverage: some tests failed (coverage is still reported)" >&2
 "$LLVM_PROFDATA" merge -sparse -o "$P/all.profdata" "$P"/raw/*.profraw
 # Every executable that ran: the test binaries and the tools the Python tests call.

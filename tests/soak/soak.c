@@ -1,4 +1,4 @@
-/* soak.c - the library under load and over time (`make soak`; docs/LIMITS.md "Soak").
+/* soak.c - the library under load and over time (`make soak`; docs/ARCHITECTURE.md §7).
  *
  *   soak FIXTURES SECONDS [THREADS] [--no-rss-check]
  *
