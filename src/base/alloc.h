@@ -36,5 +36,7 @@ long g4v_alloc_count(void);
  * one allocation and returns 1 when the injector says it must fail. Always 0 without
  * G4V_FAULT_INJECTION. */
 int g4v_alloc_injected(void);
+/* How many of g4v_alloc_count()'s allocations were such foreign ones (libjpeg's). */
+long g4v_alloc_count_foreign(void);
 
 #endif
