@@ -166,8 +166,9 @@ fuzz-merge: fuzz-build
 fuzz-smoke: fuzz-build
 	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)
 
-# Line and branch coverage per file of src/io and src/image over the unit tests and the fuzz
-# corpora replays (clang source-based coverage, build-cov/; scripts/coverage.sh).
+# Line and branch coverage per file of src/io and src/image over the unit tests, the fuzz
+# corpora replays and the allocation-failure sweep (clang source-based coverage, build-cov/;
+# scripts/coverage.sh; ~5 min on 2 cores).
 coverage: test-deps
 	PYTHON=$(PYTHON) scripts/coverage.sh build-cov $(JOBS)
 
