@@ -13,17 +13,24 @@
 #   make tsan       the API tests (concurrent contexts on one model) under ThreadSanitizer
 #   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
 #                   under ASan + UBSan with fault injection (build-fault/)
+#   make soak       2 threads x own contexts on one model for SOAK_SECONDS (600): outputs vs a
+#                   serial run, bad inputs, the RSS curve; then the same through g4v serve over
+#                   HTTP with concurrent and disconnecting clients; make soak-tsan under TSan
+#   make coverage   line and branch coverage per file of src/io and src/image over the unit
+#                   tests + fuzz corpora replays (clang, build-cov/)
 #   make load       g4v serve under wrk on 127.0.0.1 (bounded: LOAD_SECONDS per run, default 10):
 #                   requests/s, p50/p99 latency, errors; the service's overhead per request
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
-#                   (default 60); make fuzz-smoke: FUZZ_SMOKE_SECONDS (60) each, 2 at a time
+#                   (default 60; FUZZ_TARGETS picks some); make fuzz-smoke: FUZZ_SMOKE_SECONDS
+#                   (60) each, 2 at a time; make fuzz-merge: fold what they found into fuzz/grown
+#                   (minimized, committed; fuzz/CAMPAIGNS.md logs the campaigns)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke clean bench bench-report bench-python install unified-long
+.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long
 
 all: build
 
@@ -129,14 +136,14 @@ asan: test-deps
 # The public API's tests (incl. N threads over one shared model) under ThreadSanitizer.
 tsan: test-deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
-	cmake --build build-tsan -j $(JOBS) --target test_api_threads
+	cmake --build build-tsan -j $(JOBS) --target test_api_threads test_json_race
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan
 
 # Hostile input (docs/LIMITS.md): the N-th allocation fails for every N over load and encode,
 # decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised
 # (RelWithDebInfo) so the sweeps stay fast.
 FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_config_replay \
-	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_video_replay
+	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_video_replay fuzz_serve_replay
 fault: test-deps
 	cmake -S . -B build-fault -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_SANITIZE=ON \
 	  -DG4V_FAULT_INJECTION=ON -DG4V_WERROR=ON
@@ -147,21 +154,60 @@ fault: test-deps
 SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_PARALLEL ?= 2
+FUZZ_TARGETS ?=
 fuzz-build: test-deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DG4V_SANITIZE=ON -DG4V_FUZZ=ON -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link
 	cmake --build build-fuzz -j $(JOBS) --target g4v_fuzz
 
 fuzz: fuzz-build
-	fuzz/run_fuzz.sh build-fuzz $(SECONDS) $(FUZZ_PARALLEL)
+	fuzz/run_fuzz.sh build-fuzz $(SECONDS) $(FUZZ_PARALLEL) $(FUZZ_TARGETS)
 
-# The CI run: every target for FUZZ_SMOKE_SECONDS, FUZZ_PARALLEL at a time (5 targets, 2 at a
+# After `make fuzz`: fold the working corpora into fuzz/grown (minimized; commit it) so the next
+# campaign, anywhere, continues from there (fuzz/merge_corpus.sh).
+fuzz-merge: fuzz-build
+	fuzz/merge_corpus.sh build-fuzz $(FUZZ_TARGETS)
+
+# The CI run: every target for FUZZ_SMOKE_SECONDS, FUZZ_PARALLEL at a time (6 targets, 2 at a
 # time: 3 rounds, ~3 min at 60 s).
 fuzz-smoke: fuzz-build
 	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)
 
+# Line and branch coverage per file of src/io and src/image over the unit tests, the fuzz
+# corpora replays and the allocation-failure sweep (clang source-based coverage, build-cov/;
+# scripts/coverage.sh; ~5 min on 2 cores).
+coverage: test-deps
+	PYTHON=$(PYTHON) scripts/coverage.sh build-cov $(JOBS)
+
+# make soak: one shared model, SOAK_THREADS threads with their own contexts, a mixed stream of
+# images, budgets, modes and bad inputs for SOAK_SECONDS (tests/soak/soak.c): every output
+# bit-identical to a serial run, every bad input a clean error, RSS flat after the warm-up (the
+# curve is printed). Then the same through `g4v serve` over HTTP with concurrent clients, some
+# hanging up mid-request (scripts/soak_http.py, SOAK_HTTP_SECONDS). make soak-tsan: the library
+# soak under ThreadSanitizer for SOAK_TSAN_SECONDS (build-tsan/).
+SOAK_SECONDS ?= 600
+SOAK_HTTP_SECONDS ?= $(SOAK_SECONDS)
+SOAK_TSAN_SECONDS ?= 60
+SOAK_THREADS ?= 2
+SOAK_FIXTURES = $(BUILD)/soak-fixtures
+soak: test-deps
+	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target soak g4v_cli
+	@[ -f $(SOAK_FIXTURES)/tiny/config.json ] || $(PYTHON) tests/api/make_fixtures.py $(SOAK_FIXTURES)
+	$(BUILD)/tests/soak/soak $(SOAK_FIXTURES) $(SOAK_SECONDS) $(SOAK_THREADS)
+	$(PYTHON) scripts/soak_http.py --g4v $(BUILD)/g4v --fixtures $(SOAK_FIXTURES) \
+	  --seconds $(SOAK_HTTP_SECONDS)
+
+soak-tsan: test-deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
+	cmake --build build-tsan -j $(JOBS) --target soak
+	@[ -f build-tsan/soak-fixtures/tiny/config.json ] || \
+	  $(PYTHON) tests/api/make_fixtures.py build-tsan/soak-fixtures
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/soak/soak build-tsan/soak-fixtures \
+	  $(SOAK_TSAN_SECONDS) $(SOAK_THREADS) --no-rss-check
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz build-cov
 
 # make bench: whole-encoder table (bench/bench_encoder.c) vs the PyTorch peer (bench/torch_peer.py)
 # on a synthetic e4b checkpoint ($(BENCH_MODEL), generated once). BENCH_ARGS picks budgets,

@@ -21,6 +21,12 @@ changed. Everything is small (each file a few KB at most) so the corpora can be 
                     transparent, animated, offset frame), WebP (lossy, lossless, alpha, EXIF,
                     animated), BMP (1/4/8-bit, RLE4/RLE8, 16-bit 555/565, 24, 32, OS/2, top-down).
   corpus/encode     a handful of those images (the encode target is slower per input).
+  corpus/serve      raw HTTP requests to `g4v serve`: every endpoint and method, the query
+                    parameters and Accept types, Content-Length and chunked bodies (a small PNG),
+                    pipelined requests, bad values and an oversized Content-Length.
+
+The corpora that campaigns grow (fuzz/merge_corpus.sh) live in fuzz/grown/<target>, which this
+script never touches.
 
 Pillow writes what it can; PNG and BMP are also written by the small writers below so that
 variants Pillow cannot produce (interlaced, 16-bit colour, RLE) are covered.
@@ -452,12 +458,55 @@ def images():
         write(os.path.join(e, name), allimgs[name])
 
 
+def serve_requests(png):
+    """Raw HTTP/1.1 requests for fuzz_serve (tools/g4v/cmd_serve.c's handling)."""
+    c = os.path.join(HERE, "corpus", "serve")
+    fresh(c)
+    host = b"Host: 127.0.0.1\r\n"
+
+    def post(query=b"", headers=b"", body=png, chunked=False):
+        if chunked:
+            half = len(body) // 2
+            payload = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (body[:half], body[half:]))
+            payload += b"0\r\n\r\n"
+            headers += b"Transfer-Encoding: chunked\r\n"
+        else:
+            payload = body
+            headers += b"Content-Length: %d\r\n" % len(body)
+        return b"POST /v1/encode" + query + b" HTTP/1.1\r\n" + host + headers + b"\r\n" + payload
+
+    reqs = {
+        "health.http": b"GET /health HTTP/1.1\r\n" + host + b"\r\n",
+        "info.http": b"GET /v1/info HTTP/1.1\r\n" + host + b"\r\n",
+        "metrics.http": b"GET /metrics HTTP/1.0\r\n\r\n",
+        "not-found.http": b"GET /v2/nothing HTTP/1.1\r\n" + host + b"\r\n",
+        "wrong-method.http": b"DELETE /health HTTP/1.1\r\n" + host + b"\r\n",
+        "get-encode.http": b"GET /v1/encode HTTP/1.1\r\n" + host + b"\r\n",
+        "encode-json.http": post(),
+        "encode-npy-bf16.http": post(b"?tokens=70&dtype=bf16&exif=0&format=npy"),
+        "encode-accept-st.http": post(headers=b"Accept: application/x-safetensors\r\n"),
+        "encode-accept-bad.http": post(headers=b"Accept: image/png\r\n"),
+        "encode-chunked.http": post(b"?exif=1", chunked=True),
+        "encode-bad-tokens.http": post(b"?tokens=71"),
+        "encode-bad-dtype.http": post(b"?dtype=f64&format=xml"),
+        "encode-empty.http": post(body=b""),
+        "encode-not-image.http": post(body=b"GIF89a this is not an image at all"),
+        "encode-huge-length.http": b"POST /v1/encode HTTP/1.1\r\n" + host +
+                                   b"Content-Length: 99999999999\r\n\r\nxx",
+        "pipelined.http": b"GET /health HTTP/1.1\r\n" + host + b"\r\n" + post() +
+                          b"GET /metrics HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n",
+    }
+    for name, data in reqs.items():
+        write(os.path.join(c, name), data)
+
+
 def main():
     import tempfile
     gen = load_gen()
     with tempfile.TemporaryDirectory() as tmp:
         checkpoints(gen, tmp)
     images()
+    serve_requests(open(os.path.join(HERE, "corpus", "encode", "rgb8-adam7.png"), "rb").read())
     total = 0
     for d, _, files in os.walk(HERE):
         if "/corpus" in d or "/data" in d:

@@ -110,6 +110,10 @@ typedef struct g4v_model_options {
      * frame is also held to max_pixels / max_dimension, the file to max_file_bytes. */
     uint64_t max_video_frames; /* default 216,000 (an hour at 60 fps) (0 = default) */
     double max_video_seconds;  /* default 3,600 (0 = default) */
+    int read_weights; /* 0 (default): memory-map the vision weights; a checkpoint file truncated
+                         while the model is loaded can then raise SIGBUS (docs/LIMITS.md).
+                         1: read them into memory at load; nothing refers to the files after
+                         g4v_model_load returns (costs their size in RAM: 340 MB for e4b) */
 } g4v_model_options;
 
 G4V_API void g4v_model_options_init(g4v_model_options *opts);

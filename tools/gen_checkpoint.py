@@ -39,6 +39,10 @@ CONFIGS = {
                 standardize=True, rope_theta=100.0),
     "tiny": dict(D=64, I=128, layers=2, H=4, Hkv=2, d=16, P=256, T=96, clipped=True,
                  standardize=True, rope_theta=100.0),
+    # Every GEMM's K off a multiple of 16 (D = H*d = 60, I = 120; the patch embedding's 768 is
+    # fixed) so the SIMD GEMM's K tail runs in the encoder tests, not only in test_gemm.
+    "tiny-oddk": dict(D=60, I=120, layers=2, H=3, Hkv=1, d=20, P=256, T=100, clipped=True,
+                      standardize=True, rope_theta=100.0),
 }
 # The 12B "unified" model has no tower: an encoder-free patch embedder (docs/NUMERICS.md §9).
 # E = mm_embed_dim, P = mm_posemb_size, T = text hidden size; unified-tiny is ours (fast tests).

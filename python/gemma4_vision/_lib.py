@@ -30,7 +30,8 @@ class ModelOptions(ctypes.Structure):
                 ("max_header_bytes", c_uint64), ("max_file_bytes", c_uint64),
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
                 # video input (g4v.h "Video"): must mirror the C struct, which init fills whole
-                ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double)]
+                ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
+                ("read_weights", c_int)]
 
 
 class ModelInfo(ctypes.Structure):

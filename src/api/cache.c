@@ -24,6 +24,7 @@
 #include "base/dtype.h"
 #include "kernels/sha256.h"
 #include "io/fsutil.h"
+#include "io/json_file.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -240,7 +241,7 @@ static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budge
     }
     if (pread(fd, hdr, hn, 8) != (ssize_t)hn) goto done;
     hdr[hn] = '\0';
-    root = cJSON_ParseWithLength(hdr, hn);
+    root = g4v_json_parse_text(hdr, hn, NULL); /* under the lock: cJSON's error state is global */
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
     const cJSON *feat = cJSON_GetObjectItemCaseSensitive(root, "features");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(meta, "format");

@@ -171,7 +171,8 @@ int g4v_model_fingerprint(const g4v_model *m, char *hex, size_t hex_size) {
     int st = G4V_OK;
     pthread_mutex_lock(&mm->fp_lock);
     if (!mm->fp_done) {
-        st = g4v_fingerprint_compute(m->ck, m->opts.precise, 0, 1, mm->fp, NULL);
+        st = g4v_fingerprint_compute(m->ck, m->opts.precise, 0, !m->opts.read_weights, mm->fp,
+                                     NULL); /* a heap copy (read_weights) must not be dropped */
         mm->fp_done = st == G4V_OK;
     }
     if (mm->fp_done) memcpy(hex, mm->fp, G4V_FINGERPRINT_HEX);

@@ -57,6 +57,8 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
     if (o->precise != 0 && o->precise != 1)
         return g4v_fail(err, G4V_ERR_ARG, "precise must be 0 or 1, found %d", o->precise);
+    if (o->read_weights != 0 && o->read_weights != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "read_weights must be 0 or 1, found %d", o->read_weights);
     if (o->max_dimension < 0)
         return g4v_fail(err, G4V_ERR_ARG, "max_dimension must be positive, found %d",
                         o->max_dimension);
@@ -92,13 +94,14 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     lim.max_header_bytes = o.max_header_bytes;
     lim.max_config_bytes = o.max_config_bytes;
     lim.max_tensor_count = o.max_tensor_count;
+    lim.read_weights = o.read_weights;
     /* The checkpoint is mapped read-only: packed weights' pages can be dropped (peak RSS). The
      * weights are packed by one thread per CPU; without threads (g4v_pool_create failed), by
      * this one. */
     g4v_pool *packers = NULL;
     if (g4v_pool_create(0, &packers, NULL)) packers = NULL;
     g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST,
-                           .drop_mapped_pages = 1,
+                           .drop_mapped_pages = !o.read_weights, /* a heap copy must stay */
                            .pool = packers};
     if (!(st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)))
         st = m->ck->cfg.kind == G4V_KIND_UNIFIED ? g4v_embedder_create(m->ck, &eo, &m->emb, &err)

@@ -8,6 +8,7 @@
 #ifdef G4V_FAULT_INJECTION
 #include <stdatomic.h>
 static atomic_long alloc_counter;
+static atomic_long foreign_counter; /* the part of alloc_counter that g4v_alloc_injected counted */
 static atomic_long alloc_fail_at = -1;
 static atomic_int alloc_fail_once; /* 1: only allocation alloc_fail_at fails */
 
@@ -20,6 +21,7 @@ static int injected_failure(void) {
 static void arm(long n, int once) {
     atomic_store(&alloc_fail_at, -1); /* disarmed while the count and mode change */
     atomic_store(&alloc_counter, 0);
+    atomic_store(&foreign_counter, 0);
     atomic_store(&alloc_fail_once, once);
     atomic_store(&alloc_fail_at, n);
 }
@@ -30,6 +32,11 @@ void g4v_alloc_fail_once(long n) {
     arm(n, 1);
 }
 long g4v_alloc_count(void) { return atomic_load(&alloc_counter); }
+int g4v_alloc_injected(void) {
+    atomic_fetch_add(&foreign_counter, 1);
+    return injected_failure();
+}
+long g4v_alloc_count_foreign(void) { return atomic_load(&foreign_counter); }
 #else
 static int injected_failure(void) { return 0; }
 void g4v_alloc_fail_after(long n) { (void)n; }
@@ -37,6 +44,8 @@ void g4v_alloc_fail_once(long n) {
     (void)n;
 }
 long g4v_alloc_count(void) { return 0; }
+int g4v_alloc_injected(void) { return 0; }
+long g4v_alloc_count_foreign(void) { return 0; }
 #endif
 
 void *g4v_malloc(size_t n) {

@@ -32,4 +32,11 @@ void g4v_alloc_fail_after(long n);
 void g4v_alloc_fail_once(long n);
 long g4v_alloc_count(void);
 
+/* For a library allocator wrapped by ours (libjpeg's memory manager, src/image/jpeg.c): counts
+ * one allocation and returns 1 when the injector says it must fail. Always 0 without
+ * G4V_FAULT_INJECTION. */
+int g4v_alloc_injected(void);
+/* How many of g4v_alloc_count()'s allocations were such foreign ones (libjpeg's). */
+long g4v_alloc_count_foreign(void);
+
 #endif

@@ -34,7 +34,47 @@ typedef struct {
     jmp_buf jump;
     char msg[JMSG_LENGTH_MAX];
     int too_many_scans;
+#ifdef G4V_FAULT_INJECTION
+    struct jpeg_memory_mgr mem; /* libjpeg's own memory methods, wrapped below */
+#endif
 } jerr_mgr;
+
+#ifdef G4V_FAULT_INJECTION
+/* Fault-injection builds route libjpeg's allocations through our injector (tests/fault): its
+ * memory manager is a table of methods, wrapped here once jpeg_create_decompress has made it
+ * (that call's own few allocations, the manager itself, stay plain malloc). An injected failure
+ * does what libjpeg does when malloc fails: ERREXIT(JERR_OUT_OF_MEMORY). */
+#define JMEM(c) (&((jerr_mgr *)(c)->err)->mem)
+#define INJECT(c) (g4v_alloc_injected() ? ERREXIT(c, JERR_OUT_OF_MEMORY) : (void)0)
+static void *inj_small(j_common_ptr c, int pool, size_t n) {
+    INJECT(c);
+    return JMEM(c)->alloc_small(c, pool, n);
+}
+static void *inj_large(j_common_ptr c, int pool, size_t n) {
+    INJECT(c);
+    return JMEM(c)->alloc_large(c, pool, n);
+}
+static JSAMPARRAY inj_sarray(j_common_ptr c, int pool, JDIMENSION w, JDIMENSION rows) {
+    INJECT(c);
+    return JMEM(c)->alloc_sarray(c, pool, w, rows);
+}
+static JBLOCKARRAY inj_barray(j_common_ptr c, int pool, JDIMENSION w, JDIMENSION rows) {
+    INJECT(c);
+    return JMEM(c)->alloc_barray(c, pool, w, rows);
+}
+static void inj_realize(j_common_ptr c) { /* allocates the whole-image coefficient buffers */
+    INJECT(c);
+    JMEM(c)->realize_virt_arrays(c);
+}
+static void wrap_memory(j_decompress_ptr d, jerr_mgr *e) {
+    e->mem = *d->mem;
+    d->mem->alloc_small = inj_small;
+    d->mem->alloc_large = inj_large;
+    d->mem->alloc_sarray = inj_sarray;
+    d->mem->alloc_barray = inj_barray;
+    d->mem->realize_virt_arrays = inj_realize;
+}
+#endif
 
 static void on_error(j_common_ptr cinfo) {
     jerr_mgr *e = (jerr_mgr *)cinfo->err;
@@ -101,6 +141,8 @@ int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
                               "JPEG: image is %ux%u, above libjpeg's maximum (%s)", d.image_width,
                               d.image_height, je.msg);
         }
+        if (!st && je.pub.msg_code == JERR_OUT_OF_MEMORY)
+            st = g4v_fail(err, G4V_ERR_NOMEM, "JPEG: out of memory (%s)", je.msg);
         if (!st)
             st = g4v_fail(err, G4V_ERR_IMAGE, "JPEG: %s%s", je.msg,
                           je.pub.msg_code == JWRN_JPEG_EOF ? " (truncated file?)" : "");
@@ -109,6 +151,9 @@ int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err) {
         return st;
     }
     jpeg_create_decompress(&d);
+#ifdef G4V_FAULT_INJECTION
+    wrap_memory(&d, &je);
+#endif
     d.progress = &progress;
     jpeg_mem_src(&d, b, (unsigned long)n);
     jpeg_save_markers(&d, JPEG_APP0 + 1, 0xFFFF);

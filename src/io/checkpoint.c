@@ -51,6 +51,7 @@ void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim) {
     lim->max_header_bytes = 100u * 1000 * 1000;
     lim->max_tensor_count = 1000000;
     lim->max_config_bytes = 16u * 1000 * 1000;
+    lim->read_weights = 0;
 }
 
 static const char *base_name(const char *path) {

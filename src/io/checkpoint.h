@@ -135,6 +135,8 @@ typedef struct g4v_checkpoint_limits {
     uint64_t max_header_bytes; /* safetensors JSON header; default 100 MB */
     uint64_t max_tensor_count; /* entries in one header; default 1,000,000 */
     uint64_t max_config_bytes; /* config.json / index.json; default 16 MB */
+    int read_weights; /* not a limit: 1 reads the tensor ranges into memory instead of mapping
+                         them (g4v_model_options.read_weights; docs/LIMITS.md); default 0 */
 } g4v_checkpoint_limits;
 
 void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim);

@@ -5,11 +5,47 @@
 #include "io/fsutil.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+
+/* cJSON records where its last parse failed in one process-wide variable (cJSON_GetErrorPtr)
+ * that every cJSON_Parse* call writes, on success too. Two loads, or a load and a cache read, in
+ * two threads would race on it. So every parse in libg4v goes through g4v_json_parse_text, under
+ * this one mutex: the library's only global mutable state, and it guards state that is cJSON's,
+ * not ours. We never read cJSON's variable (the end pointer it returns is per call). */
+static pthread_mutex_t cjson_parse_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define G4V_TSAN_BUILD 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define G4V_TSAN_BUILD 1
+#endif
+#ifdef G4V_TSAN_BUILD
+/* The system's libcjson is not instrumented, so ThreadSanitizer cannot see its writes to the
+ * global error variable. Under TSan we repeat that write here, where TSan sees it, so an unlocked
+ * parse is reported (tests/api/test_json_race.c). */
+static const char *volatile cjson_error_mirror; /* volatile: written, never read */
+#endif
+
+cJSON *g4v_json_parse_text(const char *text, size_t n, const char **end) {
+    pthread_mutex_lock(&cjson_parse_lock);
+#ifdef G4V_TSAN_BUILD
+    cjson_error_mirror = NULL; /* what cJSON_ParseWithLengthOpts does first */
+#endif
+    cJSON *root = cJSON_ParseWithLengthOpts(text, n, end, 0);
+#ifdef G4V_TSAN_BUILD
+    if (!root) cjson_error_mirror = end ? *end : text; /* ... and on failure */
+#endif
+    pthread_mutex_unlock(&cjson_parse_lock);
+    return root;
+}
 
 cJSON *g4v_json_parse(const char *text, size_t n, const char *what, g4v_err *err) {
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+    cJSON *root = g4v_json_parse_text(text, n, &end);
     if (!root) {
         size_t at = end && end >= text && (size_t)(end - text) <= n ? (size_t)(end - text) : 0;
         g4v_fail(err, G4V_ERR_MODEL, "%s: malformed JSON near byte %zu of %zu", what, at, n);

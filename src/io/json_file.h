@@ -23,6 +23,11 @@ int g4v_json_load(const char *path, uint64_t max_bytes, cJSON **out, g4v_err *er
  * messages. NULL on failure with a G4V_ERR_MODEL message giving the byte offset. */
 cJSON *g4v_json_parse(const char *text, size_t n, const char *what, g4v_err *err);
 
+/* cJSON_ParseWithLengthOpts(text, n, end, 0) under the process-wide lock that keeps cJSON's
+ * global error variable race-free. Every cJSON parse in libg4v must go through here (a ctest
+ * checks that no other file calls cJSON_Parse*). */
+cJSON *g4v_json_parse_text(const char *text, size_t n, const char **end);
+
 /* A non-negative integral JSON number <= 2^53, or -1 if v is anything else. */
 int64_t g4v_json_uint(const cJSON *v);
 

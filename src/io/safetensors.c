@@ -115,6 +115,7 @@ int g4v_st_open(const char *path, const g4v_checkpoint_limits *lim, g4v_st_file 
     }
     f->data_start = 8 + n;
     f->data_len = size - f->data_start;
+    f->read_weights = lim->read_weights;
     return G4V_OK;
 }
 
@@ -218,6 +219,34 @@ int g4v_st_entry_parse(const g4v_st_file *f, const cJSON *item, const char *name
     return G4V_OK;
 }
 
+/* read_weights: bytes [at, at + len) of the file into a new heap block. The header promised them
+ * (every range was checked against the size at open), so a short read means the file shrank. */
+static int read_span(const g4v_st_file *f, uint64_t at, size_t len, void **out, g4v_err *err) {
+    unsigned char *buf = g4v_malloc_large(len);
+    if (!buf)
+        return g4v_fail(err, G4V_ERR_NOMEM, "%s: out of memory reading %zu bytes of weights",
+                        f->path, len);
+    for (size_t got = 0; got < len;) {
+        ssize_t r = pread(f->fd, buf + got, len - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            g4v_free_large(buf);
+            if (r == 0)
+                return g4v_fail(err, G4V_ERR_IO,
+                                "%s: ends at byte %llu, before the %llu its header promised: the "
+                                "file changed while loading",
+                                f->path, (unsigned long long)(at + got),
+                                (unsigned long long)f->file_size);
+            return g4v_fail(err, G4V_ERR_IO, "%s: cannot read bytes [%llu, %llu): %s", f->path,
+                            (unsigned long long)at, (unsigned long long)(at + len),
+                            strerror(errno));
+        }
+        got += (size_t)r;
+    }
+    *out = buf;
+    return G4V_OK;
+}
+
 int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, const uint64_t *end,
                       uint64_t merge_gap, const void **ptrs, g4v_st_mapping **maps, size_t *nmaps,
                       g4v_err *err) {
@@ -244,12 +273,19 @@ int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, con
         g4v_st_mapping *grown = g4v_realloc(*maps, (*nmaps + 1) * sizeof **maps);
         if (!grown) return g4v_fail(err, G4V_ERR_NOMEM, "%s: out of memory", f->path);
         *maps = grown;
-        void *addr = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, f->fd, (off_t)at);
-        if (addr == MAP_FAILED)
-            return g4v_fail(err, G4V_ERR_IO, "%s: cannot map bytes [%llu, %llu): %s", f->path,
-                            (unsigned long long)at, (unsigned long long)fhi, strerror(errno));
+        void *addr = NULL;
+        if (f->read_weights) {
+            int st = read_span(f, at, (size_t)len, &addr, err);
+            if (st) return st;
+        } else {
+            addr = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, f->fd, (off_t)at);
+            if (addr == MAP_FAILED)
+                return g4v_fail(err, G4V_ERR_IO, "%s: cannot map bytes [%llu, %llu): %s", f->path,
+                                (unsigned long long)at, (unsigned long long)fhi, strerror(errno));
+        }
         (*maps)[*nmaps].addr = addr;
         (*maps)[*nmaps].len = (size_t)len;
+        (*maps)[*nmaps].copied = f->read_weights;
         (*nmaps)++;
         for (size_t k = i; k <= j; k++)
             ptrs[k] = (const unsigned char *)addr + (f->data_start + begin[k] - at);
@@ -259,6 +295,10 @@ int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, con
 }
 
 void g4v_st_unmap(g4v_st_mapping *maps, size_t nmaps) {
-    for (size_t i = 0; i < nmaps; i++)
-        munmap(maps[i].addr, maps[i].len);
+    for (size_t i = 0; i < nmaps; i++) {
+        if (maps[i].copied)
+            g4v_free_large(maps[i].addr);
+        else
+            munmap(maps[i].addr, maps[i].len);
+    }
 }

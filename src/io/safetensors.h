@@ -28,6 +28,7 @@ typedef struct g4v_st_file {
     uint64_t file_size;
     uint64_t data_start; /* 8 + header length */
     uint64_t data_len;   /* file_size - data_start */
+    int read_weights;    /* g4v_checkpoint_limits.read_weights: g4v_st_map_ranges reads, not maps */
     cJSON *header;       /* the header object; NULL once released */
 } g4v_st_file;
 
@@ -56,17 +57,21 @@ int g4v_st_entry_parse(const g4v_st_file *f, const cJSON *item, const char *name
 /* Formats a shape as "[a, b, c]" into buf (always terminated). */
 void g4v_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 
-/* A read-only mapping of part of a file. */
+/* A read-only mapping of part of a file, or (read_weights) a heap copy of it. */
 typedef struct g4v_st_mapping {
     void *addr;
     size_t len;
+    int copied; /* 1: g4v_malloc_large memory holding the bytes read, not a mapping */
 } g4v_st_mapping;
 
 /* Maps the n data-section ranges [begin[i], end[i]) (sorted by begin, not overlapping) of f,
  * merging neighbours less than merge_gap bytes apart into one mapping so that a file of many
  * small tensors costs few mappings while large unrelated spans (text weights between vision
- * blocks) stay unmapped. ptrs[i] receives range i's address. Mappings are appended to *maps
- * (grown with g4v_realloc; *nmaps updated) and must be released with g4v_st_unmap. */
+ * blocks) stay unmapped. ptrs[i] receives range i's address. With f->read_weights the same spans
+ * are read (pread) into heap blocks instead: nothing refers to the file afterwards, and a file
+ * shorter than its header says (truncated meanwhile) is G4V_ERR_IO, never a SIGBUS. Mappings are
+ * appended to *maps (grown with g4v_realloc; *nmaps updated) and must be released with
+ * g4v_st_unmap. */
 int g4v_st_map_ranges(const g4v_st_file *f, size_t n, const uint64_t *begin, const uint64_t *end,
                       uint64_t merge_gap, const void **ptrs, g4v_st_mapping **maps, size_t *nmaps,
                       g4v_err *err);

@@ -8,8 +8,11 @@ abs error, and require
 
   PRECISE (f32 activations, f32 GEMM inputs): rel RMSE <= 1e-5
       measured 2.8e-7 .. 1.0e-6 (1.5e-6 with the sharpened attention of tiny-mlx-f16)
-  FAST (bf16 GEMM inputs):                     rel RMSE <= 5e-3
-      measured 1.4e-3 .. 2.3e-3
+  FAST (bf16 GEMM inputs):                     rel RMSE <= 1.5 x that case's measured error
+      (FAST_MEASURED: 1.4e-3 .. 2.3e-3, the same to 3% for the portable, AVX2 and AVX-512
+      kernels). A flat 5e-3 sat just above what an approximate kernel costs (quick-GELU moved
+      FAST to 5.0-5.5e-3), so each case now has its own bound. A change that moves the FAST
+      error on purpose (a new rounding) must remeasure (each case's error is printed).
 
 Every subtle bug tried against this test moved PRECISE by orders of magnitude (tiny / e4b / 31B
 cases; rel RMSE): RoPE pairing (2t, 2t+1) 0.27-0.37; RoPE x/y halves swapped 0.22-0.28; norm
@@ -21,6 +24,8 @@ planes swapped 0.74-1.2; v_norm missing 0.05-0.21. The FAST bound is below all o
 Cases: the tiny config (every option: clipped linears, standardize, GQA 4 heads / 2 kv heads) at
 48x48, 96x48, 48x144, 144x96 and 240x192 (W x H; the last spans several attention tiles) in
 both modes; a tiny variant stored differently (mlx names, f16, optiq sidecar, q/k norms x2);
+tiny-oddk (D = 60, I = 120: every GEMM but the patch embedding has K % 16 != 0, the SIMD GEMM's
+K tail, and head_dim 20, the attention's channel tail) at 144x96;
 the e4b shape (bf16, single file) and the 31B shape (f32, two shards) cut to 2 layers, on
 144x144 and 144x96 images. Output for 1 and 2 threads must be bit-identical.
 """
@@ -39,7 +44,19 @@ import reference  # noqa: E402
 
 TOOL = os.environ.get("G4V_ENCODE_TOOL",
                       os.path.join(pyutil.BUILD, "tests", "encoder", "encode_tool"))
-TOL = {"precise": 1e-5, "fast": 5e-3}
+TOL = {"precise": 1e-5}
+# FAST rel RMSE per case, measured (the largest over G4V_ISA=portable, avx2, avx512 on the
+# 2-core AVX-512 machine); the bound is 1.5x it.
+FAST_MEASURED = {
+    "tiny 48x48": 2.33e-3, "tiny 96x48": 1.88e-3, "tiny 48x144": 1.68e-3,
+    "tiny 144x96": 2.08e-3, "tiny 240x192": 1.68e-3, "tiny-oddk 144x96": 1.43e-3,
+    "e4b-2layers 144x144": 1.54e-3, "31b-2layers 144x96": 1.74e-3,
+}
+FAST_MARGIN = 1.5
+
+
+def tolerance(name, w, h, mode):
+    return TOL[mode] if mode == "precise" else FAST_MARGIN * FAST_MEASURED[f"{name} {w}x{h}"]
 
 
 def run_c(ck, img, out, mode, threads=2):
@@ -69,8 +86,9 @@ def case(tmp, name, ck, w, h, modes=("precise", "fast"), seed=0, check_threads=F
             fail(f"{name} {w}x{h} {mode}: shape {c.shape} != {ref.shape}")
             continue
         rel, mx = errors(c.astype(np.float64), ref)
-        pyutil.check(rel <= TOL[mode],
-                     f"{name:14s} {w:4d}x{h:<4d} {mode:8s} rel_rmse {rel:.3e} <= {TOL[mode]:.0e}, "
+        tol = tolerance(name, w, h, mode)
+        pyutil.check(rel <= tol,
+                     f"{name:14s} {w:4d}x{h:<4d} {mode:8s} rel_rmse {rel:.3e} <= {tol:.2e}, "
                      f"max_abs {mx:.3e}  (ref {t_ref:.1f}s, C {t_c:.1f}s)")
         if check_threads:
             c1 = run_c(ck, ipath, os.path.join(tmp, "out1.npy"), mode, threads=1)
@@ -92,6 +110,9 @@ def main():
         # q/k norms x2 sharpen the attention; FAST then measures ~8e-3 (docs/NUMERICS.md §8.4: sharp
         # attention amplifies bf16 rounding), so this storage-variant case checks PRECISE only.
         case(tmp, "tiny-mlx-f16", alt, 96, 96, modes=("precise",), seed=20)
+        oddk = os.path.join(tmp, "tiny_oddk")
+        gen(oddk, "--config", "tiny-oddk", "--seed", "5")
+        case(tmp, "tiny-oddk", oddk, 144, 96, seed=50)
         e4b = os.path.join(tmp, "e4b")
         gen(e4b, "--config", "e4b", "--layers", "2", "--seed", "3", "--no-decoys")
         case(tmp, "e4b-2layers", e4b, 144, 144, seed=30)

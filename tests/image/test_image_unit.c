@@ -636,7 +636,91 @@ static void test_limits_and_names(void) {
     CHECK(g4v_image_check_size(13377, 13377, &o, "X", &err) == G4V_OK);
 }
 
+/* A little-endian TIFF blob whose only IFD entry is Orientation of the given TIFF type, count 1,
+ * with the value's bytes val (4 bytes inline, 8 bytes out of line at offset 26). */
+static size_t exif_typed(uint8_t *e, unsigned type, const void *val, size_t vlen) {
+    memset(e, 0, 34);
+    memcpy(e, "II*\0\x08\0\0\0\x01\0\x12\x01", 12);
+    e[12] = (uint8_t)type;
+    e[14] = 1; /* count */
+    if (vlen <= 4) {
+        memcpy(e + 18, val, vlen);
+        return 26;
+    }
+    e[18] = 26; /* offset of the value */
+    memcpy(e + 26, val, vlen);
+    return 34;
+}
+
+/* Orientation stored as the numeric TIFF types other than SHORT (TIFF 6.0 section 2; LONG8 is
+ * BigTIFF's): the value counts when it equals an integer 1..8, as Python's == compares the number
+ * Pillow reads with transformers' constants (docs/PREPROCESSING.md). */
+static void test_exif_types(void) {
+    uint8_t e[40];
+    float f6 = 6.0f, f65 = 6.5f;
+    double d3 = 3.0, dnan = NAN;
+    int32_t sr8[2] = {16, 2}, sr_neg[2] = {-8, -2}, sr_frac[2] = {7, 2}, sr_zero[2] = {5, 0};
+    uint64_t l5 = 5, lbig = (uint64_t)1 << 40 | 5;
+    int8_t sb7 = 7;
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 11, &f6, 4)) == 6);    /* FLOAT */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 11, &f65, 4)) == 0);   /* not integral */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 12, &d3, 8)) == 3);    /* DOUBLE */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 12, &dnan, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr8, 8)) == 8);    /* SRATIONAL 16/2 */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr_neg, 8)) == 4); /* -8/-2 */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr_frac, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 10, sr_zero, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 16, &l5, 8)) == 5);    /* LONG8 */
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 16, &lbig, 8)) == 0);
+    CHECK(g4v_exif_orientation(e, exif_typed(e, 6, &sb7, 1)) == 7);    /* SBYTE */
+}
+
+/* The formats we refuse are named from their magic numbers, as each format's specification
+ * defines them (TIFF 6.0, ISO/IEC 14496-12 ftyp brands, ISO/IEC 15444-1 and 18181-2 signatures,
+ * the ICO/CUR, PSD, QOI, PDF and Netpbm headers); every one must also be refused as "not one we
+ * decode", never handed to a decoder. */
+static void test_sniff_names(void) {
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *name;
+    } cases[] = {
+        {"II*\0\x08\0\0\0", 8, "TIFF"},
+        {"MM\0*\0\0\0\x08", 8, "TIFF"},
+        {"II+\0\x08\0\0\0", 8, "BigTIFF"},
+        {"\0\0\0\x18" "ftypavif\0\0\0\0", 16, "AVIF"},
+        {"\0\0\0\x18" "ftypheic\0\0\0\0", 16, "HEIF/HEIC"},
+        {"\0\0\0\x18" "ftypmif1\0\0\0\0", 16, "HEIF/HEIC"},
+        {"\0\0\0\x18" "ftypisom\0\0\0\0", 16, "ISO BMFF (MP4/QuickTime family)"},
+        {"\0\0\0\x0cjP  \r\n\x87\n", 12, "JPEG 2000"},
+        {"\xFF\x4F\xFF\x51\0\x2f", 6, "JPEG 2000"},
+        {"\xFF\x0A\xfa\x7f", 4, "JPEG XL"},
+        {"\0\0\0\x0cJXL \r\n\x87\n", 12, "JPEG XL"},
+        {"\0\0\1\0\1\0", 6, "ICO"},
+        {"\0\0\2\0\1\0", 6, "CUR"},
+        {"8BPS\0\1", 6, "PSD"},
+        {"qoif\0\0\0\1", 8, "QOI"},
+        {"%PDF-1.7", 8, "PDF"},
+        {"<?xml version", 13, "SVG/XML"},
+        {"<svg xmlns", 10, "SVG/XML"},
+        {"P6\n3 2\n255\n", 11, "PNM (PBM/PGM/PPM/PAM)"},
+        {"P7 WIDTH", 8, "PNM (PBM/PGM/PPM/PAM)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *name = NULL;
+        g4v_image_format f = g4v_image_sniff((const uint8_t *)cases[i].bytes, cases[i].n, &name);
+        CHECK_MSG(f == G4V_FMT_OTHER && name && !strcmp(name, cases[i].name),
+                  "case %zu: format %d, name %s, expected %s", i, (int)f, name ? name : "(null)",
+                  cases[i].name);
+    }
+    const char *name = NULL; /* too short for any magic, or nothing we know */
+    CHECK(g4v_image_sniff((const uint8_t *)"P8 ", 3, &name) == G4V_FMT_UNKNOWN);
+    CHECK(g4v_image_sniff((const uint8_t *)"\0\0\0", 3, &name) == G4V_FMT_UNKNOWN);
+}
+
 int main(void) {
+    test_sniff_names();
+    test_exif_types();
     test_target_size();
     test_patchify();
     test_convert();

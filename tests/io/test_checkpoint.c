@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
+#include "io/safetensors.h"
 #include "test_util.h"
 
 #include <cjson/cJSON.h>
@@ -19,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const lin_names[G4V_LIN_COUNT] = {
     "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
@@ -285,6 +288,104 @@ static void check_variants(void) {
     CHECK(!strcmp(g4v_config_variant(64, 96), "custom"));
 }
 
+/* g4v_st_open + g4v_st_entry_parse of tensor "t" on a file made of the 8-byte length, hdr and
+ * data_len zero bytes; hdr_len overrides the length field when not 0. Returns the first failing
+ * status (or G4V_OK) and its message in msg. */
+static int st_status(const char *hdr, uint64_t hdr_len, uint64_t data_len, char *msg, size_t cap) {
+    char path[] = "/tmp/g4v_st_range_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    size_t hn = strlen(hdr);
+    uint64_t field = hdr_len ? hdr_len : hn;
+    uint8_t len8[8], zeros[64] = {0};
+    for (int i = 0; i < 8; i++)
+        len8[i] = (uint8_t)(field >> (8 * i));
+    int ok = write(fd, len8, 8) == 8 && write(fd, hdr, hn) == (ssize_t)hn &&
+             write(fd, zeros, (size_t)data_len) == (ssize_t)data_len;
+    close(fd);
+    int st = -1;
+    g4v_st_file f;
+    g4v_err err;
+    err.msg[0] = '\0';
+    g4v_checkpoint_limits lim;
+    g4v_checkpoint_limits_default(&lim);
+    if (ok && (st = g4v_st_open(path, &lim, &f, &err)) == G4V_OK) {
+        g4v_st_entry e;
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(f.header, "t");
+        st = item ? g4v_st_entry_parse(&f, item, "t", &e, &err) : -1;
+        g4v_st_close(&f);
+    }
+    snprintf(msg, cap, "%s", err.msg);
+    unlink(path);
+    return st;
+}
+
+/* A file holding one F32 tensor whose data_offsets are [begin, end) in a data section of
+ * data_len bytes (with one tensor nothing can overlap, so the range check alone decides; the
+ * offsets_outside fixture also trips the overlap check). */
+static int single_tensor_status(uint64_t begin, uint64_t end, uint64_t data_len, char *msg,
+                                size_t cap) {
+    char hdr[256];
+    snprintf(hdr, sizeof hdr,
+             "{\"t\": {\"dtype\": \"F32\", \"shape\": [%llu], \"data_offsets\": [%llu, %llu]}}",
+             (unsigned long long)((end - begin) / 4), (unsigned long long)begin,
+             (unsigned long long)end);
+    return st_status(hdr, 0, data_len, msg, cap);
+}
+
+static void check_single_tensor_range(void) {
+    char msg[512];
+    CHECK(single_tensor_status(0, 12, 12, msg, sizeof msg) == G4V_OK);
+    CHECK(single_tensor_status(4, 12, 12, msg, sizeof msg) == G4V_OK); /* ends at the last byte */
+    int st = single_tensor_status(0, 16, 12, msg, sizeof msg);         /* 4 bytes past the end */
+    CHECK_MSG(st == G4V_ERR_MODEL, "status %d: %s", st, msg);
+    CHECK_CONTAINS(msg, "lie outside the data section");
+    st = single_tensor_status(16, 16, 12, msg, sizeof msg); /* empty, but starts past the end */
+    CHECK_MSG(st == G4V_ERR_MODEL, "status %d: %s", st, msg);
+}
+
+/* Malformed entries and headers, one defect each (the safetensors format: dtype a string, shape
+ * an array of at most 8 dims in our reader, a JSON header of at least "{}"). */
+static void check_entry_defects(void) {
+    static const struct {
+        const char *hdr;
+        uint64_t hdr_len;
+        const char *substring;
+    } cases[] = {
+        {"{\"t\": {\"shape\": [1], \"data_offsets\": [0, 4]}}", 0, "missing or non-string dtype"},
+        {"{\"t\": {\"dtype\": 7, \"shape\": [1], \"data_offsets\": [0, 4]}}", 0,
+         "missing or non-string dtype"},
+        {"{\"t\": {\"dtype\": \"F32\", \"data_offsets\": [0, 4]}}", 0,
+         "missing or non-array shape"},
+        {"{\"t\": {\"dtype\": \"F32\", \"shape\": 1, \"data_offsets\": [0, 4]}}", 0,
+         "missing or non-array shape"},
+        {"{\"t\": {\"dtype\": \"F32\", \"shape\": [1,1,1,1,1,1,1,1,1], \"data_offsets\": [0, 4]}}",
+         0, "rank above 8"},
+        {"{", 1, "too small"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char msg[512];
+        int st = st_status(cases[i].hdr, cases[i].hdr_len, 4, msg, sizeof msg);
+        CHECK_MSG(st == G4V_ERR_MODEL, "case %zu: status %d: %s", i, st, msg);
+        CHECK_CONTAINS(msg, cases[i].substring);
+    }
+}
+
+/* config.json that is a directory: refused as I/O before anything is read. */
+static void check_config_not_a_file(void) {
+    char dir[] = "/tmp/g4v_cfgdir_XXXXXX", sub[64];
+    REQUIRE(mkdtemp(dir) != NULL);
+    snprintf(sub, sizeof sub, "%s/config.json", dir);
+    REQUIRE(mkdir(sub, 0755) == 0);
+    g4v_checkpoint *ck = NULL;
+    g4v_err err;
+    int st = g4v_checkpoint_open(dir, NULL, &ck, &err);
+    CHECK_MSG(st == G4V_ERR_IO && !ck, "status %d: %s", st, err.msg);
+    CHECK_CONTAINS(err.msg, "not a regular file");
+    rmdir(sub);
+    rmdir(dir);
+}
+
 /* Every allocation of an open failing in turn: NOMEM each time (no crash, no leak under ASan),
  * then success. Only meaningful when the library counts allocations. */
 static void check_alloc_failures(const char *fx, const char *name) {
@@ -331,6 +432,9 @@ int main(int argc, char **argv) {
     cJSON_Delete(m);
     check_limits(argv[1]);
     check_variants();
+    check_single_tensor_range();
+    check_entry_defects();
+    check_config_not_a_file();
     check_alloc_failures(argv[1], "tiny_base");
     check_alloc_failures(argv[1], "tiny_shards3_mlx_f16");
     check_alloc_failures(argv[1], "tiny_sidecar_hf_bf16");

@@ -2,7 +2,7 @@
  * against the portable kernel and a float64 softmax written here from docs/NUMERICS.md §4.4, plus
  * the AVX2 exps.
  *
- * Shapes: ragged L (1, 2, 7, 33, 50, 100, 577) so query and key tiles end part-way, head_dim
+ * Shapes: ragged L (1, 2, 7, 33, 50, 100, 200, 577) so query and key tiles end part-way, head_dim
  * 16/18/64/72, GQA (H/Hkv = 2 and 6), strided q/k/v/out (q, k, v interleaved in one buffer as a
  * fused QKV projection would leave them, out with a padded row), and logits of std up to ~500
  * (sharp softmax; the first key tile is usually not the max). For each case:
@@ -334,6 +334,8 @@ int main(void) {
     test_case(33, 6, 1, 16, 1.0f, 0.5f);
     test_case(100, 3, 3, 72, 1.0f, 1.0f);
     test_case(50, 2, 1, 18, 1.0f, 1.0f); /* d not a multiple of 4: channel tail */
+    /* ... over several key tiles (KB = 64) with a max that moves: the tail's rescale by corr */
+    test_case(200, 2, 1, 18, 2.0f, 1.0f);
     test_case(577, 2, 1, 64, 0.8f, 1.0f);
     test_case(130, 2, 2, 64, 2.0f, 1.0f); /* logits std ~ 10: sharp softmax */
     test_case(97, 2, 1, 72, 5.0f, 1.0f);  /* logits std ~ 100s */

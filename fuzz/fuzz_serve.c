@@ -1,0 +1,139 @@
+/* fuzz_serve.c - the input is what a client sends to `g4v serve`: raw HTTP bytes (request line,
+ * headers, body; possibly several pipelined requests), fed to the service's real request handling
+ * (tools/g4v/cmd_serve.c, included below so that its static functions run unchanged) through
+ * libmicrohttpd, over a socketpair instead of a listening socket.
+ *
+ * Once per process: the tiny checkpoint is loaded and the server set up as `g4v serve` does (one
+ * context of one thread, queue 4, 1 MB body limit, 70 tokens), with libmicrohttpd started without
+ * a listening socket. Per input: one connection handed to the daemon (MHD_add_connection), the
+ * bytes written and the write side shut, the answers read until the server goes quiet, then the
+ * connection closed (a client hanging up, perhaps mid-request). Checks: whatever the bytes, the
+ * process neither crashes nor leaks nor hangs (libFuzzer's -timeout); every answer starts with an
+ * HTTP/1.x status line whose code is one the service or libmicrohttpd sends; and no request
+ * stays in flight once its connection is closed.
+ */
+#include "../tools/g4v/cmd_serve.c"
+
+#include "fuzz_common.h"
+
+#include <poll.h>
+#include <strings.h>
+
+/* cmd_serve.c's only outside helper (tools/g4v/main.c holds main, which libFuzzer provides). */
+int cli_exit_for_status(int status, int model_context) {
+    (void)model_context;
+    return status ? G4V_EXIT_INTERNAL : G4V_EXIT_OK;
+}
+
+static server *srv;
+
+static void start(void) {
+    static server s0;
+    server *s = &s0;
+    s->a.model = fz_model_dir();
+    s->a.host = "127.0.0.1";
+    s->a.contexts = 1;
+    s->a.threads = 1;
+    s->a.queue = 4;
+    s->a.http_threads = 1;
+    s->a.timeout_s = 5;
+    s->a.tokens = 70;
+    s->a.max_body = 1u << 20;
+    signal(SIGPIPE, SIG_IGN);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    if (setup(s)) fz_die(__FILE__, __LINE__, "setup", "cannot set up the server on %s", s->a.model);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned)s->a.timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed,
+                                 s, MHD_OPTION_END);
+    if (!s->daemon) fz_die(__FILE__, __LINE__, "daemon", "libmicrohttpd did not start");
+    srv = s;
+}
+
+static int known_status(int code) {
+    /* the service's own codes, and those libmicrohttpd answers malformed requests with */
+    static const int mhd[] = {400, 413, 414, 417, 431, 500, 501, 505};
+    for (int i = 0; i < NCODES; i++)
+        if (known_codes[i] == code) return 1;
+    for (size_t i = 0; i < sizeof mhd / sizeof mhd[0]; i++)
+        if (mhd[i] == code) return 1;
+    return 0;
+}
+
+/* 1 when buf[0..n) (NUL-terminated) ends with a whole answer: the headers of its last status
+ * line and Content-Length bytes of body after them (every answer of the service has one). */
+static int answer_complete(const char *buf, size_t n) {
+    const char *last = NULL;
+    for (const char *l = buf; (l = strstr(l, "HTTP/1.")); l++)
+        last = l;
+    const char *end = last ? strstr(last, "\r\n\r\n") : NULL;
+    if (!end) return 0;
+    unsigned long long cl = 0;
+    int have = 0;
+    for (const char *h = last; h < end; h = strstr(h, "\r\n") + 2)
+        if (!strncasecmp(h, "Content-Length:", 15)) have = sscanf(h + 15, "%llu", &cl) == 1;
+    return have && (size_t)(buf + n - (end + 4)) >= cl;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!srv) start();
+    int sv[2];
+    FZ_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s",
+              strerror(errno));
+    struct sockaddr_in peer;
+    memset(&peer, 0, sizeof peer);
+    peer.sin_family = AF_INET;
+    peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    FZ_ASSERT(MHD_add_connection(srv->daemon, sv[1], (struct sockaddr *)&peer, sizeof peer) ==
+                  MHD_YES,
+              "MHD_add_connection failed");
+    /* Write everything (the daemon reads concurrently), then half-close: end of request. */
+    for (size_t off = 0; off < size;) {
+        ssize_t w = send(sv[0], data + off, size - off, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break; /* the server closed early (e.g. a 413 or a malformed request) */
+        off += (size_t)w;
+    }
+    shutdown(sv[0], SHUT_WR);
+    /* Read the answers. libmicrohttpd keeps a connection open after answering (keep-alive) and
+     * waits for the rest of a body that never comes, so the read ends when the server goes
+     * quiet: 300 ms before the first byte (an encode runs meanwhile: ~10 ms here), then 30 ms,
+     * or 5 ms once the last answer is complete (a pipelined request may follow). Closing then is
+     * a client that hangs up, possibly mid-request or mid-encode: the server must cope. */
+    static char resp[1 << 20];
+    size_t got = 0;
+    for (;;) {
+        struct pollfd p = {sv[0], POLLIN, 0};
+        if (poll(&p, 1, !got ? 300 : answer_complete(resp, got) ? 5 : 30) <= 0) break;
+        ssize_t r = recv(sv[0], resp + got, sizeof resp - 1 - got, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || got + (size_t)r >= sizeof resp - 1) break;
+        got += (size_t)r;
+        resp[got] = '\0';
+    }
+    close(sv[0]);
+    resp[got] = '\0';
+    if (getenv("FZ_SERVE_SHOW")) /* debugging a seed: the status lines that came back */
+        for (const char *l = resp; (l = strstr(l, "HTTP/1.")); l++)
+            fprintf(stderr, "fuzz_serve: %.*s\n", (int)strcspn(l, "\r\n"), l);
+    if (got) {
+        int code = 0;
+        FZ_ASSERT(sscanf(resp, "HTTP/1.%*1[01] %3d ", &code) == 1 && known_status(code),
+                  "answer does not start with a known status line: %.80s", resp);
+    }
+    /* The connection is closed: its request must be completed (no leak of a request). */
+    pthread_mutex_lock(&srv->mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (srv->inflight || srv->queued || srv->busy)
+        if (pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == ETIMEDOUT) break;
+    long inflight = srv->inflight;
+    pthread_mutex_unlock(&srv->mu);
+    FZ_ASSERT(inflight == 0, "%ld requests still in flight 10 s after the connection closed",
+              inflight);
+    return 0;
+}
