@@ -2,10 +2,10 @@
  * labelled with its step there and the Hugging Face module it corresponds to.
  *
  * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the
- * only rounding choice is the GEMM input mode of the model (FAST rounds GEMM inputs to bf16,
- * PRECISE does not). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
+ * only rounding choice is the math mode of the model (FAST rounds GEMM inputs to bf16, and on
+ * CPUs with AVX512_BF16 the attention's q, k, v and probabilities too; PRECISE rounds nothing). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
  * scaled by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
- * Attention logits and probabilities are never rounded. Unlike HF we do not round to bf16
+ * Attention logits and the softmax are f32 in both modes. Unlike HF we do not round to bf16
  * between ops, so results match HF's bf16 run only to ~1% but an f64 reference to ~1e-6.
  * The image is run unpadded (docs/NUMERICS.md §4.1): L = pH * pW patches, no mask. Every kernel
  * call goes through the kernel table the model chose at creation (e->kernels).
@@ -132,7 +132,9 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
                                 .Hkv = Hkv,
                                 .d = d,
                                 .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
-                                .scratch = b->attn_scratch};
+                                .scratch = b->attn_scratch,
+                                /* FAST may use bf16 products (docs/NUMERICS.md §6.1) */
+                                .fast_math = e->mode == G4V_MATH_FAST};
             g4v_attention(k, pool, &at);
             if (q1 == r0 + n) break;
         }

@@ -96,6 +96,8 @@ typedef struct g4v_attn_args {
     int H, Hkv, d;  /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
     float scale;    /* logits = scale * q.k (1.0 for Gemma 4 vision) */
     float *scratch; /* g4v_attention_scratch_floats(d) floats per pool worker */
+    int fast_math;  /* 1 for a FAST model: g4v_attention may take the table's FAST-only variant
+                       (bf16 products, dispatch.h); 0 (PRECISE, and the default) keeps f32 */
 } g4v_attn_args;
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */
@@ -104,10 +106,11 @@ typedef void g4v_attention_fn(g4v_pool *pool, const g4v_attn_args *a);
 /* Floats of scratch one worker needs (multiply by g4v_pool_size for the whole buffer). */
 size_t g4v_attention_scratch_floats(int d);
 
-/* Attention by the variant of table k. Tiled over keys with an online softmax, so memory is
- * O(L*d) for any L. Give K and V head-major (g4v_split_heads) for speed: a tile of keys is then
- * contiguous; the bits are the same in either layout. Logits, softmax and accumulation are f32
- * and never rounded. Parallel over (head, query tile); each task writes only its own output
+/* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
+ * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for
+ * speed: a tile of keys is then contiguous; the bits are the same in either layout. Logits,
+ * softmax and accumulation are f32 and never rounded; only a FAST-only variant rounds q, k, v and
+ * the probabilities to bf16 for its products. Parallel over (head, query tile); each task writes only its own output
  * tile. */
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a);
 

@@ -66,6 +66,17 @@ static void test_registry(void) {
                       g4v_kernel_family_name((g4v_kernel_family)f), t->isa[f] ? t->isa[f] : "-",
                       want ? want : "-");
         }
+        for (int f = 0; f < G4V_KF_COUNT; f++) { /* the FAST choice counts FAST-only variants */
+            const char *want = NULL;
+            for (int i = 0; i < n && !want; i++)
+                if (v[i].family == (g4v_kernel_family)f &&
+                    !(v[i].needs & ~(feat | G4V_KERNEL_FAST_ONLY)))
+                    want = v[i].isa;
+            CHECK_MSG(want && t->isa_fast[f] && !strcmp(t->isa_fast[f], want),
+                      "features %u, family %s: FAST choice %s, registry says %s", feat,
+                      g4v_kernel_family_name((g4v_kernel_family)f),
+                      t->isa_fast[f] ? t->isa_fast[f] : "-", want ? want : "-");
+        }
         int k = 0;
         for (int i = 0; i < n; i++)
             if (v[i].family == G4V_KF_GEMM && !(v[i].needs & ~feat))
@@ -75,6 +86,10 @@ static void test_registry(void) {
                   k);
         const g4v_kernels *p = g4v_kernels_for(0);
         CHECK(p->use[G4V_KF_ATTENTION].attention == portable_of(G4V_KF_ATTENTION)->impl.attention);
+        for (int i = 0; i < n; i++) /* PRECISE never gets a FAST-only variant */
+            if (v[i].needs & G4V_KERNEL_FAST_ONLY)
+                CHECK_MSG(t->use[v[i].family].attention != v[i].impl.attention,
+                          "features %u: FAST-only %s in the PRECISE choice", feat, v[i].isa);
     }
     CHECK(g4v_kernels_for(g4v_kernel_features()) == g4v_kernels_current());
     const char *isa = getenv("G4V_ISA");
