@@ -3,7 +3,8 @@
  *
  * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the
  * only rounding choice is the math mode of the model (FAST rounds GEMM inputs to bf16, and on
- * CPUs with AVX512_BF16 the attention's q, k, v and probabilities too; PRECISE rounds nothing). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
+ * CPUs with AVX512_BF16 the attention's q, k, v and probabilities too; PRECISE rounds nothing).
+ * Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
  * scaled by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
  * Attention logits and the softmax are f32 in both modes. Unlike HF we do not round to bf16
  * between ops, so results match HF's bf16 run only to ~1% but an f64 reference to ~1e-6.

@@ -110,8 +110,8 @@ size_t g4v_attention_scratch_floats(int d);
  * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for
  * speed: a tile of keys is then contiguous; the bits are the same in either layout. Logits,
  * softmax and accumulation are f32 and never rounded; only a FAST-only variant rounds q, k, v and
- * the probabilities to bf16 for its products. Parallel over (head, query tile); each task writes only its own output
- * tile. */
+ * the probabilities to bf16 for its products. Parallel over (head, query tile); each task writes
+ * only its own output tile. */
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a);
 
 /* ---- pooling and element-wise ops (portable/avgpool.c, portable/vecops.c) --------------------

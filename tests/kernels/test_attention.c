@@ -212,8 +212,8 @@ static void check_fast(const variant *v, const g4v_attn_args *a, const float *o,
               "%s L=%d H=%d d=%d: vs float64 of bf16 inputs: max %.3g > 2^-7 max|v| (%.3g)",
               v->name, L, a->H, d, emaxb, ldexp(vmax, -7));
     if (!sharp)
-        CHECK_MSG(rel < 1e-2, "%s L=%d H=%d d=%d: FAST rel RMSE vs float64 %.3g", v->name, L,
-                  a->H, d, rel);
+        CHECK_MSG(rel < 1e-2, "%s L=%d H=%d d=%d: FAST rel RMSE vs float64 %.3g", v->name, L, a->H,
+                  d, rel);
     worst_fast_vs_bf16ref = fmax(worst_fast_vs_bf16ref, relb);
     worst_fast_vs_ref[sharp] = fmax(worst_fast_vs_ref[sharp], rel);
     if (getenv("G4V_TEST_VERBOSE"))
@@ -316,7 +316,7 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
             free(o1);
             continue;
         }
-        chosen = o1; /* the first (best) one the CPU runs is what the kernel table holds */
+        chosen = o1;        /* the first (best) one the CPU runs is what the kernel table holds */
         if (!chosen_fast) { /* no FAST-only variant runs here: FAST picks the same one */
             chosen_fast = malloc(sizeof(float) * (size_t)L * qd);
             memcpy(chosen_fast, o1, sizeof(float) * (size_t)L * qd);

@@ -27,20 +27,19 @@ static inline V_T rms_load_tail(const float *x, int i, int n) {
     return V_LOADU(t);
 }
 
-/* The 32 lane sums folded to one float in the fixed order described above. */
-static inline float rms_fold(V_T acc[RMS_NACC]) {
-    float lanes[RMS_LANES];
-    for (int a = 0; a < RMS_NACC; a++)
-        V_STOREU(lanes + a * V_W, acc[a]);
-    /* Vector adds of halves; written on the stored lanes so the order is width-free. */
-    for (int half = RMS_LANES / 2; half >= 1; half /= 2) {
-        float t[RMS_LANES / 2];
-        for (int i = 0; i < half; i++)
-            t[i] = lanes[i] + lanes[i + half];
-        for (int i = 0; i < half; i++)
-            lanes[i] = t[i];
-    }
-    return lanes[0];
+/* The 32 lane sums folded to one float: lane i plus lane i + 16, then + 8, + 4, + 2, + 1. The
+ * first two steps differ by width (one zmm pair, or four ymm), the adds they make do not. */
+static inline float rms_fold(const V_T acc[RMS_NACC]) {
+#if G4V_VEC_BITS == 512
+    __m512 s16 = _mm512_add_ps(acc[0], acc[1]);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)); /* AVX-512F */
+    __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16), hi);
+#else
+    __m256 s8 = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+#endif
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
 void RMSNORM_ROW_NAME(const float *x, float *y, int n, const float *w, float eps) {

@@ -135,9 +135,9 @@ static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, 
             __m512i b = _mm512_set1_epi32((int)pair);
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
-                acc[v] = _mm512_dpbf16_ps(acc[v],
-                                          g4v_as_bh(_mm512_loadu_si512(qP + (size_t)cp * QB + 16 * v)),
-                                          g4v_as_bh(b));
+                acc[v] = _mm512_dpbf16_ps(
+                    acc[v], g4v_as_bh(_mm512_loadu_si512(qP + (size_t)cp * QB + 16 * v)),
+                    g4v_as_bh(b));
         }
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++)
@@ -171,7 +171,8 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++) {
             /* bf16(p) as bits in the low half; << 16 is the rounded p as an f32 */
-            __m512i b0 = bf16_bits(vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v])));
+            __m512i b0 =
+                bf16_bits(vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v])));
             __m512i f0 = _mm512_slli_epi32(b0, 16);
             sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f0));
             __m512i f1 = _mm512_setzero_si512();
