@@ -80,11 +80,11 @@ static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_
         g4v_rmsnorm(k, pool, b->h + r0 * ld, b->a, ld, n, D, w->ln_in, eps);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_K], b->k, kvd, n, &w->epi[G4V_LIN_K]);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_V], b->v, kvd, n, &w->epi[G4V_LIN_V]);
-        g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, n * Hkv, d, w->k_norm, eps);
-        g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, n * Hkv, d, NULL, eps); /* v_norm: no weight */
-        g4v_rope2d_apply(k, pool, b->k, kvd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, Hkv, d);
-        g4v_split_heads(pool, b->k, kvd, b->keys, L, r0, n, Hkv, d);
-        g4v_split_heads(pool, b->v, kvd, b->values, L, r0, n, Hkv, d);
+        /* k_norm, RoPE and the head-major copy in one pass; v_norm (no weight) and its copy */
+        g4v_heads_post kp = {b->pos + 2 * r0, b->rope_cos, b->rope_sin, b->keys, L, r0};
+        g4v_heads_norm(k, pool, b->k, kvd, n, Hkv, d, w->k_norm, eps, &kp);
+        g4v_heads_post vp = {NULL, NULL, NULL, b->values, L, r0};
+        g4v_heads_norm(k, pool, b->v, kvd, n, Hkv, d, NULL, eps, &vp);
     }
 }
 
@@ -111,8 +111,8 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
         float *h = b->h + r0 * ld;
         g4v_rmsnorm(k, pool, h, b->a, ld, n, D, w->ln_in, eps);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_Q], b->q, qd, n, &w->epi[G4V_LIN_Q]);
-        g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, n * H, d, w->q_norm, eps);
-        g4v_rope2d_apply(k, pool, b->q, qd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, H, d);
+        g4v_heads_post qp = {b->pos + 2 * r0, b->rope_cos, b->rope_sin, NULL, 0, 0};
+        g4v_heads_norm(k, pool, b->q, qd, n, H, d, w->q_norm, eps, &qp); /* q_norm + RoPE */
         /* block-diagonal: the chunk's queries of each image attend to that image's keys */
         for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
             size_t q0 = sg->row0 > r0 ? sg->row0 : r0;
@@ -140,8 +140,7 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
             if (q1 == r0 + n) break;
         }
         g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, n, &w->epi[G4V_LIN_O]);
-        g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_attn, eps);
-        g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
+        g4v_rmsnorm_add(k, pool, b->a, ld, h, ld, n, D, w->ln_post_attn, eps);
     }
 }
 
@@ -164,8 +163,7 @@ static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffer
         up_geglu.ldg = ldi;
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_UP], b->up, ldi, n, &up_geglu);
         g4v_gemm(pool, b->up, ldi, w->lin[G4V_LIN_DOWN], b->a, ld, n, &w->epi[G4V_LIN_DOWN]);
-        g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_ff, eps);
-        g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
+        g4v_rmsnorm_add(k, pool, b->a, ld, h, ld, n, D, w->ln_post_ff, eps);
     }
 }
 

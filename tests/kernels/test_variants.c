@@ -13,7 +13,8 @@
  *      geglu_row: within 2e-6 * max(|x|, 1e-3) * |up| (the measure of test_geglu).
  *  - sha256_blocks: every variant's state bit-identical to portable's on 1..9 random blocks.
  *  - The row drivers (g4v_rmsnorm, g4v_rope2d_apply, g4v_add_rows) give the same bits for 1 and
- *    2 threads and leave row padding alone.
+ *    2 threads and leave row padding alone; the fused passes (g4v_heads_norm, g4v_rmsnorm_add)
+ *    give the separate drivers' bits.
  * A new variant registered in variants.def is picked up here with no change to this file.
  */
 #include "base/cpu.h"
@@ -297,6 +298,52 @@ static void test_drivers(g4v_pool *p2) {
         for (int i = N; i < LD; i++)
             pad &= y1[(size_t)r * LD + i] == x[(size_t)r * LD + i];
     CHECK_MSG(pad, "row drivers wrote into the row padding");
+
+    /* The fused passes against the separate drivers, bit for bit, on 1 and 2 threads: per-head
+     * norm (+ RoPE) (+ head-major split), and norm + residual add. Rows are N = HEADS * D wide
+     * with padding (ld LD), as the encoder's q and k are not (they are dense): both work. */
+    float *s1 = malloc(sizeof(float) * R * N), *s2 = malloc(sizeof(float) * R * N);
+    for (int variant = 0; variant < 3; variant++) {
+        memcpy(y1, x, sizeof(float) * R * LD);
+        for (int r = 0; r < R; r++) /* separate drivers: norm each head, RoPE, split */
+            g4v_rmsnorm(k, NULL, y1 + (size_t)r * LD, y1 + (size_t)r * LD, D, HEADS, D, w, 1e-6f);
+        if (variant >= 1) g4v_rope2d_apply(k, NULL, y1, LD, pos, cs, sn, R, HEADS, D);
+        if (variant == 2) g4v_split_heads(NULL, y1, LD, s1, R, 0, R, HEADS, D);
+        for (int t = 1; t <= 2; t++) {
+            memcpy(y2, x, sizeof(float) * R * LD);
+            memset(s2, 0, sizeof(float) * R * N);
+            g4v_heads_post post = {variant >= 1 ? pos : NULL, cs, sn, variant == 2 ? s2 : NULL,
+                                   R, 0};
+            /* two calls of rows [0, 100) and [100, R), as the encoder's chunks make them */
+            g4v_heads_post p0 = post, p1 = post;
+            p1.pos = post.pos ? post.pos + 2 * 100 : NULL;
+            p1.row0 = 100;
+            g4v_heads_norm(k, t == 2 ? p2 : NULL, y2, LD, 100, HEADS, D, w, 1e-6f, &p0);
+            g4v_heads_norm(k, t == 2 ? p2 : NULL, y2 + 100 * LD, LD, R - 100, HEADS, D, w, 1e-6f,
+                           &p1);
+            CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD),
+                      "g4v_heads_norm (post %d, %d threads): differs from the separate drivers",
+                      variant, t);
+            if (variant == 2)
+                CHECK_MSG(!memcmp(s1, s2, sizeof(float) * R * N),
+                          "g4v_heads_norm (%d threads): head-major copy differs", t);
+        }
+    }
+    memcpy(y1, x, sizeof(float) * R * LD);
+    memcpy(s1, x, sizeof(float) * R * N); /* a residual stream to add into (ld N) */
+    memcpy(s2, x, sizeof(float) * R * N);
+    g4v_rmsnorm(k, NULL, y1, y1, LD, R, N, w, 1e-6f);
+    g4v_add_rows(k, NULL, y1, LD, s1, N, R, N);
+    for (int t = 1; t <= 2; t++) {
+        memcpy(y2, x, sizeof(float) * R * LD);
+        float *h = t == 1 ? s2 : malloc(sizeof(float) * R * N);
+        if (t == 2) memcpy(h, x, sizeof(float) * R * N);
+        g4v_rmsnorm_add(k, t == 2 ? p2 : NULL, y2, LD, h, N, R, N, w, 1e-6f);
+        CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD) && !memcmp(s1, h, sizeof(float) * R * N),
+                  "g4v_rmsnorm_add (%d threads): differs from g4v_rmsnorm + g4v_add_rows", t);
+        if (t == 2) free(h);
+    }
+    free(s1), free(s2);
     free(x), free(y1), free(y2), free(w), free(pos);
 }
 
