@@ -30,7 +30,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long
+.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
 
 all: build
 
@@ -238,6 +238,19 @@ bench-report: test-deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	BUILD=$(BUILD) PYTHON=$(PYTHON) BENCH_MODEL=$(BENCH_MODEL) bench/report.sh
+
+# make accuracy-bf16: FAST on the AVX512_BF16 kernels (bf16 GEMM and attention), emulated through
+# SIMDe so it runs on any x86-64, against the native FAST and the float64 reference: e4b and the
+# 31B shape at 256 and 1120 tokens, and sharper attention (--qk-scale 2). Emulation is ~30x slower
+# than native: about an hour on 2 cores. ACC_BF16_CASES overrides the cases.
+ACC_BF16_CASES ?= e4b:16:768x768 e4b:2:768x768:qk=2 31b:2:768x768 31b:2:768x768:qk=2 \
+  e4b:2:1680x1536 31b:2:1680x1536
+accuracy-bf16: test-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target encode_tool encode_tool_simde
+	$(PYTHON) bench/accuracy.py --encode-tool $(BUILD)/tests/encoder/encode_tool \
+	  --encode-tool $(BUILD)/tests/encoder/encode_tool_simde --modes fast \
+	  --work $(BUILD)/accuracy-bf16 $(ACC_BF16_CASES)
 
 # make bench-python: bulk encoding (gemma4_vision.bulk on a Dask LocalCluster, 1 and 2 workers x
 # 1 and 2 threads) against a loop of `g4v encode` over the same mixed images, in one run

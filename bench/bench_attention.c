@@ -79,7 +79,8 @@ int main(int argc, char **argv) {
                 "bench_attention: need H %% Hkv == 0, d a multiple of 4, positive counts\n");
         return 2;
     }
-    /* Every registered attention variant the CPU runs, portable first (the ratio's base). */
+    /* Every registered attention variant the CPU runs, portable first (the ratio's base); the
+     * FAST-only ones (bf16 products, chosen for FAST models) too. */
     struct {
         const char *name;
         g4v_attention_fn *fn;
@@ -87,7 +88,8 @@ int main(int argc, char **argv) {
     int nvars = 0, nreg;
     const g4v_kernel_variant *reg = g4v_kernel_variants(&nreg);
     for (int i = nreg - 1; i >= 0 && nvars < 16; i--)
-        if (reg[i].family == G4V_KF_ATTENTION && !(reg[i].needs & ~g4v_cpu_features())) {
+        if (reg[i].family == G4V_KF_ATTENTION &&
+            !(reg[i].needs & ~(g4v_cpu_features() | G4V_KERNEL_FAST_ONLY))) {
             vars[nvars].name = reg[i].isa;
             vars[nvars++].fn = reg[i].impl.attention;
         }

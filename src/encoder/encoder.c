@@ -2,10 +2,11 @@
  * labelled with its step there and the Hugging Face module it corresponds to.
  *
  * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the
- * only rounding choice is the GEMM input mode of the model (FAST rounds GEMM inputs to bf16,
- * PRECISE does not). Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
+ * only rounding choice is the math mode of the model (FAST rounds GEMM inputs to bf16, and on
+ * CPUs with AVX512_BF16 the attention's q, k, v and probabilities too; PRECISE rounds nothing).
+ * Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
  * scaled by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
- * Attention logits and probabilities are never rounded. Unlike HF we do not round to bf16
+ * Attention logits and the softmax are f32 in both modes. Unlike HF we do not round to bf16
  * between ops, so results match HF's bf16 run only to ~1% but an f64 reference to ~1e-6.
  * The image is run unpadded (docs/NUMERICS.md §4.1): L = pH * pW patches, no mask. Every kernel
  * call goes through the kernel table the model chose at creation (e->kernels).
@@ -79,11 +80,11 @@ static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_
         g4v_rmsnorm(k, pool, b->h + r0 * ld, b->a, ld, n, D, w->ln_in, eps);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_K], b->k, kvd, n, &w->epi[G4V_LIN_K]);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_V], b->v, kvd, n, &w->epi[G4V_LIN_V]);
-        g4v_rmsnorm(k, pool, b->k, b->k, (size_t)d, n * Hkv, d, w->k_norm, eps);
-        g4v_rmsnorm(k, pool, b->v, b->v, (size_t)d, n * Hkv, d, NULL, eps); /* v_norm: no weight */
-        g4v_rope2d_apply(k, pool, b->k, kvd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, Hkv, d);
-        g4v_split_heads(pool, b->k, kvd, b->keys, L, r0, n, Hkv, d);
-        g4v_split_heads(pool, b->v, kvd, b->values, L, r0, n, Hkv, d);
+        /* k_norm, RoPE and the head-major copy in one pass; v_norm (no weight) and its copy */
+        g4v_heads_post kp = {b->pos + 2 * r0, b->rope_cos, b->rope_sin, b->keys, L, r0};
+        g4v_heads_norm(k, pool, b->k, kvd, n, Hkv, d, w->k_norm, eps, &kp);
+        g4v_heads_post vp = {NULL, NULL, NULL, b->values, L, r0};
+        g4v_heads_norm(k, pool, b->v, kvd, n, Hkv, d, NULL, eps, &vp);
     }
 }
 
@@ -110,8 +111,8 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
         float *h = b->h + r0 * ld;
         g4v_rmsnorm(k, pool, h, b->a, ld, n, D, w->ln_in, eps);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_Q], b->q, qd, n, &w->epi[G4V_LIN_Q]);
-        g4v_rmsnorm(k, pool, b->q, b->q, (size_t)d, n * H, d, w->q_norm, eps);
-        g4v_rope2d_apply(k, pool, b->q, qd, b->pos + 2 * r0, b->rope_cos, b->rope_sin, n, H, d);
+        g4v_heads_post qp = {b->pos + 2 * r0, b->rope_cos, b->rope_sin, NULL, 0, 0};
+        g4v_heads_norm(k, pool, b->q, qd, n, H, d, w->q_norm, eps, &qp); /* q_norm + RoPE */
         /* block-diagonal: the chunk's queries of each image attend to that image's keys */
         for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
             size_t q0 = sg->row0 > r0 ? sg->row0 : r0;
@@ -132,13 +133,14 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
                                 .Hkv = Hkv,
                                 .d = d,
                                 .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
-                                .scratch = b->attn_scratch};
+                                .scratch = b->attn_scratch,
+                                /* FAST may use bf16 products (docs/NUMERICS.md §6.1) */
+                                .fast_math = e->mode == G4V_MATH_FAST};
             g4v_attention(k, pool, &at);
             if (q1 == r0 + n) break;
         }
         g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, n, &w->epi[G4V_LIN_O]);
-        g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_attn, eps);
-        g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
+        g4v_rmsnorm_add(k, pool, b->a, ld, h, ld, n, D, w->ln_post_attn, eps);
     }
 }
 
@@ -161,8 +163,7 @@ static void mlp_block(const g4v_encoder *e, const enc_layer *w, const enc_buffer
         up_geglu.ldg = ldi;
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_UP], b->up, ldi, n, &up_geglu);
         g4v_gemm(pool, b->up, ldi, w->lin[G4V_LIN_DOWN], b->a, ld, n, &w->epi[G4V_LIN_DOWN]);
-        g4v_rmsnorm(k, pool, b->a, b->a, ld, n, D, w->ln_post_ff, eps);
-        g4v_add_rows(k, pool, b->a, ld, h, ld, n, D);
+        g4v_rmsnorm_add(k, pool, b->a, ld, h, ld, n, D, w->ln_post_ff, eps);
     }
 }
 

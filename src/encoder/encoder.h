@@ -8,7 +8,8 @@
  * as stored. G4V_MATH_FAST rounds the inputs of the encoder-block GEMMs to bf16 (bf16 dot
  * products); G4V_MATH_PRECISE does not. The patch embedding is exact in both modes (it is fed the
  * integers 2u - 255 and scaled by 1/255 in f32), the final projection is always f32, and
- * attention logits and probabilities are never rounded. Against the float64 reference
+ * attention logits and the softmax are f32 (FAST on a CPU with AVX512_BF16 also rounds the
+ * attention's q, k, v and probabilities to bf16 for its products). Against the float64 reference
  * (tests/reference/reference.py), e4b shape, 16 layers, 768x768: PRECISE 1.1e-6 relative RMSE,
  * FAST 1.9e-3 (synthetic weights; sharper attention raises FAST: docs/NUMERICS.md §8).
  *

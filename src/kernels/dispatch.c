@@ -31,6 +31,10 @@ static void build(g4v_kernels *t, unsigned features) {
     t->features = features;
     for (int i = 0; i < NVARIANTS; i++) {
         const g4v_kernel_variant *v = &registry[i];
+        if (!(v->needs & ~(features | G4V_KERNEL_FAST_ONLY)) && !t->isa_fast[v->family]) {
+            t->isa_fast[v->family] = v->isa;
+            t->use_fast[v->family] = v->impl;
+        }
         if (v->needs & ~features) continue;
         if (!t->isa[v->family]) { /* the first that fits is the best */
             t->isa[v->family] = v->isa;

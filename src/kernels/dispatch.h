@@ -16,6 +16,11 @@
 #include "resize.h"
 #include "sha256.h"
 
+/* Not a CPU feature: in a variant's needs (variants.def) it marks a variant that rounds more than
+ * the PRECISE contract allows (the bf16 attention). Tables choose it only for FAST models
+ * (use_fast below); no feature set has this bit, so use[] never holds it. */
+#define G4V_KERNEL_FAST_ONLY (1u << 30)
+
 /* What a variant of each family is, as variants.def names it (g4v_<family>_impl). */
 typedef const g4v_gemm_kernel g4v_gemm_impl;
 typedef g4v_attention_fn g4v_attention_impl;
@@ -73,6 +78,10 @@ struct g4v_kernels {
     unsigned features;
     g4v_kernel_impl use[G4V_KF_COUNT];
     const char *isa[G4V_KF_COUNT]; /* the chosen variant's name per family */
+    /* The choice for FAST models: the first variant that fits when FAST-only variants count too
+     * (equal to use[] where the family has none that the features run). */
+    g4v_kernel_impl use_fast[G4V_KF_COUNT];
+    const char *isa_fast[G4V_KF_COUNT];
     const g4v_gemm_kernel *gemm[G4V_MAX_GEMM_KERNELS];
     int ngemm;
 };

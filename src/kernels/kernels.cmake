@@ -43,6 +43,19 @@ function(g4v_kernel_folder_flags)
   endforeach()
 endfunction()
 
+# Files in ISA folders whose variants must give the portable bits (rope_row and add_row keep
+# every product and add separate): GCC would otherwise fuse an intrinsic multiply and add (its
+# default is -ffp-contract=fast); explicit FMA intrinsics (V_FMA) stay FMAs.
+set(G4V_KERNEL_NO_CONTRACT x86_avx2/rows_avx2.c x86_avx512/rows_avx512.c)
+function(g4v_kernel_no_contract_flags)
+  if(G4V_X86)
+    foreach(f IN LISTS G4V_KERNEL_NO_CONTRACT)
+      set_property(SOURCE ${G4V_KERNEL_DIR}/${f} APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
+    endforeach()
+  endif()
+endfunction()
+
 g4v_kernel_sources(_g4v_isa_srcs ${G4V_KERNEL_FOLDERS})
 target_sources(g4v_obj_kernels PRIVATE ${_g4v_isa_srcs})
 g4v_kernel_folder_flags(${G4V_KERNEL_FOLDERS})
+g4v_kernel_no_contract_flags()

@@ -96,6 +96,8 @@ typedef struct g4v_attn_args {
     int H, Hkv, d;  /* Hkv divides H; query head h reads kv head h / (H / Hkv) */
     float scale;    /* logits = scale * q.k (1.0 for Gemma 4 vision) */
     float *scratch; /* g4v_attention_scratch_floats(d) floats per pool worker */
+    int fast_math;  /* 1 for a FAST model: g4v_attention may take the table's FAST-only variant
+                       (bf16 products, dispatch.h); 0 (PRECISE, and the default) keeps f32 */
 } g4v_attn_args;
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */
@@ -104,12 +106,37 @@ typedef void g4v_attention_fn(g4v_pool *pool, const g4v_attn_args *a);
 /* Floats of scratch one worker needs (multiply by g4v_pool_size for the whole buffer). */
 size_t g4v_attention_scratch_floats(int d);
 
-/* Attention by the variant of table k. Tiled over keys with an online softmax, so memory is
- * O(L*d) for any L. Give K and V head-major (g4v_split_heads) for speed: a tile of keys is then
- * contiguous; the bits are the same in either layout. Logits, softmax and accumulation are f32
- * and never rounded. Parallel over (head, query tile); each task writes only its own output
- * tile. */
+/* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
+ * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for
+ * speed: a tile of keys is then contiguous; the bits are the same in either layout. Logits,
+ * softmax and accumulation are f32 and never rounded; only a FAST-only variant rounds q, k, v and
+ * the probabilities to bf16 for its products. Parallel over (head, query tile); each task writes
+ * only its own output tile. */
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a);
+
+/* ---- fused row passes (fused_rows.c) ----------------------------------------------------------
+ * Several row kernels in one pool dispatch, each row running exactly the kernels the separate
+ * drivers run, in the same order: the same bits as the separate calls. */
+
+/* What g4v_heads_norm does after the norm: the 2D RoPE when pos is set (pos, cos_t, sin_t as in
+ * g4v_rope2d_apply, pos pointing at row 0's pair), then the head-major copy when dst is set (dst,
+ * L, row0 as in g4v_split_heads). */
+typedef struct g4v_heads_post {
+    const int32_t *pos;
+    const float *cos_t, *sin_t;
+    float *dst;
+    size_t L, row0;
+} g4v_heads_post;
+
+/* x [rows, heads*d] (row stride ld), in place: RMSNorm of each head (weight w, may be NULL), then
+ * post (may be NULL). = g4v_rmsnorm(rows*heads rows of d) + g4v_rope2d_apply + g4v_split_heads. */
+void g4v_heads_norm(const g4v_kernels *k, g4v_pool *pool, float *x, size_t ld, size_t rows,
+                    int heads, int d, const float *w, float eps, const g4v_heads_post *post);
+
+/* a = rmsnorm(a) [* w] in place, then h += a, per row of n floats (row strides lda, ldh).
+ * = g4v_rmsnorm + g4v_add_rows. */
+void g4v_rmsnorm_add(const g4v_kernels *k, g4v_pool *pool, float *a, size_t lda, float *h,
+                     size_t ldh, size_t rows, int n, const float *w, float eps);
 
 /* ---- pooling and element-wise ops (portable/avgpool.c, portable/vecops.c) --------------------
  * These run once per image on the N pooled rows (or are memory-bound adds): not dispatched. */

@@ -22,6 +22,7 @@
  * the softmax's exp for x <= 0: <= 2 ulp over [-87.3, 0], ~FLT_MIN below (and for -inf, NaN).
  */
 #include "base/cpu.h"
+#include "base/dtype.h"
 #include "base/pool.h"
 #include "kernels/dispatch.h"
 #include "test_util.h"
@@ -168,6 +169,60 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
 }
 
 static double worst_vs_portable_plain, worst_vs_portable_sharp, worst_vs_ref[2];
+static double worst_fast_vs_bf16ref, worst_fast_vs_ref[2];
+
+/* A FAST-only variant (bf16 products, G4V_KERNEL_FAST_ONLY) against two float64 references:
+ *  - refb, the exact attention of q, k, v rounded to bf16 (its real inputs): what is left is the
+ *    rounding of each probability to bf16 (relative 2^-9 at most) and f32 sums. o = sum p~ v /
+ *    sum p~ with p~ = p (1 + e), |e| <= 2^-9, moves by at most 2 * 2^-9 * max_j |v_j - o| <=
+ *    2^-8 * 2 max|v|, plus the f32 logits' few ulps (as for the f32 variants): max bound
+ *    2^-7 * max|v| + mb, per element;
+ *  - ref, the float64 attention of the f32 inputs: the accuracy cost of FAST itself, printed and
+ *    bounded for ordinary logits only (1e-2 rel RMSE; measured <= ~3e-3): with logits in the
+ *    hundreds a bf16 q or k moves a logit by ~1, which is the documented price of FAST. */
+static void check_fast(const variant *v, const g4v_attn_args *a, const float *o, const double *ref,
+                       int sharp, double mb) {
+    int L = a->nq, d = a->d;
+    size_t qd = (size_t)a->H * d, ld = a->ldq, n = (size_t)L * ld;
+    /* the fused q|k|v buffer rounded to bf16 (q, k, v all live in it) */
+    const float *base = a->q;
+    float *rb = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++)
+        rb[i] = g4v_round_bf16(base[i]);
+    g4v_attn_args b = *a;
+    b.q = rb;
+    b.k = rb + (a->k - base);
+    b.v = rb + (a->v - base);
+    double *refb = malloc(sizeof(double) * (size_t)L * qd);
+    reference(&b, refb);
+    double vmax = 0;
+    for (size_t i = 0; i < (size_t)L; i++)
+        for (size_t c = 0; c < (size_t)a->Hkv * d; c++)
+            vmax = fmax(vmax, fabs(b.v[i * a->ldv + c]));
+    double se = 0, sr = 0, seb = 0, emaxb = 0, rmax = 0;
+    for (size_t i = 0; i < (size_t)L * qd; i++) {
+        se += (o[i] - ref[i]) * (o[i] - ref[i]);
+        seb += (o[i] - refb[i]) * (o[i] - refb[i]);
+        sr += ref[i] * ref[i];
+        emaxb = fmax(emaxb, fabs(o[i] - refb[i]));
+        rmax = fmax(rmax, fabs(ref[i]));
+    }
+    double rel = sqrt(se / sr), relb = sqrt(seb / sr);
+    CHECK_MSG(emaxb <= ldexp(vmax, -7) + mb * rmax,
+              "%s L=%d H=%d d=%d: vs float64 of bf16 inputs: max %.3g > 2^-7 max|v| (%.3g)",
+              v->name, L, a->H, d, emaxb, ldexp(vmax, -7));
+    if (!sharp)
+        CHECK_MSG(rel < 1e-2, "%s L=%d H=%d d=%d: FAST rel RMSE vs float64 %.3g", v->name, L, a->H,
+                  d, rel);
+    worst_fast_vs_bf16ref = fmax(worst_fast_vs_bf16ref, relb);
+    worst_fast_vs_ref[sharp] = fmax(worst_fast_vs_ref[sharp], rel);
+    if (getenv("G4V_TEST_VERBOSE"))
+        printf("  %s L=%d d=%d: vs float64 of bf16 inputs rel %.3g max %.3g (bound %.3g); "
+               "vs float64 rel %.3g\n",
+               v->name, L, d, relb, emaxb, ldexp(vmax, -7) + mb * rmax, rel);
+    free(refb);
+    free(rb);
+}
 
 /* scale_q sets the logit spread: q, k in [-s, s) with d channels give logits of std ~ s^2 d/3. */
 static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) {
@@ -203,12 +258,29 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
     unsigned cpu = g4v_cpu_features(), feat = run_features();
     int pad_ok;
     float *port = run(portable_variant(), a, 1, scratch, &pad_ok);
-    float *chosen = NULL;
+    float *chosen = NULL, *chosen_fast = NULL;
     for (int vi = 0; vi < NV; vi++) {
         const variant *v = &variants[vi];
-        if (v->needs & ~feat) continue;
+        if (v->needs & ~(feat | G4V_KERNEL_FAST_ONLY)) continue;
         float *o1 = run(v, a, 1, scratch, &pad_ok);
         CHECK_MSG(pad_ok, "%s L=%d d=%d: wrote outside its output columns", v->name, L, d);
+        int sharp = scale_q * scale_q * scale * d > 30.0f;
+        double rb = fmax(2e-6, ulp_s), mb = fmax(2e-5, 4 * ulp_s);
+        if (v->needs & G4V_KERNEL_FAST_ONLY) {
+            check_fast(v, &a, o1, ref, sharp, mb);
+            check_layouts(v, a, o1, scratch);
+            for (int t = 2; t <= 3; t++) {
+                float *ot = run(v, a, t, scratch, &pad_ok);
+                CHECK_MSG(!memcmp(o1, ot, sizeof(float) * (size_t)L * qd),
+                          "%s L=%d d=%d: %d threads differ from 1", v->name, L, d, t);
+                free(ot);
+            }
+            if (!(v->needs & ~(cpu | G4V_KERNEL_FAST_ONLY)) && !chosen_fast)
+                chosen_fast = o1; /* what g4v_attention picks for a FAST model */
+            else
+                free(o1);
+            continue;
+        }
         double se = 0, sr = 0, emax = 0, dmax = 0;
         for (size_t i = 0; i < (size_t)L * qd; i++) {
             double e = o1[i] - ref[i];
@@ -218,8 +290,6 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
             dmax = fmax(dmax, fabs((double)o1[i] - port[i]));
         }
         double rel = sqrt(se / sr), dp = dmax / rmax;
-        int sharp = scale_q * scale_q * scale * d > 30.0f;
-        double rb = fmax(2e-6, ulp_s), mb = fmax(2e-5, 4 * ulp_s);
         CHECK_MSG(rel < rb && emax / rmax < mb,
                   "%s L=%d H=%d Hkv=%d d=%d scale_q=%g vs float64: rel RMSE %.3g, max %.3g",
                   v->name, L, H, Hkv, d, scale_q, rel, emax / rmax);
@@ -246,7 +316,11 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
             free(o1);
             continue;
         }
-        chosen = o1; /* the first (best) one the CPU runs is what the kernel table holds */
+        chosen = o1;        /* the first (best) one the CPU runs is what the kernel table holds */
+        if (!chosen_fast) { /* no FAST-only variant runs here: FAST picks the same one */
+            chosen_fast = malloc(sizeof(float) * (size_t)L * qd);
+            memcpy(chosen_fast, o1, sizeof(float) * (size_t)L * qd);
+        }
     }
     g4v_attn_args b = a;
     size_t ldo = qd;
@@ -258,8 +332,15 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
     CHECK_MSG(!memcmp(disp, chosen, sizeof(float) * (size_t)L * qd),
               "g4v_attention L=%d d=%d: differs from the variant G4V_ISA selects (%s)", L, d,
               g4v_cpu_isa_name());
+    b.fast_math = 1;
+    g4v_attention(g4v_kernels_for(cpu), pools[2], &b);
+    CHECK_MSG(!memcmp(disp, chosen_fast, sizeof(float) * (size_t)L * qd),
+              "g4v_attention L=%d d=%d, FAST: differs from the variant the table's FAST choice "
+              "(%s)",
+              L, d, g4v_kernels_for(cpu)->isa_fast[G4V_KF_ATTENTION]);
     free(disp);
     free(chosen);
+    free(chosen_fast);
     free(port);
     free(ref);
     free(scratch);
@@ -336,6 +417,7 @@ int main(void) {
     test_case(50, 2, 1, 18, 1.0f, 1.0f); /* d not a multiple of 4: channel tail */
     /* ... over several key tiles (KB = 64) with a max that moves: the tail's rescale by corr */
     test_case(200, 2, 1, 18, 2.0f, 1.0f);
+    test_case(45, 2, 1, 17, 1.0f, 1.0f); /* odd d: a bf16 kernel's zero channel */
     test_case(577, 2, 1, 64, 0.8f, 1.0f);
     test_case(130, 2, 2, 64, 2.0f, 1.0f); /* logits std ~ 10: sharp softmax */
     test_case(97, 2, 1, 72, 5.0f, 1.0f);  /* logits std ~ 100s */
@@ -344,6 +426,9 @@ int main(void) {
            worst_vs_portable_plain, worst_vs_portable_sharp);
     printf("worst rel RMSE vs float64: %.3g (ordinary logits), %.3g (sharp)\n", worst_vs_ref[0],
            worst_vs_ref[1]);
+    printf("FAST-only variants: worst rel RMSE vs float64 of bf16 inputs %.3g; vs float64 %.3g "
+           "(ordinary logits), %.3g (sharp)\n",
+           worst_fast_vs_bf16ref, worst_fast_vs_ref[0], worst_fast_vs_ref[1]);
     g4v_pool_destroy(pools[2]);
     g4v_pool_destroy(pools[3]);
     return test_summary("test_attention");

@@ -29,7 +29,9 @@ enum { BQ = 64, BK = 64 };
  * this kernel 64), with per-query state, one key tile of logits and 64 bytes of alignment slack. */
 size_t g4v_attention_scratch_floats(int d) {
     enum { MAXQ = 96 };
-    return 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16;
+    /* + 16 d: the bf16 variant's packed key and value tiles (x86_avx512bf16/) */
+    return 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16 +
+           (size_t)16 * (size_t)d;
 }
 
 typedef struct {
@@ -169,5 +171,5 @@ void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
 }
 
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a) {
-    k->use[G4V_KF_ATTENTION].attention(pool, a);
+    (a->fast_math ? k->use_fast : k->use)[G4V_KF_ATTENTION].attention(pool, a);
 }

@@ -14,21 +14,11 @@
 #include "kernels/dispatch.h"
 #include "kernels/gemm_kernel.h"
 #include "kernels/simd.h"
+#include "bf16_round.h"
 
 #include <stdint.h>
 
 enum { MR = 12, NR = 32, KG = 16, PAIRS = KG / 2 };
-
-/* The bf16 bits of each lane (nearest, ties to even; NaN -> quiet NaN) in its low 16 bits. */
-static inline __m512i bf16_bits(__m512 v) {
-    __m512i u = _mm512_castps_si512(v);
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
-    return _mm512_srli_epi32(r, 16);
-}
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst_,
                    const g4v_pack_opts *o) {

@@ -1,0 +1,329 @@
+/* attention_avx512bf16.c - flash-style attention with both products on the bf16 dot-product unit
+ * (vdpbf16ps), for FAST models only (registered with G4V_KERNEL_FAST_ONLY, dispatch.h).
+ *
+ * The same tiling and online softmax as the f32 kernels (vec/attention_tile.h: a task is one head
+ * and 96 queries as 2 register tiles of 48, keys in tiles of 64, 4 x 3-vector accumulator blocks),
+ * with these roundings, as flash-attention implementations do:
+ *  - q, k and v are rounded to bf16 (nearest even) when a task or a key tile is packed;
+ *  - logits, the running max and sum, exp and the rescaling stay f32;
+ *  - the probabilities p = exp(s - m) are rounded to bf16 for P V, and the running sum adds the
+ *    rounded p, so the output is an exact convex combination of the rows of bf16 V it used.
+ * Each vdpbf16ps adds the products of one pair (two channels for Q Kᵀ, two keys for P V) into an
+ * f32 accumulator: half the instructions of the f32 FMA kernel for the same work, at the same
+ * per-instruction rate on Zen 4/5. The accuracy cost is measured in docs/NUMERICS.md (about a bf16
+ * ulp of the logit's scale on each logit: sharp attention amplifies it), which is why PRECISE never
+ * uses this variant.
+ *
+ * Packed layouts (32-bit words holding a bf16 pair, low half first, as vdpbf16ps reads them):
+ *  - qP[cp][i]  = (q_i[2cp], q_i[2cp+1]): the task's queries, a zmm = 16 queries of one pair;
+ *  - kb[j][c]   = k_j[c] as bf16: a broadcast 32-bit load at channel 2cp is the pair;
+ *  - vP[jp][c]  = (v_2jp[c], v_2jp+1[c]): two key rows interleaved, broadcast per channel;
+ *  - pP[jp][i]  = (p_2jp[i], p_2jp+1[i]): the tile's probabilities, 16 queries per zmm.
+ * An odd head_dim gets a zero channel, an odd key count a zero key (p = 0, v = 0): both add exact
+ * zeros. Each task writes only its own output tile: bits do not depend on the thread count.
+ */
+#include "kernels/dispatch.h"
+
+#define G4V_VEC_BITS 512
+#include "bf16_round.h"
+#include "kernels/vec/vec.h"
+#include "kernels/vec/vec_exp.h"
+
+#include "base/dtype.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { QV = 3, QB = 16 * QV, NSUB = 96 / QB, KB = 64 };
+
+/* x itself when 16 floats are there, else the n < 16 floats copied into t and zero-padded: a
+ * 16-float load from the result never reads past x[n). (No vector-valued helper: the emulated
+ * build must not outline one.) */
+static inline const float *padded16(const float *x, int n, float t[16]) {
+    if (n >= 16) return x;
+    memset(t, 0, sizeof(float) * 16);
+    memcpy(t, x, sizeof(float) * (size_t)n);
+    return t;
+}
+
+/* kb[j][0..dp) = bf16(k_j), with a zero channel when d is odd. */
+static void pack_keys(const float *k0, size_t ldk, int d, int dp, int nk, uint16_t *kb) {
+    for (int j = 0; j < nk; j++) {
+        const float *k = k0 + (size_t)j * ldk;
+        uint16_t *dst = kb + (size_t)j * dp;
+        int c = 0;
+        for (; c + 16 <= d; c += 16)
+            _mm256_storeu_si256((__m256i *)(dst + c),
+                                _mm512_cvtepi32_epi16(bf16_bits(_mm512_loadu_ps(k + c))));
+        for (; c < d; c++)
+            dst[c] = g4v_f32_to_bf16(k[c]);
+        if (dp > d) dst[d] = 0;
+    }
+}
+
+/* vP[jp][0..d) = (bf16(v_2jp[c]), bf16(v_2jp+1[c])); a missing last key of an odd tile is 0. */
+static void pack_values(const float *v0, size_t ldv, int d, int nk, uint32_t *vP) {
+    for (int jp = 0; jp < (nk + 1) / 2; jp++) {
+        const float *a = v0 + (size_t)(2 * jp) * ldv, *b = a + ldv;
+        int has_b = 2 * jp + 1 < nk;
+        uint32_t *dst = vP + (size_t)jp * d;
+        for (int c = 0; c < d; c += 16) {
+            int n = d - c < 16 ? d - c : 16;
+            float ta[16], tb[16];
+            __m512i w = bf16_bits(_mm512_loadu_ps(padded16(a + c, n, ta)));
+            if (has_b)
+                w = _mm512_or_si512(
+                    w, _mm512_slli_epi32(bf16_bits(_mm512_loadu_ps(padded16(b + c, n, tb))), 16));
+            if (n == 16) {
+                _mm512_storeu_si512(dst + c, w);
+            } else {
+                uint32_t t[16];
+                _mm512_storeu_si512(t, w);
+                memcpy(dst + c, t, sizeof(uint32_t) * (size_t)n);
+            }
+        }
+    }
+}
+
+/* S[j][0..QB) = scale * q . k_j for the nk keys of the tile, over the np channel pairs in order. */
+static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, float scale,
+                        float *S) {
+    int np = dp / 2;
+    __m512 sc = _mm512_set1_ps(scale);
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) {
+        const uint16_t *k = kb + (size_t)j * dp;
+        __m512 acc[4][QV];
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                acc[r][v] = _mm512_setzero_ps();
+        }
+        for (int cp = 0; cp < np; cp++) {
+            __m512i q[QV];
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                q[v] = _mm512_loadu_si512(qP + (size_t)cp * QB + 16 * v);
+            G4V_UNROLL(4)
+            for (int r = 0; r < 4; r++) {
+                uint32_t pair;
+                memcpy(&pair, k + (size_t)r * dp + 2 * cp, sizeof pair);
+                __m512i b = _mm512_set1_epi32((int)pair);
+                G4V_UNROLL(3)
+                for (int v = 0; v < QV; v++)
+                    acc[r][v] = _mm512_dpbf16_ps(acc[r][v], g4v_as_bh(q[v]), g4v_as_bh(b));
+            }
+        }
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                _mm512_store_ps(S + (size_t)(j + r) * QB + 16 * v, _mm512_mul_ps(acc[r][v], sc));
+        }
+    }
+    for (; j < nk; j++) { /* ragged end of the keys: one at a time */
+        const uint16_t *k = kb + (size_t)j * dp;
+        __m512 acc[QV];
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            acc[v] = _mm512_setzero_ps();
+        for (int cp = 0; cp < np; cp++) {
+            uint32_t pair;
+            memcpy(&pair, k + 2 * cp, sizeof pair);
+            __m512i b = _mm512_set1_epi32((int)pair);
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                acc[v] = _mm512_dpbf16_ps(
+                    acc[v], g4v_as_bh(_mm512_loadu_si512(qP + (size_t)cp * QB + 16 * v)),
+                    g4v_as_bh(b));
+        }
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            _mm512_store_ps(S + (size_t)j * QB + 16 * v, _mm512_mul_ps(acc[v], sc));
+    }
+}
+
+/* Folds one key tile into (m, l, O): new max, corr = exp(m_old - m_new), p = bf16(exp(s - m_new))
+ * packed in key pairs into pP, l = l * corr + p (keys in order), O = O * corr + P V (key pairs in
+ * order per output). */
+static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d, int nk, float *m,
+                        float *l, float *O) {
+    __m512 mx[QV], corr[QV], sum[QV];
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++)
+        mx[v] = _mm512_load_ps(m + 16 * v);
+    for (int j = 0; j < nk; j++) {
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            mx[v] = _mm512_max_ps(mx[v], _mm512_load_ps(S + (size_t)j * QB + 16 * v));
+    }
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++) {
+        corr[v] = vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(m + 16 * v), mx[v]));
+        sum[v] = _mm512_mul_ps(_mm512_load_ps(l + 16 * v), corr[v]);
+    }
+    int npairs = (nk + 1) / 2;
+    for (int jp = 0; jp < npairs; jp++) {
+        const float *s0 = S + (size_t)(2 * jp) * QB, *s1 = s0 + QB;
+        int has1 = 2 * jp + 1 < nk;
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++) {
+            /* bf16(p) as bits in the low half; << 16 is the rounded p as an f32 */
+            __m512i b0 =
+                bf16_bits(vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v])));
+            __m512i f0 = _mm512_slli_epi32(b0, 16);
+            sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f0));
+            __m512i f1 = _mm512_setzero_si512();
+            if (has1) {
+                __m512 p1 = vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(s1 + 16 * v), mx[v]));
+                f1 = _mm512_slli_epi32(bf16_bits(p1), 16);
+                sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f1));
+            }
+            _mm512_store_si512(pP + (size_t)jp * QB + 16 * v, _mm512_or_si512(f1, b0));
+        }
+    }
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++) {
+        _mm512_store_ps(m + 16 * v, mx[v]);
+        _mm512_store_ps(l + 16 * v, sum[v]);
+    }
+
+    int c = 0;
+    for (; c + 4 <= d; c += 4) {
+        float *o = O + (size_t)c * QB;
+        __m512 acc[4][QV];
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + (size_t)r * QB + 16 * v), corr[v]);
+        }
+        const uint32_t *vr = vP + c;
+        for (int jp = 0; jp < npairs; jp++, vr += d) {
+            __m512i p[QV];
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                p[v] = _mm512_load_si512(pP + (size_t)jp * QB + 16 * v);
+            G4V_UNROLL(4)
+            for (int r = 0; r < 4; r++) {
+                __m512i b = _mm512_set1_epi32((int)vr[r]);
+                G4V_UNROLL(3)
+                for (int v = 0; v < QV; v++)
+                    acc[r][v] = _mm512_dpbf16_ps(acc[r][v], g4v_as_bh(p[v]), g4v_as_bh(b));
+            }
+        }
+        G4V_UNROLL(4)
+        for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                _mm512_store_ps(o + (size_t)r * QB + 16 * v, acc[r][v]);
+        }
+    }
+    for (; c < d; c++) { /* channels beyond a multiple of 4 */
+        float *o = O + (size_t)c * QB;
+        __m512 acc[QV];
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            acc[v] = _mm512_mul_ps(_mm512_load_ps(o + 16 * v), corr[v]);
+        for (int jp = 0; jp < npairs; jp++) {
+            __m512i b = _mm512_set1_epi32((int)vP[(size_t)jp * d + c]);
+            G4V_UNROLL(3)
+            for (int v = 0; v < QV; v++)
+                acc[v] = _mm512_dpbf16_ps(
+                    acc[v], g4v_as_bh(_mm512_load_si512(pP + (size_t)jp * QB + 16 * v)),
+                    g4v_as_bh(b));
+        }
+        G4V_UNROLL(3)
+        for (int v = 0; v < QV; v++)
+            _mm512_store_ps(o + 16 * v, acc[v]);
+    }
+}
+
+typedef struct {
+    const g4v_attn_args *a;
+    int q_blocks;          /* 96-query blocks per head */
+    size_t head_k, head_v; /* kv head strides (a->hsk, a->hsv with 0 read as d) */
+} attn_job;
+
+typedef struct {
+    uint32_t *qP;
+    float *O, *m, *l;
+} sub_tile;
+
+/* n 32-bit cells from a bump pointer, rounded up to whole cache lines. */
+static void *take(float **p, size_t n) {
+    void *r = *p;
+    *p += (n + 15) & ~(size_t)15;
+    return r;
+}
+
+/* Scratch per worker (within g4v_attention_scratch_floats(d), 64-byte aligned pieces): per
+ * register tile qP [dp/2][QB] words, O [d][QB], m, l [QB]; one S [KB][QB], pP [KB/2][QB],
+ * kb [KB][dp] bf16, vP [KB/2][d] words. */
+static void attn_task(void *varg, int task, int worker) {
+    const attn_job *job = varg;
+    const g4v_attn_args *a = job->a;
+    int h = task / job->q_blocks, qt = task % job->q_blocks;
+    int kvh = h / (a->H / a->Hkv), d = a->d, dp = (d + 1) & ~1;
+    int q0 = qt * QB * NSUB, nq_task = a->nq - q0 < QB * NSUB ? a->nq - q0 : QB * NSUB;
+    int nsub = (nq_task + QB - 1) / QB;
+    const float *k = a->k + (size_t)kvh * job->head_k, *v = a->v + (size_t)kvh * job->head_v;
+
+    float *base = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
+    float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+    sub_tile t[NSUB];
+    for (int s = 0; s < nsub; s++) {
+        t[s].qP = take(&p, (size_t)QB * (size_t)(dp / 2));
+        t[s].O = take(&p, (size_t)QB * d);
+        t[s].m = take(&p, QB);
+        t[s].l = take(&p, QB);
+        int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
+        /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
+        for (int i = 0; i < QB; i++) {
+            const float *q = i < nq ? a->q + (size_t)(qs + i) * a->ldq + (size_t)h * d : NULL;
+            for (int cp = 0; cp < dp / 2; cp++) {
+                uint32_t lo = q ? g4v_f32_to_bf16(q[2 * cp]) : 0;
+                uint32_t hi = q && 2 * cp + 1 < d ? g4v_f32_to_bf16(q[2 * cp + 1]) : 0;
+                t[s].qP[(size_t)cp * QB + i] = lo | hi << 16;
+            }
+            t[s].m[i] = -INFINITY;
+            t[s].l[i] = 0.0f;
+        }
+        for (size_t i = 0; i < (size_t)QB * d; i++)
+            t[s].O[i] = 0.0f;
+    }
+    float *S = take(&p, (size_t)KB * QB);
+    uint32_t *pP = take(&p, (size_t)(KB / 2) * QB);
+    uint16_t *kb = take(&p, (size_t)KB * dp / 2);
+    uint32_t *vP = take(&p, (size_t)(KB / 2) * d);
+
+    for (int k_start = 0; k_start < a->nk; k_start += KB) {
+        int nk = a->nk - k_start < KB ? a->nk - k_start : KB;
+        pack_keys(k + (size_t)k_start * a->ldk, a->ldk, d, dp, nk, kb);
+        pack_values(v + (size_t)k_start * a->ldv, a->ldv, d, nk, vP);
+        for (int s = 0; s < nsub; s++) {
+            tile_logits(t[s].qP, kb, dp, nk, a->scale, S);
+            tile_update(S, pP, vP, d, nk, t[s].m, t[s].l, t[s].O);
+        }
+    }
+    for (int s = 0; s < nsub; s++) {
+        int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
+        for (int i = 0; i < nq; i++) {
+            float *out = a->out + (size_t)(qs + i) * a->ldo + (size_t)h * d;
+            float inv = 1.0f / t[s].l[i];
+            for (int c = 0; c < d; c++)
+                out[c] = t[s].O[(size_t)c * QB + i] * inv;
+        }
+    }
+}
+
+void g4v_attention_avx512_bf16dp(g4v_pool *pool, const g4v_attn_args *a) {
+    if (a->nq <= 0 || a->nk <= 0) return;
+    attn_job job = {.a = a,
+                    .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
+                    .head_k = a->hsk ? a->hsk : (size_t)a->d,
+                    .head_v = a->hsv ? a->hsv : (size_t)a->d};
+    g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
+}
