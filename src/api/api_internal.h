@@ -60,6 +60,14 @@ int g4v_model_run(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool, const u
 int g4v_model_run_batch(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool,
                         const g4v_encoder_image *images, int n, float *out, g4v_err *err);
 
+/* The start of every encode call on ctx: zeroes the caller's result (out_size bytes), clears the
+ * ctx's error and cache flag. G4V_ERR_ARG for a NULL ctx or result (the message in ctx). */
+int g4v_call_begin(g4v_ctx *c, void *out, size_t out_size);
+
+/* The end of a failed encode call: zeroes the result again and puts what (if not NULL) in front
+ * of the ctx's message. Returns st. */
+int g4v_call_fail(g4v_ctx *c, int st, void *out, size_t out_size, const char *what);
+
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);
 

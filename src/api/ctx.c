@@ -66,3 +66,18 @@ const char *g4v_ctx_error(const g4v_ctx *c) {
     if (!c) return "g4v_ctx_error: ctx is NULL";
     return c->err.msg;
 }
+
+int g4v_call_begin(g4v_ctx *c, void *out, size_t out_size) {
+    if (out) memset(out, 0, out_size);
+    if (!c) return G4V_ERR_ARG;
+    g4v_err_clear(&c->err);
+    c->cache_hit = 0;
+    if (!out) return g4v_fail(&c->err, G4V_ERR_ARG, "the result pointer must not be NULL");
+    return G4V_OK;
+}
+
+int g4v_call_fail(g4v_ctx *c, int st, void *out, size_t out_size, const char *what) {
+    memset(out, 0, out_size);
+    if (what) g4v_err_prefix(&c->err, "%s", what);
+    return st;
+}

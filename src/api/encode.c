@@ -105,22 +105,8 @@ static int encode_image(g4v_ctx *c, const g4v_image *img, size_t stride, int src
     return G4V_OK;
 }
 
-/* Common start of every encode call: clears the error and the result. */
-static int begin(g4v_ctx *c, g4v_result *out) {
-    if (out) memset(out, 0, sizeof *out);
-    if (!c) return G4V_ERR_ARG;
-    g4v_err_clear(&c->err);
-    c->cache_hit = 0;
-    if (!out) return g4v_fail(&c->err, G4V_ERR_ARG, "the result pointer must not be NULL");
-    return G4V_OK;
-}
-
 static int finish(g4v_ctx *c, int st, g4v_result *out, double t0, const char *what) {
-    if (st) {
-        memset(out, 0, sizeof *out);
-        if (what) g4v_err_prefix(&c->err, "%s", what);
-        return st;
-    }
+    if (st) return g4v_call_fail(c, st, out, sizeof *out, what);
     out->seconds = g4v_now_s() - t0;
     return G4V_OK;
 }
@@ -161,7 +147,7 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
 
 int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_encode_options *opts,
                       g4v_result *out) {
-    int st = begin(c, out);
+    int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
     if (!bytes && size)
@@ -172,7 +158,7 @@ int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_enco
 }
 
 int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts, g4v_result *out) {
-    int st = begin(c, out);
+    int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
     if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);
@@ -207,7 +193,7 @@ static int check_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size
 
 int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
                    const g4v_encode_options *opts, g4v_result *out) {
-    int st = begin(c, out);
+    int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
     int budget, exif, bf16, th = 0, tw = 0;

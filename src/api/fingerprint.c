@@ -20,8 +20,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 typedef struct fp_tensor {
     const char *name;
@@ -52,18 +50,6 @@ static void collect(void *user, const char *name, const g4v_tensor *t) {
     j->v[j->n++] = (fp_tensor){name, t, {0}};
 }
 
-static void drop(const void *data, size_t n) {
-#ifdef MADV_DONTNEED
-    long ps = sysconf(_SC_PAGESIZE);
-    if (ps <= 0) return;
-    uintptr_t lo = ((uintptr_t)data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
-    uintptr_t hi = ((uintptr_t)data + n) & ~((uintptr_t)ps - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advisory */
-#else
-    (void)data, (void)n;
-#endif
-}
-
 static void hash_task(void *arg, int task, int worker) {
     (void)worker;
     fp_job *j = arg;
@@ -82,7 +68,7 @@ static void hash_task(void *arg, int task, int worker) {
         g4v_sha256_update(&s, p + off, len);
     }
     g4v_sha256_final(&s, f->digest);
-    if (j->drop_pages) drop(t->data, t->nbytes);
+    if (j->drop_pages) g4v_drop_mapped_pages(t->data, t->nbytes);
 }
 
 static void hash_double(g4v_sha256_ctx *s, double d) {

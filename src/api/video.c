@@ -181,28 +181,15 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     return G4V_OK;
 }
 
-static int begin(g4v_ctx *c, g4v_video_result *out) {
-    if (out) memset(out, 0, sizeof *out);
-    if (!c) return G4V_ERR_ARG;
-    g4v_err_clear(&c->err);
-    c->cache_hit = 0;
-    if (!out) return g4v_fail(&c->err, G4V_ERR_ARG, "the result pointer must not be NULL");
-    return G4V_OK;
-}
-
 static int finish(g4v_ctx *c, int st, g4v_video_result *out, double t0, const char *what) {
-    if (st) {
-        memset(out, 0, sizeof *out);
-        if (what) g4v_err_prefix(&c->err, "%s", what);
-        return st;
-    }
+    if (st) return g4v_call_fail(c, st, out, sizeof *out, what);
     out->seconds = g4v_now_s() - t0;
     return G4V_OK;
 }
 
 int g4v_encode_video_memory(g4v_ctx *c, const void *bytes, size_t size,
                             const g4v_video_options *opts, g4v_video_result *out) {
-    int st = begin(c, out);
+    int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
     if (!bytes || !size)
@@ -214,7 +201,7 @@ int g4v_encode_video_memory(g4v_ctx *c, const void *bytes, size_t size,
 
 int g4v_encode_video_file(g4v_ctx *c, const char *path, const g4v_video_options *opts,
                           g4v_video_result *out) {
-    int st = begin(c, out);
+    int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
     if (!path) return finish(c, g4v_fail(&c->err, G4V_ERR_ARG, "path is NULL"), out, t0, NULL);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #ifdef G4V_FAULT_INJECTION
 #include <stdatomic.h>
@@ -86,3 +87,15 @@ void *g4v_malloc_large(size_t n) {
 }
 
 void g4v_free_large(void *p) { free(p); }
+
+void g4v_drop_mapped_pages(const void *data, size_t n) {
+#ifdef MADV_DONTNEED
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0) return;
+    uintptr_t lo = ((uintptr_t)data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+    uintptr_t hi = ((uintptr_t)data + n) & ~((uintptr_t)ps - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advisory */
+#else
+    (void)data, (void)n;
+#endif
+}

@@ -22,6 +22,12 @@ void g4v_free(void *p);
 void *g4v_malloc_large(size_t n);
 void g4v_free_large(void *p);
 
+/* Drops the whole pages inside [data, data + n) from this process's memory (madvise
+ * MADV_DONTNEED; advisory, errors ignored). Only for read-only file mappings (a mapped checkpoint
+ * tensor that has been packed or hashed and is not read again): there it just unmaps page-cache
+ * pages, which a later read would fault back in; on anonymous memory it would zero them. */
+void g4v_drop_mapped_pages(const void *data, size_t n);
+
 /* Fault injection (no-ops unless built with G4V_FAULT_INJECTION). Allocations are numbered from
  * 0, counted from the last call of either setter; n < 0 disables injection.
  * g4v_alloc_fail_after(n): persistent: allocations n, n+1, ... all fail.

@@ -16,8 +16,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 struct g4v_embedder {
     g4v_vision_config cfg;
@@ -67,20 +65,6 @@ static int check_config(const g4v_vision_config *c, g4v_err *err) {
     return G4V_OK;
 }
 
-/* Same reasoning as the encoder's drop_pages (model.c): a packed weight's mapped pages are never
- * read again, so they need not stay resident. */
-static void drop_pages(const void *data, size_t n) {
-#ifdef MADV_DONTNEED
-    long ps = sysconf(_SC_PAGESIZE);
-    if (ps <= 0) return;
-    uintptr_t lo = ((uintptr_t)data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
-    uintptr_t hi = ((uintptr_t)data + n) & ~((uintptr_t)ps - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advisory */
-#else
-    (void)data, (void)n;
-#endif
-}
-
 typedef struct {
     g4v_embedder *e;
     const g4v_tensor *t[2];
@@ -101,7 +85,7 @@ static void pack_task(void *arg, int i, int worker) {
     if (j->status[i])
         g4v_err_prefix(&j->errs[i], "embedder: preparing %s: ", j->name[i]);
     else if (j->drop)
-        drop_pages(t->data, t->nbytes);
+        g4v_drop_mapped_pages(t->data, t->nbytes);
 }
 
 static const float *widen(const g4v_tensor *t, float *dst, int64_t n) {

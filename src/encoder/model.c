@@ -12,8 +12,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 static const char *const lin_names[G4V_LIN_COUNT] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                      "gate_proj", "up_proj", "down_proj"};
@@ -81,23 +79,6 @@ static const float *widen(const g4v_tensor *t, float *dst, int n) {
     return dst;
 }
 
-/* Drops the whole pages inside [data, data + n) from this process's memory (opts->
- * drop_mapped_pages): the tensor has been packed and is never read again, and without this the
- * mapped checkpoint and the packed copy would both stay resident (~2x the weight bytes of RSS).
- * Only for read-only file mappings, where MADV_DONTNEED just unmaps page-cache pages (a later
- * read would fault them back in); on anonymous memory it would zero them, hence opt-in. */
-static void drop_pages(const void *data, size_t n) {
-#ifdef MADV_DONTNEED
-    long ps = sysconf(_SC_PAGESIZE);
-    if (ps <= 0) return;
-    uintptr_t lo = ((uintptr_t)data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
-    uintptr_t hi = ((uintptr_t)data + n) & ~((uintptr_t)ps - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advisory: failure is harmless */
-#else
-    (void)data, (void)n;
-#endif
-}
-
 /* One weight matrix to pack (build collects them all, then packs them on the pool). */
 typedef struct {
     const g4v_tensor *t;
@@ -123,7 +104,7 @@ static void pack_task(void *arg, int i, int worker) {
     g4v_err *err = &j->errs[i];
     int st = g4v_wmat_create(j->e->kernels, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1],
                              it->mode, it->out, err);
-    if (!st && j->e->drop_mapped_pages) drop_pages(t->data, t->nbytes);
+    if (!st && j->e->drop_mapped_pages) g4v_drop_mapped_pages(t->data, t->nbytes);
     if (st && it->layer >= 0)
         g4v_err_prefix(err, "encoder: preparing layer %d %s: ", it->layer, it->name);
     else if (st)
