@@ -18,6 +18,7 @@
 #include "image/image_internal.h"
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -106,25 +107,6 @@ static int on_chunk(png_structp png, png_unknown_chunkp ch) {
     return 1;
 }
 
-static int valid_utf8(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = u[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (!len || i + len > n) return 0;
-        unsigned cp = len == 1 ? c : len == 2 ? c & 31 : len == 3 ? c & 15 : c & 7;
-        for (size_t k = 1; k < len; k++) {
-            if ((u[i + k] & 0xC0) != 0x80) return 0;
-            cp = cp << 6 | (u[i + k] & 63);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
 static int png_orientation(png_ctx *c, png_structp png, png_infop info) {
     png_textp text = NULL;
     int n = 0;
@@ -136,7 +118,7 @@ static int png_orientation(png_ctx *c, png_structp png, png_infop info) {
         if (!text[i].key) continue;
         /* Pillow decodes iTXt as strict UTF-8 and drops the chunk when that fails. */
         int itxt = text[i].compression >= PNG_ITXT_COMPRESSION_NONE;
-        if (itxt && !valid_utf8(text[i].text, text[i].itxt_length)) continue;
+        if (itxt && !g4v_utf8_valid(text[i].text, text[i].itxt_length)) continue;
         if (!strcmp(text[i].key, "XML:com.adobe.xmp")) xmp = &text[i];
         if (!strcmp(text[i].key, "Raw profile type exif")) raw = &text[i];
     }

@@ -1,8 +1,9 @@
-/* test_base.c - error formatting, overflow-checked allocation, CPU feature masking. */
+/* test_base.c - error formatting, overflow-checked allocation, CPU feature masking, UTF-8. */
 #include "base/alloc.h"
 #include "base/cpu.h"
 #include "base/error.h"
 #include "base/pool.h"
+#include "base/utf8.h"
 #include "kernels/dispatch.h"
 #include "kernels/sha256.h"
 #include "test_util.h"
@@ -30,6 +31,48 @@ static void test_alloc(void) {
     void *p = g4v_malloc_large(3u << 20);
     CHECK(p != NULL && ((uintptr_t)p & 63) == 0);
     g4v_free_large(p);
+}
+
+/* Expected lengths from RFC 3629's table (what Python's strict decoder accepts). */
+static void test_utf8(void) {
+    static const struct {
+        const char *s;
+        size_t len; /* of the first sequence; 0: invalid */
+    } t[] = {
+        {"a", 1},
+        {"\x7f", 1},
+        {"\xc3\xa9", 2},         /* U+00E9 */
+        {"\xc2\x80", 2},         /* U+0080, the smallest 2-byte */
+        {"\xc1\xbf", 0},         /* overlong U+007F */
+        {"\xc0\xaf", 0},         /* overlong '/' */
+        {"\xe2\x82\xac", 3},     /* U+20AC */
+        {"\xe0\x9f\xbf", 0},     /* overlong U+07FF */
+        {"\xed\x9f\xbf", 3},     /* U+D7FF */
+        {"\xed\xa0\x80", 0},     /* U+D800, a surrogate */
+        {"\xed\xbf\xbf", 0},     /* U+DFFF */
+        {"\xee\x80\x80", 3},     /* U+E000 */
+        {"\xf0\x9f\x98\x80", 4}, /* U+1F600 */
+        {"\xf0\x8f\xbf\xbf", 0}, /* overlong U+FFFF */
+        {"\xf4\x8f\xbf\xbf", 4}, /* U+10FFFF */
+        {"\xf4\x90\x80\x80", 0}, /* above U+10FFFF */
+        {"\xf8\x88\x80\x80", 0}, /* 5-byte lead */
+        {"\xff", 0},
+        {"\x80", 0},     /* stray continuation */
+        {"\xe2\x82", 0}, /* cut short */
+        {"\xc3\x28", 0}, /* bad continuation */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        size_t n = strlen(t[i].s);
+        CHECK_MSG(g4v_utf8_seq_len(t[i].s, n) == t[i].len, "utf8 case %zu: length %zu, want %zu", i,
+                  g4v_utf8_seq_len(t[i].s, n), t[i].len);
+        CHECK(g4v_utf8_valid(t[i].s, n) == (t[i].len == n));
+    }
+    CHECK(g4v_utf8_seq_len("a", 0) == 0 && g4v_utf8_valid("", 0));
+    CHECK(!g4v_utf8_valid("ok\xc3\xa9\xff", 5) && g4v_utf8_valid("ok\xc3\xa9\xff", 4));
+    char s[] = "a\xff"
+               "b\xc3\xa9\xed\xa0\x80z\xe2\x82";
+    g4v_utf8_sanitize(s);
+    CHECK_MSG(!strcmp(s, "a?b\xc3\xa9???z??"), "sanitized: %s", s);
 }
 
 static void test_cpu(void) {
@@ -62,7 +105,8 @@ static void test_pool(void) {
             int n = 1 + rep * 19 % 1000;
             g4v_pool_run(pool, n, square_task, &job);
             int ok = 1;
-            for (int i = 0; i < n; i++) ok &= job.out[i] == i * i;
+            for (int i = 0; i < n; i++)
+                ok &= job.out[i] == i * i;
             CHECK_MSG(ok, "threads=%d n=%d", threads, n);
         }
         g4v_pool_destroy(pool);
@@ -83,7 +127,8 @@ static void test_sha256(void) {
         {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
         {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlm"
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrl"
+         "m"
          "nopqrsmnopqrstnopqrstu",
          "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
     };
@@ -92,7 +137,8 @@ static void test_sha256(void) {
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         g4v_sha256(v[i].msg, strlen(v[i].msg), d);
         g4v_sha256_hex(d, hex);
-        CHECK_MSG(!strcmp(hex, v[i].hex), "sha256 of \"%s\": %s, expected %s", v[i].msg, hex, v[i].hex);
+        CHECK_MSG(!strcmp(hex, v[i].hex), "sha256 of \"%s\": %s, expected %s", v[i].msg, hex,
+                  v[i].hex);
     }
     g4v_sha256_ctx s;
     g4v_sha256_init(&s);
@@ -108,7 +154,8 @@ static void test_sha256(void) {
     CHECK_MSG(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
               "sha256 of a million 'a': %s", hex);
     uint8_t msg[200];
-    for (int i = 0; i < 200; i++) msg[i] = (uint8_t)(i * 31 + 7);
+    for (int i = 0; i < 200; i++)
+        msg[i] = (uint8_t)(i * 31 + 7);
     for (size_t n = 0; n <= 200; n++) {
         uint8_t one[G4V_SHA256_BYTES];
         g4v_sha256(msg, n, one);
@@ -117,7 +164,8 @@ static void test_sha256(void) {
             g4v_sha256_update(&s, msg, cut);
             g4v_sha256_update(&s, msg + cut, n - cut);
             g4v_sha256_final(&s, d);
-            CHECK_MSG(!memcmp(d, one, sizeof d), "sha256 split at %zu of %zu bytes differs", cut, n);
+            CHECK_MSG(!memcmp(d, one, sizeof d), "sha256 split at %zu of %zu bytes differs", cut,
+                      n);
         }
     }
     /* the compression in use is the kernel table's (test_variants compares every one) */
@@ -130,5 +178,6 @@ int main(void) {
     test_errors();
     test_alloc();
     test_cpu();
+    test_utf8();
     return test_summary("test_base");
 }

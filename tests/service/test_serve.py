@@ -218,6 +218,20 @@ def run(tmp, servers):
     check(st == 404 and "no such endpoint" in j["error"], "unknown path: 404")
     st, j = err("POST", "/v1/encode", png, {"Accept": "image/png"})
     check(st == 406, "Accept: image/png: 406")
+    # a path that is not UTF-8, quoted back in the error: the answer is still JSON (strict UTF-8)
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    c.sendall(b"GET /nope\xff\xc3\x28\xed\xa0\x80\xc3\xa9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    raw = b""
+    while (part := c.recv(65536)):
+        raw += part
+    c.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    try:
+        j = json.loads(body.decode("utf-8", errors="strict"))
+    except ValueError as e:
+        j = {"error": f"not JSON: {e}: {body[:80]!r}"}
+    check(head.startswith(b"HTTP/1.1 404") and "/nope?" in j["error"] and "\u00e9" in j["error"],
+          f"non-UTF-8 path: 404 with JSON that decodes ({j['error'][:60]!r})")
 
     # oversized: refused on the Content-Length alone, before any body byte is sent
     c = socket.create_connection(("127.0.0.1", s.port), timeout=10)

@@ -17,6 +17,7 @@
  * arriving), then exit 0.
  */
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "cli.h"
 #include "g4v.h"
 #include "serve_format.h"
@@ -315,14 +316,19 @@ static struct MHD_Response *buffer_response(char *body, size_t len, const char *
     return r;
 }
 
-/* {"error": msg, "status": name} */
+/* {"error": msg, "status": name}. msg may quote what the client sent (a path, a parameter): bytes
+ * that are not UTF-8 become '?', so that the answer stays JSON (cJSON copies bytes as they are). */
 static struct MHD_Response *error_response(const char *msg, const char *status) {
+    char *clean = strdup(msg);
+    if (!clean) return NULL;
+    g4v_utf8_sanitize(clean);
     cJSON *o = cJSON_CreateObject();
     char *text = NULL;
-    if (o && cJSON_AddStringToObject(o, "error", msg) &&
+    if (o && cJSON_AddStringToObject(o, "error", clean) &&
         cJSON_AddStringToObject(o, "status", status))
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
+    free(clean);
     if (!text) return NULL;
     size_t n = strlen(text);
     char *body = malloc(n + 2);
