@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 
@@ -159,6 +160,26 @@ def main():
               and os.path.exists(os.path.join(batch, "b.npy")) and "trunc.png" in r.stderr
               and "1 of 3 images failed" in r.stderr,
               f"batch with a truncated image: exit 2, others written (got {r.returncode}: {r.stderr[-300:]})")
+
+        # --- file names that are not UTF-8 (Latin-1 "café", a lone 0xff): the --json lines and the
+        # safetensors header stay strict UTF-8 JSON (bad bytes become '?'), one tensor each ---
+        odd = [os.path.join(tmp.encode(), b"caf\xe9.png"), os.path.join(tmp.encode(), b"x\xff.png")]
+        for o in odd:
+            shutil.copyfile(paths[0], o)
+        st_out = os.path.join(tmp, "odd.safetensors")
+        bad_json = os.path.join(tmp.encode(), b"missing\xfe.png")
+        r = subprocess.run([pyutil.BIN.encode(), b"encode", b"--model", ck.encode(), *odd, bad_json,
+                            b"--tokens", b"70", b"--json", b"-o", st_out.encode()], capture_output=True)
+        try:
+            js = [json.loads(x.decode("utf-8", errors="strict")) for x in r.stdout.splitlines()]
+            _, smeta, _ = read_safetensors(st_out)
+            names = sorted(k.split(".")[0] for k in smeta if k.endswith(".source"))
+            ok = (r.returncode == 2 and [d["ok"] for d in js] == [True, True, False]
+                  and js[0]["file"].endswith("caf?.png") and "missing?.png" in js[2]["error"]
+                  and names == ["caf?", "x?"])
+        except ValueError as e:
+            ok, js, names = False, str(e), None
+        check(ok, f"non-UTF-8 file names: JSON lines and safetensors header decode ({js} {names})")
 
         # --- error cases: exit code + a message naming the cause ---
         corrupt = os.path.join(tmp, "corrupt")

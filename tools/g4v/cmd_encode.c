@@ -14,6 +14,7 @@
  * With several images a bad image is reported and skipped; the exit code is then 2.
  */
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "cli.h"
 #include "g4v.h"
 #include "inputs.h"
@@ -43,7 +44,8 @@ typedef struct {
 } encode_args;
 
 static void usage(FILE *f) {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: g4v encode --model DIR IMAGE... [options] -o OUT\n"
         "\n"
         "Encodes images into Gemma 4 soft tokens: N rows of T floats per image, the language\n"
@@ -139,7 +141,8 @@ static int parse_args(int argc, char **argv, encode_args *a) {
             const char *v = argv[++i];
             a->cache_max_bytes = strtoull(v, &end, 10);
             if (errno || *end || end == v || v[0] == '-' || a->cache_max_bytes == 0) {
-                fprintf(stderr, "g4v encode: --cache-max-bytes: '%s' is not a positive byte count\n", v);
+                fprintf(stderr,
+                        "g4v encode: --cache-max-bytes: '%s' is not a positive byte count\n", v);
                 return -1;
             }
         } else if (!strcmp(s, "--precise")) {
@@ -168,7 +171,8 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         }
     }
     if (!a->model || !a->in.count || !a->out) {
-        fprintf(stderr, "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
+        fprintf(stderr,
+                "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
         return -1;
     }
     if (a->cache_max_bytes && !a->cache) {
@@ -185,8 +189,10 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         a->kind = OUT_SAFETENSORS;
     } else if (ends_with(a->out, ".npy") && !(stat(a->out, &st) == 0 && S_ISDIR(st.st_mode))) {
         if (a->in.count > 1) {
-            fprintf(stderr, "g4v encode: -o %s: %d images need a directory or a .safetensors "
-                            "file, not one .npy\n", a->out, a->in.count);
+            fprintf(stderr,
+                    "g4v encode: -o %s: %d images need a directory or a .safetensors "
+                    "file, not one .npy\n",
+                    a->out, a->in.count);
             return -1;
         }
         a->kind = OUT_NPY;
@@ -200,7 +206,8 @@ static int parse_args(int argc, char **argv, encode_args *a) {
 static int prepare_output(const encode_args *a) {
     if (a->kind == OUT_DIR) {
         if (mkdir(a->out, 0777) && errno != EEXIST) {
-            fprintf(stderr, "g4v encode: cannot create directory %s: %s\n", a->out, strerror(errno));
+            fprintf(stderr, "g4v encode: cannot create directory %s: %s\n", a->out,
+                    strerror(errno));
             return G4V_EXIT_OUTPUT;
         }
         struct stat st;
@@ -214,7 +221,8 @@ static int prepare_output(const encode_args *a) {
     if (!copy) return G4V_EXIT_INTERNAL;
     const char *parent = dirname(copy);
     int ok = access(parent, W_OK) == 0;
-    if (!ok) fprintf(stderr, "g4v encode: cannot write %s: %s: %s\n", a->out, parent, strerror(errno));
+    if (!ok)
+        fprintf(stderr, "g4v encode: cannot write %s: %s: %s\n", a->out, parent, strerror(errno));
     free(copy);
     return ok ? 0 : G4V_EXIT_OUTPUT;
 }
@@ -255,7 +263,8 @@ static void progress(int done, int total, double t0, int failed) {
     int fill = total ? done * width / total : width;
     double el = g4v_now_s() - t0, eta = done ? el / done * (total - done) : 0;
     char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '-';
     bar[width] = '\0';
     fprintf(stderr, "\r[%s] %d/%d  %.1fs elapsed", bar, done, total, el);
     if (done && done < total) fprintf(stderr, ", ETA %.0fs", eta);
@@ -268,7 +277,8 @@ static void progress(int done, int total, double t0, int failed) {
 static void print_span(const g4v_result *r, const char *path, int several) {
     if (several) printf("# %s\n", path);
     fputs("<|image>", stdout);
-    for (int i = 0; i < r->n_tokens; i++) fputs("<|image|>", stdout);
+    for (int i = 0; i < r->n_tokens; i++)
+        fputs("<|image|>", stdout);
     fputs("<image|>\n", stdout);
     printf("ids: %d %dx%d %d\n", (int)r->boi_token_id, (int)r->image_token_id, r->n_tokens,
            (int)r->eoi_token_id);
@@ -277,6 +287,25 @@ static void print_span(const g4v_result *r, const char *path, int several) {
 static cJSON *int_pair(int a, int b) {
     int v[2] = {a, b};
     return cJSON_CreateIntArray(v, 2);
+}
+
+/* The end of one --json line (an image's or a video's): the error when st != 0, then the line,
+ * printed and flushed. File names and error messages (which quote paths) may hold bytes that are
+ * not UTF-8; they become '?' so that the line stays JSON (never a structural character: those are
+ * ASCII). */
+static void end_json_line(cJSON *o, int st, const char *msg) {
+    if (st) {
+        cJSON_AddStringToObject(o, "status", g4v_status_name(st));
+        cJSON_AddStringToObject(o, "error", msg);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) {
+        g4v_utf8_sanitize(s);
+        puts(s);
+    }
+    cJSON_free(s);
+    cJSON_Delete(o);
+    fflush(stdout);
 }
 
 static void print_json(const char *path, const g4v_result *r, int st, const char *msg,
@@ -300,15 +329,8 @@ static void print_json(const char *path, const g4v_result *r, int st, const char
         cJSON_AddNumberToObject(ids, "eoi", r->eoi_token_id);
         cJSON_AddItemToObject(o, "prompt_ids", ids);
         cJSON_AddStringToObject(o, "cache", cache);
-    } else {
-        cJSON_AddStringToObject(o, "status", g4v_status_name(st));
-        cJSON_AddStringToObject(o, "error", msg);
     }
-    char *s = cJSON_PrintUnformatted(o);
-    if (s) puts(s);
-    cJSON_free(s);
-    cJSON_Delete(o);
-    fflush(stdout);
+    end_json_line(o, st, msg);
 }
 
 /* Writes r for input path; fills where (a file or tensor name). 0 or -1 (errno). */
@@ -324,8 +346,9 @@ static int write_result(const encode_args *a, out_st_writer *sw, const char *pat
         snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
         snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
         snprintf(dim, sizeof dim, "%d", r->dim);
-        const char *meta[] = {"tokens", tokens, "grid", grid, "budget", budget, "source", path,
-                              "original_size", osize, "target_size", tsize, "dim", dim, NULL};
+        const char *meta[] = {
+            "tokens",        tokens, "grid",        grid,  "budget", budget, "source", path,
+            "original_size", osize,  "target_size", tsize, "dim",    dim,    NULL};
         return out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
                           a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
                           r->n_tokens, r->dim, meta, where, cap);
@@ -432,12 +455,15 @@ static int encode_all(encode_args *a) {
         } else {
             written++;
             const char *cache_state = !cache ? "off" : g4v_ctx_cache_hit(ctx) ? "hit" : "miss";
-            if (a->json) print_json(path, &r, G4V_OK, "", where, cache_state);
-            else if (!a->quiet) print_span(&r, path, several);
+            if (a->json)
+                print_json(path, &r, G4V_OK, "", where, cache_state);
+            else if (!a->quiet)
+                print_span(&r, path, several);
             if (!a->quiet && !bar && !a->json)
-                fprintf(stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s (%.2fs%s)\n",
-                        path, r.src_width, r.src_height, r.width, r.height, r.n_tokens, r.dim,
-                        where, r.seconds, cache && g4v_ctx_cache_hit(ctx) ? ", from the cache" : "");
+                fprintf(
+                    stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s (%.2fs%s)\n",
+                    path, r.src_width, r.src_height, r.width, r.height, r.n_tokens, r.dim, where,
+                    r.seconds, cache && g4v_ctx_cache_hit(ctx) ? ", from the cache" : "");
         }
         if (bar) progress(i + 1, a->in.count, t0, failed);
     }
@@ -451,8 +477,10 @@ static int encode_all(encode_args *a) {
         g4v_cache_stats cs;
         g4v_cache_get_stats(cache, &cs);
         if (cs.errors && !a->quiet)
-            fprintf(stderr, "g4v encode: warning: %llu cache writes to %s failed (results are "
-                            "still correct, but not cached)\n", (unsigned long long)cs.errors, a->cache);
+            fprintf(stderr,
+                    "g4v encode: warning: %llu cache writes to %s failed (results are "
+                    "still correct, but not cached)\n",
+                    (unsigned long long)cs.errors, a->cache);
     }
 done:
     g4v_ctx_free(ctx);
@@ -484,8 +512,8 @@ static void print_video_span(const g4v_video_result *r, const char *path, int se
     }
     fputs("ids:", stdout);
     for (int i = 0; i < r->n_frames; i++)
-        printf(" %d %dx%d %d", (int)r->boi_token_id, (int)r->video_token_id,
-               r->frames[i].n_tokens, (int)r->eoi_token_id);
+        printf(" %d %dx%d %d", (int)r->boi_token_id, (int)r->video_token_id, r->frames[i].n_tokens,
+               (int)r->eoi_token_id);
     putchar('\n');
 }
 
@@ -532,15 +560,8 @@ static void print_video_json(const char *path, const g4v_video_result *r, int st
         cJSON_AddNumberToObject(ids, "video", r->video_token_id);
         cJSON_AddNumberToObject(ids, "eoi", r->eoi_token_id);
         cJSON_AddItemToObject(o, "prompt_ids", ids);
-    } else {
-        cJSON_AddStringToObject(o, "status", g4v_status_name(st));
-        cJSON_AddStringToObject(o, "error", msg);
     }
-    char *s = cJSON_PrintUnformatted(o);
-    if (s) puts(s);
-    cJSON_free(s);
-    cJSON_Delete(o);
-    fflush(stdout);
+    end_json_line(o, st, msg);
 }
 
 /* Writes a video's rows like an image's (one [rows, T] array / tensor); the safetensors metadata
@@ -571,15 +592,38 @@ static int write_video(const encode_args *a, out_st_writer *sw, const char *path
             ns += snprintf(stamps + ns, lcap - (size_t)ns, "%s%.17g", i ? "," : "",
                            r->frames[i].timestamp);
         }
-        const char *meta[] = {"tokens", tokens, "frames", nf, "tokens_per_frame", per, "grid", grid,
-                              "budget", budget, "source", path, "original_size", osize,
-                              "target_size", tsize, "dim", dim, "fps", fps, "total_frames", total,
-                              "frame_indices", ok ? indices : "", "timestamps", ok ? stamps : "",
+        const char *meta[] = {"tokens",
+                              tokens,
+                              "frames",
+                              nf,
+                              "tokens_per_frame",
+                              per,
+                              "grid",
+                              grid,
+                              "budget",
+                              budget,
+                              "source",
+                              path,
+                              "original_size",
+                              osize,
+                              "target_size",
+                              tsize,
+                              "dim",
+                              dim,
+                              "fps",
+                              fps,
+                              "total_frames",
+                              total,
+                              "frame_indices",
+                              ok ? indices : "",
+                              "timestamps",
+                              ok ? stamps : "",
                               NULL};
-        int rc = ok ? out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
-                                 a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
-                                 r->n_tokens, r->dim, meta, where, cap)
-                    : (errno = ENOMEM, -1);
+        int rc =
+            ok ? out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
+                            a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
+                            r->n_tokens, r->dim, meta, where, cap)
+               : (errno = ENOMEM, -1);
         free(indices);
         free(stamps);
         return rc;

@@ -8,6 +8,7 @@
 #include "g4v.h"
 #include "api/fingerprint.h"
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "io/checkpoint.h"
 
 #include <cjson/cJSON.h>
@@ -85,8 +86,8 @@ typedef struct identity {
     double seconds;
 } identity;
 
-static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c,
-                       const limit *lim, const identity *id) {
+static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c, const limit *lim,
+                       const identity *id) {
     const g4v_vision_config *v = &ck->cfg;
     char a[40];
     printf("model         %s\n", dir);
@@ -142,8 +143,8 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
     if (NLIMITS % 3) putchar('\n');
 }
 
-static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c,
-                      const limit *lim, const identity *id) {
+static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c, const limit *lim,
+                      const identity *id) {
     const g4v_vision_config *v = &ck->cfg;
     cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
     int ok = o && dt;
@@ -203,7 +204,10 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
     for (int i = 0; ok && i < NLIMITS; i++)
         ok = cJSON_AddNumberToObject(l, lim[i].name, lim[i].value) != NULL;
     char *text = ok ? cJSON_Print(o) : NULL;
-    if (text) printf("%s\n", text);
+    if (text) {
+        g4v_utf8_sanitize(text); /* the model path may hold bytes that are not UTF-8 */
+        printf("%s\n", text);
+    }
     free(text);
     cJSON_Delete(o);
     cJSON_Delete(dt);

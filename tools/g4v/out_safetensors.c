@@ -3,6 +3,8 @@
  * aarch64), as the data is written as it lies in memory. */
 #include "out_safetensors.h"
 
+#include "base/utf8.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
@@ -64,10 +66,16 @@ out_st_writer *out_st_open(const char *path) {
 
 int out_st_add(out_st_writer *w, const char *name, const char *dtype, const void *data, long rows,
                long cols, const char *const *meta, char *final_name, size_t cap) {
-    char unique[1024];
-    snprintf(unique, sizeof unique, "%s", name);
-    for (int k = 2; cJSON_GetObjectItemCaseSensitive(w->header, unique) || !strcmp(unique, "__metadata__"); k++)
-        snprintf(unique, sizeof unique, "%s#%d", name, k);
+    /* The header is JSON, which readers take as strict UTF-8: a name from a file name that is not
+     * UTF-8 gets '?' for the bad bytes, before the check for names already taken. */
+    char base[1000], unique[1024];
+    snprintf(base, sizeof base, "%s", name);
+    g4v_utf8_sanitize(base);
+    snprintf(unique, sizeof unique, "%s", base);
+    for (int k = 2;
+         cJSON_GetObjectItemCaseSensitive(w->header, unique) || !strcmp(unique, "__metadata__");
+         k++)
+        snprintf(unique, sizeof unique, "%s#%d", base, k);
     size_t elem = !strcmp(dtype, "F32") ? 4 : 2;
     size_t bytes = (size_t)rows * (size_t)cols * elem;
     if (fwrite(data, 1, bytes, w->data) != bytes) return -1;
@@ -105,6 +113,7 @@ int out_st_close(out_st_writer *w, int ok) {
         e = ENOMEM;
         goto done;
     }
+    g4v_utf8_sanitize(json); /* metadata values quote input paths */
     if (fflush(w->data) || fclose(w->data)) {
         w->data = NULL;
         e = errno;
@@ -113,7 +122,8 @@ int out_st_close(out_st_writer *w, int ok) {
     w->data = NULL;
     size_t len = strlen(json), padded = (len + 7) / 8 * 8;
     unsigned char lenb[8];
-    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     FILE *in = fopen(w->tmp_data, "rb");
     if (!in || !(out = fopen(w->tmp_out, "wb"))) {
         e = errno;
@@ -121,10 +131,12 @@ int out_st_close(out_st_writer *w, int ok) {
         goto done;
     }
     int good = fwrite(lenb, 1, 8, out) == 8 && fwrite(json, 1, len, out) == len;
-    for (size_t i = len; good && i < padded; i++) good = fputc(' ', out) != EOF;
+    for (size_t i = len; good && i < padded; i++)
+        good = fputc(' ', out) != EOF;
     char buf[1 << 16];
     size_t got;
-    while (good && (got = fread(buf, 1, sizeof buf, in)) > 0) good = fwrite(buf, 1, got, out) == got;
+    while (good && (got = fread(buf, 1, sizeof buf, in)) > 0)
+        good = fwrite(buf, 1, got, out) == got;
     good = good && !ferror(in);
     fclose(in);
     if (!good) e = errno ? errno : EIO;
@@ -133,7 +145,8 @@ int out_st_close(out_st_writer *w, int ok) {
         e = errno;
     }
     out = NULL;
-    if (good && rename(w->tmp_out, w->path) == 0) rc = 0;
+    if (good && rename(w->tmp_out, w->path) == 0)
+        rc = 0;
     else {
         if (good) e = errno;
         unlink(w->tmp_out);
