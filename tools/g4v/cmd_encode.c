@@ -333,37 +333,48 @@ static void print_json(const char *path, const g4v_result *r, int st, const char
     end_json_line(o, st, msg);
 }
 
-/* Writes r for input path; fills where (a file or tensor name). 0 or -1 (errno). */
-static int write_result(const encode_args *a, out_st_writer *sw, const char *path,
-                        const g4v_result *r, char *where, size_t cap) {
-    char name[512], file[4096];
-    stem(path, name, sizeof name);
-    if (a->kind == OUT_SAFETENSORS) {
-        char tokens[32], grid[48], budget[16], osize[48], tsize[48], dim[16];
-        snprintf(tokens, sizeof tokens, "%d", r->n_tokens);
-        snprintf(grid, sizeof grid, "%dx%d", r->grid_w, r->grid_h);
-        snprintf(budget, sizeof budget, "%d", r->budget);
-        snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
-        snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
-        snprintf(dim, sizeof dim, "%d", r->dim);
-        const char *meta[] = {
-            "tokens",        tokens, "grid",        grid,  "budget", budget, "source", path,
-            "original_size", osize,  "target_size", tsize, "dim",    dim,    NULL};
+/* Writes rows x dim features (f32, or the bf16 bit patterns with --bf16) for input name: a
+ * tensor with meta (key, value pairs) in the safetensors file, the one .npy, or <name>.npy in the
+ * directory (#2, #3... when a name repeats). Fills where (a file or tensor name). 0 or -1 (errno).
+ */
+static int write_rows(const encode_args *a, out_st_writer *sw, const char *name, const float *f32,
+                      const uint16_t *bf16, int rows, int dim, const char *const *meta, char *where,
+                      size_t cap) {
+    if (a->kind == OUT_SAFETENSORS)
         return out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
-                          a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
-                          r->n_tokens, r->dim, meta, where, cap);
-    }
+                          a->bf16 ? (const void *)bf16 : (const void *)f32, rows, dim, meta, where,
+                          cap);
+    char file[4096];
     if (a->kind == OUT_NPY) {
         snprintf(file, sizeof file, "%s", a->out);
     } else {
         snprintf(file, sizeof file, "%s/%s.npy", a->out, name);
-        /* two inputs with the same name in one run: keep both */
         for (int k = 2; access(file, F_OK) == 0 && k < 100000; k++)
             snprintf(file, sizeof file, "%s/%s#%d.npy", a->out, name, k);
     }
     snprintf(where, cap, "%s", file);
-    return a->bf16 ? g4v_npy_write_u16(file, r->features_bf16, r->n_tokens, r->dim)
-                   : g4v_npy_write_f32(file, r->features, r->n_tokens, r->dim);
+    return a->bf16 ? g4v_npy_write_u16(file, bf16, rows, dim)
+                   : g4v_npy_write_f32(file, f32, rows, dim);
+}
+
+/* Writes r for input path; fills where (a file or tensor name). 0 or -1 (errno). */
+static int write_result(const encode_args *a, out_st_writer *sw, const char *path,
+                        const g4v_result *r, char *where, size_t cap) {
+    char name[512];
+    stem(path, name, sizeof name);
+    char tokens[32], grid[48], budget[16], osize[48], tsize[48], dim[16];
+    snprintf(tokens, sizeof tokens, "%d", r->n_tokens);
+    snprintf(grid, sizeof grid, "%dx%d", r->grid_w, r->grid_h);
+    snprintf(budget, sizeof budget, "%d", r->budget);
+    snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
+    snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
+    snprintf(dim, sizeof dim, "%d", r->dim);
+    /* clang-format off */
+    const char *meta[] = {"tokens", tokens, "grid", grid, "budget", budget, "source", path,
+                          "original_size", osize, "target_size", tsize, "dim", dim, NULL};
+    /* clang-format on */
+    return write_rows(a, sw, name, r->features, r->features_bf16, r->n_tokens, r->dim, meta, where,
+                      cap);
 }
 
 static int exit_for_image(int st) {
@@ -568,76 +579,50 @@ static void print_video_json(const char *path, const g4v_video_result *r, int st
  * adds frames, tokens_per_frame, frame_indices, timestamps (comma-separated), fps, total_frames. */
 static int write_video(const encode_args *a, out_st_writer *sw, const char *path,
                        const g4v_video_result *r, char *where, size_t cap) {
-    char name[512], file[4096];
+    char name[512];
     stem(path, name, sizeof name);
-    if (a->kind == OUT_SAFETENSORS) {
-        char tokens[32], per[32], nf[16], grid[48], budget[16], osize[48], tsize[48], dim[16];
-        char fps[40], total[32];
-        snprintf(tokens, sizeof tokens, "%d", r->n_tokens);
-        snprintf(per, sizeof per, "%d", r->frames[0].n_tokens);
-        snprintf(nf, sizeof nf, "%d", r->n_frames);
-        snprintf(grid, sizeof grid, "%dx%d", r->frames[0].grid_w, r->frames[0].grid_h);
-        snprintf(budget, sizeof budget, "%d", r->budget);
-        snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
-        snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
-        snprintf(dim, sizeof dim, "%d", r->dim);
-        snprintf(fps, sizeof fps, "%.17g", r->fps);
-        snprintf(total, sizeof total, "%lld", (long long)r->total_frames);
+    char tokens[32], per[32], nf[16], grid[48], budget[16], osize[48], tsize[48], dim[16];
+    char fps[40], total[32];
+    snprintf(tokens, sizeof tokens, "%d", r->n_tokens);
+    snprintf(per, sizeof per, "%d", r->frames[0].n_tokens);
+    snprintf(nf, sizeof nf, "%d", r->n_frames);
+    snprintf(grid, sizeof grid, "%dx%d", r->frames[0].grid_w, r->frames[0].grid_h);
+    snprintf(budget, sizeof budget, "%d", r->budget);
+    snprintf(osize, sizeof osize, "%dx%d", r->src_width, r->src_height);
+    snprintf(tsize, sizeof tsize, "%dx%d", r->width, r->height);
+    snprintf(dim, sizeof dim, "%d", r->dim);
+    snprintf(fps, sizeof fps, "%.17g", r->fps);
+    snprintf(total, sizeof total, "%lld", (long long)r->total_frames);
+    char *indices = NULL, *stamps = NULL;
+    if (a->kind == OUT_SAFETENSORS) { /* only safetensors has room for metadata */
         size_t lcap = (size_t)r->n_frames * 28 + 1;
-        char *indices = calloc(1, lcap), *stamps = calloc(1, lcap);
-        int ok = indices && stamps;
-        for (int i = 0, ni = 0, ns = 0; ok && i < r->n_frames; i++) {
+        indices = calloc(1, lcap);
+        stamps = calloc(1, lcap);
+        if (!indices || !stamps) {
+            free(indices);
+            free(stamps);
+            errno = ENOMEM;
+            return -1;
+        }
+        for (int i = 0, ni = 0, ns = 0; i < r->n_frames; i++) {
             ni += snprintf(indices + ni, lcap - (size_t)ni, "%s%lld", i ? "," : "",
                            (long long)r->frames[i].index);
             ns += snprintf(stamps + ns, lcap - (size_t)ns, "%s%.17g", i ? "," : "",
                            r->frames[i].timestamp);
         }
-        const char *meta[] = {"tokens",
-                              tokens,
-                              "frames",
-                              nf,
-                              "tokens_per_frame",
-                              per,
-                              "grid",
-                              grid,
-                              "budget",
-                              budget,
-                              "source",
-                              path,
-                              "original_size",
-                              osize,
-                              "target_size",
-                              tsize,
-                              "dim",
-                              dim,
-                              "fps",
-                              fps,
-                              "total_frames",
-                              total,
-                              "frame_indices",
-                              ok ? indices : "",
-                              "timestamps",
-                              ok ? stamps : "",
-                              NULL};
-        int rc =
-            ok ? out_st_add(sw, name, a->bf16 ? "BF16" : "F32",
-                            a->bf16 ? (const void *)r->features_bf16 : (const void *)r->features,
-                            r->n_tokens, r->dim, meta, where, cap)
-               : (errno = ENOMEM, -1);
-        free(indices);
-        free(stamps);
-        return rc;
     }
-    if (a->kind == OUT_NPY) {
-        snprintf(file, sizeof file, "%s", a->out);
-    } else {
-        snprintf(file, sizeof file, "%s/%s.npy", a->out, name);
-        for (int k = 2; access(file, F_OK) == 0 && k < 100000; k++)
-            snprintf(file, sizeof file, "%s/%s#%d.npy", a->out, name, k);
-    }
-    snprintf(where, cap, "%s", file);
-    return a->bf16 ? g4v_npy_write_u16(file, r->features_bf16, r->n_tokens, r->dim)
-                   : g4v_npy_write_f32(file, r->features, r->n_tokens, r->dim);
+    /* clang-format off */
+    const char *meta[] = {"tokens", tokens, "frames", nf, "tokens_per_frame", per, "grid", grid,
+                          "budget", budget, "source", path, "original_size", osize,
+                          "target_size", tsize, "dim", dim, "fps", fps, "total_frames", total,
+                          "frame_indices", indices ? indices : "", "timestamps",
+                          stamps ? stamps : "", NULL};
+    /* clang-format on */
+    int rc = write_rows(a, sw, name, r->features, r->features_bf16, r->n_tokens, r->dim, meta,
+                        where, cap);
+    free(indices);
+    free(stamps);
+    return rc;
 }
 
 /* Encodes and writes one video input; returns 0 or the exit code it earns. */

@@ -317,19 +317,17 @@ static struct MHD_Response *buffer_response(char *body, size_t len, const char *
 }
 
 /* {"error": msg, "status": name}. msg may quote what the client sent (a path, a parameter): bytes
- * that are not UTF-8 become '?', so that the answer stays JSON (cJSON copies bytes as they are). */
+ * that are not UTF-8 become '?' in the printed text, so that the answer stays JSON (cJSON copies
+ * bytes as they are; a structural character is ASCII, never replaced). */
 static struct MHD_Response *error_response(const char *msg, const char *status) {
-    char *clean = strdup(msg);
-    if (!clean) return NULL;
-    g4v_utf8_sanitize(clean);
     cJSON *o = cJSON_CreateObject();
     char *text = NULL;
-    if (o && cJSON_AddStringToObject(o, "error", clean) &&
+    if (o && cJSON_AddStringToObject(o, "error", msg) &&
         cJSON_AddStringToObject(o, "status", status))
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    free(clean);
     if (!text) return NULL;
+    g4v_utf8_sanitize(text);
     size_t n = strlen(text);
     char *body = malloc(n + 2);
     if (body) {
