@@ -6,6 +6,7 @@
  * invariants the video layer promises: a failure has a proper status and message; on success
  * the frame count is positive, the samples are min(wanted, frames) strictly increasing indices
  * below it, given in order, all of the reported size and within the limits.
+ * FFmpeg's allocations are capped as the g4v tool caps them (g4v_video_cap_allocations).
  * FFmpeg itself is not instrumented for coverage here (Debian's build): the feedback comes from
  * our code around it, and ASan sees FFmpeg's memory through its interceptors only.
  */
@@ -49,6 +50,10 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* as in g4v encode / serve: FFmpeg's demuxers may size a table from a header's claim
+     * (an MP4 stss of 2^28 entries asked for 1 GB in one av_malloc) */
+    static int capped;
+    if (!capped) g4v_video_cap_allocations(G4V_VIDEO_ALLOC_CAP), capped = 1;
     g4v_video_limits lim = {.max_frames = 300,
                             .max_seconds = 60,
                             .max_pixels = FZ_MAX_PIXELS,

@@ -395,6 +395,17 @@ G4V_API size_t g4v_video_prompt_text(const g4v_video_result *r, char *buf, size_
 G4V_API size_t g4v_video_prompt_tokens(const g4v_video_result *r, int frame, int32_t *ids,
                                        size_t cap);
 
+/* FFmpeg's demuxers size some tables from a header's claim before reading them: a 1 KB MP4 can
+ * make FFmpeg ask for a gigabyte in one allocation (address space it reserves but never fills).
+ * This caps every single allocation FFmpeg makes in the process (its av_max_alloc) at max_bytes,
+ * so such a file fails with G4V_ERR_IMAGE instead; 0 restores FFmpeg's default (2 GiB - 1).
+ * Process-wide, for every FFmpeg user of the process, so libg4v never calls it on its own: a
+ * program that decodes untrusted videos calls it once at start. `g4v encode` and `g4v serve` set
+ * G4V_VIDEO_ALLOC_CAP; real videos need far less (the largest FFmpeg allocation is a decoded
+ * plane: 32 MB for a 16-bit 4096x4096 frame). */
+#define G4V_VIDEO_ALLOC_CAP ((size_t)256 << 20)
+G4V_API void g4v_video_cap_allocations(size_t max_bytes);
+
 /* 1 if bytes begin like a video container (ISO-BMFF/QuickTime, Matroska/WebM, AVI), else 0: a
  * hint for telling a video from an image before choosing the call. */
 G4V_API int g4v_video_sniff(const void *bytes, size_t size);

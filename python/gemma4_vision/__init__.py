@@ -14,7 +14,11 @@ from .model import (BUDGETS, DEFAULT_BUDGET, G4VError, Model, ModelInfo, Result,
                     status_name)
 
 __all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "BUDGETS", "DEFAULT_BUDGET",
-           "status_name", "library_version", "library_path"]
+           "status_name", "library_version", "library_path", "cap_video_allocations",
+           "VIDEO_ALLOC_CAP"]
+
+# What `g4v encode` and `g4v serve` cap every single FFmpeg allocation at (G4V_VIDEO_ALLOC_CAP).
+VIDEO_ALLOC_CAP = 256 << 20
 
 
 def library_version():
@@ -25,3 +29,14 @@ def library_version():
 def library_path():
     """Where libg4v was loaded from."""
     return _clib.g4v_path
+
+
+def cap_video_allocations(max_bytes=VIDEO_ALLOC_CAP):
+    """Caps every single allocation FFmpeg makes in this process at max_bytes (0: FFmpeg's
+    default, 2 GiB - 1). A hostile video's header can otherwise make FFmpeg ask for a gigabyte
+    at once; with the cap such a file fails with G4VError (G4V_ERR_IMAGE). Process-wide (every
+    FFmpeg user of the process, PyAV included): call it once, in programs that decode untrusted
+    videos."""
+    if max_bytes < 0:
+        raise ValueError("max_bytes must be >= 0")
+    _clib.g4v_video_cap_allocations(max_bytes)

@@ -122,6 +122,7 @@ _PROTOTYPES = {
     "g4v_encode_rgb": (c_int, [c_void_p, c_void_p, c_int, c_int, c_size_t,
                                POINTER(EncodeOptions), POINTER(Result)]),
     "g4v_video_options_init": (None, [POINTER(VideoOptions)]),
+    "g4v_video_cap_allocations": (None, [c_size_t]),
     "g4v_encode_video_file": (c_int, [c_void_p, c_char_p, POINTER(VideoOptions),
                                       POINTER(VideoResult)]),
     "g4v_encode_video_memory": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(VideoOptions),

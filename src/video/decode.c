@@ -30,6 +30,7 @@
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -98,7 +99,12 @@ static void reader_close(vreader *r) {
 }
 
 static const char *av_msg(int code, char *buf, size_t cap) {
-    if (av_strerror(code, buf, cap) < 0) snprintf(buf, cap, "FFmpeg error %d", code);
+    if (code == AVERROR(ENOMEM)) /* most often a header's claim over the allocation cap */
+        snprintf(buf, cap,
+                 "FFmpeg could not allocate what the headers ask for (corrupt, or "
+                 "over g4v_video_cap_allocations)");
+    else if (av_strerror(code, buf, cap) < 0)
+        snprintf(buf, cap, "FFmpeg error %d", code);
     return buf;
 }
 
@@ -433,4 +439,9 @@ int g4v_video_sniff(const void *bytes, size_t n) {
     if (n >= 4 && b[0] == 0x1A && b[1] == 0x45 && b[2] == 0xDF && b[3] == 0xA3) return 1; /* EBML */
     if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "AVI ", 4)) return 1;
     return 0;
+}
+
+void g4v_video_cap_allocations(size_t max_bytes) {
+    /* FFmpeg's own default: INT_MAX (libavutil/mem.c) */
+    av_max_alloc(max_bytes ? max_bytes : (size_t)INT_MAX);
 }

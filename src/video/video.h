@@ -63,6 +63,7 @@ int g4v_video_decode(const void *bytes, size_t n, const g4v_video_limits *lim, i
                      g4v_video_frame_fn on_frame, void *user, g4v_video_info *info, int64_t *idx,
                      int *n_sampled, g4v_err *err);
 
-/* g4v_video_sniff (g4v.h) is defined in decode.c: decoding does not rely on it. */
+/* g4v_video_sniff and g4v_video_cap_allocations (g4v.h) are defined in decode.c: decoding does
+ * not rely on them. */
 
 #endif

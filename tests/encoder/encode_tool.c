@@ -12,6 +12,7 @@
 #include "encoder/embedder.h"
 #include "encoder/encoder.h"
 #include "io/checkpoint.h"
+#include "kernels/dispatch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,10 @@ int main(int argc, char **argv) {
         return 3;
     }
     fprintf(stderr, "load + prepare: %.3f s\n", now() - t0);
+    /* which attention runs: the FAST error depends on it (test_encoder_ref.py reads this line) */
+    const g4v_kernels *kt = g4v_kernels_current();
+    fprintf(stderr, "attention kernel: %s\n",
+            (opts.mode == G4V_MATH_FAST ? kt->isa_fast : kt->isa)[G4V_KF_ATTENTION]);
     const g4v_vision_config *c = &ck->cfg;
     int side = c->patch_size * c->pooling_kernel_size;
     int N = (h / side) * (w / side);

@@ -271,3 +271,25 @@ def test_gil_released_during_encode(tiny):
         print("GIL share", share, state)
         assert state["t"] > 0.2, state
         assert share > 0.3, (share, state)
+
+
+def test_video_allocation_cap(model):
+    """A hostile MP4 (its stss claims 2^28 key frames: FFmpeg asks for 805 MB at once) fails
+    under cap_video_allocations with the cause named; the cap is process-wide FFmpeg state, so
+    the test puts FFmpeg's default back."""
+    src = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    mov = open(os.path.join(src, "fuzz", "regressions", "video", "mov-stss-count-oom.mov"),
+               "rb").read()
+    with pytest.raises(ValueError):
+        g4.cap_video_allocations(-1)
+    g4.cap_video_allocations()
+    try:
+        with pytest.raises(g4.G4VError) as ei:
+            model.encode_video(mov)
+        assert ei.value.status_name == "G4V_ERR_IMAGE"
+        assert "g4v_video_cap_allocations" in ei.value.message
+    finally:
+        g4.cap_video_allocations(0)
+    with pytest.raises(g4.G4VError) as ei:  # uncapped it is still refused, as bad data
+        model.encode_video(mov)
+    assert "g4v_video_cap_allocations" not in ei.value.message

@@ -1,8 +1,11 @@
 /* test_video_unit.c - the sampling formula and the MM:SS labels (src/video/sample.c) against
- * values worked out by hand from the reference's definitions, and argument checks. */
+ * values worked out by hand from the reference's definitions, and argument checks; the FFmpeg
+ * allocation cap on a hostile MP4 (argv[1]: fuzz/regressions/video/mov-stss-count-oom.mov). */
 #include "test_util.h"
 #include "video/video.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_indices(void) {
@@ -58,8 +61,37 @@ static void test_labels(void) {
     CHECK(g4v_video_timestamp(3, 0.0) == 0.0);
 }
 
-int main(void) {
+/* An MP4 of 960 bytes whose stss atom claims 201,326,592 key frames: FFmpeg 5.1 asks for
+ * 805 MB in one av_malloc before it reads them (found by fuzz_video). Under the cap it fails
+ * cleanly, saying why; without the cap FFmpeg reserves the memory and then reports bad data. */
+static void test_allocation_cap(const char *path) {
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(f, "cannot open %s", path);
+    if (!f) return;
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    g4v_video_limits lim = {
+        .max_frames = 1000, .max_seconds = 60, .max_pixels = 1u << 20, .max_dimension = 4096};
+    g4v_video_info info;
+    int64_t idx[4];
+    int count = -1;
+    g4v_err err;
+    g4v_video_cap_allocations(G4V_VIDEO_ALLOC_CAP);
+    int st = g4v_video_decode(buf, n, &lim, 4, NULL, NULL, &info, idx, &count, &err);
+    CHECK_MSG(st == G4V_ERR_IMAGE && count == 0 && strstr(err.msg, "g4v_video_cap_allocations"),
+              "capped: status %d, %s", st, err.msg);
+    g4v_video_cap_allocations(0); /* FFmpeg's default again: the file is still refused */
+    st = g4v_video_decode(buf, n, &lim, 4, NULL, NULL, &info, idx, &count, &err);
+    CHECK_MSG(st == G4V_ERR_IMAGE && count == 0, "uncapped: status %d, %s", st, err.msg);
+}
+
+int main(int argc, char **argv) {
     test_indices();
     test_labels();
+    if (argc > 1)
+        test_allocation_cap(argv[1]);
+    else
+        CHECK_MSG(0, "usage: test_video_unit HOSTILE_MP4");
     return test_summary("test_video_unit");
 }

@@ -13,14 +13,16 @@ typedef struct {
 
 static const subcommand commands[] = {
     {"encode", cmd_encode, "encode images into Gemma 4 soft tokens (.npy / .safetensors)"},
-    {"preprocess", cmd_preprocess, "decode + resize + patchify an image exactly as transformers does"},
+    {"preprocess", cmd_preprocess,
+     "decode + resize + patchify an image exactly as transformers does"},
     {"info", cmd_info, "describe a Gemma 4 checkpoint's vision tower"},
     {"serve", cmd_serve, "HTTP encode service: POST an image, get its soft tokens"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "g4v %s - Gemma 4 vision embeddings on the CPU\n\n", g4v_version());
-    fprintf(f, "usage: g4v <command> [options]   (g4v <command> --help for details)\n\ncommands:\n");
+    fprintf(f,
+            "usage: g4v <command> [options]   (g4v <command> --help for details)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexit codes: 0 ok, 1 usage error, 2 input error, 3 model error, 4 output error,\n"
@@ -29,14 +31,20 @@ static void usage(FILE *f) {
 
 int cli_exit_for_status(int status, int model_context) {
     switch (status) {
-    case G4V_OK: return G4V_EXIT_OK;
-    case G4V_ERR_ARG: return G4V_EXIT_USAGE;
-    case G4V_ERR_MODEL: return G4V_EXIT_MODEL;
-    case G4V_ERR_IO: return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
+    case G4V_OK:
+        return G4V_EXIT_OK;
+    case G4V_ERR_ARG:
+        return G4V_EXIT_USAGE;
+    case G4V_ERR_MODEL:
+        return G4V_EXIT_MODEL;
+    case G4V_ERR_IO:
+        return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
     case G4V_ERR_IMAGE:
     case G4V_ERR_LIMIT:
-    case G4V_ERR_UNSUPPORTED: return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
-    default: return G4V_EXIT_INTERNAL;
+    case G4V_ERR_UNSUPPORTED:
+        return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
+    default:
+        return G4V_EXIT_INTERNAL;
     }
 }
 
@@ -53,6 +61,8 @@ int main(int argc, char **argv) {
         printf("g4v %s\n", g4v_version());
         return G4V_EXIT_OK;
     }
+    /* the files may come from anyone (g4v serve): no header may make FFmpeg allocate a GB */
+    g4v_video_cap_allocations(G4V_VIDEO_ALLOC_CAP);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "g4v: unknown command '%s'\n\n", argv[1]);
