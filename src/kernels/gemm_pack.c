@@ -109,17 +109,21 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
     m->npanels = (n + kern->nr - 1) / kern->nr;
     m->panel_bytes = (size_t)m->kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4);
     m->bytes = m->panel_bytes * (size_t)m->npanels;
-    /* Blocking (gemm_run.c): one K chunk of a B panel plus one of an A micro-panel fill about
-     * 70% of the L1 (as BLIS's KC), chunks of equal size; a task's A rows for one chunk fill
-     * about half the L2. */
-    m->a_budget =
+    /* Blocking (gemm_driver.c): one K chunk of a B panel plus one of an A micro-panel fill at
+     * most a quarter of the L2, chunks of equal size; a task's A rows for one chunk fill about
+     * half the L2. Not BLIS's L1-sized KC: our kernels load B as whole vectors (2 per 24
+     * multiply-adds in the 12 x 32 tile), so a B panel streams from L2 at full speed, while every
+     * extra K chunk stores and reloads the task's partial sums. Measured on Zen 4 (1 MiB L2),
+     * bf16dp, M = 2304, 1 thread: K = 768 unchunked 215-219 GFLOP/s against 195-205 with
+     * L1-sized chunks of 256 (bench/RESULTS.md, session 6). */
+    size_t l2_half =
         half_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)512 << 10, (size_t)64 << 10, (size_t)2 << 20);
-    size_t l1 =
-        half_cache(_SC_LEVEL1_DCACHE_SIZE, (size_t)32 << 10, (size_t)8 << 10, (size_t)64 << 10) *
-        7 / 5;
+    m->a_budget = l2_half;
     size_t per_group = (size_t)kern->kg * ((size_t)kern->nr * (kern->b_bf16 ? 2 : 4) +
                                            (size_t)kern->mr * (kern->a_bf16 ? 2 : 4));
-    int kgroups = m->kpad / kern->kg, kc_max = l1 / per_group > 0 ? (int)(l1 / per_group) : 1;
+    size_t chunk_budget = l2_half / 2;
+    int kgroups = m->kpad / kern->kg,
+        kc_max = chunk_budget / per_group > 0 ? (int)(chunk_budget / per_group) : 1;
     int nchunks = (kgroups + kc_max - 1) / kc_max;
     m->kc_groups = (kgroups + nchunks - 1) / nchunks;
     m->b = g4v_malloc_large(m->bytes);
