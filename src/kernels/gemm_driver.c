@@ -62,6 +62,13 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
     const g4v_gemm_kernel *k = j->W->kern;
     static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
     float *y = j->Y + (size_t)r * j->ldy + (size_t)c;
+    if (last && j->epi.gelu_gate) /* its gate values were written a whole GEMM ago (out of L2):
+                                     fetched while the kernel runs, not when GeGLU needs them */
+        for (int i = 0; i < rows; i++) {
+            const char *g = (const char *)(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + c);
+            for (int o = 0; o < cols * (int)sizeof(float); o += 64)
+                __builtin_prefetch(g + o);
+        }
     if (!last) {
         k->ukr(kgroups, a, b, acc_in, partial, (size_t)k->nr, &none);
         return;

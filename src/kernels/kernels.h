@@ -55,8 +55,9 @@ void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y,
 
 /* LayerNorm over rows of n floats (docs/NUMERICS.md §9.2), torch.nn.LayerNorm's definition:
  * y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance. Two passes (mean,
- * then variance of x - mean), each summing in double in index order; the output is f32. w and b may be NULL (1 and 0). Rows ld floats apart in x and y; y may
- * equal x. Parallel over rows: bit-identical for any pool. */
+ * then variance of x - mean), each summing in double in index order; the output is f32. w and b may
+ * be NULL (1 and 0). Rows ld floats apart in x and y; y may equal x. Parallel over rows:
+ * bit-identical for any pool. */
 void g4v_layernorm(g4v_pool *pool, const float *x, float *y, size_t ld, size_t rows, int n,
                    const float *w, const float *b, float eps);
 
@@ -105,6 +106,21 @@ typedef void g4v_attention_fn(g4v_pool *pool, const g4v_attn_args *a);
 
 /* Floats of scratch one worker needs (multiply by g4v_pool_size for the whole buffer). */
 size_t g4v_attention_scratch_floats(int d);
+
+/* Query register tiles of 48 per task of the bf16 attention (x86_avx512bf16/): each key tile it
+ * rounds and packs to bf16 serves this many tiles (the f32 variants read K and V as they are). */
+#define G4V_ATTN_BF16_SUBTILES 8
+
+/* The bf16 attention's scratch per worker: per register tile the packed queries (d/2 + 1 words
+ * x 48), the output [d][48] and m, l; one key tile's logits [64][48] and new max [48],
+ * probability pairs [32][48], packed keys [64][d/2 + 1] and value pairs [32][d]; 64-byte
+ * rounding of each piece. */
+static inline size_t g4v_attention_bf16_scratch_floats(int d) {
+    size_t dp2 = (size_t)(d + 1) / 2, rnd = 16;
+    size_t per_tile = 48 * dp2 + 48 * (size_t)d + 2 * 48 + 3 * rnd;
+    return G4V_ATTN_BF16_SUBTILES * per_tile + 64 * 48 + 48 + 32 * 48 + 64 * dp2 + 32 * (size_t)d +
+           5 * rnd + 16;
+}
 
 /* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
  * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for

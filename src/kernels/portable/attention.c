@@ -25,13 +25,18 @@
 
 enum { BQ = 64, BK = 64 };
 
-/* Sized for the largest task of any variant: 96 queries (the SIMD variants run 4 x 24 or 2 x 48,
- * this kernel 64), with per-query state, one key tile of logits and 64 bytes of alignment slack. */
+/* Sized for the largest task of any variant: 96 queries for the f32 ones (the SIMD variants run
+ * 4 x 24 or 2 x 48, this kernel 64), with per-query state, one key tile of logits and 64 bytes of
+ * alignment slack; the bf16 variant's several register tiles and packed key tile
+ * (kernels.h), where it can run. */
 size_t g4v_attention_scratch_floats(int d) {
     enum { MAXQ = 96 };
-    /* + 16 d: the bf16 variant's packed key and value tiles (x86_avx512bf16/) */
-    return 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16 +
-           (size_t)16 * (size_t)d;
+    size_t f32 = 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16;
+#if G4V_X86_KERNELS
+    size_t bf16 = g4v_attention_bf16_scratch_floats(d);
+    if (bf16 > f32) return bf16;
+#endif
+    return f32;
 }
 
 typedef struct {

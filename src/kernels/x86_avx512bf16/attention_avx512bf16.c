@@ -1,13 +1,16 @@
 /* attention_avx512bf16.c - flash-style attention with both products on the bf16 dot-product unit
  * (vdpbf16ps), for FAST models only (registered with G4V_KERNEL_FAST_ONLY, dispatch.h).
  *
- * The same tiling and online softmax as the f32 kernels (vec/attention_tile.h: a task is one head
- * and 96 queries as 2 register tiles of 48, keys in tiles of 64, 4 x 3-vector accumulator blocks),
- * with these roundings, as flash-attention implementations do:
+ * The online softmax of the f32 kernels (vec/attention_tile.h), tiled for this unit: a task is one
+ * head and up to G4V_ATTN_BF16_SUBTILES (8) register tiles of 48 queries; keys come in tiles of 64,
+ * each rounded and packed once per task and then used by all its query tiles (packing per 96
+ * queries cost ~7% of the kernel); the products run in blocks of 8 keys (Q Kᵀ) and 8 channels
+ * (P V), 24 accumulators each. With these roundings, as flash-attention implementations do:
  *  - q, k and v are rounded to bf16 (nearest even) when a task or a key tile is packed;
- *  - logits, the running max and sum, exp and the rescaling stay f32;
- *  - the probabilities p = exp(s - m) are rounded to bf16 for P V, and the running sum adds the
- *    rounded p, so the output is an exact convex combination of the rows of bf16 V it used.
+ *  - logits, the running max and sum and the rescaling stay f32; the logits are kept in log2 units
+ *    (log2 e folded into the scale), so p = 2^(s - m) by a degree-4 polynomial (exp2_nonpos);
+ *  - the probabilities p are rounded to bf16 for P V, and the running sum adds the rounded p, so
+ *    the output is an exact convex combination of the rows of bf16 V it used.
  * Each vdpbf16ps adds the products of one pair (two channels for Q Kᵀ, two keys for P V) into an
  * f32 accumulator: half the instructions of the f32 FMA kernel for the same work, at the same
  * per-instruction rate on Zen 4/5. The accuracy cost is measured in docs/NUMERICS.md (about a bf16
@@ -27,7 +30,6 @@
 #define G4V_VEC_BITS 512
 #include "bf16_round.h"
 #include "kernels/vec/vec.h"
-#include "kernels/vec/vec_exp.h"
 
 #include "base/dtype.h"
 
@@ -35,7 +37,11 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { QV = 3, QB = 16 * QV, NSUB = 96 / QB, KB = 64 };
+enum { QV = 3, QB = 16 * QV, NSUB = G4V_ATTN_BF16_SUBTILES, KB = 64, RBK = 8, RBC = 8 };
+
+/* Logits are kept in log2 units (scale * log2(e) * q.k), so that p = 2^(s - m): the same softmax,
+ * without the multiply by log2(e) inside the exponential. */
+#define LOG2E 1.44269504088896341f
 
 /* x itself when 16 floats are there, else the n < 16 floats copied into t and zero-padded: a
  * 16-float load from the result never reads past x[n). (No vector-valued helper: the emulated
@@ -45,6 +51,61 @@ static inline const float *padded16(const float *x, int n, float t[16]) {
     memset(t, 0, sizeof(float) * 16);
     memcpy(t, x, sizeof(float) * (size_t)n);
     return t;
+}
+
+/* 2^x for x <= 0: the softmax's p = 2^(s - m), logits being in log2 units (tile_logits folds
+ * log2(e) into the scale). p is rounded to bf16 (relative step 2^-8) right after, so a degree-4
+ * polynomial for 2^f, f in [-1/2, 1/2], is enough: 2.7e-6 relative error (fitted for relative
+ * error, evaluated in f32), 4 FMAs where the f32 kernels' expf spends 11 multiplies and FMAs on
+ * the pipes vdpbf16ps needs. x below -125 gives about 2^-125: normal, and nothing next to the
+ * tile's largest term, 1. */
+static inline __m512 exp2_nonpos(__m512 x) {
+    const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23: t's low bits are round(x) */
+    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
+    __m512 t = _mm512_add_ps(x, magic);
+    __m512 f = _mm512_sub_ps(x, _mm512_sub_ps(t, magic));
+    __m512 p = _mm512_set1_ps(9.570007212e-3f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.591785163e-2f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402474731e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931217909e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.999992847e-1f));
+    /* times 2^n, n = round(x) in [-125, 0], added to the exponent field: t's bits are
+     * 0x4b400000 + n, and shifted left by 23 that is n << 23 modulo 2^32 */
+    return _mm512_castsi512_ps(
+        _mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(t), 23)));
+}
+
+/* p rounded to bf16 (nearest, ties to even), as an f32 whose low 16 bits are zero: the same bits
+ * as bf16_bits(p) << 16 for the finite, positive p of the softmax (so without its NaN case). */
+static inline __m512i round_bf16_positive(__m512 p) {
+    __m512i u = _mm512_castps_si512(p);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+}
+
+/* qP[cp][i] = (bf16(q_i[2cp]), bf16(q_i[2cp + 1])) for the tile's queries i < nq, zero words for
+ * the lanes after them and for the pad channel of an odd d. Each query row is rounded 16 channels
+ * at a time: the bf16 of channels (2cp, 2cp + 1) side by side are the pair's 32-bit word. */
+static void pack_queries(const float *q0, size_t ldq, int d, int nq, uint32_t *qP) {
+    int np = (d + 1) / 2;
+    for (int i = 0; i < QB; i++) {
+        const float *q = q0 + (size_t)i * ldq;
+        if (i >= nq) {
+            for (int cp = 0; cp < np; cp++)
+                qP[(size_t)cp * QB + i] = 0;
+            continue;
+        }
+        for (int c = 0; c < d; c += 16) {
+            int n = d - c < 16 ? d - c : 16;
+            float t[16];
+            uint32_t w[8];
+            __m512i b = bf16_bits(_mm512_loadu_ps(padded16(q + c, n, t)));
+            _mm256_storeu_si256((__m256i *)w, _mm512_cvtepi32_epi16(b));
+            for (int k = 0; k < (n + 1) / 2; k++)
+                qP[(size_t)(c / 2 + k) * QB + i] = w[k];
+        }
+    }
 }
 
 /* kb[j][0..dp) = bf16(k_j), with a zero channel when d is odd. */
@@ -86,17 +147,22 @@ static void pack_values(const float *v0, size_t ldv, int d, int nk, uint32_t *vP
     }
 }
 
-/* S[j][0..QB) = scale * q . k_j for the nk keys of the tile, over the np channel pairs in order. */
+/* S[j][0..QB) = scale * q . k_j for the nk keys of the tile, over the np channel pairs in order;
+ * mnew = the largest of m (the running max) and the tile's logits, per query. */
 static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, float scale,
-                        float *S) {
+                        float *S, const float *m, float *mnew) {
     int np = dp / 2;
     __m512 sc = _mm512_set1_ps(scale);
+    __m512 mx[QV];
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++)
+        mx[v] = _mm512_load_ps(m + 16 * v);
     int j = 0;
-    for (; j + 4 <= nk; j += 4) {
+    for (; j + RBK <= nk; j += RBK) {
         const uint16_t *k = kb + (size_t)j * dp;
-        __m512 acc[4][QV];
-        G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) {
+        __m512 acc[RBK][QV];
+        G4V_UNROLL(8)
+        for (int r = 0; r < RBK; r++) {
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 acc[r][v] = _mm512_setzero_ps();
@@ -106,8 +172,8 @@ static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, 
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 q[v] = _mm512_loadu_si512(qP + (size_t)cp * QB + 16 * v);
-            G4V_UNROLL(4)
-            for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(8)
+            for (int r = 0; r < RBK; r++) {
                 uint32_t pair;
                 memcpy(&pair, k + (size_t)r * dp + 2 * cp, sizeof pair);
                 __m512i b = _mm512_set1_epi32((int)pair);
@@ -116,11 +182,14 @@ static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, 
                     acc[r][v] = _mm512_dpbf16_ps(acc[r][v], g4v_as_bh(q[v]), g4v_as_bh(b));
             }
         }
-        G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) {
+        G4V_UNROLL(8)
+        for (int r = 0; r < RBK; r++) {
             G4V_UNROLL(3)
-            for (int v = 0; v < QV; v++)
-                _mm512_store_ps(S + (size_t)(j + r) * QB + 16 * v, _mm512_mul_ps(acc[r][v], sc));
+            for (int v = 0; v < QV; v++) {
+                __m512 sv = _mm512_mul_ps(acc[r][v], sc);
+                mx[v] = _mm512_max_ps(mx[v], sv);
+                _mm512_store_ps(S + (size_t)(j + r) * QB + 16 * v, sv);
+            }
         }
     }
     for (; j < nk; j++) { /* ragged end of the keys: one at a time */
@@ -140,28 +209,29 @@ static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, 
                     g4v_as_bh(b));
         }
         G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++)
-            _mm512_store_ps(S + (size_t)j * QB + 16 * v, _mm512_mul_ps(acc[v], sc));
+        for (int v = 0; v < QV; v++) {
+            __m512 sv = _mm512_mul_ps(acc[v], sc);
+            mx[v] = _mm512_max_ps(mx[v], sv);
+            _mm512_store_ps(S + (size_t)j * QB + 16 * v, sv);
+        }
     }
+    G4V_UNROLL(3)
+    for (int v = 0; v < QV; v++)
+        _mm512_store_ps(mnew + 16 * v, mx[v]);
 }
 
-/* Folds one key tile into (m, l, O): new max, corr = exp(m_old - m_new), p = bf16(exp(s - m_new))
- * packed in key pairs into pP, l = l * corr + p (keys in order), O = O * corr + P V (key pairs in
- * order per output). */
+/* Folds one key tile into (m, l, O) given the new max mnew (tile_logits): corr = 2^(m - mnew),
+ * p = bf16(2^(s - mnew)) packed in key pairs into pP, l = l * corr + p (keys in order),
+ * O = O * corr + P V (key pairs in order per output), m = mnew. */
 static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d, int nk, float *m,
-                        float *l, float *O) {
+                        const float *mnew, float *l, float *O) {
     __m512 mx[QV], corr[QV], sum[QV];
     G4V_UNROLL(3)
     for (int v = 0; v < QV; v++)
-        mx[v] = _mm512_load_ps(m + 16 * v);
-    for (int j = 0; j < nk; j++) {
-        G4V_UNROLL(3)
-        for (int v = 0; v < QV; v++)
-            mx[v] = _mm512_max_ps(mx[v], _mm512_load_ps(S + (size_t)j * QB + 16 * v));
-    }
+        mx[v] = _mm512_load_ps(mnew + 16 * v);
     G4V_UNROLL(3)
     for (int v = 0; v < QV; v++) {
-        corr[v] = vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(m + 16 * v), mx[v]));
+        corr[v] = exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(m + 16 * v), mx[v]));
         sum[v] = _mm512_mul_ps(_mm512_load_ps(l + 16 * v), corr[v]);
     }
     int npairs = (nk + 1) / 2;
@@ -170,18 +240,18 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
         int has1 = 2 * jp + 1 < nk;
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++) {
-            /* bf16(p) as bits in the low half; << 16 is the rounded p as an f32 */
-            __m512i b0 =
-                bf16_bits(vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v])));
-            __m512i f0 = _mm512_slli_epi32(b0, 16);
+            /* the rounded p of both keys as f32; the pair word holds their high halves */
+            __m512i f0 =
+                round_bf16_positive(exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v])));
             sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f0));
             __m512i f1 = _mm512_setzero_si512();
             if (has1) {
-                __m512 p1 = vec_exp_nonpos(_mm512_sub_ps(_mm512_load_ps(s1 + 16 * v), mx[v]));
-                f1 = _mm512_slli_epi32(bf16_bits(p1), 16);
+                f1 = round_bf16_positive(
+                    exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(s1 + 16 * v), mx[v])));
                 sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f1));
             }
-            _mm512_store_si512(pP + (size_t)jp * QB + 16 * v, _mm512_or_si512(f1, b0));
+            _mm512_store_si512(pP + (size_t)jp * QB + 16 * v,
+                               _mm512_or_si512(f1, _mm512_srli_epi32(f0, 16)));
         }
     }
     G4V_UNROLL(3)
@@ -191,11 +261,11 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
     }
 
     int c = 0;
-    for (; c + 4 <= d; c += 4) {
+    for (; c + RBC <= d; c += RBC) {
         float *o = O + (size_t)c * QB;
-        __m512 acc[4][QV];
-        G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) {
+        __m512 acc[RBC][QV];
+        G4V_UNROLL(8)
+        for (int r = 0; r < RBC; r++) {
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 acc[r][v] = _mm512_mul_ps(_mm512_load_ps(o + (size_t)r * QB + 16 * v), corr[v]);
@@ -206,16 +276,16 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 p[v] = _mm512_load_si512(pP + (size_t)jp * QB + 16 * v);
-            G4V_UNROLL(4)
-            for (int r = 0; r < 4; r++) {
+            G4V_UNROLL(8)
+            for (int r = 0; r < RBC; r++) {
                 __m512i b = _mm512_set1_epi32((int)vr[r]);
                 G4V_UNROLL(3)
                 for (int v = 0; v < QV; v++)
                     acc[r][v] = _mm512_dpbf16_ps(acc[r][v], g4v_as_bh(p[v]), g4v_as_bh(b));
             }
         }
-        G4V_UNROLL(4)
-        for (int r = 0; r < 4; r++) {
+        G4V_UNROLL(8)
+        for (int r = 0; r < RBC; r++) {
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++)
                 _mm512_store_ps(o + (size_t)r * QB + 16 * v, acc[r][v]);
@@ -281,20 +351,15 @@ static void attn_task(void *varg, int task, int worker) {
         t[s].l = take(&p, QB);
         int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
         /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
+        pack_queries(a->q + (size_t)qs * a->ldq + (size_t)h * d, a->ldq, d, nq, t[s].qP);
         for (int i = 0; i < QB; i++) {
-            const float *q = i < nq ? a->q + (size_t)(qs + i) * a->ldq + (size_t)h * d : NULL;
-            for (int cp = 0; cp < dp / 2; cp++) {
-                uint32_t lo = q ? g4v_f32_to_bf16(q[2 * cp]) : 0;
-                uint32_t hi = q && 2 * cp + 1 < d ? g4v_f32_to_bf16(q[2 * cp + 1]) : 0;
-                t[s].qP[(size_t)cp * QB + i] = lo | hi << 16;
-            }
             t[s].m[i] = -INFINITY;
             t[s].l[i] = 0.0f;
         }
         for (size_t i = 0; i < (size_t)QB * d; i++)
             t[s].O[i] = 0.0f;
     }
-    float *S = take(&p, (size_t)KB * QB);
+    float *S = take(&p, (size_t)KB * QB), *mnew = take(&p, QB);
     uint32_t *pP = take(&p, (size_t)(KB / 2) * QB);
     uint16_t *kb = take(&p, (size_t)KB * dp / 2);
     uint32_t *vP = take(&p, (size_t)(KB / 2) * d);
@@ -304,8 +369,8 @@ static void attn_task(void *varg, int task, int worker) {
         pack_keys(k + (size_t)k_start * a->ldk, a->ldk, d, dp, nk, kb);
         pack_values(v + (size_t)k_start * a->ldv, a->ldv, d, nk, vP);
         for (int s = 0; s < nsub; s++) {
-            tile_logits(t[s].qP, kb, dp, nk, a->scale, S);
-            tile_update(S, pP, vP, d, nk, t[s].m, t[s].l, t[s].O);
+            tile_logits(t[s].qP, kb, dp, nk, a->scale * LOG2E, S, t[s].m, mnew);
+            tile_update(S, pP, vP, d, nk, t[s].m, mnew, t[s].l, t[s].O);
         }
     }
     for (int s = 0; s < nsub; s++) {
