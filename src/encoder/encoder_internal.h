@@ -26,6 +26,7 @@ struct g4v_encoder {
     enc_layer *layers;
     const float *std_bias, *std_scale; /* [D] when cfg.standardize, else NULL */
     float *vectors;                    /* one block holding every f32 vector above */
+    void *weights;                     /* one block holding every packed matrix above */
 };
 
 /* One image of a pass: its patches are rows [row0, row0 + L) of the pass, its soft tokens rows

@@ -85,7 +85,9 @@ typedef struct {
     g4v_math_mode mode;
     g4v_wmat **out;
     const char *name;
-    int layer; /* -1 for the weights outside the layers */
+    int layer;  /* -1 for the weights outside the layers */
+    int placed; /* 1: packed into the model's weight block at offset, else a block of its own */
+    size_t offset;
 } pack_item;
 
 typedef struct {
@@ -102,14 +104,38 @@ static void pack_task(void *arg, int i, int worker) {
     const pack_item *it = &j->items[i];
     const g4v_tensor *t = it->t;
     g4v_err *err = &j->errs[i];
-    int st = g4v_wmat_create(j->e->kernels, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1],
-                             it->mode, it->out, err);
+    void *storage = it->placed ? (char *)j->e->weights + it->offset : NULL;
+    int st = g4v_wmat_create_in(j->e->kernels, t->data, t->dtype, (int)t->shape[0],
+                                (int)t->shape[1], it->mode, storage, it->out, err);
     if (!st && j->e->drop_mapped_pages) g4v_drop_mapped_pages(t->data, t->nbytes);
     if (st && it->layer >= 0)
         g4v_err_prefix(err, "encoder: preparing layer %d %s: ", it->layer, it->name);
     else if (st)
         g4v_err_prefix(err, "encoder: preparing %s: ", it->name);
     j->status[i] = st;
+}
+
+/* Gives every queued weight its place in one block (e->weights, huge pages): one rounding to
+ * 2 MB for the model instead of one per weight. A weight whose size is unknown here (no kernel
+ * fits it) is not placed, and packing it reports why. */
+static int place_weights(g4v_encoder *e, pack_item *items, int n, g4v_err *err) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const g4v_tensor *t = items[i].t;
+        size_t b = g4v_wmat_packed_bytes(e->kernels, t->dtype, (int)t->shape[0], (int)t->shape[1],
+                                         items[i].mode);
+        size_t r = (b + 63) & ~(size_t)63;
+        if (r < b || total + r < total)
+            return g4v_fail(err, G4V_ERR_NOMEM, "encoder: the weights do not fit in memory");
+        items[i].placed = b > 0;
+        items[i].offset = total;
+        total += r;
+    }
+    e->weights = total ? g4v_malloc_large(total) : NULL;
+    if (total && !e->weights)
+        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %zu MB of weights",
+                        total >> 20);
+    return G4V_OK;
 }
 
 /* Packs every queued weight on the pool (NULL: this thread): the weights are independent, and
@@ -180,7 +206,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        queue[j] = (pack_item){&w->lin[j], e->mode, &el->lin[j], lin_names[j], i};
+        queue[j] = (pack_item){&w->lin[j], e->mode, &el->lin[j], lin_names[j], i, 0, 0};
     }
     return G4V_OK;
 }
@@ -225,12 +251,13 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
     }
     e->position_table = ck->position_table;
     pack_item *tail = queue + (size_t)c->num_layers * G4V_LIN_COUNT;
-    tail[0] = (pack_item){&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1};
+    tail[0] = (pack_item){&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, 0, 0};
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
      * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
-    tail[1] =
-        (pack_item){&ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1};
-    st = pack_all(e, pool, queue, nitems, err);
+    tail[1] = (pack_item){
+        &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1, 0, 0};
+    st = place_weights(e, queue, nitems, err);
+    if (!st) st = pack_all(e, pool, queue, nitems, err);
     g4v_free(queue);
     return st;
 }
@@ -290,6 +317,7 @@ void g4v_encoder_free(g4v_encoder *e) {
                 g4v_wmat_free(e->layers[i].lin[j]);
     g4v_wmat_free(e->input_proj);
     g4v_wmat_free(e->embed_proj);
+    g4v_free_large(e->weights);
     g4v_free(e->layers);
     g4v_free(e->vectors);
     g4v_free(e);

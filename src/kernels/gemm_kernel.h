@@ -76,8 +76,9 @@ struct g4v_wmat {
     const g4v_gemm_kernel *kern;
     g4v_geglu_row_fn *geglu_row; /* the fused GeGLU epilogue's row kernel, from the same table */
     size_t panel_bytes, bytes;
+    int owns_b;      /* b is this weight's own block (g4v_wmat_create), else the caller's */
     size_t a_budget; /* bytes of packed A for one K chunk of a task (about half the L2) */
-    int kc_groups;   /* KG groups per K chunk: a chunk of a B and an A panel fill <= 1/4 of the L2 */
+    int kc_groups; /* KG groups per K chunk: a chunk of a B and an A panel fill <= 1/4 of the L2 */
     void *b;
 };
 

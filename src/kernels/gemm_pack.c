@@ -81,9 +81,25 @@ static void pack_b_f32(const void *w, g4v_dtype dtype, int n, int k, const g4v_w
             }
 }
 
-int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
-                         g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
-                         g4v_err *err) {
+/* The panels' bytes for kernel kern: npanels panels of kpad x NR elements. */
+static size_t packed_bytes(const g4v_gemm_kernel *kern, int n, int k) {
+    size_t kpad = (size_t)(k + kern->kg - 1) / (size_t)kern->kg * (size_t)kern->kg;
+    size_t npanels = (size_t)(n + kern->nr - 1) / (size_t)kern->nr;
+    return kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4) * npanels;
+}
+
+/* The first kernel of kt that fits dtype and mode, or NULL. */
+static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v_math_mode mode) {
+    for (int i = 0; i < kt->ngemm; i++)
+        if (g4v_gemm_kernel_fits(kt->gemm[i], dtype, mode)) return kt->gemm[i];
+    return NULL;
+}
+
+/* g4v_wmat_create_with, packing into storage when it is given (the caller's, not freed here),
+ * else into a block of its own. */
+static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
+                  g4v_dtype dtype, int n, int k, g4v_math_mode mode, void *storage, g4v_wmat **out,
+                  g4v_err *err) {
     *out = NULL;
     if (n <= 0 || k <= 0) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d is empty", n, k);
     if (n > MAX_DIM || k > MAX_DIM)
@@ -126,7 +142,8 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
         kc_max = chunk_budget / per_group > 0 ? (int)(chunk_budget / per_group) : 1;
     int nchunks = (kgroups + kc_max - 1) / kc_max;
     m->kc_groups = (kgroups + nchunks - 1) / nchunks;
-    m->b = g4v_malloc_large(m->bytes);
+    m->owns_b = storage == NULL;
+    m->b = storage ? storage : g4v_malloc_large(m->bytes);
     if (!m->b) {
         g4v_free(m);
         return g4v_fail(err, G4V_ERR_NOMEM, "out of memory packing a %dx%d weight (%zu bytes)", n,
@@ -140,19 +157,36 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
     return G4V_OK;
 }
 
-int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
-                    g4v_math_mode mode, g4v_wmat **out, g4v_err *err) {
-    for (int i = 0; i < kt->ngemm; i++)
-        if (g4v_gemm_kernel_fits(kt->gemm[i], dtype, mode))
-            return g4v_wmat_create_with(kt, kt->gemm[i], w, dtype, n, k, mode, out, err);
+int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
+                         g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
+                         g4v_err *err) {
+    return create(kt, kern, w, dtype, n, k, mode, NULL, out, err);
+}
+
+int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
+                       g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err) {
+    const g4v_gemm_kernel *kern = choose(kt, dtype, mode);
+    if (kern) return create(kt, kern, w, dtype, n, k, mode, storage, out, err);
     *out = NULL;
     return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for weight dtype %d in math mode %d",
                     (int)dtype, (int)mode);
 }
 
+int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
+                    g4v_math_mode mode, g4v_wmat **out, g4v_err *err) {
+    return g4v_wmat_create_in(kt, w, dtype, n, k, mode, NULL, out, err);
+}
+
+size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, g4v_dtype dtype, int n, int k,
+                             g4v_math_mode mode) {
+    const g4v_gemm_kernel *kern = choose(kt, dtype, mode);
+    if (!kern || n <= 0 || k <= 0 || n > MAX_DIM || k > MAX_DIM) return 0;
+    return packed_bytes(kern, n, k);
+}
+
 void g4v_wmat_free(g4v_wmat *w) {
     if (!w) return;
-    g4v_free_large(w->b);
+    if (w->owns_b) g4v_free_large(w->b);
     g4v_free(w);
 }
 
