@@ -10,6 +10,7 @@
  * markdown row per (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the
  * ratio to the portable kernel measured in the same run.
  */
+#include "bench_gemm.h"
 #include "bench_util.h"
 
 #include "base/alloc.h"
@@ -99,9 +100,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_attention: cannot start %d threads: %s\n", threads, err.msg);
         return 1;
     }
-    printf("| L | H | Hkv | d | threads | variant | median s (%d reps) | GFLOP/s | vs portable |\n",
+    /* the instruction peaks each variant multiplies with, measured here (best of 3) */
+    double p256 = 0, p512 = 0, pdp = 0;
+    for (int r = 0; r < 3; r++) {
+        double a = bench_peak_fma_bits(pool, threads, 256),
+               b = bench_peak_fma_bits(pool, threads, 512), c = bench_peak_dpbf16(pool, threads);
+        p256 = a > p256 ? a : p256, p512 = b > p512 ? b : p512, pdp = c > pdp ? c : pdp;
+    }
+    printf("Peaks measured on %d thread(s): FMA ymm %.0f, FMA zmm %.0f, vdpbf16ps %.0f GFLOP/s "
+           "(0: not on this CPU)\n\n",
+           threads, p256, p512, pdp);
+    printf("| L | H | Hkv | d | threads | variant | median s (%d reps) | GFLOP/s | %% of peak | "
+           "vs portable |\n",
            reps);
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (int li = 0; li < nL; li++) {
         int L = Ls[li];
         size_t qd = (size_t)H * d, kvd = (size_t)Hkv * d;
@@ -143,8 +155,17 @@ int main(int argc, char **argv) {
             if (only && strcmp(only, vars[vi].name)) continue;
             double t = time_variant(vars[vi].fn, pool, &a, reps);
             if (vi == 0) t_port = t;
-            printf("| %d | %d | %d | %d | %d | %s | %.4f | %.1f | %.2fx |\n", L, H, Hkv, d, threads,
-                   vars[vi].name, t, flop / t * 1e-9, t_port > 0 ? t_port / t : 0.0);
+            char ratio[32] = "-", pct[48] = "-"; /* no portable run with --variant */
+            if (t_port > 0) snprintf(ratio, sizeof ratio, "%.2fx", t_port / t);
+            const char *nm = vars[vi].name;
+            double peak = !strcmp(nm, "avx2")            ? p256
+                          : !strcmp(nm, "avx512")        ? p512
+                          : !strcmp(nm, "avx512_bf16dp") ? pdp
+                                                         : 0;
+            if (peak > 0)
+                snprintf(pct, sizeof pct, "%.0f%% of %.0f", 100 * flop / t * 1e-9 / peak, peak);
+            printf("| %d | %d | %d | %d | %d | %s | %.4f | %.1f | %s | %s |\n", L, H, Hkv, d,
+                   threads, nm, t, flop / t * 1e-9, pct, ratio);
             fflush(stdout);
         }
         g4v_free_large(q), g4v_free_large(k), g4v_free_large(v), g4v_free_large(out);

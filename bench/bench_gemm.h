@@ -8,6 +8,8 @@
  * FMA on the widest vectors the CPU has (zmm with AVX-512, else ymm), and vdpbf16ps. */
 double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits);
 double bench_peak_dpbf16(g4v_pool *pool, int threads);
+/* FMA on vectors of `bits` (256 or 512) bits; 0 when the CPU lacks them. */
+double bench_peak_fma_bits(g4v_pool *pool, int threads, int bits);
 
 /* oneDNN matmul Y[M,N] = X[M,K]·W[K,N] with weights prepacked once (format_tag any), src in
  * bf16 or f32, f32 dst, on `threads` OpenMP threads. create returns NULL when oneDNN is not built

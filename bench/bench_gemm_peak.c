@@ -2,9 +2,9 @@
  *
  * Each thread runs enough independent accumulator chains to cover latency x throughput (24 for
  * zmm FMA and vdpbf16ps, as measured on Zen 5, docs/ARCHITECTURE.md §3; 12 for ymm FMA, all 16
- * registers minus operands) for a fixed number of iterations; GFLOP/s = total FLOPs / wall time. Functions
- * carry their own target attributes, so this file needs no ISA flags. Each measurement is short
- * so that bench_gemm.c can repeat it between GEMM runs and see the same machine load.
+ * registers minus operands) for a fixed number of iterations; GFLOP/s = total FLOPs / wall time.
+ * Functions carry their own target attributes, so this file needs no ISA flags. Each measurement is
+ * short so that bench_gemm.c can repeat it between GEMM runs and see the same machine load.
  */
 #include "bench_gemm.h"
 #include "bench_util.h"
@@ -16,7 +16,6 @@
 
 enum { ITERS = 4 * 1000 * 1000 }; /* ~10-20 ms per measurement */
 
-
 static volatile float sink;
 
 /* Every task waits here until all `threads` tasks have started, so the measurement never runs
@@ -27,7 +26,8 @@ static int started, expected;
 
 static void start_together(void) {
     __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < expected) __builtin_ia32_pause();
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < expected)
+        __builtin_ia32_pause();
 }
 
 #define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
@@ -112,6 +112,15 @@ double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits) {
         return run(pool, threads, fma_ymm, (double)ITERS * 12 * 16);
     }
     *width_bits = 0;
+    return 0.0;
+}
+
+double bench_peak_fma_bits(g4v_pool *pool, int threads, int bits) {
+    unsigned f = g4v_cpu_features();
+    if (bits == 512 && (f & G4V_CPU_AVX512))
+        return run(pool, threads, fma_zmm, (double)(ITERS / 2) * 24 * 32);
+    if (bits == 256 && (f & G4V_CPU_AVX2))
+        return run(pool, threads, fma_ymm, (double)ITERS * 12 * 16);
     return 0.0;
 }
 
