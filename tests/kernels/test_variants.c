@@ -99,6 +99,9 @@ static void test_registry(void) {
     printf("kernel table for %s:", g4v_cpu_isa_name());
     for (int f = 0; f < G4V_KF_COUNT; f++)
         printf(" %s=%s", g4v_kernel_family_name((g4v_kernel_family)f), cur->isa[f]);
+    for (int f = 0; f < G4V_KF_COUNT; f++) /* what FAST models take instead, where it differs */
+        if (cur->isa_fast[f] && strcmp(cur->isa_fast[f], cur->isa[f]))
+            printf(" %s(FAST)=%s", g4v_kernel_family_name((g4v_kernel_family)f), cur->isa_fast[f]);
     printf("\n");
 }
 
