@@ -46,6 +46,8 @@ static unsigned mask_from_env(void) {
     const char *isa = getenv("G4V_ISA");
     if (!isa || !*isa) return ~0u;
     if (!strcmp(isa, "avx512")) return ~0u;
+    /* AVX-512 without the bf16 dot-product kernels: FAST with f32 attention at AVX-512 speed */
+    if (!strcmp(isa, "avx512-nobf16")) return ~(unsigned)G4V_CPU_AVX512BF16;
     if (!strcmp(isa, "avx2")) return G4V_CPU_AVX2 | G4V_CPU_SHA;
     return 0; /* "portable" or anything unknown: the safe choice */
 }

@@ -1,8 +1,8 @@
 /* cpu.h - which SIMD paths this CPU can run, decided once from CPUID.
  *
- * The environment variable G4V_ISA caps the choice (values: portable, avx2 (with SHA), avx512),
- * so tests and CI can force the portable path on an AVX-512 machine. Unknown values are treated
- * as portable.
+ * The environment variable G4V_ISA caps the choice (values: portable, avx2 (with SHA), avx512,
+ * avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels)), so tests and CI can force the
+ * portable path on an AVX-512 machine. Unknown values are treated as portable.
  */
 #ifndef G4V_BASE_CPU_H
 #define G4V_BASE_CPU_H

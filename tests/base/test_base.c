@@ -82,6 +82,11 @@ static void test_cpu(void) {
     setenv("G4V_ISA", "avx2", 1);
     CHECK((g4v_cpu_features() & ~(unsigned)(G4V_CPU_AVX2 | G4V_CPU_SHA)) == 0);
     unsetenv("G4V_ISA");
+    unsigned all = g4v_cpu_features();
+    setenv("G4V_ISA", "avx512-nobf16", 1); /* everything but the bf16 dot product */
+    CHECK(g4v_cpu_features() == (all & ~(unsigned)G4V_CPU_AVX512BF16));
+    CHECK(strcmp(g4v_cpu_isa_name(), "avx512-bf16") != 0);
+    unsetenv("G4V_ISA");
     printf("cpu: %s\n", g4v_cpu_isa_name());
 }
 
