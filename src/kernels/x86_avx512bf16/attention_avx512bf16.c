@@ -73,15 +73,6 @@ static inline __m512 exp2_nonpos(__m512 x) {
     return _mm512_scalef_ps(p, n); /* p * 2^n */
 }
 
-/* p rounded to bf16 (nearest, ties to even), as an f32 whose low 16 bits are zero: the same bits
- * as bf16_bits(p) << 16 for the finite, positive p of the softmax (so without its NaN case). */
-static inline __m512i round_bf16_positive(__m512 p) {
-    __m512i u = _mm512_castps_si512(p);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
-}
-
 /* qP[cp][i] = (bf16(q_i[2cp]), bf16(q_i[2cp + 1])) for the tile's queries i < nq, zero words for
  * the lanes after them and for the pad channel of an odd d. Each query row is rounded 16 channels
  * at a time: the bf16 of channels (2cp, 2cp + 1) side by side are the pair's 32-bit word. */
@@ -238,18 +229,15 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
         int has1 = 2 * jp + 1 < nk;
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++) {
-            /* the rounded p of both keys as f32; the pair word holds their high halves */
-            __m512i f0 =
-                round_bf16_positive(exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v])));
-            sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f0));
-            __m512i f1 = _mm512_setzero_si512();
-            if (has1) {
-                f1 = round_bf16_positive(
-                    exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(s1 + 16 * v), mx[v])));
-                sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(f1));
-            }
-            _mm512_store_si512(pP + (size_t)jp * QB + 16 * v,
-                               _mm512_or_si512(f1, _mm512_srli_epi32(f0, 16)));
+            __m512 p0 = exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(s0 + 16 * v), mx[v]));
+            __m512 p1 = has1 ? exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(s1 + 16 * v), mx[v]))
+                             : _mm512_setzero_ps();
+            __m512i w = bf16_pairs(p0, p1);
+            _mm512_store_si512(pP + (size_t)jp * QB + 16 * v, w);
+            /* the sum adds the rounded p: the pair word's halves widened back to f32 */
+            sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+            sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(_mm512_and_si512(
+                                               w, _mm512_set1_epi32((int)0xffff0000u))));
         }
     }
     G4V_UNROLL(3)
