@@ -51,7 +51,8 @@ class ModelInfo(ctypes.Structure):
                 ("max_file_bytes", c_uint64), ("max_header_bytes", c_uint64),
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
                 ("kind", ctypes.c_char * 16),  # "tower" or "unified" (the 12B embedder)
-                ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double)]
+                ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
+                ("kernels", ctypes.c_char * 512)]
 
 
 class CtxOptions(ctypes.Structure):

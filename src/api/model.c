@@ -196,6 +196,7 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     copy_str(info->kind, sizeof info->kind, g4v_model_kind_name(c->kind));
     info->max_video_frames = m->opts.max_video_frames;
     info->max_video_seconds = m->opts.max_video_seconds;
+    copy_str(info->kernels, sizeof info->kernels, m->kernel_path);
     return G4V_OK;
 }
 

@@ -75,7 +75,4 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *cfg, const
  * unified embedder). */
 void *g4v_workspace_block(g4v_workspace *ws, size_t bytes);
 
-/* The text of g4v_encoder_kernel_path for a kernel table (shared with the unified embedder). */
-void g4v_kernel_path_of(const g4v_kernels *k, char *buf, size_t cap);
-
 #endif

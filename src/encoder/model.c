@@ -288,23 +288,6 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     return G4V_OK;
 }
 
-void g4v_kernel_path_of(const g4v_kernels *k, char *buf, size_t cap) {
-    if (!cap) return;
-    buf[0] = '\0';
-    size_t n = (size_t)snprintf(buf, cap, "features=0x%x", k->features);
-    for (int f = 0; f < G4V_KF_COUNT && n < cap; f++)
-        n += (size_t)snprintf(buf + n, cap - n, " %s=%s",
-                              g4v_kernel_family_name((g4v_kernel_family)f),
-                              k->isa[f] ? k->isa[f] : "-");
-    for (int f = 0; f < G4V_KF_COUNT && n < cap; f++) /* FAST-only choices, where there are */
-        if (k->isa_fast[f] && k->isa[f] && strcmp(k->isa_fast[f], k->isa[f]))
-            n += (size_t)snprintf(buf + n, cap - n, " %s_fast=%s",
-                                  g4v_kernel_family_name((g4v_kernel_family)f), k->isa_fast[f]);
-    for (int g = 0; g < k->ngemm && n < cap; g++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s",
-                              g ? "," : " gemm_kernels=", k->gemm[g]->name);
-}
-
 void g4v_encoder_kernel_path(const g4v_encoder *e, char *buf, size_t cap) {
     g4v_kernel_path_of(e->kernels, buf, cap);
 }

@@ -93,6 +93,11 @@ const g4v_kernels *g4v_kernels_for(unsigned features);
 /* The table for the features usable now: g4v_kernel_features(). */
 const g4v_kernels *g4v_kernels_current(void);
 
+/* One line naming table k: "features=0x.. gemm=.. attention=.. ..." (the variant of every
+ * family), the FAST-only choices that differ ("attention_fast=.."), and the GEMM micro-kernels.
+ * What g4v info prints and every cache key holds: equal lines, equal bits. */
+void g4v_kernel_path_of(const g4v_kernels *k, char *buf, size_t cap);
+
 /* The features the kernels may use: g4v_cpu_features() (CPUID capped by G4V_ISA), or every
  * feature in a G4V_SIMDE test build, where the x86 variants run emulated. */
 unsigned g4v_kernel_features(void);

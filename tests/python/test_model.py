@@ -4,6 +4,7 @@ and Python threads sharing one model (the GIL released during the C call)."""
 import json
 import os
 import pickle
+import subprocess
 import threading
 import time
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import conftest
 import gemma4_vision as g4
 from conftest import cli_encode, g4v, same_bits, write_images
 
@@ -132,6 +134,13 @@ def test_info_matches_cli(model):
     assert len(common) >= 10, common
     for k in common:
         assert info[k] == flat[k], k
+    # the kernel table: the same line in the API and the CLI; G4V_ISA caps it
+    assert "kernels" in common and " gemm=" in info["kernels"] and " attention=" in info["kernels"]
+    env = dict(os.environ, G4V_ISA="portable")
+    r = subprocess.run([conftest.BIN, "info", "--model", model.path, "--json"],
+                       capture_output=True, text=True, env=env)
+    ks = json.loads(r.stdout)["kernels"]
+    assert "gemm=portable_bf16w attention=portable " in ks and "avx" not in ks, ks
     assert model.plan(150, 100, 70) == (480, 288, 60)
     # the fingerprint is the CLI's (same model, same mode), and stable across calls
     assert js["fingerprint_mode"] in ("fast", "FAST")

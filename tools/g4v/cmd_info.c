@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/utf8.h"
 #include "io/checkpoint.h"
+#include "kernels/dispatch.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -28,7 +29,9 @@ static void usage(FILE *f) {
             "Every vision tensor is validated against config.json; text weights are not read.\n"
             "The fingerprint (g4v_model_fingerprint) is a SHA-256 over the numerics version and\n"
             "mode, the configuration values that matter and every vision tensor's content: the\n"
-            "same for one checkpoint in any layout, different if any of those changes.\n\n"
+            "same for one checkpoint in any layout, different if any of those changes.\n"
+            "kernels names the kernel variant this CPU runs for each step (G4V_ISA caps it):\n"
+            "default-mode outputs are bit-identical between machines only when it is the same.\n\n"
             "options:\n"
             "  --model DIR   the checkpoint directory (required)\n"
             "  --json        print one JSON object instead of text\n"
@@ -84,6 +87,7 @@ typedef struct identity {
     char fingerprint[G4V_SHA256_HEX];
     int precise;
     double seconds;
+    char kernels[512]; /* the kernel table this CPU (and G4V_ISA) gives an encode */
 } identity;
 
 static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c, const limit *lim,
@@ -128,6 +132,7 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
     printf("fingerprint   %s\n              (%s mode, numerics version %d; computed in %.2f s)\n",
            id->fingerprint, id->precise ? "precise" : "default (fast)", G4V_NUMERICS_VERSION,
            id->seconds);
+    printf("kernels       %s\n", id->kernels);
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -196,7 +201,8 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
          cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
          cJSON_AddStringToObject(o, "fingerprint_mode", id->precise ? "precise" : "fast") &&
          cJSON_AddNumberToObject(o, "numerics_version", G4V_NUMERICS_VERSION) &&
-         cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds);
+         cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
+         cJSON_AddStringToObject(o, "kernels", id->kernels);
     cJSON *b = ok ? cJSON_CreateIntArray(budgets, NBUDGETS) : NULL;
     if (b) cJSON_AddItemToObject(o, "budgets", b);
     cJSON *l = b ? cJSON_AddObjectToObject(o, "limits") : NULL;
@@ -221,7 +227,7 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
 int cmd_info(int argc, char **argv) {
     const char *dir = NULL;
     int json = 0;
-    identity id = {"", 0, 0};
+    identity id = {"", 0, 0, ""};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -271,6 +277,7 @@ int cmd_info(int argc, char **argv) {
         return G4V_EXIT_INTERNAL;
     }
     id.seconds = g4v_now_s() - t0;
+    g4v_kernel_path_of(g4v_kernels_current(), id.kernels, sizeof id.kernels);
     int rc = G4V_EXIT_OK;
     if (json)
         rc = print_json(dir, ck, &c, lim, &id);
