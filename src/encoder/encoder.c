@@ -66,6 +66,35 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
     }
 }
 
+/* Bytes of the attention's prepared form of an image's nk keys and values (0: none). */
+static size_t kv_prepared_bytes(const g4v_encoder *e, size_t nk) {
+    return g4v_attention_kv_bytes(e->kernels, e->mode == G4V_MATH_FAST, (int)nk,
+                                  e->cfg.num_kv_heads, e->cfg.head_dim);
+}
+
+/* The attention's arguments for the keys and values of image sg (its rows of the head-major
+ * copies, [Hkv][L][d] over the pass's L rows), without the queries and the output. */
+static g4v_attn_args attn_keys(const g4v_encoder *e, const enc_buffers *b, const enc_segment *sg,
+                               size_t L) {
+    const g4v_vision_config *c = &e->cfg;
+    size_t d = (size_t)c->head_dim;
+    return (g4v_attn_args){.k = b->keys + sg->row0 * d,
+                           .v = b->values + sg->row0 * d,
+                           .nk = (int)sg->L,
+                           .ldk = d,
+                           .ldv = d,
+                           .hsk = L * d,
+                           .hsv = L * d, /* head-major */
+                           .H = c->num_heads,
+                           .Hkv = c->num_kv_heads,
+                           .d = c->head_dim,
+                           .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
+                           /* FAST may use bf16 products (docs/NUMERICS.md §6.1) */
+                           .fast_math = e->mode == G4V_MATH_FAST,
+                           .kv_prepared = b->kv_prepared ? (char *)b->kv_prepared + sg->kv_off
+                                                         : NULL};
+}
+
 /* The keys and values of every patch for one layer's attention: k = rope(k_norm(k_proj(x))),
  * v = v_norm(v_proj(x)), x = input_norm(h), stored head-major ([Hkv][L][d]) so that the
  * attention reads a tile of keys as one contiguous block. */
@@ -86,6 +115,13 @@ static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_
         g4v_heads_post vp = {NULL, NULL, NULL, b->values, L, r0};
         g4v_heads_norm(k, pool, b->v, kvd, n, Hkv, d, NULL, eps, &vp);
     }
+    if (!b->kv_prepared) return;
+    /* each image's keys and values in the attention's own form, once for all its calls */
+    for (size_t i = 0, done = 0; done < L; done += b->seg[i++].L) {
+        const enc_segment *sg = &b->seg[i];
+        g4v_attn_args kv = attn_keys(e, b, sg, L);
+        g4v_attention_prepare_kv(k, pool, &kv, (char *)b->kv_prepared + sg->kv_off);
+    }
 }
 
 /* The image of the pass that holds row r. */
@@ -102,7 +138,7 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
                             g4v_pool *pool, size_t L) {
     const g4v_kernels *k = e->kernels;
     const g4v_vision_config *c = &e->cfg;
-    int D = c->hidden_size, H = c->num_heads, Hkv = c->num_kv_heads, d = c->head_dim;
+    int D = c->hidden_size, H = c->num_heads, d = c->head_dim;
     size_t ld = (size_t)D, qd = (size_t)H * d;
     float eps = (float)c->rms_norm_eps;
 
@@ -117,25 +153,13 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
         for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
             size_t q0 = sg->row0 > r0 ? sg->row0 : r0;
             size_t q1 = sg->row0 + sg->L < r0 + n ? sg->row0 + sg->L : r0 + n;
-            g4v_attn_args at = {.q = b->q + (q0 - r0) * qd,
-                                .ldq = qd,
-                                .nq = (int)(q1 - q0),
-                                .k = b->keys + sg->row0 * d,
-                                .v = b->values + sg->row0 * d,
-                                .nk = (int)sg->L,
-                                .ldk = (size_t)d,
-                                .ldv = (size_t)d,
-                                .hsk = L * d,
-                                .hsv = L * d, /* head-major */
-                                .out = b->att + (q0 - r0) * qd,
-                                .ldo = qd,
-                                .H = H,
-                                .Hkv = Hkv,
-                                .d = d,
-                                .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
-                                .scratch = b->attn_scratch,
-                                /* FAST may use bf16 products (docs/NUMERICS.md §6.1) */
-                                .fast_math = e->mode == G4V_MATH_FAST};
+            g4v_attn_args at = attn_keys(e, b, sg, L);
+            at.q = b->q + (q0 - r0) * qd;
+            at.ldq = qd;
+            at.nq = (int)(q1 - q0);
+            at.out = b->att + (q0 - r0) * qd;
+            at.ldo = qd;
+            at.scratch = b->attn_scratch;
             g4v_attention(k, pool, &at);
             if (q1 == r0 + n) break;
         }
@@ -214,23 +238,26 @@ static int run_pass(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool,
                     const g4v_encoder_image *im, size_t n, float *out, g4v_err *err) {
     const g4v_vision_config *c = &e->cfg;
     int p = c->patch_size, k = c->pooling_kernel_size;
-    enc_shape sh = {0, 0, n, 1};
+    enc_shape sh = {0, 0, n, 1, 0};
     for (size_t i = 0; i < n; i++) {
         int gw = im[i].width / p, gh = im[i].height / p;
         sh.rows += (size_t)gw * gh;
         sh.tokens += (size_t)(gw / k) * (gh / k);
         if (gw > sh.max_side) sh.max_side = gw;
         if (gh > sh.max_side) sh.max_side = gh;
+        sh.kv_bytes += kv_prepared_bytes(e, (size_t)gw * gh);
     }
     enc_buffers b;
     int st = g4v_workspace_reserve(ws, c, &sh, g4v_pool_size(pool), e->chunk_rows, &b, err);
     if (st) return st;
-    for (size_t i = 0, row = 0, tok = 0; i < n; i++) {
+    for (size_t i = 0, row = 0, tok = 0, kv = 0; i < n; i++) {
         int gw = im[i].width / p, gh = im[i].height / p;
         b.seg[i] = (enc_segment){.row0 = row, .L = (size_t)gw * gh, .token0 = tok, .gh = gh,
-                                 .gw = gw, .rgb = im[i].rgb, .stride = im[i].stride};
+                                 .gw = gw, .rgb = im[i].rgb, .stride = im[i].stride,
+                                 .kv_off = kv};
         row += b.seg[i].L;
         tok += (size_t)(gw / k) * (gh / k);
+        kv += kv_prepared_bytes(e, b.seg[i].L);
     }
 
     g4v_rope2d_table(c->rope_theta, c->head_dim, sh.max_side, b.rope_cos, b.rope_sin);

@@ -36,13 +36,15 @@ typedef struct enc_segment {
     int gh, gw;
     const uint8_t *rgb;
     size_t stride;
+    size_t kv_off; /* its keys and values in the attention's prepared form: bytes into kv_prepared */
 } enc_segment;
 
 /* The size of a pass: images run together (rows in total, soft tokens in total, the longest grid
- * side, for the RoPE table). */
+ * side, for the RoPE table; the bytes of the attention's prepared keys and values). */
 typedef struct enc_shape {
     size_t rows, tokens, images;
     int max_side;
+    size_t kv_bytes; /* the attention's prepared K/V for every image (g4v_attention_kv_bytes) */
 } enc_shape;
 
 /* Pointers into the workspace for one pass (every buffer 64-byte aligned). The passes walk the
@@ -61,6 +63,7 @@ typedef struct enc_buffers {
     int32_t *pos;               /* [L, 2] (column, row) */
     float *rope_cos, *rope_sin; /* [max(pW, pH), d/4] */
     float *attn_scratch;        /* per pool worker */
+    void *kv_prepared;          /* one layer's K/V in the attention's own form, or NULL */
     enc_segment *seg;           /* [images] */
 } enc_buffers;
 

@@ -100,6 +100,7 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
     size_t o_scr =
         take(&lo, mul3((size_t)nworkers, g4v_attention_scratch_floats(c->head_dim), f, &of));
     size_t o_seg = take(&lo, mul3(nseg, sizeof(enc_segment), 1, &of));
+    size_t o_kvp = take(&lo, sh->kv_bytes);
     if (of || lo.overflow)
         return g4v_fail(err, G4V_ERR_NOMEM,
                         "encoder workspace: %zu patches need more memory than can be addressed",
@@ -129,5 +130,6 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
     b->rope_sin = (float *)(base + o_sin);
     b->attn_scratch = (float *)(base + o_scr);
     b->seg = (enc_segment *)(base + o_seg);
+    b->kv_prepared = sh->kv_bytes ? base + o_kvp : NULL;
     return G4V_OK;
 }

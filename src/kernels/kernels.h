@@ -99,6 +99,8 @@ typedef struct g4v_attn_args {
     float *scratch; /* g4v_attention_scratch_floats(d) floats per pool worker */
     int fast_math;  /* 1 for a FAST model: g4v_attention may take the table's FAST-only variant
                        (bf16 products, dispatch.h); 0 (PRECISE, and the default) keeps f32 */
+    const void *kv_prepared; /* NULL, or these keys and values already in the variant's own form
+                                (g4v_attention_prepare_kv); same bits either way */
 } g4v_attn_args;
 
 /* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */
@@ -121,6 +123,24 @@ static inline size_t g4v_attention_bf16_scratch_floats(int d) {
     return G4V_ATTN_BF16_SUBTILES * per_tile + 64 * 48 + 48 + 32 * 48 + 64 * dp2 + 32 * (size_t)d +
            5 * rnd + 16;
 }
+
+/* The bf16 variant's keys and values prepared once for all its calls over them: per kv head
+ * the keys rounded to bf16 ([nk][d rounded up to even], a zero pad channel), then per kv head
+ * the values as bf16 key pairs ([ceil(nk/2)][d] 32-bit words, a zero pad key). The bytes for nk
+ * keys (rounded up to 64); the fill reads a->k, v, ldk, ldv, hsk, hsv, nk, Hkv, d into dst
+ * (64-byte aligned), in parallel on pool. */
+size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d);
+void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst);
+
+/* For callers that run several attention calls over the same keys (the encoder: one call per
+ * chunk of queries): the bytes the variant of table k (its FAST choice with fast_math) needs
+ * for nk keys in its own form, 0 when it reads K and V as they are (every f32 variant); then
+ * g4v_attention_prepare_kv fills dst from a's keys and values once, and a->kv_prepared = dst
+ * hands them to every call. The prepared form saves each task re-rounding and re-packing every
+ * key of its head; the output bits do not change. */
+size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int Hkv, int d);
+void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
+                              void *dst);
 
 /* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
  * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for

@@ -134,8 +134,9 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
 
 /* The same attention through the layouts the encoder uses must give the same bits: K and V
  * head-major ([Hkv][nk][d], written by g4v_split_heads in two row ranges, as the encoder's chunks
- * do), and the queries in two chunks that each attend to every key (the split falls inside a
- * query tile when L > 50). */
+ * do), K and V prepared once for the bf16 variant (g4v_attention_bf16_prepare_kv), and the
+ * queries in two chunks that each attend to every key (the split falls inside a query tile when
+ * L > 50). */
 static void check_layouts(const variant *v, g4v_attn_args a, const float *want, float *scratch) {
     int L = a.nk, d = a.d, pad_ok;
     size_t qd = (size_t)a.H * d, hs = (size_t)L * d;
@@ -153,6 +154,30 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
     CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
               "%s L=%d d=%d: head-major K/V differ from row-major", v->name, L, d);
     free(o);
+    void *kvp = NULL;
+#if G4V_X86_KERNELS
+    if (v->fn == g4v_attention_avx512_bf16dp) {
+        /* K and V prepared once (as the encoder does per layer), the query chunks below reading
+         * them: the same bits. The buffer starts as NaNs, so a piece the preparation leaves
+         * unwritten (a pad channel or key) shows. */
+        size_t bytes = g4v_attention_bf16_kv_bytes(L, a.Hkv, d);
+        kvp = aligned_alloc(64, bytes);
+        memset(kvp, 0xff, bytes);
+        g4v_attention_bf16_prepare_kv(pools[3], &b, kvp);
+        b.kv_prepared = kvp;
+        o = run(v, b, 2, scratch, &pad_ok);
+        CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
+                  "%s L=%d d=%d: prepared K/V differ from packing per task", v->name, L, d);
+        free(o);
+        g4v_attn_args rm = a; /* prepared from the row-major layout: the same form */
+        void *kvr = aligned_alloc(64, bytes);
+        memset(kvr, 0xff, bytes); /* the gaps between pieces stay as they were */
+        g4v_attention_bf16_prepare_kv(NULL, &rm, kvr);
+        CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: prepared K/V depend on the layout",
+                  v->name, L, d);
+        free(kvr);
+    }
+#endif
     int split = L / 2 + 7 < L ? L / 2 + 7 : L / 2;
     for (int part = 0; part < 2 && split > 0; part++) {
         g4v_attn_args c = b;
@@ -165,6 +190,7 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
                   part + 1);
         free(o);
     }
+    free(kvp);
     free(hm);
 }
 
@@ -338,6 +364,20 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
               "g4v_attention L=%d d=%d, FAST: differs from the variant the table's FAST choice "
               "(%s)",
               L, d, g4v_kernels_for(cpu)->isa_fast[G4V_KF_ATTENTION]);
+    /* the same through the table's K/V preparation, where its FAST choice has one */
+    const g4v_kernels *kt = g4v_kernels_for(cpu);
+    size_t kvb = g4v_attention_kv_bytes(kt, 1, L, Hkv, d);
+    CHECK_MSG(!g4v_attention_kv_bytes(kt, 0, L, Hkv, d), "PRECISE attention asks for prepared K/V");
+    if (kvb) {
+        void *kvp = aligned_alloc(64, kvb);
+        g4v_attention_prepare_kv(kt, pools[2], &b, kvp);
+        b.kv_prepared = kvp;
+        memset(disp, 0, sizeof(float) * (size_t)L * qd);
+        g4v_attention(kt, pools[2], &b);
+        CHECK_MSG(!memcmp(disp, chosen_fast, sizeof(float) * (size_t)L * qd),
+                  "g4v_attention L=%d d=%d, FAST with prepared K/V: differs", L, d);
+        free(kvp);
+    }
     free(disp);
     free(chosen);
     free(chosen_fast);

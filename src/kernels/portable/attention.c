@@ -178,3 +178,27 @@ void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a) {
     (a->fast_math ? k->use_fast : k->use)[G4V_KF_ATTENTION].attention(pool, a);
 }
+
+/* Only the bf16 variant has a form of its own for K and V. */
+#if G4V_X86_KERNELS
+static int runs_bf16(const g4v_kernels *k, int fast_math) {
+    return (fast_math ? k->use_fast : k->use)[G4V_KF_ATTENTION].attention ==
+           g4v_attention_avx512_bf16dp;
+}
+#endif
+
+size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int Hkv, int d) {
+#if G4V_X86_KERNELS
+    if (runs_bf16(k, fast_math)) return g4v_attention_bf16_kv_bytes(nk, Hkv, d);
+#endif
+    (void)k, (void)fast_math, (void)nk, (void)Hkv, (void)d;
+    return 0;
+}
+
+void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
+                              void *dst) {
+#if G4V_X86_KERNELS
+    if (runs_bf16(k, a->fast_math)) g4v_attention_bf16_prepare_kv(pool, a, dst);
+#endif
+    (void)k, (void)pool, (void)a, (void)dst;
+}

@@ -24,6 +24,9 @@
  *  - pP[jp][i]  = (p_2jp[i], p_2jp+1[i]): the tile's probabilities, 16 queries per zmm.
  * An odd head_dim gets a zero channel, an odd key count a zero key (p = 0, v = 0): both add exact
  * zeros. Each task writes only its own output tile: bits do not depend on the thread count.
+ * A caller that runs several calls over the same keys (the encoder: one per chunk of queries)
+ * prepares kb and vP for all keys once (g4v_attention_bf16_prepare_kv, a->kv_prepared); a task
+ * then reads its key tiles from there instead of packing them: the same words, the same bits.
  */
 #include "kernels/dispatch.h"
 
@@ -303,6 +306,52 @@ typedef struct {
     size_t head_k, head_v; /* kv head strides (a->hsk, a->hsv with 0 read as d) */
 } attn_job;
 
+/* The prepared form (g4v_attention_bf16_prepare_kv): what pack_keys and pack_values write per key
+ * tile, laid out for all nk keys of every kv head, so that a tile of it is the packed tile. */
+typedef struct {
+    uint16_t *kb; /* [Hkv][nk][dp] */
+    uint32_t *vP; /* [Hkv][ceil(nk/2)][d] */
+    size_t head_kb, head_vp; /* kv head strides in elements */
+} kv_form;
+
+static size_t round64(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
+
+static kv_form kv_form_of(const void *base, int nk, int Hkv, int d) {
+    size_t dp = (size_t)(d + 1) & ~(size_t)1, np = ((size_t)nk + 1) / 2;
+    kv_form f = {.head_kb = (size_t)nk * dp, .head_vp = np * (size_t)d};
+    f.kb = (uint16_t *)base;
+    f.vP = (uint32_t *)((char *)base + round64((size_t)Hkv * f.head_kb * sizeof(uint16_t)));
+    return f;
+}
+
+size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d) {
+    size_t dp = (size_t)(d + 1) & ~(size_t)1, np = ((size_t)nk + 1) / 2;
+    return round64((size_t)Hkv * (size_t)nk * dp * sizeof(uint16_t)) +
+           round64((size_t)Hkv * np * (size_t)d * sizeof(uint32_t));
+}
+
+enum { PREP_KEYS = 4 * KB }; /* keys per preparation task (even: key pairs stay whole) */
+
+typedef struct {
+    const attn_job *job;
+    kv_form f;
+    int blocks; /* PREP_KEYS-key blocks per kv head */
+} prep_job;
+
+static void prep_task(void *varg, int task, int worker) {
+    (void)worker;
+    const prep_job *pj = varg;
+    const g4v_attn_args *a = pj->job->a;
+    int g = task / pj->blocks, j0 = (task % pj->blocks) * PREP_KEYS, d = a->d;
+    int n = a->nk - j0 < PREP_KEYS ? a->nk - j0 : PREP_KEYS, dp = (d + 1) & ~1;
+    pack_keys(a->k + (size_t)g * pj->job->head_k + (size_t)j0 * a->ldk, a->ldk, d, dp, n,
+              pj->f.kb + (size_t)g * pj->f.head_kb + (size_t)j0 * dp);
+    pack_values(a->v + (size_t)g * pj->job->head_v + (size_t)j0 * a->ldv, a->ldv, d, n,
+                pj->f.vP + (size_t)g * pj->f.head_vp + (size_t)(j0 / 2) * d);
+}
+
 typedef struct {
     uint32_t *qP;
     float *O, *m, *l;
@@ -350,10 +399,16 @@ static void attn_task(void *varg, int task, int worker) {
     uint16_t *kb = take(&p, (size_t)KB * dp / 2);
     uint32_t *vP = take(&p, (size_t)(KB / 2) * d);
 
+    kv_form pre = a->kv_prepared ? kv_form_of(a->kv_prepared, a->nk, a->Hkv, d) : (kv_form){0};
     for (int k_start = 0; k_start < a->nk; k_start += KB) {
         int nk = a->nk - k_start < KB ? a->nk - k_start : KB;
-        pack_keys(k + (size_t)k_start * a->ldk, a->ldk, d, dp, nk, kb);
-        pack_values(v + (size_t)k_start * a->ldv, a->ldv, d, nk, vP);
+        if (a->kv_prepared) { /* the tile as pack_keys / pack_values would write it */
+            kb = pre.kb + (size_t)kvh * pre.head_kb + (size_t)k_start * dp;
+            vP = pre.vP + (size_t)kvh * pre.head_vp + (size_t)(k_start / 2) * d;
+        } else {
+            pack_keys(k + (size_t)k_start * a->ldk, a->ldk, d, dp, nk, kb);
+            pack_values(v + (size_t)k_start * a->ldv, a->ldv, d, nk, vP);
+        }
         for (int s = 0; s < nsub; s++) {
             tile_logits(t[s].qP, kb, dp, nk, a->scale * LOG2E, S, t[s].m, mnew);
             tile_update(S, pP, vP, d, nk, t[s].m, mnew, t[s].l, t[s].O);
@@ -370,11 +425,24 @@ static void attn_task(void *varg, int task, int worker) {
     }
 }
 
+static attn_job job_of(const g4v_attn_args *a) {
+    return (attn_job){.a = a,
+                      .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
+                      .head_k = a->hsk ? a->hsk : (size_t)a->d,
+                      .head_v = a->hsv ? a->hsv : (size_t)a->d};
+}
+
+void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst) {
+    if (a->nk <= 0) return;
+    attn_job job = job_of(a);
+    prep_job pj = {.job = &job,
+                   .f = kv_form_of(dst, a->nk, a->Hkv, a->d),
+                   .blocks = (a->nk + PREP_KEYS - 1) / PREP_KEYS};
+    g4v_pool_run(pool, a->Hkv * pj.blocks, prep_task, &pj);
+}
+
 void g4v_attention_avx512_bf16dp(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->nq <= 0 || a->nk <= 0) return;
-    attn_job job = {.a = a,
-                    .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
-                    .head_k = a->hsk ? a->hsk : (size_t)a->d,
-                    .head_v = a->hsv ? a->hsv : (size_t)a->d};
+    attn_job job = job_of(a);
     g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
 }
