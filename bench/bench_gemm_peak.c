@@ -101,20 +101,6 @@ static double run(g4v_pool *pool, int threads, g4v_task_fn fn, double flops_per_
     return flops_per_thread * threads / (bench_now() - t0) * 1e-9;
 }
 
-double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits) {
-    unsigned f = g4v_cpu_features();
-    if (f & G4V_CPU_AVX512) {
-        *width_bits = 512;
-        return run(pool, threads, fma_zmm, (double)(ITERS / 2) * 24 * 32);
-    }
-    if (f & G4V_CPU_AVX2) {
-        *width_bits = 256;
-        return run(pool, threads, fma_ymm, (double)ITERS * 12 * 16);
-    }
-    *width_bits = 0;
-    return 0.0;
-}
-
 double bench_peak_fma_bits(g4v_pool *pool, int threads, int bits) {
     unsigned f = g4v_cpu_features();
     if (bits == 512 && (f & G4V_CPU_AVX512))
@@ -122,6 +108,12 @@ double bench_peak_fma_bits(g4v_pool *pool, int threads, int bits) {
     if (bits == 256 && (f & G4V_CPU_AVX2))
         return run(pool, threads, fma_ymm, (double)ITERS * 12 * 16);
     return 0.0;
+}
+
+double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits) {
+    unsigned f = g4v_cpu_features();
+    *width_bits = f & G4V_CPU_AVX512 ? 512 : f & G4V_CPU_AVX2 ? 256 : 0;
+    return bench_peak_fma_bits(pool, threads, *width_bits);
 }
 
 double bench_peak_dpbf16(g4v_pool *pool, int threads) {

@@ -318,18 +318,29 @@ static size_t round64(size_t n) {
     return (n + 63) & ~(size_t)63;
 }
 
-static kv_form kv_form_of(const void *base, int nk, int Hkv, int d) {
+/* The form's layout for nk keys: head strides, where vP starts (bytes) and the whole size. */
+static void kv_layout(int nk, int Hkv, int d, kv_form *f, size_t *v_off, size_t *bytes) {
     size_t dp = (size_t)(d + 1) & ~(size_t)1, np = ((size_t)nk + 1) / 2;
-    kv_form f = {.head_kb = (size_t)nk * dp, .head_vp = np * (size_t)d};
+    f->head_kb = (size_t)nk * dp;
+    f->head_vp = np * (size_t)d;
+    *v_off = round64((size_t)Hkv * f->head_kb * sizeof(uint16_t));
+    *bytes = *v_off + round64((size_t)Hkv * f->head_vp * sizeof(uint32_t));
+}
+
+static kv_form kv_form_of(const void *base, int nk, int Hkv, int d) {
+    kv_form f;
+    size_t v_off, bytes;
+    kv_layout(nk, Hkv, d, &f, &v_off, &bytes);
     f.kb = (uint16_t *)base;
-    f.vP = (uint32_t *)((char *)base + round64((size_t)Hkv * f.head_kb * sizeof(uint16_t)));
+    f.vP = (uint32_t *)((char *)base + v_off);
     return f;
 }
 
 size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d) {
-    size_t dp = (size_t)(d + 1) & ~(size_t)1, np = ((size_t)nk + 1) / 2;
-    return round64((size_t)Hkv * (size_t)nk * dp * sizeof(uint16_t)) +
-           round64((size_t)Hkv * np * (size_t)d * sizeof(uint32_t));
+    kv_form f;
+    size_t v_off, bytes;
+    kv_layout(nk, Hkv, d, &f, &v_off, &bytes);
+    return bytes;
 }
 
 enum { PREP_KEYS = 4 * KB }; /* keys per preparation task (even: key pairs stay whole) */
