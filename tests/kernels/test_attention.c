@@ -198,7 +198,8 @@ static double worst_vs_portable_plain, worst_vs_portable_sharp, worst_vs_ref[2];
 static double worst_fast_vs_bf16ref, worst_fast_vs_ref[2];
 
 /* A FAST-only variant (bf16 products, G4V_KERNEL_FAST_ONLY) against two float64 references:
- *  - refb, the exact attention of q, k, v rounded to bf16 (its real inputs): what is left is the
+ *  - refb, the exact attention of q, k, v rounded to bf16 as the kernel rounds them (its real
+ *    inputs; the queries scaled first, see below): what is left is the
  *    rounding of each probability to bf16 (relative 2^-9 at most) and f32 sums. o = sum p~ v /
  *    sum p~ with p~ = p (1 + e), |e| <= 2^-9, moves by at most 2 * 2^-9 * max_j |v_j - o| <=
  *    2^-8 * 2 max|v|, plus the f32 logits' few ulps (as for the f32 variants): max bound
@@ -210,15 +211,19 @@ static void check_fast(const variant *v, const g4v_attn_args *a, const float *o,
                        int sharp, double mb) {
     int L = a->nq, d = a->d;
     size_t qd = (size_t)a->H * d, ld = a->ldq, n = (size_t)L * ld;
-    /* the fused q|k|v buffer rounded to bf16 (q, k, v all live in it) */
+    /* the fused q|k|v buffer rounded to bf16 (q, k, v all live in it) as the kernel rounds it:
+     * k and v as they are, each query scaled first by c = scale log2(e) (in f32, the kernel's
+     * logits being in log2 units), so the reference runs q~ = bf16(c q) with scale 1 / log2(e) */
     const float *base = a->q;
+    const float c = a->scale * 1.44269504088896341f;
     float *rb = malloc(sizeof(float) * n);
     for (size_t i = 0; i < n; i++)
-        rb[i] = g4v_round_bf16(base[i]);
+        rb[i] = i % ld < qd ? g4v_round_bf16(base[i] * c) : g4v_round_bf16(base[i]);
     g4v_attn_args b = *a;
     b.q = rb;
     b.k = rb + (a->k - base);
     b.v = rb + (a->v - base);
+    b.scale = (float)(1.0 / 1.44269504088896341);
     double *refb = malloc(sizeof(double) * (size_t)L * qd);
     reference(&b, refb);
     double vmax = 0;

@@ -6,11 +6,13 @@
  * each rounded and packed once per task and then used by all its query tiles (packing per 96
  * queries cost ~7% of the kernel); the products run in blocks of 8 keys (Q Kᵀ) and 8 channels
  * (P V), 24 accumulators each. With these roundings, as flash-attention implementations do:
- *  - q, k and v are rounded to bf16 (nearest even) when a task or a key tile is packed;
- *  - logits, the running max and sum and the rescaling stay f32; the logits are kept in log2 units
- *    (log2 e folded into the scale), so p = 2^(s - m) by a degree-4 polynomial (exp2_nonpos);
- *  - the probabilities p are rounded to bf16 for P V, and the running sum adds the rounded p, so
- *    the output is an exact convex combination of the rows of bf16 V it used.
+ *  - k and v are rounded to bf16 (nearest even) when a key tile is packed, q when a task packs its
+ *    queries, after multiplying them by scale * log2(e): q.k is then the logit in log2 units, so
+ *    p = 2^(s - m) by a degree-4 polynomial (exp2_nonpos), with no multiply per logit;
+ *  - logits, the running max and sum and the rescaling stay f32;
+ *  - the probabilities p are rounded to bf16 for P V, and the running sum adds the rounded p (the
+ *    pair against (1, 1) on the dot-product unit), so the output is an exact convex combination
+ *    of the rows of bf16 V it used.
  * Each vdpbf16ps adds the products of one pair (two channels for Q Kᵀ, two keys for P V) into an
  * f32 accumulator: half the instructions of the f32 FMA kernel for the same work, at the same
  * per-instruction rate on Zen 4/5. The accuracy cost is measured in docs/NUMERICS.md (about a bf16
@@ -40,7 +42,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { QV = 3, QB = 16 * QV, NSUB = G4V_ATTN_BF16_SUBTILES, KB = 64, RBK = 8, RBC = 8 };
+enum { QV = 3, QB = 16 * QV, NSUB = G4V_ATTN_BF16_SUBTILES, KB = 64, RBK = 8, RBC = 8, Q_PREFETCH = 8 };
 
 /* Logits are kept in log2 units (scale * log2(e) * q.k), so that p = 2^(s - m): the same softmax,
  * without the multiply by log2(e) inside the exponential. */
@@ -56,16 +58,15 @@ static inline const float *padded16(const float *x, int n, float t[16]) {
     return t;
 }
 
-/* 2^x for x <= 0: the softmax's p = 2^(s - m), logits being in log2 units (tile_logits folds
- * log2(e) into the scale). p is rounded to bf16 (relative step 2^-8) right after, so a degree-4
+/* 2^x for x <= 0: the softmax's p = 2^(s - m), logits being in log2 units (pack_queries folds
+ * scale * log2(e) into q). p is rounded to bf16 (relative step 2^-8) right after, so a degree-4
  * polynomial for 2^f, f = x - round(x) in [-1/2, 1/2], is enough: 2.7e-6 relative error (fitted
  * for relative error, evaluated in f32), 4 FMAs where the f32 kernels' expf spends 11 multiplies
  * and FMAs on the pipes vdpbf16ps needs; vrndscaleps and vscalefps take n = round(x) out and put
  * 2^n back in one instruction each (1.8% faster than the shift-and-add of the exponent bits,
- * same bits). x below -125 gives about 2^-125: normal, and nothing next to the tile's largest
- * term, 1. */
+ * same bits). x must be finite: a very negative x gives 0 or a subnormal, which the bf16
+ * conversion flushes to 0 (a key that far below the tile's largest term adds nothing). */
 static inline __m512 exp2_nonpos(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
     __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 f = _mm512_sub_ps(x, n);
     __m512 p = _mm512_set1_ps(9.570007212e-3f);
@@ -76,13 +77,27 @@ static inline __m512 exp2_nonpos(__m512 x) {
     return _mm512_scalef_ps(p, n); /* p * 2^n */
 }
 
-/* qP[cp][i] = (bf16(q_i[2cp]), bf16(q_i[2cp + 1])) for the tile's queries i < nq, zero words for
- * the lanes after them and for the pad channel of an odd d. Each query row is rounded 16 channels
- * at a time: the bf16 of channels (2cp, 2cp + 1) side by side are the pair's 32-bit word. */
-static void pack_queries(const float *q0, size_t ldq, int d, int nq, uint32_t *qP) {
+/* The running max's correction 2^(m - mnew): m is -inf before the first key tile (and -inf - x
+ * has no finite exponent), so x is clamped at -125 first; 2^-125 against the new max is 0 in
+ * effect, as the -inf start intends. */
+static inline __m512 exp2_correction(__m512 x) {
+    return exp2_nonpos(_mm512_max_ps(x, _mm512_set1_ps(-125.0f)));
+}
+
+/* qP[cp][i] = (bf16(c q_i[2cp]), bf16(c q_i[2cp + 1])) for the tile's queries i < nq, zero words
+ * for the lanes after them and for the pad channel of an odd d; c = scale * log2(e), so that q.k
+ * is the logit in log2 units with no multiply per logit. Each query row is scaled and rounded 16
+ * channels at a time: the bf16 of channels (2cp, 2cp + 1) side by side are the pair's word. */
+static void pack_queries(const float *q0, size_t ldq, int d, int nq, float c2, uint32_t *qP) {
     int np = (d + 1) / 2;
     for (int i = 0; i < QB; i++) {
         const float *q = q0 + (size_t)i * ldq;
+        /* The rows are a head's slice of [L, H d] rows, ldq apart: each is a miss the hardware
+         * prefetcher does not foresee (4.6% of the kernel's samples sat on this load), so the
+         * row Q_PREFETCH ahead is asked for now. */
+        if (i + Q_PREFETCH < nq)
+            for (int c = 0; c < d; c += 16)
+                __builtin_prefetch(q + (size_t)Q_PREFETCH * ldq + c);
         if (i >= nq) {
             for (int cp = 0; cp < np; cp++)
                 qP[(size_t)cp * QB + i] = 0;
@@ -92,7 +107,8 @@ static void pack_queries(const float *q0, size_t ldq, int d, int nq, uint32_t *q
             int n = d - c < 16 ? d - c : 16;
             float t[16];
             uint32_t w[8];
-            __m512i b = bf16_bits(_mm512_loadu_ps(padded16(q + c, n, t)));
+            __m512i b =
+                bf16_bits(_mm512_mul_ps(_mm512_loadu_ps(padded16(q + c, n, t)), _mm512_set1_ps(c2)));
             _mm256_storeu_si256((__m256i *)w, _mm512_cvtepi32_epi16(b));
             for (int k = 0; k < (n + 1) / 2; k++)
                 qP[(size_t)(c / 2 + k) * QB + i] = w[k];
@@ -139,12 +155,11 @@ static void pack_values(const float *v0, size_t ldv, int d, int nk, uint32_t *vP
     }
 }
 
-/* S[j][0..QB) = scale * q . k_j for the nk keys of the tile, over the np channel pairs in order;
- * mnew = the largest of m (the running max) and the tile's logits, per query. */
-static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, float scale,
-                        float *S, const float *m, float *mnew) {
+/* S[j][0..QB) = q . k_j for the nk keys of the tile (q already scaled), over the np channel pairs
+ * in order; mnew = the largest of m (the running max) and the tile's logits, per query. */
+static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, float *S,
+                        const float *m, float *mnew) {
     int np = dp / 2;
-    __m512 sc = _mm512_set1_ps(scale);
     __m512 mx[QV];
     G4V_UNROLL(3)
     for (int v = 0; v < QV; v++)
@@ -178,7 +193,7 @@ static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, 
         for (int r = 0; r < RBK; r++) {
             G4V_UNROLL(3)
             for (int v = 0; v < QV; v++) {
-                __m512 sv = _mm512_mul_ps(acc[r][v], sc);
+                __m512 sv = acc[r][v];
                 mx[v] = _mm512_max_ps(mx[v], sv);
                 _mm512_store_ps(S + (size_t)(j + r) * QB + 16 * v, sv);
             }
@@ -202,7 +217,7 @@ static void tile_logits(const uint32_t *qP, const uint16_t *kb, int dp, int nk, 
         }
         G4V_UNROLL(3)
         for (int v = 0; v < QV; v++) {
-            __m512 sv = _mm512_mul_ps(acc[v], sc);
+            __m512 sv = acc[v];
             mx[v] = _mm512_max_ps(mx[v], sv);
             _mm512_store_ps(S + (size_t)j * QB + 16 * v, sv);
         }
@@ -223,9 +238,10 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
         mx[v] = _mm512_load_ps(mnew + 16 * v);
     G4V_UNROLL(3)
     for (int v = 0; v < QV; v++) {
-        corr[v] = exp2_nonpos(_mm512_sub_ps(_mm512_load_ps(m + 16 * v), mx[v]));
+        corr[v] = exp2_correction(_mm512_sub_ps(_mm512_load_ps(m + 16 * v), mx[v]));
         sum[v] = _mm512_mul_ps(_mm512_load_ps(l + 16 * v), corr[v]);
     }
+    const __m512i ones = _mm512_set1_epi32(0x3f803f80); /* the bf16 pair (1, 1) */
     int npairs = (nk + 1) / 2;
     for (int jp = 0; jp < npairs; jp++) {
         const float *s0 = S + (size_t)(2 * jp) * QB, *s1 = s0 + QB;
@@ -237,10 +253,8 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
                              : _mm512_setzero_ps();
             __m512i w = bf16_pairs(p0, p1);
             _mm512_store_si512(pP + (size_t)jp * QB + 16 * v, w);
-            /* the sum adds the rounded p: the pair word's halves widened back to f32 */
-            sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
-            sum[v] = _mm512_add_ps(sum[v], _mm512_castsi512_ps(_mm512_and_si512(
-                                               w, _mm512_set1_epi32((int)0xffff0000u))));
+            /* the sum adds the rounded p: the pair against (1, 1) on the dot-product unit */
+            sum[v] = _mm512_dpbf16_ps(sum[v], g4v_as_bh(w), g4v_as_bh(ones));
         }
     }
     G4V_UNROLL(3)
@@ -397,7 +411,8 @@ static void attn_task(void *varg, int task, int worker) {
         t[s].l = take(&p, QB);
         int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
         /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
-        pack_queries(a->q + (size_t)qs * a->ldq + (size_t)h * d, a->ldq, d, nq, t[s].qP);
+        pack_queries(a->q + (size_t)qs * a->ldq + (size_t)h * d, a->ldq, d, nq, a->scale * LOG2E,
+                     t[s].qP);
         for (int i = 0; i < QB; i++) {
             t[s].m[i] = -INFINITY;
             t[s].l[i] = 0.0f;
@@ -421,7 +436,7 @@ static void attn_task(void *varg, int task, int worker) {
             pack_values(v + (size_t)k_start * a->ldv, a->ldv, d, nk, vP);
         }
         for (int s = 0; s < nsub; s++) {
-            tile_logits(t[s].qP, kb, dp, nk, a->scale * LOG2E, S, t[s].m, mnew);
+            tile_logits(t[s].qP, kb, dp, nk, S, t[s].m, mnew);
             tile_update(S, pP, vP, d, nk, t[s].m, mnew, t[s].l, t[s].O);
         }
     }
