@@ -66,6 +66,13 @@ static void patch_embed(const g4v_encoder *e, const enc_buffers *b, g4v_pool *po
     }
 }
 
+/* The image of the pass that holds row r. */
+static const enc_segment *seg_of(const enc_buffers *b, size_t r) {
+    const enc_segment *sg = b->seg;
+    while (r >= sg->row0 + sg->L) sg++;
+    return sg;
+}
+
 /* Bytes of the attention's prepared form of an image's nk keys and values (0: none). */
 static size_t kv_prepared_bytes(const g4v_encoder *e, size_t nk) {
     return g4v_attention_kv_bytes(e->kernels, e->mode == G4V_MATH_FAST, (int)nk,
@@ -73,13 +80,14 @@ static size_t kv_prepared_bytes(const g4v_encoder *e, size_t nk) {
 }
 
 /* The attention's arguments for the keys and values of image sg (its rows of the head-major
- * copies, [Hkv][L][d] over the pass's L rows), without the queries and the output. */
+ * copies, [Hkv][L][d] over the pass's L rows, or its prepared form alone, b->keys NULL), without
+ * the queries and the output. */
 static g4v_attn_args attn_keys(const g4v_encoder *e, const enc_buffers *b, const enc_segment *sg,
                                size_t L) {
     const g4v_vision_config *c = &e->cfg;
     size_t d = (size_t)c->head_dim;
-    return (g4v_attn_args){.k = b->keys + sg->row0 * d,
-                           .v = b->values + sg->row0 * d,
+    return (g4v_attn_args){.k = b->keys ? b->keys + sg->row0 * d : NULL,
+                           .v = b->values ? b->values + sg->row0 * d : NULL,
                            .nk = (int)sg->L,
                            .ldk = d,
                            .ldv = d,
@@ -95,9 +103,35 @@ static g4v_attn_args attn_keys(const g4v_encoder *e, const enc_buffers *b, const
                                                          : NULL};
 }
 
+/* The chunk's keys and values (rows r0 .. r0 + n of the pass, row-major in b->k and b->v) into
+ * the attention's prepared form of each image they belong to. */
+static void prepare_chunk(const g4v_encoder *e, const enc_buffers *b, g4v_pool *pool, size_t r0,
+                          size_t n) {
+    const g4v_vision_config *c = &e->cfg;
+    size_t kvd = (size_t)c->num_kv_heads * (size_t)c->head_dim;
+    for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
+        size_t j0 = sg->row0 > r0 ? sg->row0 : r0;
+        size_t j1 = sg->row0 + sg->L < r0 + n ? sg->row0 + sg->L : r0 + n;
+        g4v_attn_args kv = {.k = b->k + (j0 - r0) * kvd,
+                            .v = b->v + (j0 - r0) * kvd,
+                            .nk = (int)(j1 - j0),
+                            .ldk = kvd,
+                            .ldv = kvd, /* row-major: head g at column g d */
+                            .H = c->num_heads,
+                            .Hkv = c->num_kv_heads,
+                            .d = c->head_dim,
+                            .fast_math = e->mode == G4V_MATH_FAST};
+        g4v_attention_prepare_kv_rows(e->kernels, pool, &kv, (int)(j0 - sg->row0), (int)sg->L,
+                                      (char *)b->kv_prepared + sg->kv_off);
+        if (j1 == r0 + n) break;
+    }
+}
+
 /* The keys and values of every patch for one layer's attention: k = rope(k_norm(k_proj(x))),
- * v = v_norm(v_proj(x)), x = input_norm(h), stored head-major ([Hkv][L][d]) so that the
- * attention reads a tile of keys as one contiguous block. */
+ * v = v_norm(v_proj(x)), x = input_norm(h). Where the attention has a prepared form of its own
+ * (b->kv_prepared), each chunk goes straight into it while in cache, and no f32 copy of all the
+ * keys is kept (2 L Hkv d floats: 62 MB for e4b at 1120 tokens); else they are stored head-major
+ * ([Hkv][L][d]) so that the attention reads a tile of keys as one contiguous block. */
 static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_buffers *b,
                             g4v_pool *pool, size_t L) {
     const g4v_kernels *k = e->kernels;
@@ -109,26 +143,14 @@ static void keys_and_values(const g4v_encoder *e, const enc_layer *w, const enc_
         g4v_rmsnorm(k, pool, b->h + r0 * ld, b->a, ld, n, D, w->ln_in, eps);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_K], b->k, kvd, n, &w->epi[G4V_LIN_K]);
         g4v_gemm(pool, b->a, ld, w->lin[G4V_LIN_V], b->v, kvd, n, &w->epi[G4V_LIN_V]);
-        /* k_norm, RoPE and the head-major copy in one pass; v_norm (no weight) and its copy */
+        /* k_norm and RoPE in one pass, v_norm (no weight); each with its head-major copy when
+         * the keys are kept in f32 */
         g4v_heads_post kp = {b->pos + 2 * r0, b->rope_cos, b->rope_sin, b->keys, L, r0};
         g4v_heads_norm(k, pool, b->k, kvd, n, Hkv, d, w->k_norm, eps, &kp);
         g4v_heads_post vp = {NULL, NULL, NULL, b->values, L, r0};
         g4v_heads_norm(k, pool, b->v, kvd, n, Hkv, d, NULL, eps, &vp);
+        if (b->kv_prepared) prepare_chunk(e, b, pool, r0, n);
     }
-    if (!b->kv_prepared) return;
-    /* each image's keys and values in the attention's own form, once for all its calls */
-    for (size_t i = 0, done = 0; done < L; done += b->seg[i++].L) {
-        const enc_segment *sg = &b->seg[i];
-        g4v_attn_args kv = attn_keys(e, b, sg, L);
-        g4v_attention_prepare_kv(k, pool, &kv, (char *)b->kv_prepared + sg->kv_off);
-    }
-}
-
-/* The image of the pass that holds row r. */
-static const enc_segment *seg_of(const enc_buffers *b, size_t r) {
-    const enc_segment *sg = b->seg;
-    while (r >= sg->row0 + sg->L) sg++;
-    return sg;
 }
 
 /* docs/NUMERICS.md §4.4 (Gemma4VisionEncoderLayer's attention half, Gemma4VisionAttention):

@@ -52,7 +52,8 @@ typedef struct enc_shape {
  * values hold all L rows; everything else holds one chunk. */
 typedef struct enc_buffers {
     float *h;                   /* [L, D] residual stream */
-    float *keys, *values;       /* [Hkv, L, d] each: one layer's keys and values, head-major */
+    float *keys, *values;       /* [Hkv, L, d] each: one layer's keys and values, head-major;
+                                   NULL when kv_prepared holds them instead */
     size_t chunk_rows;          /* C */
     float *a;                   /* [C, D] normed input / branch output */
     float *q, *att;             /* [C, H*d] (attention half) */

@@ -2,8 +2,10 @@
  * One block, grown (never shrunk) to the largest pass (image or batch of images) seen and then reused, so the hot path does
  * not allocate (fresh pages are slow to fault in, docs/ARCHITECTURE.md §5). Only the residual
  * stream and one layer's keys and values hold every patch; the rest holds one chunk of rows, the
- * attention and MLP halves sharing it, so memory grows with L only as (D + 2 Hkv d) floats per
- * patch: ~4.6 KB for e4b, ~9 KB for the 31B tower. Sizes are computed with overflow checks before
+ * attention and MLP halves sharing it, so memory grows with L only as D + 2 Hkv d floats per
+ * patch (9.2 KB for e4b, 13.8 KB for the 31B tower), or, where the FAST attention keeps the keys
+ * and values in its own bf16 form instead of an f32 copy, D floats + 2 Hkv d bf16 (6.1 KB,
+ * 9.2 KB). Sizes are computed with overflow checks before
  * anything is allocated. */
 #include "encoder_internal.h"
 
@@ -89,8 +91,10 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
 
     layout lo = {0, 0};
     size_t o_h = take(&lo, mul3(L, D, f, &of));
-    size_t o_keys = take(&lo, mul3(L, kvd, f, &of));
-    size_t o_values = take(&lo, mul3(L, kvd, f, &of));
+    /* the f32 keys and values of all patches, unless the attention keeps its own form of them */
+    size_t kv_f32 = sh->kv_bytes ? 0 : mul3(L, kvd, f, &of);
+    size_t o_keys = take(&lo, kv_f32);
+    size_t o_values = take(&lo, kv_f32);
     size_t o_a = take(&lo, mul3(C, D, f, &of));
     size_t o_chunk = take(&lo, mul3(C, width, f, &of));
     size_t o_pooled = take(&lo, mul3(N, D, f, &of));
@@ -112,8 +116,8 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
                         "encoder workspace: out of memory allocating %zu MB for %zu patches",
                         lo.off >> 20, L);
     b->h = (float *)(base + o_h);
-    b->keys = (float *)(base + o_keys);
-    b->values = (float *)(base + o_values);
+    b->keys = kv_f32 ? (float *)(base + o_keys) : NULL;
+    b->values = kv_f32 ? (float *)(base + o_values) : NULL;
     b->chunk_rows = C;
     b->a = (float *)(base + o_a);
     float *ch = (float *)(base + o_chunk);

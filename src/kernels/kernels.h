@@ -131,6 +131,12 @@ static inline size_t g4v_attention_bf16_scratch_floats(int d) {
  * (64-byte aligned), in parallel on pool. */
 size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d);
 void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst);
+/* The same for a piece of the keys: a's a->nk keys and values (a->k, a->v at key j0's row) are
+ * keys [j0, j0 + a->nk) of a form for nk_all keys. Pieces may start and end at odd keys (the
+ * value pair they split is written half by each); pieces that cover [0, nk_all) once, in any
+ * order, give the bytes of one call over all the keys. */
+void g4v_attention_bf16_prepare_kv_rows(g4v_pool *pool, const g4v_attn_args *a, int j0,
+                                        int nk_all, void *dst);
 
 /* For callers that run several attention calls over the same keys (the encoder: one call per
  * chunk of queries): the bytes the variant of table k (its FAST choice with fast_math) needs
@@ -141,6 +147,10 @@ void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void 
 size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int Hkv, int d);
 void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
                               void *dst);
+/* The same, piece by piece (g4v_attention_bf16_prepare_kv_rows): a caller that computes its keys
+ * in chunks prepares each chunk while it is in cache and needs no f32 copy of all the keys. */
+void g4v_attention_prepare_kv_rows(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
+                                   int j0, int nk_all, void *dst);
 
 /* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
  * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for

@@ -175,6 +175,34 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
         g4v_attention_bf16_prepare_kv(NULL, &rm, kvr);
         CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: prepared K/V depend on the layout",
                   v->name, L, d);
+        /* in pieces, as the encoder prepares each chunk of keys: cuts at odd and even keys
+         * (a value pair split between two pieces), the pieces in reverse order, from the
+         * row-major rows; then the attention reading only the form (k, v NULL) */
+        int cuts[] = {0, L / 3 | 1, L / 3 + 2, (2 * L) / 3, L};
+        for (int c = 0; c < 5; c++) /* clamped to L, then sorted: pieces cover [0, L) once */
+            cuts[c] = cuts[c] < L ? cuts[c] : L;
+        for (int c = 1; c < 5; c++)
+            for (int e = c; e > 0 && cuts[e] < cuts[e - 1]; e--) {
+                int t = cuts[e];
+                cuts[e] = cuts[e - 1], cuts[e - 1] = t;
+            }
+        memset(kvr, 0xff, bytes);
+        for (int c = 3; c >= 0; c--) {
+            int j0 = cuts[c], j1 = cuts[c + 1];
+            if (j1 <= j0) continue;
+            g4v_attn_args piece = a;
+            piece.k = a.k + (size_t)j0 * a.ldk, piece.v = a.v + (size_t)j0 * a.ldv;
+            piece.nk = j1 - j0;
+            g4v_attention_bf16_prepare_kv_rows(c & 1 ? pools[2] : NULL, &piece, j0, L, kvr);
+        }
+        CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: K/V prepared in pieces differ",
+                  v->name, L, d);
+        g4v_attn_args only = b;
+        only.k = only.v = NULL, only.kv_prepared = kvr;
+        o = run(v, only, 2, scratch, &pad_ok);
+        CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
+                  "%s L=%d d=%d: attention from the prepared form alone differs", v->name, L, d);
+        free(o);
         free(kvr);
     }
 #endif

@@ -362,21 +362,36 @@ enum { PREP_KEYS = 4 * KB }; /* keys per preparation task (even: key pairs stay 
 typedef struct {
     const attn_job *job;
     kv_form f;
-    int blocks; /* PREP_KEYS-key blocks per kv head */
+    int j0, j1, nk_all; /* the keys [j0, j1) of a form for nk_all keys */
+    int first, blocks;  /* PREP_KEYS-key blocks of the absolute key grid: first .. first+blocks */
 } prep_job;
+
+/* vP's half for key j (low half: even j) of channel c, as a 16-bit slot: the keys of a pair may
+ * come from two calls (a piece of keys that starts or ends at an odd index). */
+static void pack_value_half(const float *v, int d, int j, uint32_t *vP) {
+    uint16_t *h = (uint16_t *)(vP + (size_t)(j / 2) * d) + (j & 1);
+    for (int c = 0; c < d; c++)
+        h[2 * (size_t)c] = g4v_f32_to_bf16(v[c]);
+}
 
 static void prep_task(void *varg, int task, int worker) {
     (void)worker;
     const prep_job *pj = varg;
     const g4v_attn_args *a = pj->job->a;
-    int g = task / pj->blocks, j0 = (task % pj->blocks) * PREP_KEYS, d = a->d;
-    int n = a->nk - j0 < PREP_KEYS ? a->nk - j0 : PREP_KEYS, dp = (d + 1) & ~1;
-    pack_keys(a->k + (size_t)g * pj->job->head_k + (size_t)j0 * a->ldk, a->ldk, d, dp, n,
-              pj->f.kb + (size_t)g * pj->f.head_kb + (size_t)j0 * dp);
-    pack_values(a->v + (size_t)g * pj->job->head_v + (size_t)j0 * a->ldv, a->ldv, d, n,
-                pj->f.vP + (size_t)g * pj->f.head_vp + (size_t)(j0 / 2) * d);
+    int nb = pj->blocks, g = task / nb, b = pj->first + task % nb, d = a->d, dp = (d + 1) & ~1;
+    int s = b * PREP_KEYS > pj->j0 ? b * PREP_KEYS : pj->j0; /* absolute keys [s, e) */
+    int e = (b + 1) * PREP_KEYS < pj->j1 ? (b + 1) * PREP_KEYS : pj->j1;
+    const float *k = a->k + (size_t)g * pj->job->head_k + (size_t)(s - pj->j0) * a->ldk;
+    const float *v = a->v + (size_t)g * pj->job->head_v;
+    uint32_t *vP = pj->f.vP + (size_t)g * pj->f.head_vp;
+#define V_ROW(j) (v + (size_t)((j) - pj->j0) * a->ldv)
+    pack_keys(k, a->ldk, d, dp, e - s, pj->f.kb + (size_t)g * pj->f.head_kb + (size_t)s * dp);
+    if (s & 1) pack_value_half(V_ROW(s), d, s, vP), s++; /* the second key of a pair */
+    int pairs_end = e == pj->nk_all ? e : e & ~1; /* the form's last odd key: pack_values pads */
+    if (pairs_end > s) pack_values(V_ROW(s), a->ldv, d, pairs_end - s, vP + (size_t)(s / 2) * d);
+    if (pairs_end < e) pack_value_half(V_ROW(e - 1), d, e - 1, vP); /* its pair's next call */
+#undef V_ROW
 }
-
 typedef struct {
     uint32_t *qP;
     float *O, *m, *l;
@@ -399,7 +414,9 @@ static void attn_task(void *varg, int task, int worker) {
     int kvh = h / (a->H / a->Hkv), d = a->d, dp = (d + 1) & ~1;
     int q0 = qt * QB * NSUB, nq_task = a->nq - q0 < QB * NSUB ? a->nq - q0 : QB * NSUB;
     int nsub = (nq_task + QB - 1) / QB;
-    const float *k = a->k + (size_t)kvh * job->head_k, *v = a->v + (size_t)kvh * job->head_v;
+    /* a->k and a->v may be NULL when the keys come prepared */
+    const float *k = a->kv_prepared ? NULL : a->k + (size_t)kvh * job->head_k;
+    const float *v = a->kv_prepared ? NULL : a->v + (size_t)kvh * job->head_v;
 
     float *base = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
     float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
@@ -458,13 +475,23 @@ static attn_job job_of(const g4v_attn_args *a) {
                       .head_v = a->hsv ? a->hsv : (size_t)a->d};
 }
 
-void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst) {
+void g4v_attention_bf16_prepare_kv_rows(g4v_pool *pool, const g4v_attn_args *a, int j0,
+                                        int nk_all, void *dst) {
     if (a->nk <= 0) return;
     attn_job job = job_of(a);
+    int j1 = j0 + a->nk, first = j0 / PREP_KEYS;
     prep_job pj = {.job = &job,
-                   .f = kv_form_of(dst, a->nk, a->Hkv, a->d),
-                   .blocks = (a->nk + PREP_KEYS - 1) / PREP_KEYS};
+                   .f = kv_form_of(dst, nk_all, a->Hkv, a->d),
+                   .j0 = j0,
+                   .j1 = j1,
+                   .nk_all = nk_all,
+                   .first = first,
+                   .blocks = (j1 + PREP_KEYS - 1) / PREP_KEYS - first};
     g4v_pool_run(pool, a->Hkv * pj.blocks, prep_task, &pj);
+}
+
+void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst) {
+    g4v_attention_bf16_prepare_kv_rows(pool, a, 0, a->nk, dst);
 }
 
 void g4v_attention_avx512_bf16dp(g4v_pool *pool, const g4v_attn_args *a) {
