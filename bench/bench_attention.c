@@ -103,12 +103,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     /* the instruction peaks each variant multiplies with, measured here (best of 3) */
-    double p256 = 0, p512 = 0, pdp = 0;
-    for (int r = 0; r < 3; r++) {
-        double a = bench_peak_fma_bits(pool, threads, 256),
-               b = bench_peak_fma_bits(pool, threads, 512), c = bench_peak_dpbf16(pool, threads);
-        p256 = a > p256 ? a : p256, p512 = b > p512 ? b : p512, pdp = c > pdp ? c : pdp;
-    }
+    double p256, p512, pdp;
+    bench_peaks_best(pool, threads, 3, &p256, &p512, &pdp);
     printf("Peaks measured on %d thread(s): FMA ymm %.0f, FMA zmm %.0f, vdpbf16ps %.0f GFLOP/s "
            "(0: not on this CPU)\n\n",
            threads, p256, p512, pdp);

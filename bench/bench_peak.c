@@ -34,12 +34,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_peak: cannot start %d threads: %s\n", threads, err.msg);
         return 1;
     }
-    double p256 = 0, p512 = 0, pdp = 0;
-    for (int r = 0; r < 5; r++) { /* best of 5: a peak is the best the machine gave */
-        double a = bench_peak_fma_bits(pool, threads, 256),
-               b = bench_peak_fma_bits(pool, threads, 512), c = bench_peak_dpbf16(pool, threads);
-        p256 = a > p256 ? a : p256, p512 = b > p512 ? b : p512, pdp = c > pdp ? c : pdp;
-    }
+    double p256, p512, pdp;
+    bench_peaks_best(pool, threads, 5, &p256, &p512, &pdp);
     printf("threads=%d fma_ymm=%.1f fma_zmm=%.1f vdpbf16ps=%.1f\n", threads, p256, p512, pdp);
     g4v_pool_destroy(pool);
     return 0;
