@@ -171,14 +171,14 @@ int main(int argc, char **argv) {
              * layer for all its query chunks */
             void *kvp = g4v_malloc_large(g4v_attention_bf16_kv_bytes(L, Hkv, d));
             if (!kvp) continue;
-            g4v_attention_bf16_prepare_kv(pool, &a, kvp);
+            g4v_attention_bf16_prepare_kv(pool, &a, 0, L, kvp);
             g4v_attn_args ap = a;
             ap.kv_prepared = kvp;
             double tp = time_variant(vars[vi].fn, pool, &ap, reps);
             if (t_port > 0) snprintf(ratio, sizeof ratio, "%.2fx", t_port / tp);
             snprintf(pct, sizeof pct, "%.0f%% of %.0f", 100 * flop / tp * 1e-9 / peak, peak);
-            printf("| %d | %d | %d | %d | %d | %s, K/V prepared | %.4f | %.1f | %s | %s |\n", L,
-                   H, Hkv, d, threads, nm, tp, flop / tp * 1e-9, pct, ratio);
+            printf("| %d | %d | %d | %d | %d | %s, K/V prepared | %.4f | %.1f | %s | %s |\n", L, H,
+                   Hkv, d, threads, nm, tp, flop / tp * 1e-9, pct, ratio);
             fflush(stdout);
             g4v_free_large(kvp);
 #endif

@@ -121,8 +121,8 @@ static void prepare_chunk(const g4v_encoder *e, const enc_buffers *b, g4v_pool *
                             .Hkv = c->num_kv_heads,
                             .d = c->head_dim,
                             .fast_math = e->mode == G4V_MATH_FAST};
-        g4v_attention_prepare_kv_rows(e->kernels, pool, &kv, (int)(j0 - sg->row0), (int)sg->L,
-                                      (char *)b->kv_prepared + sg->kv_off);
+        g4v_attention_prepare_kv(e->kernels, pool, &kv, (int)(j0 - sg->row0), (int)sg->L,
+                                 (char *)b->kv_prepared + sg->kv_off);
         if (j1 == r0 + n) break;
     }
 }

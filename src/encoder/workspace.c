@@ -1,12 +1,11 @@
 /* workspace.c - per-caller scratch for the forward pass.
- * One block, grown (never shrunk) to the largest pass (image or batch of images) seen and then reused, so the hot path does
- * not allocate (fresh pages are slow to fault in, docs/ARCHITECTURE.md §5). Only the residual
- * stream and one layer's keys and values hold every patch; the rest holds one chunk of rows, the
- * attention and MLP halves sharing it, so memory grows with L only as D + 2 Hkv d floats per
- * patch (9.2 KB for e4b, 13.8 KB for the 31B tower), or, where the FAST attention keeps the keys
- * and values in its own bf16 form instead of an f32 copy, D floats + 2 Hkv d bf16 (6.1 KB,
- * 9.2 KB). Sizes are computed with overflow checks before
- * anything is allocated. */
+ * One block, grown (never shrunk) to the largest pass (image or batch of images) seen and then
+ * reused, so the hot path does not allocate (fresh pages are slow to fault in, docs/ARCHITECTURE.md
+ * §5). Only the residual stream and one layer's keys and values hold every patch; the rest holds
+ * one chunk of rows, the attention and MLP halves sharing it, so memory grows with L only as D + 2
+ * Hkv d floats per patch (9.2 KB for e4b, 13.8 KB for the 31B tower), or, where the FAST attention
+ * keeps the keys and values in its own bf16 form instead of an f32 copy, D floats + 2 Hkv d bf16
+ * (6.1 KB, 9.2 KB). Sizes are computed with overflow checks before anything is allocated. */
 #include "encoder_internal.h"
 
 #include "base/alloc.h"
@@ -107,8 +106,7 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
     size_t o_kvp = take(&lo, sh->kv_bytes);
     if (of || lo.overflow)
         return g4v_fail(err, G4V_ERR_NOMEM,
-                        "encoder workspace: %zu patches need more memory than can be addressed",
-                        L);
+                        "encoder workspace: %zu patches need more memory than can be addressed", L);
 
     char *base = g4v_workspace_block(ws, lo.off);
     if (!base)

@@ -127,16 +127,14 @@ static inline size_t g4v_attention_bf16_scratch_floats(int d) {
 /* The bf16 variant's keys and values prepared once for all its calls over them: per kv head
  * the keys rounded to bf16 ([nk][d rounded up to even], a zero pad channel), then per kv head
  * the values as bf16 key pairs ([ceil(nk/2)][d] 32-bit words, a zero pad key). The bytes for nk
- * keys (rounded up to 64); the fill reads a->k, v, ldk, ldv, hsk, hsv, nk, Hkv, d into dst
- * (64-byte aligned), in parallel on pool. */
+ * keys (rounded up to 64). The fill writes keys [j0, j0 + a->nk) of the form for nk_all keys in
+ * dst (64-byte aligned), reading a->k, v (at key j0's row), ldk, ldv, hsk, hsv, Hkv, d, in
+ * parallel on pool: j0 = 0, nk_all = a->nk prepares them all at once. Pieces may start and end at
+ * odd keys (the value pair they split is written half by each); pieces that cover [0, nk_all)
+ * once, in any order, give the bytes of one call over all the keys. */
 size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d);
-void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst);
-/* The same for a piece of the keys: a's a->nk keys and values (a->k, a->v at key j0's row) are
- * keys [j0, j0 + a->nk) of a form for nk_all keys. Pieces may start and end at odd keys (the
- * value pair they split is written half by each); pieces that cover [0, nk_all) once, in any
- * order, give the bytes of one call over all the keys. */
-void g4v_attention_bf16_prepare_kv_rows(g4v_pool *pool, const g4v_attn_args *a, int j0,
-                                        int nk_all, void *dst);
+void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all,
+                                   void *dst);
 
 /* For callers that run several attention calls over the same keys (the encoder: one call per
  * chunk of queries): the bytes the variant of table k (its FAST choice with fast_math) needs
@@ -145,12 +143,11 @@ void g4v_attention_bf16_prepare_kv_rows(g4v_pool *pool, const g4v_attn_args *a, 
  * hands them to every call. The prepared form saves each task re-rounding and re-packing every
  * key of its head; the output bits do not change. */
 size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int Hkv, int d);
-void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
-                              void *dst);
-/* The same, piece by piece (g4v_attention_bf16_prepare_kv_rows): a caller that computes its keys
- * in chunks prepares each chunk while it is in cache and needs no f32 copy of all the keys. */
-void g4v_attention_prepare_kv_rows(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
-                                   int j0, int nk_all, void *dst);
+/* Keys [j0, j0 + a->nk) of the form for nk_all keys (g4v_attention_bf16_prepare_kv): a caller
+ * that computes its keys in chunks prepares each chunk while it is in cache and needs no f32
+ * copy of all the keys. */
+void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a, int j0,
+                              int nk_all, void *dst);
 
 /* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
  * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for

@@ -163,7 +163,7 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
         size_t bytes = g4v_attention_bf16_kv_bytes(L, a.Hkv, d);
         kvp = aligned_alloc(64, bytes);
         memset(kvp, 0xff, bytes);
-        g4v_attention_bf16_prepare_kv(pools[3], &b, kvp);
+        g4v_attention_bf16_prepare_kv(pools[3], &b, 0, L, kvp);
         b.kv_prepared = kvp;
         o = run(v, b, 2, scratch, &pad_ok);
         CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
@@ -172,7 +172,7 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
         g4v_attn_args rm = a; /* prepared from the row-major layout: the same form */
         void *kvr = aligned_alloc(64, bytes);
         memset(kvr, 0xff, bytes); /* the gaps between pieces stay as they were */
-        g4v_attention_bf16_prepare_kv(NULL, &rm, kvr);
+        g4v_attention_bf16_prepare_kv(NULL, &rm, 0, L, kvr);
         CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: prepared K/V depend on the layout",
                   v->name, L, d);
         /* in pieces, as the encoder prepares each chunk of keys: cuts at odd and even keys
@@ -193,10 +193,10 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
             g4v_attn_args piece = a;
             piece.k = a.k + (size_t)j0 * a.ldk, piece.v = a.v + (size_t)j0 * a.ldv;
             piece.nk = j1 - j0;
-            g4v_attention_bf16_prepare_kv_rows(c & 1 ? pools[2] : NULL, &piece, j0, L, kvr);
+            g4v_attention_bf16_prepare_kv(c & 1 ? pools[2] : NULL, &piece, j0, L, kvr);
         }
-        CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: K/V prepared in pieces differ",
-                  v->name, L, d);
+        CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: K/V prepared in pieces differ", v->name,
+                  L, d);
         g4v_attn_args only = b;
         only.k = only.v = NULL, only.kv_prepared = kvr;
         o = run(v, only, 2, scratch, &pad_ok);
@@ -403,7 +403,7 @@ static void test_case(int L, int H, int Hkv, int d, float scale_q, float scale) 
     CHECK_MSG(!g4v_attention_kv_bytes(kt, 0, L, Hkv, d), "PRECISE attention asks for prepared K/V");
     if (kvb) {
         void *kvp = aligned_alloc(64, kvb);
-        g4v_attention_prepare_kv(kt, pools[2], &b, kvp);
+        g4v_attention_prepare_kv(kt, pools[2], &b, 0, L, kvp);
         b.kv_prepared = kvp;
         memset(disp, 0, sizeof(float) * (size_t)L * qd);
         g4v_attention(kt, pools[2], &b);

@@ -195,15 +195,10 @@ size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int H
     return 0;
 }
 
-void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
-                              void *dst) {
-    g4v_attention_prepare_kv_rows(k, pool, a, 0, a->nk, dst);
-}
-
-void g4v_attention_prepare_kv_rows(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a,
-                                   int j0, int nk_all, void *dst) {
+void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a, int j0,
+                              int nk_all, void *dst) {
 #if G4V_X86_KERNELS
-    if (runs_bf16(k, a->fast_math)) g4v_attention_bf16_prepare_kv_rows(pool, a, j0, nk_all, dst);
+    if (runs_bf16(k, a->fast_math)) g4v_attention_bf16_prepare_kv(pool, a, j0, nk_all, dst);
 #endif
     (void)k, (void)pool, (void)a, (void)j0, (void)nk_all, (void)dst;
 }

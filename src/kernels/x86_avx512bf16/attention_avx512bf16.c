@@ -27,7 +27,7 @@
  * An odd head_dim gets a zero channel, an odd key count a zero key (p = 0, v = 0): both add exact
  * zeros. Each task writes only its own output tile: bits do not depend on the thread count.
  * A caller that runs several calls over the same keys (the encoder: one per chunk of queries)
- * prepares kb and vP for all keys once (g4v_attention_bf16_prepare_kv, a->kv_prepared); a task
+ * prepares kb and vP once per layer (g4v_attention_bf16_prepare_kv, a->kv_prepared); a task
  * then reads its key tiles from there instead of packing them: the same words, the same bits.
  */
 #include "kernels/dispatch.h"
@@ -42,7 +42,8 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { QV = 3, QB = 16 * QV, NSUB = G4V_ATTN_BF16_SUBTILES, KB = 64, RBK = 8, RBC = 8, Q_PREFETCH = 8 };
+enum { QV = 3, QB = 16 * QV, NSUB = G4V_ATTN_BF16_SUBTILES, KB = 64, RBK = 8, RBC = 8 };
+enum { Q_PREFETCH = 8 }; /* query rows ahead that pack_queries asks the cache for */
 
 /* Logits are kept in log2 units (scale * log2(e) * q.k), so that p = 2^(s - m): the same softmax,
  * without the multiply by log2(e) inside the exponential. */
@@ -84,11 +85,12 @@ static inline __m512 exp2_correction(__m512 x) {
     return exp2_nonpos(_mm512_max_ps(x, _mm512_set1_ps(-125.0f)));
 }
 
-/* qP[cp][i] = (bf16(c q_i[2cp]), bf16(c q_i[2cp + 1])) for the tile's queries i < nq, zero words
- * for the lanes after them and for the pad channel of an odd d; c = scale * log2(e), so that q.k
- * is the logit in log2 units with no multiply per logit. Each query row is scaled and rounded 16
- * channels at a time: the bf16 of channels (2cp, 2cp + 1) side by side are the pair's word. */
-static void pack_queries(const float *q0, size_t ldq, int d, int nq, float c2, uint32_t *qP) {
+/* qP[cp][i] = (bf16(s q_i[2cp]), bf16(s q_i[2cp + 1])) for the tile's queries i < nq, zero words
+ * for the lanes after them and for the pad channel of an odd d; s = qscale = scale * log2(e), so
+ * that q.k is the logit in log2 units with no multiply per logit. Each query row is scaled and
+ * rounded 16 channels at a time: the bf16 of channels (2cp, 2cp + 1) side by side are the pair's
+ * word. */
+static void pack_queries(const float *q0, size_t ldq, int d, int nq, float qscale, uint32_t *qP) {
     int np = (d + 1) / 2;
     for (int i = 0; i < QB; i++) {
         const float *q = q0 + (size_t)i * ldq;
@@ -107,8 +109,9 @@ static void pack_queries(const float *q0, size_t ldq, int d, int nq, float c2, u
             int n = d - c < 16 ? d - c : 16;
             float t[16];
             uint32_t w[8];
-            __m512i b =
-                bf16_bits(_mm512_mul_ps(_mm512_loadu_ps(padded16(q + c, n, t)), _mm512_set1_ps(c2)));
+            __m512 x =
+                _mm512_mul_ps(_mm512_loadu_ps(padded16(q + c, n, t)), _mm512_set1_ps(qscale));
+            __m512i b = bf16_bits(x);
             _mm256_storeu_si256((__m256i *)w, _mm512_cvtepi32_epi16(b));
             for (int k = 0; k < (n + 1) / 2; k++)
                 qP[(size_t)(c / 2 + k) * QB + i] = w[k];
@@ -323,8 +326,8 @@ typedef struct {
 /* The prepared form (g4v_attention_bf16_prepare_kv): what pack_keys and pack_values write per key
  * tile, laid out for all nk keys of every kv head, so that a tile of it is the packed tile. */
 typedef struct {
-    uint16_t *kb; /* [Hkv][nk][dp] */
-    uint32_t *vP; /* [Hkv][ceil(nk/2)][d] */
+    uint16_t *kb;            /* [Hkv][nk][dp] */
+    uint32_t *vP;            /* [Hkv][ceil(nk/2)][d] */
     size_t head_kb, head_vp; /* kv head strides in elements */
 } kv_form;
 
@@ -475,8 +478,8 @@ static attn_job job_of(const g4v_attn_args *a) {
                       .head_v = a->hsv ? a->hsv : (size_t)a->d};
 }
 
-void g4v_attention_bf16_prepare_kv_rows(g4v_pool *pool, const g4v_attn_args *a, int j0,
-                                        int nk_all, void *dst) {
+void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all,
+                                   void *dst) {
     if (a->nk <= 0) return;
     attn_job job = job_of(a);
     int j1 = j0 + a->nk, first = j0 / PREP_KEYS;
@@ -488,10 +491,6 @@ void g4v_attention_bf16_prepare_kv_rows(g4v_pool *pool, const g4v_attn_args *a, 
                    .first = first,
                    .blocks = (j1 + PREP_KEYS - 1) / PREP_KEYS - first};
     g4v_pool_run(pool, a->Hkv * pj.blocks, prep_task, &pj);
-}
-
-void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, void *dst) {
-    g4v_attention_bf16_prepare_kv_rows(pool, a, 0, a->nk, dst);
 }
 
 void g4v_attention_avx512_bf16dp(g4v_pool *pool, const g4v_attn_args *a) {
