@@ -25,9 +25,12 @@ typedef struct g4v_image {
     uint8_t *rgb;
 } g4v_image;
 
+/* The order of Pillow's two resize passes, which changes the result (docs/PREPROCESSING.md §6.4). */
 typedef enum g4v_resize_order {
-    G4V_RESIZE_PILLOW_9 = 0,   /* horizontal pass first always (Pillow 9.0 - 12.1; default) */
-    G4V_RESIZE_PILLOW_12_2 = 1 /* Pillow >= 12.2: vertical first when h > 100*w and h shrinks */
+    G4V_RESIZE_PILLOW_9 = 0,    /* horizontal pass first always (Pillow 9.0 - 12.1) */
+    G4V_RESIZE_PILLOW_12_2 = 1, /* Pillow 12.2: vertical first when h > 100*w and h shrinks */
+    G4V_RESIZE_PILLOW_13 = 2    /* Pillow >= 13.0 (default): vertical first when the height loses
+                                   more than twice as many pixels as the width */
 } g4v_resize_order;
 
 typedef struct g4v_image_opts {

@@ -37,7 +37,7 @@ void g4v_image_opts_default(g4v_image_opts *o) {
     o->max_pixels = 178956970ull;
     o->max_dimension = 65500;
     o->apply_exif = 1;
-    o->resize_order = G4V_RESIZE_PILLOW_9;
+    o->resize_order = G4V_RESIZE_PILLOW_13;
 }
 
 void g4v_image_free(g4v_image *img) {

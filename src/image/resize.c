@@ -224,9 +224,18 @@ void g4v_resizer_free(g4v_resizer *r) {
     g4v_free(r);
 }
 
-/* Pillow >= 12.2 (PR #9524): very tall images that shrink are resized vertically first. */
-static int vertical_first(g4v_resize_order order, int in_w, int in_h, int out_h) {
-    return order == G4V_RESIZE_PILLOW_12_2 && (long long)in_h > 100LL * in_w && out_h < in_h;
+/* Whether Pillow runs the vertical pass first, for an image of w x h (as Pillow holds it) going to
+ * ow x oh (docs/PREPROCESSING.md §6.4):
+ * - Pillow 9.0 - 12.1: never;
+ * - Pillow 12.2 (Image.resize, PR #9524): very tall images that shrink (h > 100 w, oh < h);
+ * - Pillow >= 13.0 (ImagingResampleInner): when the height loses more than twice as many pixels
+ *   as the width does (h - oh > 0 and h - oh > 2 (w - ow)). */
+static int vertical_first(g4v_resize_order order, int w, int h, int ow, int oh) {
+    switch (order) {
+    case G4V_RESIZE_PILLOW_12_2: return (long long)h > 100LL * w && oh < h;
+    case G4V_RESIZE_PILLOW_13: return h - oh > 0 && (long long)(h - oh) > 2LL * (w - ow);
+    default: return 0;
+    }
 }
 
 int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order order, int flags,
@@ -242,9 +251,9 @@ int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order o
     r->do_h = out_w != in_w;
     r->do_v = out_h != in_h;
     if (flags & G4V_RS_TRANSPOSED) /* Pillow resizes the transposed image: swap the roles */
-        r->vfirst = !vertical_first(order, in_h, in_w, out_w);
+        r->vfirst = !vertical_first(order, in_h, in_w, out_h, out_w);
     else
-        r->vfirst = vertical_first(order, in_w, in_h, out_h);
+        r->vfirst = vertical_first(order, in_w, in_h, out_w, out_h);
     r->dst = dst;
     r->dst_stride = dst_stride;
     r->k = g4v_kernels_current()->use[G4V_KF_RESIZE].resize;

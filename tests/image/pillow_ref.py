@@ -51,12 +51,23 @@ def target_size(height, width, max_soft_tokens=280, patch_size=16, pooling_kerne
     return target_height, target_width
 
 
+def vertical_first(w, h, tw, th, order):
+    """Whether Pillow `order` ("9": 9.0-12.1, "12.2", "13": >= 13.0) runs the vertical pass first
+    (docs/PREPROCESSING.md §6.4)."""
+    if order == "12.2":
+        return h > 100 * w and th < h
+    if order == "13":
+        return h - th > 0 and h - th > 2 * (w - tw)
+    return False
+
+
 def pil_resize(a, tw, th, order="9"):
-    """Pillow BICUBIC resize of a uint8 HxWx3 array. order "12.2": Pillow >= 12.2's vertical-first
-    order for tall images, emulated with two box resizes (docs/PREPROCESSING.md §6.4)."""
+    """Pillow BICUBIC resize of a uint8 HxWx3 array in the pass order of Pillow `order`; the
+    vertical-first order is emulated with two box resizes (a pure vertical, then a pure
+    horizontal pass: docs/PREPROCESSING.md §6.4)."""
     h, w = a.shape[:2]
     im = Image.fromarray(a, "RGB")
-    if order == "12.2" and h > 100 * w and th < h:
+    if vertical_first(w, h, tw, th, order):
         im = im.resize((w, th), Image.BICUBIC, box=(0, 0, w, h))
         im = im.resize((tw, th), Image.BICUBIC, box=(0, 0, w, th))
     else:

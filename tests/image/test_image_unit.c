@@ -630,7 +630,7 @@ static void test_limits_and_names(void) {
     g4v_image_opts o;
     g4v_image_opts_default(&o);
     CHECK(o.max_pixels == 178956970ull && o.max_dimension == 65500 && o.apply_exif == 1 &&
-          o.resize_order == G4V_RESIZE_PILLOW_9);
+          o.resize_order == G4V_RESIZE_PILLOW_13);
     CHECK(g4v_image_check_size(65501, 1, &o, "X", &err) == G4V_ERR_LIMIT);
     CHECK(g4v_image_check_size(20000, 20000, &o, "X", &err) == G4V_ERR_LIMIT);
     CHECK(g4v_image_check_size(13377, 13377, &o, "X", &err) == G4V_OK);

@@ -23,22 +23,27 @@
 
 static void help(FILE *f) {
     fprintf(f,
-            "usage: g4v preprocess IMAGE [--tokens N] [--no-exif] [--pillow-12.2]\n"
+            "usage: g4v preprocess IMAGE [--tokens N] [--no-exif] [--pillow 9|12.2|13]\n"
             "                      [--max-pixels N] [--max-dimension N] [-v] -o OUT\n"
             "\n"
             "Decodes IMAGE (JPEG, PNG, WebP, GIF first frame, BMP; chosen by content, not by\n"
             "name), applies its EXIF orientation, converts it to RGB, resizes it to the Gemma 4\n"
             "target size for the token budget with Pillow's BICUBIC filter, and cuts it into\n"
             "16x16 patches -- byte for byte what transformers' load_image + the Gemma 4 image\n"
-            "processor (PIL backend, Pillow 9.4) produce.\n"
+            "processor (PIL backend) produce with Pillow 13 (or --pillow).\n"
             "\n"
             "options:\n"
             "  --tokens N         soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
             "  --no-exif          ignore the EXIF/XMP orientation (as when a PIL image is handed\n"
             "                     to the processor directly); default: apply it, as load_image\n"
-            "  --pillow-12.2      resize like Pillow >= 12.2, which runs the vertical pass first\n"
-            "                     for very tall images (height > 100 x width, height shrinking);\n"
-            "                     default: Pillow 9.0 - 12.1 (horizontal pass first, always)\n"
+            "  --pillow V         the Pillow version whose order of the two resize passes to\n"
+            "                     follow (the order changes the bytes):\n"
+            "                       13   (default) Pillow >= 13.0: vertical first when the height\n"
+            "                            loses more than twice as many pixels as the width\n"
+            "                       12.2 Pillow 12.2: vertical first for very tall images\n"
+            "                            (height > 100 x width, height shrinking)\n"
+            "                       9    Pillow 9.0 - 12.1: horizontal first, always\n"
+            "                     (--pillow-12.2 is --pillow 12.2)\n"
             "  --max-pixels N     refuse images with more pixels (default 178956970, Pillow's\n"
             "                     decompression-bomb limit)\n"
             "  --max-dimension N  refuse images with a longer side (default 65500)\n"
@@ -135,11 +140,20 @@ static int parse_args(int argc, char **argv, preprocess_args *a) {
             help(stdout);
             return G4V_EXIT_OK;
         } else if (!strcmp(s, "--tokens") || !strcmp(s, "--max-pixels") ||
-                   !strcmp(s, "--max-dimension") || !strcmp(s, "-o")) {
+                   !strcmp(s, "--max-dimension") || !strcmp(s, "--pillow") || !strcmp(s, "-o")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", s);
             const char *val = argv[++i];
             if (!strcmp(s, "-o")) {
                 a->out = val;
+            } else if (!strcmp(s, "--pillow")) {
+                if (!strcmp(val, "9"))
+                    a->opts.resize_order = G4V_RESIZE_PILLOW_9;
+                else if (!strcmp(val, "12.2"))
+                    a->opts.resize_order = G4V_RESIZE_PILLOW_12_2;
+                else if (!strcmp(val, "13"))
+                    a->opts.resize_order = G4V_RESIZE_PILLOW_13;
+                else
+                    return usage_error("--pillow: '%s' is not one of 9, 12.2, 13", val);
             } else if (!strcmp(s, "--tokens")) {
                 if (parse_long(val, INT_MIN, INT_MAX, &v))
                     return usage_error("--tokens: '%s' is not an integer", val);
@@ -198,7 +212,9 @@ static int load_image(const preprocess_args *a, g4v_image *img) {
         fprintf(stderr, "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", a->in,
                 info.format, info.src_width, info.src_height, info.orientation, info.width,
                 info.height, img->width, img->height,
-                a->opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow >= 12.2" : "Pillow 9-12.1",
+                a->opts.resize_order == G4V_RESIZE_PILLOW_13     ? "Pillow >= 13"
+                : a->opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow 12.2"
+                                                                 : "Pillow 9-12.1",
                 info.streamed ? "streamed" : "whole image");
     return G4V_EXIT_OK;
 }
