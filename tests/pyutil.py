@@ -23,6 +23,7 @@ BUILD = os.environ.get("G4V_BUILD_DIR", os.path.join(SRC, "build"))
 BIN = os.environ.get("G4V_BIN", os.path.join(BUILD, "g4v"))
 GEN = os.path.join(SRC, "tools", "gen_checkpoint.py")
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tests", "image"))
 
 failures = []
 
@@ -47,6 +48,13 @@ def finish(name):
         print("FAILED:", f)
     print(f"{name}: {'FAIL (%d)' % len(failures) if failures else 'all passed'}")
     return 1 if failures else 0
+
+
+def pillow_resize(a, tw, th):
+    """A uint8 [H, W, 3] array resized as the library does by default: Pillow BICUBIC in Pillow
+    >= 13's pass order (tests/image/pillow_ref.py emulates it with this machine's Pillow)."""
+    import pillow_ref
+    return pillow_ref.pil_resize(a, tw, th, "13")
 
 
 def target_size(h, w, budget, p=16, k=3):

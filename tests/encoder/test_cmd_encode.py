@@ -36,7 +36,7 @@ def main():
         out = os.path.join(tmp, "out.npy")
 
         th, tw = target_size(100, 150, 70)
-        resized = np.asarray(Image.fromarray(src).resize((tw, th), Image.BICUBIC))
+        resized = pyutil.pillow_resize(src, tw, th)
         ref = reference.encode(reference.Checkpoint(ck), resized)
         r = g4v("--model", ck, png, "--tokens", "70", "--precise", "--threads", "2", "-o", out)
         check(r.returncode == 0, f"encode png exit 0 (got {r.returncode}: {r.stderr.strip()})")
@@ -59,7 +59,7 @@ def main():
         npy = os.path.join(tmp, "img.npy")
         np.save(npy, img)
         th, tw = target_size(96, 144, 70)
-        resized = np.asarray(Image.fromarray(img).resize((tw, th), Image.BICUBIC))
+        resized = pyutil.pillow_resize(img, tw, th)
         ref = reference.encode(reference.Checkpoint(ck), resized)
         r = g4v("--model", ck, npy, "--tokens", "70", "-o", out)
         check(r.returncode == 0, f"encode npy exit 0 (got {r.returncode}: {r.stderr.strip()})")

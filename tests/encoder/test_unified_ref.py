@@ -130,7 +130,7 @@ def cli_and_python(tmp, ck):
     Image.fromarray(src).save(png)
     th, tw = pyutil.target_size(512, 512, 280)
     check((th, tw) == (768, 768), f"512x512 at budget 280 -> 768x768 (got {tw}x{th})")
-    resized = np.asarray(Image.fromarray(src).resize((tw, th), Image.BICUBIC))
+    resized = pyutil.pillow_resize(src, tw, th)
     ref = reference.encode_unified(reference.Checkpoint(ck), resized)
     out = os.path.join(tmp, "cli.npy")
     r = pyutil.g4v("encode", "--model", ck, png, "--precise", "-o", out)
