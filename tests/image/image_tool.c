@@ -80,7 +80,9 @@ static int cmd_resize(void) {
     char *saved = isa ? strdup(isa) : NULL;
     while (read_all(stdin, hdr, sizeof hdr)) {
         int w = (int)hdr[0], h = (int)hdr[1], ow = (int)hdr[2], oh = (int)hdr[3];
-        g4v_resize_order ord = hdr[4] ? G4V_RESIZE_PILLOW_12_2 : G4V_RESIZE_PILLOW_9;
+        g4v_resize_order ord = hdr[4] == 2   ? G4V_RESIZE_TORCH
+                               : hdr[4] ? G4V_RESIZE_PILLOW_12_2
+                                        : G4V_RESIZE_PILLOW_9;
         size_t in_n = (size_t)w * h * 3, out_n = (size_t)ow * oh * 3;
         uint8_t *src = malloc(in_n ? in_n : 1), *alt = malloc(out_n ? out_n : 1);
         if (!src || !alt || !read_all(stdin, src, in_n)) return fprintf(stderr, "bad input\n"), 2;
