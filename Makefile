@@ -20,6 +20,11 @@
 #                   tests + fuzz corpora replays (clang, build-cov/)
 #   make load       g4v serve under wrk on 127.0.0.1 (bounded: LOAD_SECONDS per run, default 10):
 #                   requests/s, p50/p99 latency, errors; the service's overhead per request
+#   make hf-parity  transformers itself as the reference (tests/hf, docs/NUMERICS.md §10): a pinned
+#                   torch + torchvision + transformers venv (scripts/hf-env.sh; ~5.6 GB once, then
+#                   cached), Hugging Face's Gemma 4 modules and processors against ours: every
+#                   vision variant in float32 and bf16, both image processors on real photos,
+#                   prompts and video (~15 min); HF_QUICK=1 for the small shapes only
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
 #                   (default 60; FUZZ_TARGETS picks some); make fuzz-smoke: FUZZ_SMOKE_SECONDS
 #                   (60) each, 2 at a time; make fuzz-merge: fold what they found into fuzz/grown
@@ -30,7 +35,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
+.PHONY: hf-parity all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
 
 all: build
 
@@ -61,6 +66,7 @@ test: check
 	$(MAKE) asan
 	$(MAKE) tsan
 	$(MAKE) fuzz-smoke
+	$(MAKE) hf-parity
 
 check: test-deps
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
@@ -112,6 +118,21 @@ install:
 	@cd / && env -u PYTHONPATH -u G4V_LIBRARY $(PYTHON) -c "import gemma4_vision as g; \
 	print('install: gemma4_vision', g.__file__, '->', g.library_path(), g.library_version())" \
 	|| echo "install: $(PYTHON) does not search $(PREFIX); add its lib/python3.X/dist-packages to PYTHONPATH"
+
+# make hf-parity: our outputs against transformers' own code (tests/hf). The venv and the sample
+# photos are made once by scripts/hf-env.sh (PyPI), then reused; each script prints its table and
+# ends with "N passed, M failed". HF_QUICK=1: the small shapes and one real one (a few minutes).
+HF_QUICK ?=
+HF_OUT ?= $(BUILD)/hf-parity
+hf-parity: test-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli image_tool
+	@set -e; py=$$(scripts/hf-env.sh | tail -1); q=$${HF_QUICK:+--quick}; mkdir -p $(HF_OUT); \
+	export G4V_BUILD_DIR=$(BUILD) G4V_BIN=$(BUILD)/g4v PYTHONDONTWRITEBYTECODE=1; \
+	$$py tests/hf/test_hf_tower.py $$q --json $(HF_OUT)/tower.json; \
+	$$py tests/hf/test_hf_preprocess.py $$q --json $(HF_OUT)/preprocess.json; \
+	$$py tests/hf/test_hf_prompt_video.py --json $(HF_OUT)/prompt_video.json; \
+	$$py tests/image/test_resize_torchvision.py $(BUILD)/tests/image/image_tool
 
 # make unified-long: the 12B unified embedder against the float64 reference at the full target
 # sizes of budgets 70, 280 and 1120 (the default suite runs budget 70 only). About a minute.

@@ -88,6 +88,15 @@ G4V_API int g4v_budget_valid(int budget);
  * success; errbuf may be NULL; truncated to errbuf_size). */
 G4V_API int g4v_budget_check(int budget, char *errbuf, size_t errbuf_size);
 
+/* Which transformers image processor's resize to reproduce (g4v_model_options.resize,
+ * g4v_encode_options.resize, g4v_video_options.resize; docs/PREPROCESSING.md §6.6). */
+#define G4V_RESIZE_PILLOW 0      /* Gemma4ImageProcessorPil: Pillow's BICUBIC in the pass order of
+                                    Pillow >= 13 (the default) */
+#define G4V_RESIZE_TORCHVISION 1 /* Gemma4ImageProcessor / Gemma4UnifiedImageProcessor, the
+                                    torchvision backend transformers picks when torchvision is
+                                    installed: torch's uint8 antialiased bicubic. Differs from
+                                    Pillow's by 1-2 levels in ~0.3-0.5% of the resized bytes */
+
 /* ---------------------------------------------------------------------------------------------
  * Model
  */
@@ -114,6 +123,8 @@ typedef struct g4v_model_options {
                          while the model is loaded can then raise SIGBUS (docs/LIMITS.md).
                          1: read them into memory at load; nothing refers to the files after
                          g4v_model_load returns (costs their size in RAM: 340 MB for e4b) */
+    int resize;       /* G4V_RESIZE_PILLOW (0, default) or G4V_RESIZE_TORCHVISION: the default
+                         resize of every encode on this model (images and video frames) */
 } g4v_model_options;
 
 G4V_API void g4v_model_options_init(g4v_model_options *opts);
@@ -162,6 +173,7 @@ typedef struct g4v_model_info {
      * are bit-reproducible only between machines that print the same table; PRECISE ones agree
      * to ~1e-6 across tables (docs/NUMERICS.md §6.3). G4V_ISA caps the choice. */
     char kernels[512];
+    int resize; /* the load options' resize: G4V_RESIZE_PILLOW or G4V_RESIZE_TORCHVISION */
 } g4v_model_info;
 
 G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);
@@ -214,6 +226,8 @@ typedef struct g4v_encode_options {
     int budget; /* 0 (default): the model's budget; else one of G4V_BUDGETS */
     int exif;   /* -1 (default): the model's apply_exif; 0: ignore EXIF; 1: apply it */
     int bf16;   /* 1: also fill g4v_result.features_bf16 (default 0) */
+    int resize; /* -1 (default): the model's resize; else G4V_RESIZE_PILLOW or
+                   G4V_RESIZE_TORCHVISION */
 } g4v_encode_options;
 
 G4V_API void g4v_encode_options_init(g4v_encode_options *opts);
@@ -246,7 +260,7 @@ G4V_API int g4v_encode_memory(g4v_ctx *ctx, const void *bytes, size_t size,
                               const g4v_encode_options *opts, g4v_result *out);
 
 /* The same for already-decoded pixels: RGB8, 3 bytes per pixel, rows stride bytes apart
- * (stride >= 3 * width). The image is resized (Pillow BICUBIC) to the budget's target size like
+ * (stride >= 3 * width). The image is resized (BICUBIC, opts->resize) to the budget's target size like
  * any decoded image; EXIF does not apply. */
 G4V_API int g4v_encode_rgb(g4v_ctx *ctx, const uint8_t *rgb, int width, int height, size_t stride,
                            const g4v_encode_options *opts, g4v_result *out);
@@ -274,7 +288,8 @@ G4V_API int g4v_encode_rgb_batch(g4v_ctx *ctx, const g4v_rgb_image *images, int 
  * (docs/SERVICE.md "The feature cache").
  *
  * An entry's key is a SHA-256 over the image's content (its bytes, or for g4v_encode_rgb its
- * pixels and size), the budget, the EXIF choice, the math mode, the model fingerprint and the
+ * pixels and size), the budget, the EXIF choice, the resize (torchvision only: Pillow keys are
+ * unchanged from earlier versions), the math mode, the model fingerprint and the
  * kernel path (the SIMD variants in use, which may change last bits). Its value is a safetensors
  * file holding the float32 features and their sizes, with a checksum. Writes go to a temporary
  * file renamed into place, so a reader sees a whole entry or none; an entry that fails its checks
@@ -342,6 +357,8 @@ typedef struct g4v_video_options {
     int budget;     /* per-frame soft-token budget: 0 (default) = 70, else one of G4V_BUDGETS */
     int num_frames; /* frames to sample: 0 (default) = 32, else 1..1024 */
     int bf16;       /* 1: also fill features_bf16 (default 0) */
+    int resize;     /* -1 (default): the model's resize; else G4V_RESIZE_PILLOW or
+                       G4V_RESIZE_TORCHVISION (transformers' video processor uses torchvision) */
 } g4v_video_options;
 
 G4V_API void g4v_video_options_init(g4v_video_options *opts);

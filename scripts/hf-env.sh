@@ -50,6 +50,8 @@ if [ ! -x "$venv/.ready" ]; then
     printf '#!/bin/sh\nexit 0\n' > "$venv/.ready" && chmod +x "$venv/.ready"
 fi
 
+ln -sfn "$venv" "$HOME_DIR/current"  # the CMake default of G4V_HF_PYTHON (tests/image)
+
 photos="$HOME_DIR/photos"
 if [ ! -f "$photos/.ready" ]; then
     echo "hf-env: unpacking the sample photos of $SKIMAGE into $photos" >&2

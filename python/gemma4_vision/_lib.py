@@ -24,6 +24,11 @@ POINTER = ctypes.POINTER
 OK, ERR_ARG, ERR_IO, ERR_MODEL, ERR_IMAGE, ERR_LIMIT, ERR_NOMEM, ERR_UNSUPPORTED, ERR_INTERNAL = range(9)
 
 
+# g4v.h G4V_RESIZE_*: which transformers image processor's resize to reproduce
+RESIZE_PILLOW = 0
+RESIZE_TORCHVISION = 1
+
+
 class ModelOptions(ctypes.Structure):
     _fields_ = [("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
@@ -31,7 +36,8 @@ class ModelOptions(ctypes.Structure):
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
                 # video input (g4v.h "Video"): must mirror the C struct, which init fills whole
                 ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
-                ("read_weights", c_int)]
+                ("read_weights", c_int),
+                ("resize", c_int)]  # RESIZE_PILLOW / RESIZE_TORCHVISION
 
 
 class ModelInfo(ctypes.Structure):
@@ -52,7 +58,8 @@ class ModelInfo(ctypes.Structure):
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
                 ("kind", ctypes.c_char * 16),  # "tower" or "unified" (the 12B embedder)
                 ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
-                ("kernels", ctypes.c_char * 512)]
+                ("kernels", ctypes.c_char * 512),
+                ("resize", c_int)]
 
 
 class CtxOptions(ctypes.Structure):
@@ -60,7 +67,7 @@ class CtxOptions(ctypes.Structure):
 
 
 class EncodeOptions(ctypes.Structure):
-    _fields_ = [("budget", c_int), ("exif", c_int), ("bf16", c_int)]
+    _fields_ = [("budget", c_int), ("exif", c_int), ("bf16", c_int), ("resize", c_int)]
 
 
 class Result(ctypes.Structure):
@@ -77,7 +84,7 @@ class RgbImage(ctypes.Structure):
 
 
 class VideoOptions(ctypes.Structure):
-    _fields_ = [("budget", c_int), ("num_frames", c_int), ("bf16", c_int)]
+    _fields_ = [("budget", c_int), ("num_frames", c_int), ("bf16", c_int), ("resize", c_int)]
 
 
 class VideoFrame(ctypes.Structure):

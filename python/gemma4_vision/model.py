@@ -172,14 +172,28 @@ def _npy_rgb(path):
     return np.asarray(a)
 
 
+_RESIZES = {"pillow": _lib.RESIZE_PILLOW, "torchvision": _lib.RESIZE_TORCHVISION}
+
+
+def _resize(name):
+    """"pillow" / "torchvision" -> G4V_RESIZE_*; anything else is G4V_ERR_ARG."""
+    if name not in _RESIZES:
+        raise G4VError(_lib.ERR_ARG, f"resize must be 'pillow' or 'torchvision', got {name!r}")
+    return _RESIZES[name]
+
+
 class Model:
     """A Gemma 4 vision tower loaded from a checkpoint directory.
 
-    Model(path, threads=0, precise=False, budget=280, exif=True, **limits)
+    Model(path, threads=0, precise=False, budget=280, exif=True, resize="pillow", **limits)
       threads   worker threads per encode call (0: one per CPU)
       precise   f32 GEMM inputs (~1e-6 relative error) instead of bf16 (~3e-3), slower
       budget    default soft-token budget, one of BUDGETS
       exif      apply the EXIF orientation of image files (as transformers does)
+      resize    "pillow" (default): Pillow's BICUBIC, as transformers' Gemma4ImageProcessorPil;
+                "torchvision": torch's antialiased bicubic, as its torchvision backend
+                (Gemma4ImageProcessor, transformers' default when torchvision is installed, and
+                the 12B's Gemma4UnifiedImageProcessor); docs/PREPROCESSING.md §6.6
       limits    any max_* field of g4v_model_options (max_pixels, max_dimension,
                 max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count)
 
@@ -188,7 +202,7 @@ class Model:
     """
 
     def __init__(self, path, threads=0, precise=False, budget=DEFAULT_BUDGET, exif=True,
-                 **limits):
+                 resize="pillow", **limits):
         self._model = None
         self._idle = []
         self._busy = 0
@@ -201,6 +215,7 @@ class Model:
         opts.budget = _budget(budget, "budget") or DEFAULT_BUDGET
         opts.apply_exif = 1 if exif else 0
         opts.precise = 1 if precise else 0
+        opts.resize = _resize(resize)
         for k, v in limits.items():
             if not k.startswith("max_") or not hasattr(opts, k):
                 raise TypeError(f"Model() got an unexpected keyword argument {k!r}")
@@ -296,7 +311,7 @@ class Model:
             raise G4VError(st, f"cannot plan a {width}x{height} image at budget {tokens}")
         return tw.value, th.value, n.value
 
-    def encode(self, image, tokens=None, bf16=False, exif=None):
+    def encode(self, image, tokens=None, bf16=False, exif=None, resize=None):
         """Encodes one image into soft tokens; returns a Result.
 
         image   a path (str / os.PathLike; JPEG, PNG, WebP, GIF, BMP by content, or a raw uint8
@@ -307,6 +322,7 @@ class Model:
         bf16    also return features_bf16 (uint16 bf16 bits)
         exif    None: the model's setting; True / False: apply the EXIF orientation or not
                 (files and bytes only; arrays and PIL images are taken as they are)
+        resize  None: the model's; "pillow" or "torchvision" (see Model)
         Raises G4VError with the library's status and message (G4V_ERR_IMAGE for a corrupt
         image, G4V_ERR_IO for a missing file, G4V_ERR_ARG for a bad budget or array, ...).
         """
@@ -316,6 +332,8 @@ class Model:
         eo.bf16 = 1 if bf16 else 0
         if exif is not None:
             eo.exif = 1 if exif else 0
+        if resize is not None:
+            eo.resize = _resize(resize)
         kind, arg = self._prepare(image)
         r = _lib.Result()
         ctx = self._acquire()
@@ -336,13 +354,13 @@ class Model:
         finally:
             self._release(ctx)
 
-    def encode_batch(self, images, tokens=None, bf16=False):
+    def encode_batch(self, images, tokens=None, bf16=False, resize=None):
         """Encodes several decoded images in one pass through the tower; returns a list of
         Results, each bit-identical to encode() on that image alone, faster for many small
         images (video frames, thumbnails).
 
         images  a sequence of uint8 [H, W, 3] numpy arrays or PIL images (any sizes)
-        tokens, bf16 as for encode(). The feature cache is not consulted.
+        tokens, bf16, resize as for encode(). The feature cache is not consulted.
         """
         prepared = []
         for i, image in enumerate(images):
@@ -357,6 +375,8 @@ class Model:
         lib.g4v_encode_options_init(byref(eo))
         eo.budget = _budget(tokens, "tokens")
         eo.bf16 = 1 if bf16 else 0
+        if resize is not None:
+            eo.resize = _resize(resize)
         n = len(prepared)
         ims = (_lib.RgbImage * n)()
         for i, a in enumerate(prepared):
@@ -372,17 +392,20 @@ class Model:
         finally:
             self._release(ctx)
 
-    def encode_video(self, video, tokens=None, frames=None, bf16=False):
+    def encode_video(self, video, tokens=None, frames=None, bf16=False, resize=None):
         """Encodes a video (a path, or bytes of a video file) as Gemma 4 does: `frames` (default
         32) frames sampled evenly, each at the per-frame budget `tokens` (default 70), encoded
         together. Returns a VideoResult: features [rows, T] frame after frame, per-frame index,
         timestamp, "MM:SS" label and token count, the prompt text and ids. docs/VIDEO.md.
+        resize: None (the model's), "pillow" or "torchvision", as for encode().
         """
         vo = _lib.VideoOptions()
         lib.g4v_video_options_init(byref(vo))
         vo.budget = 0 if tokens is None else _budget(tokens, "tokens")
         vo.num_frames = 0 if frames is None else int(frames)
         vo.bf16 = 1 if bf16 else 0
+        if resize is not None:
+            vo.resize = _resize(resize)
         r = _lib.VideoResult()
         ctx = self._acquire()
         try:

@@ -40,12 +40,13 @@ struct g4v_ctx {
 };
 
 /* The feature cache (cache.c), used by encode.c. g4v_cache_key: the entry key for an image
- * (kind "bytes" or "rgb", its content digest, the resolved budget and EXIF choice) on ctx's model;
+ * (kind "bytes" or "rgb", its content digest, the resolved budget, EXIF choice and G4V_RESIZE_*)
+ * on ctx's model;
  * fails only if the fingerprint cannot be computed. g4v_cache_lookup: 1 and out filled (features
  * in ctx's buffers) on a hit, else 0. g4v_cache_store: writes the entry for r; failures are
  * counted in the cache's stats, never reported to the encode. */
 int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_digest, int budget,
-                  int exif, char key[65]);
+                  int exif, int resize, char key[65]);
 int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, g4v_result *out);
 void g4v_cache_store(g4v_ctx *ctx, const char *key, const g4v_result *r);
 
@@ -67,6 +68,15 @@ int g4v_call_begin(g4v_ctx *c, void *out, size_t out_size);
 /* The end of a failed encode call: zeroes the result again and puts what (if not NULL) in front
  * of the ctx's message. Returns st. */
 int g4v_call_fail(g4v_ctx *c, int st, void *out, size_t out_size, const char *what);
+
+/* The image layer's rule for a public G4V_RESIZE_* value (G4V_RESIZE_PILLOW: Pillow >= 13's pass
+ * order, the Pillow that installs with transformers today; docs/PREPROCESSING.md §6.4). */
+static inline g4v_resize_order g4v_api_resize_order(int resize) {
+    return resize == G4V_RESIZE_TORCHVISION ? G4V_RESIZE_TORCH : G4V_RESIZE_PILLOW_13;
+}
+
+/* Resolves a per-call resize (-1: the model's) into *resize; G4V_ERR_ARG for other values. */
+int g4v_api_resolve_resize(const g4v_model *m, int requested, int *resize, g4v_err *err);
 
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);

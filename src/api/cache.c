@@ -140,7 +140,7 @@ int g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache) {
 int g4v_ctx_cache_hit(const g4v_ctx *ctx) { return ctx ? ctx->cache_hit : 0; }
 
 int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_digest, int budget,
-                  int exif, char key[G4V_SHA256_HEX]) {
+                  int exif, int resize, char key[G4V_SHA256_HEX]) {
     char fp[G4V_FINGERPRINT_HEX];
     int st = g4v_model_fingerprint(ctx->model, fp, sizeof fp);
     if (st) return st;
@@ -151,6 +151,9 @@ int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_dig
     g4v_sha256_update(&s, image_digest, G4V_SHA256_BYTES);
     g4v_sha256_u64(&s, (uint64_t)budget);
     g4v_sha256_u64(&s, (uint64_t)exif);
+    /* The resize rule: Pillow 13's pass order replaced Pillow 9's as the default (an entry made
+     * with the old order may hold other pixels), so it is named too and such entries miss. */
+    g4v_sha256_str(&s, resize == G4V_RESIZE_TORCHVISION ? "resize=torchvision" : "resize=pillow13");
     g4v_sha256_str(&s, ctx->model->opts.precise ? "precise" : "fast");
     g4v_sha256_str(&s, fp);
     g4v_sha256_str(&s, ctx->model->kernel_path);

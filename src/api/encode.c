@@ -1,5 +1,5 @@
 /* encode.c - g4v_encode_file / _memory / _rgb: bring an image to its target size (decode, EXIF,
- * Pillow-exact resize; src/image), run the encoder into the ctx's output buffer, fill g4v_result.
+ * Pillow- or torchvision-exact resize; src/image), run the encoder into the ctx's output buffer, fill g4v_result.
  * The ctx buffers grow to the largest output seen and are reused. Errors are left in ctx->err
  * with the source (file path or "memory buffer") in front. */
 #include "api_internal.h"
@@ -17,11 +17,22 @@ void g4v_encode_options_init(g4v_encode_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->exif = -1;
+    o->resize = -1;
+}
+
+int g4v_api_resolve_resize(const g4v_model *m, int requested, int *resize, g4v_err *err) {
+    *resize = requested < 0 ? m->opts.resize : requested;
+    if (requested < -1 || (*resize != G4V_RESIZE_PILLOW && *resize != G4V_RESIZE_TORCHVISION))
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "resize must be -1 (the model's), G4V_RESIZE_PILLOW (0) or "
+                        "G4V_RESIZE_TORCHVISION (1), found %d",
+                        requested);
+    return G4V_OK;
 }
 
 /* Checks opts and resolves them against the model's defaults. */
 static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget, int *exif,
-                   int *bf16, g4v_err *err) {
+                   int *bf16, int *resize, g4v_err *err) {
     g4v_encode_options d;
     g4v_encode_options_init(&d);
     if (!opts) opts = &d;
@@ -33,7 +44,7 @@ static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget
         return g4v_fail(err, G4V_ERR_ARG, "exif must be -1, 0 or 1, found %d", opts->exif);
     if (*bf16 != 0 && *bf16 != 1)
         return g4v_fail(err, G4V_ERR_ARG, "bf16 must be 0 or 1, found %d", opts->bf16);
-    return G4V_OK;
+    return g4v_api_resolve_resize(c->model, opts->resize, resize, err);
 }
 
 /* Grows a ctx-owned buffer to hold n elements of size sz. */
@@ -113,8 +124,8 @@ static int finish(g4v_ctx *c, int st, g4v_result *out, double t0, const char *wh
 
 static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_encode_options *opts,
                         g4v_result *out) {
-    int budget, exif, bf16;
-    int st = resolve(c, opts, &budget, &exif, &bf16, &c->err);
+    int budget, exif, bf16, resize = G4V_RESIZE_PILLOW;
+    int st = resolve(c, opts, &budget, &exif, &bf16, &resize, &c->err);
     if (st) return st;
     if (size > c->model->opts.max_file_bytes)
         return g4v_fail(&c->err, G4V_ERR_LIMIT,
@@ -125,7 +136,7 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     if (c->cache) {
         uint8_t digest[G4V_SHA256_BYTES];
         g4v_sha256(bytes, size, digest);
-        cached = g4v_cache_key(c, "bytes", digest, budget, exif, key) == G4V_OK;
+        cached = g4v_cache_key(c, "bytes", digest, budget, exif, resize, key) == G4V_OK;
         if (cached && g4v_cache_lookup(c, key, budget, bf16, out)) {
             c->cache_hit = 1;
             return G4V_OK;
@@ -133,6 +144,7 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     }
     g4v_image_opts io = c->model->image_opts;
     io.apply_exif = exif;
+    io.resize_order = g4v_api_resize_order(resize);
     g4v_image img = {0, 0, NULL};
     g4v_image_info info;
     memset(&info, 0, sizeof info);
@@ -196,10 +208,9 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
     int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
-    int budget, exif, bf16, th = 0, tw = 0;
-    const g4v_image_opts *io = &c->model->image_opts;
+    int budget, exif, bf16, resize = G4V_RESIZE_PILLOW, th = 0, tw = 0;
     g4v_image img = {0, 0, NULL};
-    if ((st = resolve(c, opts, &budget, &exif, &bf16, &c->err))) goto done;
+    if ((st = resolve(c, opts, &budget, &exif, &bf16, &resize, &c->err))) goto done;
     if ((st = check_rgb(c, rgb, width, height, stride, budget, &tw, &th))) goto done;
     char key[G4V_SHA256_HEX];
     int cached = 0;
@@ -213,7 +224,7 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
             g4v_sha256_update(&s, rgb + (size_t)y * stride, (size_t)width * 3);
         uint8_t digest[G4V_SHA256_BYTES];
         g4v_sha256_final(&s, digest);
-        cached = g4v_cache_key(c, "rgb", digest, budget, 0, key) == G4V_OK;
+        cached = g4v_cache_key(c, "rgb", digest, budget, 0, resize, key) == G4V_OK;
         if (cached && g4v_cache_lookup(c, key, budget, bf16, out)) {
             c->cache_hit = 1;
             goto done;
@@ -224,7 +235,8 @@ int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t
         g4v_image view = {width, height, (uint8_t *)rgb};
         st = encode_image(c, &view, stride, width, height, budget, bf16, out);
     } else {
-        st = g4v_image_resize(rgb, width, height, stride, tw, th, io->resize_order, &img, &c->err);
+        st = g4v_image_resize(rgb, width, height, stride, tw, th, g4v_api_resize_order(resize),
+                              &img, &c->err);
         if (!st)
             st = encode_image(c, &img, (size_t)img.width * 3, width, height, budget, bf16, out);
     }
@@ -246,9 +258,9 @@ int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
                         "n must be at least 1 (found %d)",
                         n);
     double t0 = g4v_now_s();
-    const g4v_image_opts *io = &c->model->image_opts;
     const g4v_vision_config *cfg = &c->model->ck->cfg;
     int side = cfg->patch_size * cfg->pooling_kernel_size, budget, exif, bf16, st, i = 0;
+    int resize = G4V_RESIZE_PILLOW;
     size_t T = (size_t)cfg->text_hidden_size, values = 0;
     g4v_image *resized = g4v_calloc((size_t)n, sizeof *resized);
     g4v_encoder_image *im = g4v_calloc((size_t)n, sizeof *im);
@@ -256,7 +268,7 @@ int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
         st = g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a batch of %d images", n);
         goto done;
     }
-    if ((st = resolve(c, opts, &budget, &exif, &bf16, &c->err))) goto done;
+    if ((st = resolve(c, opts, &budget, &exif, &bf16, &resize, &c->err))) goto done;
     for (i = 0; i < n; i++) {
         const g4v_rgb_image *r = &images[i];
         int tw = 0, th = 0;
@@ -265,8 +277,8 @@ int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
         if (tw == r->width && th == r->height) { /* at the target size: encode in place */
             im[i] = (g4v_encoder_image){r->rgb, tw, th, r->stride};
         } else {
-            st = g4v_image_resize(r->rgb, r->width, r->height, r->stride, tw, th, io->resize_order,
-                                  &resized[i], &c->err);
+            st = g4v_image_resize(r->rgb, r->width, r->height, r->stride, tw, th,
+                                  g4v_api_resize_order(resize), &resized[i], &c->err);
             if (st) goto done;
             im[i] = (g4v_encoder_image){resized[i].rgb, tw, th, (size_t)tw * 3};
         }

@@ -57,6 +57,11 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
     if (o->precise != 0 && o->precise != 1)
         return g4v_fail(err, G4V_ERR_ARG, "precise must be 0 or 1, found %d", o->precise);
+    if (o->resize != G4V_RESIZE_PILLOW && o->resize != G4V_RESIZE_TORCHVISION)
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "resize must be G4V_RESIZE_PILLOW (0) or G4V_RESIZE_TORCHVISION (1), "
+                        "found %d",
+                        o->resize);
     if (o->read_weights != 0 && o->read_weights != 1)
         return g4v_fail(err, G4V_ERR_ARG, "read_weights must be 0 or 1, found %d", o->read_weights);
     if (o->max_dimension < 0)
@@ -89,6 +94,7 @@ int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **o
     m->image_opts.max_pixels = o.max_pixels;
     m->image_opts.max_dimension = o.max_dimension;
     m->image_opts.apply_exif = o.apply_exif;
+    m->image_opts.resize_order = g4v_api_resize_order(o.resize);
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
     lim.max_header_bytes = o.max_header_bytes;
@@ -179,6 +185,7 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     info->standardize = c->standardize;
     info->precise = m->opts.precise;
     info->apply_exif = m->opts.apply_exif;
+    info->resize = m->opts.resize;
     info->image_token_id = c->image_token_id;
     info->boi_token_id = c->boi_token_id;
     info->eoi_token_id = c->eoi_token_id;

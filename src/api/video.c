@@ -1,5 +1,6 @@
 /* video.c - g4v_encode_video_file / _memory and the video prompt: decode and sample the frames
- * (src/video), resize each with the image rule at the per-frame budget (Pillow-exact, src/image),
+ * (src/video), resize each with the image rule at the per-frame budget (Pillow- or torchvision-
+ * exact, src/image),
  * encode them all as one batch (encode_frames), and describe each frame (index, timestamp, MM:SS, tokens).
  * The features and the frame records live in the ctx like g4v_result's; the resized frames only
  * during the call. docs/VIDEO.md.
@@ -19,12 +20,14 @@
 void g4v_video_options_init(g4v_video_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
+    o->resize = -1;
 }
 
 /* The sampled frames at their target size, filled by on_frame while the video decodes. */
 typedef struct frame_set {
     const g4v_ctx *ctx;
     int budget, wanted, n;
+    g4v_resize_order order; /* the resolved resize */
     int tw, th;        /* target size, from the first frame (all frames share the size) */
     g4v_image *frames; /* [wanted], tightly packed RGB8 at tw x th */
 } frame_set;
@@ -59,7 +62,7 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
         st = G4V_OK;
     } else {
         st = g4v_image_resize(rgb, width, height, stride, fs->tw, fs->th,
-                              fs->ctx->model->image_opts.resize_order, img, err);
+                              fs->order, img, err);
     }
     if (!st) fs->n++;
     return st;
@@ -109,6 +112,8 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
                         G4V_VIDEO_MAX_SAMPLED, opts->num_frames);
     if (opts->bf16 != 0 && opts->bf16 != 1)
         return g4v_fail(&c->err, G4V_ERR_ARG, "bf16 must be 0 or 1, found %d", opts->bf16);
+    int resize = G4V_RESIZE_PILLOW;
+    if (g4v_api_resolve_resize(c->model, opts->resize, &resize, &c->err)) return G4V_ERR_ARG;
     const g4v_model_options *mo = &c->model->opts;
     if (size > mo->max_file_bytes)
         return g4v_fail(&c->err, G4V_ERR_LIMIT,
@@ -118,7 +123,8 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
                             .max_seconds = mo->max_video_seconds,
                             .max_pixels = mo->max_pixels,
                             .max_dimension = mo->max_dimension};
-    frame_set fs = {.ctx = c, .budget = budget, .wanted = wanted};
+    frame_set fs = {
+        .ctx = c, .budget = budget, .wanted = wanted, .order = g4v_api_resize_order(resize)};
     fs.frames = g4v_calloc((size_t)wanted, sizeof *fs.frames);
     if (!fs.frames) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for the video frames");
     int64_t idx[G4V_VIDEO_MAX_SAMPLED];

@@ -3,7 +3,8 @@
  * Pipeline (docs/PREPROCESSING.md):
  *   g4v_image_decode   bytes -> (format by magic bytes) -> decode -> EXIF orientation -> RGB8
  *   g4v_target_size    (h, w, budget) -> (th, tw), multiples of 48, doubles in transformers' order
- *   g4v_image_resize   Pillow's 8-bit BICUBIC, byte for byte (skipped when the size matches)
+ *   g4v_image_resize   Pillow's 8-bit BICUBIC, byte for byte (skipped when the size matches), or
+ *                      torch's uint8 antialiased bicubic (G4V_RESIZE_TORCH, the torchvision backend)
  *   g4v_patchify       RGB8 (th x tw) -> patches [L, 768] f32 + positions [L, 2] (x, y)
  * g4v_image_load does the first three in one call and, where it can (every format but PNG, whose
  * orientation may follow the pixels), streams decoded rows through the resize so the full-size
@@ -25,11 +26,15 @@ typedef struct g4v_image {
     uint8_t *rgb;
 } g4v_image;
 
-/* The order of Pillow's two resize passes, which changes the result (docs/PREPROCESSING.md §6.4). */
+/* Whose resize to reproduce (and, for g4v_patchify, whose rescale): Pillow in the pass order of
+ * one of its versions (the order changes the result: docs/PREPROCESSING.md §6.4), or torch. */
 typedef enum g4v_resize_order {
     G4V_RESIZE_PILLOW_9 = 0,    /* horizontal pass first always (Pillow 9.0 - 12.1) */
     G4V_RESIZE_PILLOW_12_2 = 1, /* Pillow 12.2: vertical first when h > 100*w and h shrinks */
-    G4V_RESIZE_PILLOW_13 = 2    /* Pillow >= 13.0 (default): vertical first when the height loses
+    G4V_RESIZE_TORCH = 2,       /* torch's uint8 antialiased bicubic, as transformers' torchvision
+                                   backend calls it: Pillow's weights rounded to int16 at a
+                                   precision of its own; horizontal pass first always */
+    G4V_RESIZE_PILLOW_13 = 3    /* Pillow >= 13.0 (default): vertical first when the height loses
                                    more than twice as many pixels as the width */
 } g4v_resize_order;
 
@@ -70,14 +75,17 @@ int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts
 /* Target size for a budget in G4V_BUDGETS (g4v.h); anything else is G4V_ERR_ARG. */
 int g4v_target_size(int height, int width, int budget, int *th, int *tw, g4v_err *err);
 
-/* Pillow BICUBIC resize of src (RGB8, row stride src_stride bytes) to dst (allocated here). */
+/* BICUBIC resize of src (RGB8, row stride src_stride bytes) to dst (allocated here), Pillow's or
+ * torch's (order). */
 int g4v_image_resize(const uint8_t *src, int width, int height, size_t src_stride, int out_width,
                      int out_height, g4v_resize_order order, g4v_image *dst, g4v_err *err);
 
-/* Patches in (dy, dx, c) order with values (float)((double)u / 255.0), row-major over the
- * (height/16) x (width/16) grid; positions[l] = (x, y). height, width multiples of 16. */
-void g4v_patchify(const uint8_t *rgb, int width, int height, size_t stride, float *patches,
-                  int32_t *positions);
+/* Patches in (dy, dx, c) order, row-major over the (height/16) x (width/16) grid; positions[l] =
+ * (x, y). height, width multiples of 16. Values: the Pillow backend's (float)((double)u * (1/255.))
+ * for the Pillow orders, the torchvision backend's float32 (float)u * (float)(1/255.) for
+ * G4V_RESIZE_TORCH (126 of the 256 values are one ulp apart). */
+void g4v_patchify(const uint8_t *rgb, int width, int height, size_t stride, g4v_resize_order rule,
+                  float *patches, int32_t *positions);
 
 void g4v_image_free(g4v_image *img);
 

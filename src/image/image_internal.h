@@ -99,8 +99,9 @@ void g4v_palette_build(uint8_t pal[768], const uint8_t *src, int count, int stri
 void g4v_cvt_indexed(const uint8_t *idx, uint8_t *out, int n, const uint8_t pal[768]);
 
 /* ---- Pillow's resampler (resize.c) --------------------------------------------------------- */
-/* Coefficients g4v_coeffs (kernels/resize.h): per output index, the taps and 22-bit weights. */
-int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err);
+/* Coefficients g4v_coeffs (kernels/resize.h): per output index, the taps and 22-bit weights;
+ * rule G4V_RESIZE_TORCH gives torch's int16 weights (widened to 22 bits), any other Pillow's. */
+int g4v_coeffs_build(int n_in, int n_out, g4v_resize_order rule, g4v_coeffs *c, g4v_err *err);
 void g4v_coeffs_free(g4v_coeffs *c);
 
 /* Row-streaming resize into dst (out_h rows of 3*out_w bytes, stride dst_stride, caller's

@@ -39,11 +39,21 @@ void g4v_coeffs_free(g4v_coeffs *c) {
     memset(c, 0, sizeof *c);
 }
 
-int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err) {
+/* torch's weight precision (UpSampleKernel.cpp, _compute_index_ranges_int16_weights): the
+ * largest p <= 22 with round(wmax * 2^p) < 2^15, wmax the largest normalised weight of the axis. */
+static int torch_precision(double wmax) {
+    int p;
+    for (p = 0; p < PRECISION_BITS; p++)
+        if ((int)(0.5 + wmax * (double)(1 << (p + 1))) >= (1 << 15)) break;
+    return p;
+}
+
+int g4v_coeffs_build(int n_in, int n_out, g4v_resize_order rule, g4v_coeffs *c, g4v_err *err) {
     memset(c, 0, sizeof *c);
     if (n_in <= 0 || n_out <= 0)
         return g4v_fail(err, G4V_ERR_ARG, "resize: sizes must be positive (%d -> %d)", n_in, n_out);
-    /* Pillow: scale = (double)(in1 - in0) / outSize with a float32 box; exact for our sizes. */
+    /* Pillow: scale = (double)(in1 - in0) / outSize with a float32 box; exact for our sizes.
+     * torch: (double)in / out (area_pixel_compute_scale): the same value. */
     double scale = (double)(float)n_in / n_out;
     double filterscale = scale < 1.0 ? 1.0 : scale;
     double support = 2.0 * filterscale;
@@ -54,13 +64,15 @@ int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err) {
     c->lo = g4v_malloc_array((size_t)n_out, sizeof *c->lo);
     c->cnt = g4v_malloc_array((size_t)n_out, sizeof *c->cnt);
     c->q = g4v_malloc_array((size_t)n_out * ksize, sizeof *c->q);
-    double *w = g4v_malloc_array((size_t)ksize, sizeof *w);
+    /* the normalised weights of every output: torch needs their maximum before quantising */
+    double *w = g4v_malloc_array((size_t)n_out * ksize, sizeof *w);
     if (!c->lo || !c->cnt || !c->q || !w) {
         g4v_free(w);
         g4v_coeffs_free(c);
         return g4v_fail(err, G4V_ERR_NOMEM, "resize: cannot allocate coefficients %d -> %d", n_in,
                         n_out);
     }
+    double wmax = 0.0;
     for (int i = 0; i < n_out; i++) {
         double center = 0.0 + (i + 0.5) * scale;
         double ww = 0.0, ss = 1.0 / filterscale;
@@ -70,19 +82,30 @@ int g4v_coeffs_build(int n_in, int n_out, g4v_coeffs *c, g4v_err *err) {
         if (xmax > n_in) xmax = n_in;
         xmax -= xmin;
         if (xmax > ksize) xmax = ksize; /* cannot happen (|taps| <= 2*support+1); stay in bounds */
+        double *wi = w + (size_t)i * ksize;
         for (int x = 0; x < xmax; x++) {
             double v = bicubic((x + xmin - center + 0.5) * ss);
-            w[x] = v;
+            wi[x] = v;
             ww += v;
         }
-        int32_t *q = c->q + (size_t)i * ksize;
         for (int x = 0; x < ksize; x++) {
-            double v = x < xmax ? (ww != 0.0 ? w[x] / ww : w[x]) : 0.0;
-            q[x] = v < 0 ? (int32_t)(-0.5 + v * (1 << PRECISION_BITS))
-                         : (int32_t)(0.5 + v * (1 << PRECISION_BITS));
+            wi[x] = x < xmax ? (ww != 0.0 ? wi[x] / ww : wi[x]) : 0.0;
+            /* torch takes the maximum over normalised rows only */
+            if (x < xmax && ww != 0.0 && wi[x] > wmax) wmax = wi[x];
         }
         c->lo[i] = xmin;
         c->cnt[i] = xmax;
+    }
+    /* Pillow: 22 bits. torch: fewer (int16 weights), then widened to 22 bits so that the same
+     * kernels compute torch's (2^(p-1) + sum) >> p exactly: (2^21 + sum * 2^(22-p)) >> 22. */
+    int bits = rule == G4V_RESIZE_TORCH ? torch_precision(wmax) : PRECISION_BITS;
+    int32_t widen = (int32_t)1 << (PRECISION_BITS - bits);
+    c->bits = bits;
+    for (size_t k = 0; k < (size_t)n_out * ksize; k++) {
+        double v = w[k] * (double)(1 << bits);
+        int32_t q = v < 0 ? (int32_t)(-0.5 + v) : (int32_t)(0.5 + v);
+        if (rule == G4V_RESIZE_TORCH) q = (int16_t)q; /* stored as int16 (in range: |q| < 2^15) */
+        c->q[k] = q * widen;
     }
     g4v_free(w);
     return G4V_OK;
@@ -258,8 +281,8 @@ int g4v_resizer_new(int in_w, int in_h, int out_w, int out_h, g4v_resize_order o
     r->dst_stride = dst_stride;
     r->k = g4v_kernels_current()->use[G4V_KF_RESIZE].resize;
     int st = G4V_OK;
-    if (r->do_h) st = g4v_coeffs_build(in_w, out_w, &r->cx, err);
-    if (!st && r->do_v) st = g4v_coeffs_build(in_h, out_h, &r->cy, err);
+    if (r->do_h) st = g4v_coeffs_build(in_w, out_w, order, &r->cx, err);
+    if (!st && r->do_v) st = g4v_coeffs_build(in_h, out_h, order, &r->cy, err);
     if (st) {
         g4v_resizer_free(r);
         return st;

@@ -22,9 +22,11 @@ static inline uint8_t g4v_rs_clip8(int32_t v) {
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-/* Per output index i: taps [lo[i], lo[i]+cnt[i]) with 22-bit weights q[i*ksize + j]. */
+/* Per output index i: taps [lo[i], lo[i]+cnt[i]) with 22-bit weights q[i*ksize + j]. bits: the
+ * precision the weights were rounded at (22 for Pillow; torch's int16 weights have fewer and are
+ * multiplied by 2^(22 - bits), which makes the kernels' arithmetic exactly torch's). */
 typedef struct g4v_coeffs {
-    int n_in, n_out, ksize;
+    int n_in, n_out, ksize, bits;
     int *lo, *cnt;
     int32_t *q;
 } g4v_coeffs;

@@ -42,12 +42,13 @@ static void test_basics(void) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.precise == 0);
+    CHECK(mo.resize == G4V_RESIZE_PILLOW);
     CHECK(mo.max_pixels > 0 && mo.max_dimension > 0 && mo.max_header_bytes > 0);
     CHECK(mo.max_file_bytes == (uint64_t)1 << 30 && mo.max_config_bytes == 16000000u &&
           mo.max_tensor_count == 1000000u);
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
-    CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0);
+    CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0 && eo.resize == -1);
 }
 
 static void test_budgets(void) {
@@ -83,6 +84,10 @@ static void test_load_errors(void) {
     snprintf(path, sizeof path, "%s/tiny", dir);
     CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG);
     CHECK_CONTAINS(msg, "300");
+    g4v_model_options_init(&mo);
+    mo.resize = 2;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK_CONTAINS(msg, "resize");
     g4v_model_options_init(&mo);
     /* G4V_ERR_LIMIT only for a limit the caller sets, and the message names it */
     mo.max_header_bytes = 16; /* smaller than any real header */
@@ -309,6 +314,19 @@ static void test_overrides(void) {
     eo.budget = 140;
     REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
     CHECK(r.budget == 140 && r.n_tokens <= 140 && r.n_tokens > 70);
+    /* resize: torchvision's differs from Pillow's (the default) in some bytes, so in features;
+     * the same size and grid */
+    size_t n = (size_t)r.n_tokens * r.dim;
+    float *pil = malloc(n * sizeof *pil);
+    REQUIRE(pil && g4v_result_copy(&r, pil, n) == G4V_OK);
+    int gw = r.grid_w, gh = r.grid_h;
+    eo.resize = G4V_RESIZE_TORCHVISION;
+    REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
+    CHECK(r.grid_w == gw && r.grid_h == gh && memcmp(r.features, pil, n * sizeof *pil) != 0);
+    eo.resize = G4V_RESIZE_PILLOW;
+    REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
+    CHECK(memcmp(r.features, pil, n * sizeof *pil) == 0);
+    free(pil);
 }
 
 static void test_encode_errors(void) {
@@ -335,6 +353,13 @@ static void test_encode_errors(void) {
     eo.budget = 0;
     eo.exif = 7;
     CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
+    eo.exif = -1;
+    for (int bad = -2; bad <= 2; bad += 4) { /* resize: -1, 0, 1 only */
+        eo.resize = bad;
+        CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
+        CHECK_CONTAINS(g4v_ctx_error(ctx), "resize");
+    }
+    eo.resize = -1;
     uint8_t px[12] = {0};
     CHECK(g4v_encode_rgb(ctx, px, 2, 2, 5, NULL, &r) == G4V_ERR_ARG); /* stride < 3w */
     CHECK_CONTAINS(g4v_ctx_error(ctx), "stride");

@@ -9,7 +9,7 @@
  *                                        cmyk-plain (4 components, no Adobe marker), gray-prog
  *
  * resize case format (little endian): u32 in_w, in_h, out_w, out_h, order (0 = Pillow 9,
- * 1 = Pillow 12.2), then in_w*in_h*3 bytes. For each case it writes one status byte and the
+ * 1 = Pillow 12.2, 2 = torch's antialiased bicubic), then in_w*in_h*3 bytes. For each case it writes one status byte and the
  * out_w*out_h*3 result of g4v_image_resize. The status has bit 0 set when the portable kernels
  * (G4V_ISA=portable) gave different bytes than the dispatched ones, bit 1 when pushing the rows
  * bottom-up (the streaming path for EXIF orientations 3/4) did, bit 2 on an error. So one run
@@ -80,7 +80,8 @@ static int cmd_resize(void) {
     char *saved = isa ? strdup(isa) : NULL;
     while (read_all(stdin, hdr, sizeof hdr)) {
         int w = (int)hdr[0], h = (int)hdr[1], ow = (int)hdr[2], oh = (int)hdr[3];
-        g4v_resize_order ord = hdr[4] == 2   ? G4V_RESIZE_PILLOW_13
+        g4v_resize_order ord = hdr[4] == 3   ? G4V_RESIZE_PILLOW_13
+                               : hdr[4] == 2 ? G4V_RESIZE_TORCH
                                : hdr[4] == 1 ? G4V_RESIZE_PILLOW_12_2
                                              : G4V_RESIZE_PILLOW_9;
         size_t in_n = (size_t)w * h * 3, out_n = (size_t)ow * oh * 3;

@@ -176,7 +176,7 @@ static void test_patchify(void) {
     int L = (w / 16) * (h / 16);
     float *p = malloc(sizeof(float) * L * 768);
     int32_t *pos = malloc(sizeof(int32_t) * L * 2);
-    g4v_patchify(img, w, h, (size_t)w * 3, p, pos);
+    g4v_patchify(img, w, h, (size_t)w * 3, G4V_RESIZE_PILLOW_9, p, pos);
     int bad = 0;
     for (int py = 0; py < h / 16; py++)
         for (int px = 0; px < w / 16; px++) {
@@ -190,6 +190,22 @@ static void test_patchify(void) {
                     }
         }
     CHECK(bad == 0);
+    /* torchvision's rule: float32 (float)u * (float)(1/255.); 126 of 256 values differ by an ulp
+     * from the Pillow backend's (counted with torch 2.15; 3/255 is the first) */
+    g4v_patchify(img, w, h, (size_t)w * 3, G4V_RESIZE_TORCH, p, pos);
+    bad = 0;
+    for (int k = 0; k < L * 768; k++) {
+        int l = k / 768, r = k % 768, dy = r / 48, dx = (r % 48) / 3, c = r % 3;
+        int px = l % (w / 16), py = l / (w / 16);
+        uint8_t u = img[((size_t)(py * 16 + dy) * w + px * 16 + dx) * 3 + c];
+        bad += p[k] != (float)u * (float)(1.0 / 255.0);
+    }
+    CHECK(bad == 0);
+    int ulps = 0;
+    for (int u = 0; u < 256; u++)
+        ulps += (float)u * (float)(1.0 / 255.0) != (float)((double)u / 255.0);
+    CHECK_MSG(ulps == 126, "%d values differ between the rescale rules", ulps);
+    CHECK((float)3 * (float)(1.0 / 255.0) != (float)(3.0 / 255.0));
     free(img);
     free(p);
     free(pos);
@@ -322,7 +338,7 @@ static void test_resize_paths(void) {
         int w = sizes[i][0], h = sizes[i][1], ow = sizes[i][2], oh = sizes[i][3];
         uint8_t *src = malloc((size_t)w * h * 3), *rev = malloc((size_t)ow * oh * 3);
         for (size_t k = 0; k < (size_t)w * h * 3; k++) src[k] = rnd() % 3 ? (uint8_t)rnd() : 255;
-        for (int ord = 0; ord < 2; ord++) {
+        for (int ord = 0; ord < 3; ord++) {
             g4v_image a, b;
             REQUIRE(resize_with(NULL, src, w, h, ow, oh, ord, &a) == G4V_OK);
             REQUIRE(resize_with("portable", src, w, h, ow, oh, ord, &b) == G4V_OK);
@@ -351,10 +367,61 @@ static void test_resize_paths(void) {
     g4v_image_free(&o);
     g4v_coeffs c;
     g4v_err err;
-    REQUIRE(g4v_coeffs_build(1, 48, &c, &err) == G4V_OK); /* 1 -> 48: one tap of weight 1 */
-    CHECK(c.cnt[0] == 1 && c.q[0] == 1 << 22 && c.cnt[47] == 1);
+    /* 1 -> 48: one tap of weight 1 (torch: 1 at 14 bits, widened) */
+    for (int ord = 0; ord < 3; ord += 2) {
+        REQUIRE(g4v_coeffs_build(1, 48, ord, &c, &err) == G4V_OK);
+        CHECK(c.cnt[0] == 1 && c.q[0] == 1 << 22 && c.cnt[47] == 1);
+        CHECK(c.bits == (ord ? 14 : 22));
+        g4v_coeffs_free(&c);
+    }
+    CHECK(g4v_coeffs_build(0, 4, G4V_RESIZE_PILLOW_9, &c, &err) == G4V_ERR_ARG);
+}
+
+/* torch's uint8 antialiased bicubic on cases worked by hand (docs/PREPROCESSING.md §6.6). */
+static void test_resize_torch(void) {
+    g4v_coeffs c;
+    g4v_err err;
+    /* 2 -> 3 (scale 2/3, support 2): output 0 has center 1/3 and taps 0, 1 at distances 1/6 and
+     * 7/6: bicubic weights 0.9375 and -25/432, normalised 405/380 and -25/380. The largest weight
+     * of the axis, 405/380 = 1.0658, needs 2^15 at 15 bits, so torch rounds at 14: 17462 and
+     * -1078 (Pillow at 22 bits: 4470245 and -275941). Output 1: two taps of 1/2 (8192). */
+    REQUIRE(g4v_coeffs_build(2, 3, G4V_RESIZE_TORCH, &c, &err) == G4V_OK);
+    CHECK(c.bits == 14);
+    CHECK(c.cnt[0] == 2 && c.q[0] == 17462 * 256 && c.q[1] == -1078 * 256);
+    CHECK(c.cnt[1] == 2 && c.q[c.ksize] == 8192 * 256 && c.q[c.ksize + 1] == 8192 * 256);
+    CHECK(c.lo[2] == 0 && c.q[2 * c.ksize] == -1078 * 256 && c.q[2 * c.ksize + 1] == 17462 * 256);
     g4v_coeffs_free(&c);
-    CHECK(g4v_coeffs_build(0, 4, &c, &err) == G4V_ERR_ARG);
+    REQUIRE(g4v_coeffs_build(2, 3, G4V_RESIZE_PILLOW_9, &c, &err) == G4V_OK);
+    CHECK(c.bits == 22 && c.q[0] == 4470245 && c.q[1] == -275941);
+    g4v_coeffs_free(&c);
+    /* the row (24, 138): torch (8192 + 24*17462 - 138*1078) >> 14 = 278516 >> 14 = 16,
+     * (8192 + 8192*162) >> 14 = 81, (8192 - 24*1078 + 138*17462) >> 14 = 2392076 >> 14 = 146;
+     * Pillow gives 17, 81, 145. Also as a column (the vertical pass) and on every channel. */
+    static const uint8_t want_t[3] = {16, 81, 146}, want_p[3] = {17, 81, 145};
+    uint8_t src[6] = {24, 138, 24, 138, 24, 138};
+    for (int vert = 0; vert < 2; vert++)
+        for (int ord = 0; ord < 3; ord += 2) {
+            g4v_image o;
+            int w = vert ? 1 : 2, h = vert ? 2 : 1, ow = vert ? 1 : 3, oh = vert ? 3 : 1;
+            uint8_t in[12];
+            for (int k = 0; k < 2; k++) memset(in + 3 * k, src[k], 3);
+            REQUIRE(g4v_image_resize(in, w, h, (size_t)w * 3, ow, oh, ord, &o, &err) == G4V_OK);
+            const uint8_t *want = ord ? want_t : want_p;
+            int bad = 0;
+            for (int k = 0; k < 9; k++) bad += o.rgb[k] != want[k / 3];
+            CHECK_MSG(!bad, "2 -> 3 %s, %s: %d %d %d", vert ? "vertical" : "horizontal",
+                      ord ? "torch" : "Pillow", o.rgb[0], o.rgb[3], o.rgb[6]);
+            g4v_image_free(&o);
+        }
+    /* 4 -> 2 (scale 2, support 4): output 0 has center 1, taps 0..3 at 0.25, 0.25, 0.75, 1.25
+     * (after the 1/2 scale): 0.8671875 twice, 0.2265625, -0.0703125, sum 1.890625; normalised
+     * 0.458678 x2, 0.119835, -0.037190. 0.4587 * 2^17 >= 2^15, so 16 bits: 30060, 30060, 7853,
+     * -2437. */
+    REQUIRE(g4v_coeffs_build(4, 2, G4V_RESIZE_TORCH, &c, &err) == G4V_OK);
+    CHECK(c.bits == 16 && c.cnt[0] == 4 && c.lo[1] == 0);
+    CHECK(c.q[0] == 30060 * 64 && c.q[1] == 30060 * 64 && c.q[2] == 7853 * 64 &&
+          c.q[3] == -2437 * 64);
+    g4v_coeffs_free(&c);
 }
 
 /* A copy of PNG b with a chunk inserted right after IHDR. */
@@ -727,6 +794,7 @@ int main(void) {
     test_exif();
     test_orient();
     test_resize_paths();
+    test_resize_torch();
     test_decode_known();
     test_streaming_equals_full();
     test_hostile();

@@ -102,7 +102,7 @@ def main():
     for i, (g, (w, h), (ow, oh), order) in enumerate(CASES):
         a = ref.content(KINDS[i % len(KINDS)], h, w, RNG)
         inputs.append(a)
-        blob += struct.pack("<5I", w, h, ow, oh, {"9": 0, "12.2": 1, "13": 2}[order]) + a.tobytes()
+        blob += struct.pack("<5I", w, h, ow, oh, {"9": 0, "12.2": 1, "13": 3}[order]) + a.tobytes()
     r = subprocess.run([tool, "resize"], input=bytes(blob), capture_output=True)
     if r.returncode:
         print(r.stderr.decode())

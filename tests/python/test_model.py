@@ -120,6 +120,44 @@ def test_exif(model, tmp_path):
     assert r2.original_size == (100, 60) and same_bits(r2.features, ref2)
 
 
+def test_resize(model, tiny, images, tmp_path):
+    """resize="torchvision" (per call, or the model's default) matches `g4v encode --resize
+    torchvision`, differs from the default Pillow resize, and the feature cache keeps the two
+    apart."""
+    p = str(tmp_path / "r.png")
+    a = np.random.default_rng(5).integers(0, 256, (157, 233, 3), dtype=np.uint8)
+    Image.fromarray(a).save(p)
+    pil = model.encode(p, tokens=70)
+    assert same_bits(pil.features, model.encode(p, tokens=70, resize="pillow").features)
+    ref, _ = cli_encode(model.path, p, tmp_path / "t.npy", "--tokens", 70, "--resize",
+                        "torchvision")
+    tv = model.encode(p, tokens=70, resize="torchvision")
+    assert same_bits(tv.features, ref) and not same_bits(tv.features, pil.features)
+    assert same_bits(model.encode(a, tokens=70, resize="torchvision").features, ref)
+    assert same_bits(model.encode_batch([a], tokens=70, resize="torchvision")[0].features, ref)
+    with g4.Model(tiny, threads=1, resize="torchvision") as m:
+        assert m.info.resize == 1 and model.info.resize == 0
+        assert same_bits(m.encode(p, tokens=70).features, ref)
+        assert same_bits(m.encode(p, tokens=70, resize="pillow").features, pil.features)
+    for bad in ("bilinear", 1, None):
+        with pytest.raises((g4.G4VError, TypeError)):
+            g4.Model(tiny, resize=bad)
+    with pytest.raises(g4.G4VError) as e:
+        model.encode(p, resize="torch")
+    assert e.value.status_name == "G4V_ERR_ARG"
+    cache = str(tmp_path / "cache")
+    _, j1 = cli_encode(model.path, p, tmp_path / "c1.npy", "--tokens", 70, "--cache", cache)
+    f2, j2 = cli_encode(model.path, p, tmp_path / "c2.npy", "--tokens", 70, "--cache", cache,
+                        "--resize", "torchvision")
+    f3, j3 = cli_encode(model.path, p, tmp_path / "c3.npy", "--tokens", 70, "--cache", cache,
+                        "--resize", "torchvision")
+    assert (j1["cache"], j2["cache"], j3["cache"]) == ("miss", "miss", "hit")
+    assert same_bits(f2, ref) and same_bits(f3, ref)
+    bad = g4v("encode", "--model", model.path, p, "--resize", "lanczos", "-o", str(tmp_path / "x"),
+              check=False)
+    assert bad.returncode == 1 and "lanczos" in bad.stderr
+
+
 def test_info_matches_cli(model):
     js = json.loads(g4v("info", "--model", model.path, "--json").stdout)
     info = model.info.as_dict()

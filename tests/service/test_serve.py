@@ -124,6 +124,10 @@ def run(tmp, servers):
             r = g4v("encode", "--model", model, img, "--tokens", tokens, "--json", "-o", out, *bf)
             check(r.returncode == 0, f"g4v encode --tokens {tokens} {' '.join(bf)}")
             ref[(tokens, bool(bf))] = (np.load(out), json.loads(r.stdout), open(out, "rb").read())
+    out = os.path.join(tmp, "ref70tv.npy")
+    r = g4v("encode", "--model", model, img, "--tokens", "70", "--resize", "torchvision", "-o", out)
+    check(r.returncode == 0, "g4v encode --tokens 70 --resize torchvision")
+    ref_tv = open(out, "rb").read()
     info = json.loads(g4v("info", "--model", model, "--json").stdout)
 
     cache = os.path.join(tmp, "cache")
@@ -183,6 +187,11 @@ def run(tmp, servers):
     check(st == 200 and h["Content-Type"] == "application/json", "no Accept: JSON")
     st, h, body = s.request("POST", "/v1/encode?tokens=70", png, {"Accept": "text/html, application/x-npy;q=0.9"})
     check(st == 200 and body == ref[("70", False)][2], "tokens=70 and an Accept list: as g4v encode --tokens 70")
+    st, h, body = s.request("POST", "/v1/encode?tokens=70&resize=torchvision&format=npy", png)
+    check(st == 200 and body == ref_tv and body != ref[("70", False)][2] and h["X-G4V-Cache"] == "miss",
+          "resize=torchvision: as g4v encode --resize torchvision, not the Pillow entry of the cache")
+    st, h, body = s.request("POST", "/v1/encode?resize=bilinear", png)
+    check(st == 400 and b"resize=bilinear" in body, "resize=bilinear: 400")
 
     features, m = g4v_client.encode(s.url, png, tokens=70)
     check(np.array_equal(features, ref[("70", False)][0]) and m["grid"] == tuple(ref[("70", False)][1]["grid"]),

@@ -1,6 +1,7 @@
 /* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
- *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--precise] [--threads N]
+ *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--resize pillow|torchvision]
+ *              [--precise] [--threads N]
  *              [--json] [--quiet] [--bf16] [--cache DIR [--cache-max-bytes N]] -o OUT
  *
  * IMAGE: a file (JPEG/PNG/WebP/GIF/BMP by content, or a raw uint8 [H, W, 3] .npy taken as decoded
@@ -38,7 +39,7 @@ typedef struct {
     const char *model, *out, *cache;
     unsigned long long cache_max_bytes;
     input_list in;
-    int tokens, no_exif, precise, threads, json, quiet, bf16;
+    int tokens, no_exif, precise, threads, json, quiet, bf16, resize;
     out_kind kind;
     int tokens_set, video, frames; /* video input: --tokens given, --video, --frames N */
 } encode_args;
@@ -61,6 +62,11 @@ static void usage(FILE *f) {
         "                 OUT (other)     a directory: OUT/<image name>.npy per image\n"
         "  --tokens N     soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
         "  --no-exif      ignore EXIF orientation (default: apply it, as transformers does)\n"
+        "  --resize pillow|torchvision  which transformers image processor's resize to\n"
+        "                 reproduce: pillow (default; Gemma4ImageProcessorPil, Pillow's BICUBIC)\n"
+        "                 or torchvision (Gemma4ImageProcessor, transformers' default when\n"
+        "                 torchvision is installed, and the 12B's only processor: torch's\n"
+        "                 antialiased bicubic); images and video frames\n"
         "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
         "  --threads N    worker threads (default: one per CPU)\n"
         "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
@@ -149,6 +155,13 @@ static int parse_args(int argc, char **argv, encode_args *a) {
             a->precise = 1;
         } else if (!strcmp(s, "--no-exif")) {
             a->no_exif = 1;
+        } else if (!strcmp(s, "--resize") && has_val) {
+            const char *v = argv[++i];
+            if (strcmp(v, "pillow") && strcmp(v, "torchvision")) {
+                fprintf(stderr, "g4v encode: --resize: '%s' is not pillow or torchvision\n", v);
+                return -1;
+            }
+            a->resize = !strcmp(v, "torchvision") ? G4V_RESIZE_TORCHVISION : G4V_RESIZE_PILLOW;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
         } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
@@ -396,6 +409,7 @@ static int encode_all(encode_args *a) {
     mo.budget = a->tokens;
     mo.apply_exif = !a->no_exif;
     mo.precise = a->precise;
+    mo.resize = a->resize;
     g4v_model *model = NULL;
     g4v_ctx *ctx = NULL;
     int st = g4v_model_load(a->model, &mo, &model, msg, sizeof msg);

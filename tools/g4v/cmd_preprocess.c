@@ -1,5 +1,6 @@
 /* cmd_preprocess.c - `g4v preprocess`: decode + orient + resize + patchify one image, exactly as
- * transformers' load_image + Gemma4ImageProcessorPil, and write the intermediate results:
+ * transformers' load_image + Gemma4ImageProcessorPil (or, with --resize torchvision, its
+ * torchvision backend Gemma4ImageProcessor), and write the intermediate results:
  *   OUT.png            the resized RGB image (libpng, lossless)
  *   OUT.npy            patches, float32 [L, 768], (dy, dx, channel) order, values u/255
  *   OUT.positions.npy  positions, int32 [L, 2], (x = column, y = row)
@@ -23,27 +24,37 @@
 
 static void help(FILE *f) {
     fprintf(f,
-            "usage: g4v preprocess IMAGE [--tokens N] [--no-exif] [--pillow 9|12.2|13]\n"
+            "usage: g4v preprocess IMAGE [--tokens N] [--no-exif]\n"
+            "                      [--resize pillow|torchvision] [--pillow 9|12.2|13]\n"
             "                      [--max-pixels N] [--max-dimension N] [-v] -o OUT\n"
             "\n"
             "Decodes IMAGE (JPEG, PNG, WebP, GIF first frame, BMP; chosen by content, not by\n"
             "name), applies its EXIF orientation, converts it to RGB, resizes it to the Gemma 4\n"
             "target size for the token budget with Pillow's BICUBIC filter, and cuts it into\n"
             "16x16 patches -- byte for byte what transformers' load_image + the Gemma 4 image\n"
-            "processor (PIL backend) produce with Pillow 13 (or --pillow).\n"
+            "processor (PIL backend) produce with Pillow 13 (or --pillow); with --resize\n"
+            "torchvision, what its torchvision backend produces (transformers' default when\n"
+            "torchvision is installed).\n"
             "\n"
             "options:\n"
             "  --tokens N         soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
             "  --no-exif          ignore the EXIF/XMP orientation (as when a PIL image is handed\n"
             "                     to the processor directly); default: apply it, as load_image\n"
-            "  --pillow V         the Pillow version whose order of the two resize passes to\n"
-            "                     follow (the order changes the bytes):\n"
+            "  --resize pillow|torchvision\n"
+            "                     pillow (default): Pillow's BICUBIC and the PIL backend's\n"
+            "                     float64 rescale; torchvision: torch's uint8 antialiased bicubic\n"
+            "                     (its int16 weights) and the float32 rescale of transformers'\n"
+            "                     torchvision backend (Gemma4ImageProcessor, and the 12B's\n"
+            "                     Gemma4UnifiedImageProcessor, which has no other backend)\n"
+            "  --pillow V         with Pillow: the version whose order of the two resize passes\n"
+            "                     to follow (the order changes the bytes):\n"
             "                       13   (default) Pillow >= 13.0: vertical first when the height\n"
             "                            loses more than twice as many pixels as the width\n"
             "                       12.2 Pillow 12.2: vertical first for very tall images\n"
             "                            (height > 100 x width, height shrinking)\n"
             "                       9    Pillow 9.0 - 12.1: horizontal first, always\n"
-            "                     (--pillow-12.2 is --pillow 12.2)\n"
+            "                     (--pillow-12.2 is --pillow 12.2). Refused with --resize\n"
+            "                     torchvision (torch runs the horizontal pass first, always)\n"
             "  --max-pixels N     refuse images with more pixels (default 178956970, Pillow's\n"
             "                     decompression-bomb limit)\n"
             "  --max-dimension N  refuse images with a longer side (default 65500)\n"
@@ -56,8 +67,7 @@ static void help(FILE *f) {
             "                     L = (height/16) * (width/16); no padding rows are written.\n"
             "  -h, --help         this help\n"
             "\n"
-            "Not reproduced: transformers' default torchvision backend (its resize is not\n"
-            "Pillow's), and Pillow versions' decoder differences: docs/PREPROCESSING.md §9.\n"
+            "Not reproduced: Pillow versions' decoder differences: docs/PREPROCESSING.md §9.\n"
             "\n"
             "exit codes: 0 ok (all outputs complete), 1 usage error, 2 input error (unreadable\n"
             "or unsupported image, unsupported budget, over a limit), 4 cannot write an output,\n"
@@ -123,7 +133,8 @@ static int write_png(const char *path, const g4v_image *img, char *msg, size_t m
 
 typedef struct preprocess_args {
     const char *in, *out;
-    int tokens, verbose;
+    int tokens, verbose, torchvision;
+    int pillow; /* a g4v_resize_order from --pillow, or -1 */
     g4v_image_opts opts;
 } preprocess_args;
 
@@ -132,6 +143,7 @@ typedef struct preprocess_args {
 static int parse_args(int argc, char **argv, preprocess_args *a) {
     memset(a, 0, sizeof *a);
     a->tokens = G4V_DEFAULT_BUDGET;
+    a->pillow = -1;
     g4v_image_opts_default(&a->opts);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -140,20 +152,25 @@ static int parse_args(int argc, char **argv, preprocess_args *a) {
             help(stdout);
             return G4V_EXIT_OK;
         } else if (!strcmp(s, "--tokens") || !strcmp(s, "--max-pixels") ||
-                   !strcmp(s, "--max-dimension") || !strcmp(s, "--pillow") || !strcmp(s, "-o")) {
+                   !strcmp(s, "--max-dimension") || !strcmp(s, "--pillow") || !strcmp(s, "-o") ||
+                   !strcmp(s, "--resize")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", s);
             const char *val = argv[++i];
             if (!strcmp(s, "-o")) {
                 a->out = val;
             } else if (!strcmp(s, "--pillow")) {
                 if (!strcmp(val, "9"))
-                    a->opts.resize_order = G4V_RESIZE_PILLOW_9;
+                    a->pillow = G4V_RESIZE_PILLOW_9;
                 else if (!strcmp(val, "12.2"))
-                    a->opts.resize_order = G4V_RESIZE_PILLOW_12_2;
+                    a->pillow = G4V_RESIZE_PILLOW_12_2;
                 else if (!strcmp(val, "13"))
-                    a->opts.resize_order = G4V_RESIZE_PILLOW_13;
+                    a->pillow = G4V_RESIZE_PILLOW_13;
                 else
                     return usage_error("--pillow: '%s' is not one of 9, 12.2, 13", val);
+            } else if (!strcmp(s, "--resize")) {
+                if (strcmp(val, "pillow") && strcmp(val, "torchvision"))
+                    return usage_error("--resize: '%s' is not pillow or torchvision", val);
+                a->torchvision = !strcmp(val, "torchvision");
             } else if (!strcmp(s, "--tokens")) {
                 if (parse_long(val, INT_MIN, INT_MAX, &v))
                     return usage_error("--tokens: '%s' is not an integer", val);
@@ -170,7 +187,7 @@ static int parse_args(int argc, char **argv, preprocess_args *a) {
         } else if (!strcmp(s, "--no-exif")) {
             a->opts.apply_exif = 0;
         } else if (!strcmp(s, "--pillow-12.2")) {
-            a->opts.resize_order = G4V_RESIZE_PILLOW_12_2;
+            a->pillow = G4V_RESIZE_PILLOW_12_2;
         } else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
             a->verbose = 1;
         } else if (s[0] == '-' && s[1]) {
@@ -183,6 +200,13 @@ static int parse_args(int argc, char **argv, preprocess_args *a) {
     }
     if (!a->in) return usage_error("%s", "missing IMAGE");
     if (!a->out) return usage_error("%s", "missing -o OUT");
+    if (a->pillow >= 0 && a->torchvision)
+        return usage_error("%s", "--pillow is a Pillow option; it cannot go with --resize "
+                                 "torchvision");
+    if (a->torchvision)
+        a->opts.resize_order = G4V_RESIZE_TORCH;
+    else if (a->pillow >= 0)
+        a->opts.resize_order = (g4v_resize_order)a->pillow; /* else the default, Pillow 13 */
     return -1;
 }
 
@@ -212,7 +236,8 @@ static int load_image(const preprocess_args *a, g4v_image *img) {
         fprintf(stderr, "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", a->in,
                 info.format, info.src_width, info.src_height, info.orientation, info.width,
                 info.height, img->width, img->height,
-                a->opts.resize_order == G4V_RESIZE_PILLOW_13     ? "Pillow >= 13"
+                a->opts.resize_order == G4V_RESIZE_TORCH         ? "torchvision"
+                : a->opts.resize_order == G4V_RESIZE_PILLOW_13   ? "Pillow >= 13"
                 : a->opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow 12.2"
                                                                  : "Pillow 9-12.1",
                 info.streamed ? "streamed" : "whole image");
@@ -221,7 +246,7 @@ static int load_image(const preprocess_args *a, g4v_image *img) {
 
 /* Patchifies img and writes OUT.png, OUT.npy and OUT.positions.npy, stopping at the first that
  * fails. 0 or an exit code (message printed). */
-static int write_outputs(const char *out, const g4v_image *img) {
+static int write_outputs(const char *out, g4v_resize_order rule, const g4v_image *img) {
     long L = (long)(img->height / 16) * (img->width / 16);
     float *patches = g4v_malloc_array((size_t)L * 768, sizeof *patches);
     int32_t *pos = g4v_malloc_array((size_t)L * 2, sizeof *pos);
@@ -232,7 +257,8 @@ static int write_outputs(const char *out, const g4v_image *img) {
         fprintf(stderr, "g4v preprocess: out of memory for %ld patches\n", L);
         rc = G4V_EXIT_INTERNAL;
     } else {
-        g4v_patchify(img->rgb, img->width, img->height, (size_t)img->width * 3, patches, pos);
+        g4v_patchify(img->rgb, img->width, img->height, (size_t)img->width * 3, rule, patches,
+                     pos);
         char msg[256] = ""; /* write_png's reason; the .npy writers leave theirs in errno */
         snprintf(path, plen, "%s.png", out);
         int bad = write_png(path, img, msg, sizeof msg);
@@ -262,7 +288,7 @@ int cmd_preprocess(int argc, char **argv) {
     if (rc >= 0) return rc;
     g4v_image img = {0, 0, NULL};
     rc = load_image(&a, &img);
-    if (!rc) rc = write_outputs(a.out, &img);
+    if (!rc) rc = write_outputs(a.out, a.opts.resize_order, &img);
     g4v_image_free(&img);
     return rc;
 }

@@ -42,6 +42,7 @@
 typedef struct serve_args {
     const char *model, *host, *cache;
     int port, contexts, threads, http_threads, queue, timeout_s, drain_s, tokens, precise, no_exif;
+    int resize; /* --resize: the default G4V_RESIZE_* */
     unsigned long long max_body, cache_max_bytes;
 } serve_args;
 
@@ -86,7 +87,7 @@ struct request {
     double t0;
     unsigned char *body;
     size_t len, cap;
-    int budget, bf16, exif, fmt;
+    int budget, bf16, exif, fmt, resize;
     struct MHD_Response *resp; /* built by a worker */
     int code;
     request *next;
@@ -98,7 +99,8 @@ static void usage(FILE *f) {
         "usage: g4v serve --model DIR [options]\n"
         "\n"
         "Serves Gemma 4 vision encoding over HTTP (docs/SERVICE.md):\n"
-        "  POST /v1/encode[?tokens=N&dtype=f32|bf16&exif=0|1&format=json|npy|safetensors]\n"
+        "  POST /v1/encode[?tokens=N&dtype=f32|bf16&exif=0|1&resize=pillow|torchvision\n"
+        "                  &format=json|npy|safetensors]\n"
         "       body: the image bytes (JPEG/PNG/WebP/GIF/BMP); answer: the soft tokens in the\n"
         "       format Accept asks for (application/json with base64 features, the default;\n"
         "       application/x-npy; application/x-safetensors), with prompt ids, grid and sizes\n"
@@ -123,6 +125,9 @@ static void usage(FILE *f) {
         "  --tokens N           default budget, one of " CLI_BUDGETS " (default %d)\n"
         "  --precise            f32 GEMM inputs (default: bf16 inputs)\n"
         "  --no-exif            ignore EXIF orientation by default\n"
+        "  --resize pillow|torchvision  default resize (pillow: Pillow's BICUBIC, the\n"
+        "                       default; torchvision: torch's antialiased bicubic, as\n"
+        "                       transformers' torchvision backend); ?resize= overrides it\n"
         "  --cache DIR          feature cache shared with `g4v encode --cache` and other\n"
         "                       servers (identical bytes on a hit)\n"
         "  --cache-max-bytes N  cache size bound, LRU eviction (default 1073741824)\n"
@@ -202,6 +207,14 @@ static int parse_args(int argc, char **argv, serve_args *a) {
             a->precise = 1;
         else if (!strcmp(s, "--no-exif"))
             a->no_exif = 1;
+        else if (!strcmp(s, "--resize") && has_val) {
+            const char *v = argv[++i];
+            if (strcmp(v, "pillow") && strcmp(v, "torchvision")) {
+                fprintf(stderr, "g4v serve: --resize: '%s' is not pillow or torchvision\n", v);
+                return -1;
+            }
+            a->resize = !strcmp(v, "torchvision") ? G4V_RESIZE_TORCHVISION : G4V_RESIZE_PILLOW;
+        }
         else {
             fprintf(stderr, "g4v serve: unknown or incomplete option '%s' (see --help)\n", s);
             return -1;
@@ -403,6 +416,7 @@ static char *info_json(server *s, size_t *len) {
                           cJSON_CreateIntArray(budgets, sizeof budgets / sizeof budgets[0]));
     cJSON_AddNumberToObject(o, "default_budget", m->default_budget);
     cJSON_AddBoolToObject(o, "apply_exif", m->apply_exif);
+    cJSON_AddStringToObject(o, "resize", m->resize == G4V_RESIZE_TORCHVISION ? "torchvision" : "pillow");
     cJSON *ids = cJSON_AddObjectToObject(o, "token_ids");
     if (ids) {
         cJSON_AddNumberToObject(ids, "boi", m->boi_token_id);
@@ -451,6 +465,7 @@ static void run_job(server *s, g4v_ctx *ctx, request *q) {
     g4v_encode_options_init(&eo);
     eo.budget = q->budget;
     eo.exif = q->exif;
+    eo.resize = q->resize;
     eo.bf16 = q->bf16;
     g4v_result r;
     int st = g4v_encode_memory(ctx, q->body, q->len, &eo, &r);
@@ -538,6 +553,13 @@ static enum MHD_Result begin_encode(request *q, struct MHD_Connection *c) {
             return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG", "exif=%.40s: use 0 or 1",
                                 v);
         q->exif = v[0] == '1';
+    }
+    q->resize = -1;
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resize"))) {
+        if (strcmp(v, "pillow") && strcmp(v, "torchvision"))
+            return answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG",
+                                "resize=%.40s: use pillow or torchvision", v);
+        q->resize = !strcmp(v, "torchvision") ? G4V_RESIZE_TORCHVISION : G4V_RESIZE_PILLOW;
     }
     if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"))) {
         if ((q->fmt = serve_format_from_name(v)) < 0)
@@ -779,6 +801,7 @@ static int setup(server *s) {
     mo.budget = a->tokens;
     mo.precise = a->precise;
     mo.apply_exif = !a->no_exif;
+    mo.resize = a->resize;
     if (a->max_body > mo.max_file_bytes) mo.max_file_bytes = a->max_body;
     int st = g4v_model_load(a->model, &mo, &s->model, msg, sizeof msg);
     if (st) {
