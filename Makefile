@@ -129,10 +129,10 @@ hf-parity: test-deps
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli image_tool
 	@set -e; py=$$(scripts/hf-env.sh | tail -1); q=$${HF_QUICK:+--quick}; mkdir -p $(HF_OUT); \
 	export G4V_BUILD_DIR=$(BUILD) G4V_BIN=$(BUILD)/g4v PYTHONDONTWRITEBYTECODE=1; \
+	$$py tests/image/test_resize_torchvision.py $(BUILD)/tests/image/image_tool; \
 	$$py tests/hf/test_hf_tower.py $$q --json $(HF_OUT)/tower.json; \
 	$$py tests/hf/test_hf_preprocess.py $$q --json $(HF_OUT)/preprocess.json; \
-	$$py tests/hf/test_hf_prompt_video.py --json $(HF_OUT)/prompt_video.json; \
-	$$py tests/image/test_resize_torchvision.py $(BUILD)/tests/image/image_tool
+	$$py tests/hf/test_hf_prompt_video.py --json $(HF_OUT)/prompt_video.json
 
 # make unified-long: the 12B unified embedder against the float64 reference at the full target
 # sizes of budgets 70, 280 and 1120 (the default suite runs budget 70 only). About a minute.
