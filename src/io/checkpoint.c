@@ -435,6 +435,21 @@ static int path_kind(const char *dir, int *kind, g4v_err *err) {
     return G4V_OK;
 }
 
+/* A regular file given as the model must be a GGUF; anything else keeps the old message. */
+static int check_gguf_magic(const char *path, g4v_err *err) {
+    int fd;
+    uint64_t size;
+    int st = g4v_open_regular(path, &fd, &size, err);
+    if (st) return st;
+    unsigned char m[4] = {0};
+    int ok = size >= 4 && !g4v_pread_full(fd, m, 4, 0, path, NULL) && !memcmp(m, "GGUF", 4);
+    g4v_close_fd(fd);
+    if (!ok)
+        return g4v_fail(err, G4V_ERR_IO,
+                        "model %s: not a directory (a checkpoint) or an mmproj GGUF file", path);
+    return G4V_OK;
+}
+
 static int is_mmproj_name(const char *s) {
     size_t n = strlen(s);
     return n > 11 && !strncasecmp(s, "mmproj", 6) && !strcasecmp(s + n - 5, ".gguf");
@@ -495,9 +510,10 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
     if (st) return st;
     char gguf[4096];
     int has_gguf = kind == 2;
-    if (kind == 2)
+    if (kind == 2) {
+        if ((st = check_gguf_magic(dir, err))) return st;
         snprintf(gguf, sizeof gguf, "%s", dir);
-    else {
+    } else {
         char cfg_path[4096];
         if ((st = g4v_path_join(cfg_path, sizeof cfg_path, dir, "config.json", err))) return st;
         if (!g4v_is_file(cfg_path) && (st = find_mmproj(dir, gguf, sizeof gguf, &has_gguf, err)))
