@@ -163,7 +163,7 @@ tsan: test-deps
 # Hostile input (docs/LIMITS.md): the N-th allocation fails for every N over load and encode,
 # decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised
 # (RelWithDebInfo) so the sweeps stay fast.
-FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_config_replay \
+FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_gguf_replay fuzz_config_replay \
 	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_video_replay fuzz_serve_replay
 fault: test-deps
 	cmake -S . -B build-fault -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_SANITIZE=ON \

@@ -14,7 +14,7 @@ import os
 import sys
 
 HOUR = 3600
-TARGETS = ["safetensors", "config", "index", "image", "encode", "video", "serve"]
+TARGETS = ["safetensors", "config", "index", "gguf", "image", "encode", "video", "serve"]
 
 
 def main():

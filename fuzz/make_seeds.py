@@ -15,6 +15,9 @@ changed. Everything is small (each file a few KB at most) so the corpora can be 
                     few broken ones (truncated, bad offsets, overlapping).
   corpus/config     config.json variants (defaults, rope_theta placement, options off, e4b).
   corpus/index      model.safetensors.index.json variants for data/micro-shards.
+  corpus/gguf       mmproj GGUF files (tools/gguf_from_checkpoint.py): data/micro in f32, f16, bf16
+                    and q8_0, a micro32 tower with whole Q8_0 blocks, a micro unified embedder,
+                    an audio decoy, and truncated / header-only / version-1 / empty files.
   corpus/image      small images for every decoder branch: PNG (all colour types and depths,
                     Adam7, eXIf before/after IDAT, raw-profile EXIF, XMP), JPEG (baseline,
                     progressive, gray, CMYK, 4:4:4, EXIF orientations), GIF (interlaced,
@@ -500,11 +503,51 @@ def serve_requests(png):
         write(os.path.join(c, name), data)
 
 
+def gguf_seeds(gen, tmp):
+    """corpus/gguf: the micro checkpoint (data/micro) as mmproj GGUF files in every outtype (its
+    rows of 8 fall back to F16 in q8_0), a micro32 tower whose rows are whole Q8_0 blocks, a
+    micro unified (12B-style) embedder, an audio decoy, and a few broken files."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import gguf_from_checkpoint as GG
+    c = os.path.join(HERE, "corpus", "gguf")
+    fresh(c)
+
+    def conv(ck, outtype, audio=False):
+        tensors, vc, T, unified, _ = GG.convert(ck, outtype)
+        kv = GG.metadata(vc, T, unified, GG.FTYPE[outtype], "micro")
+        if audio:
+            GG.audio_decoy(kv, tensors)
+        p = os.path.join(tmp, "x.gguf")
+        GG.write_standalone(p, kv, tensors)
+        return read(p)
+
+    base = os.path.join(HERE, "data", "micro")
+    for t in ("f32", "f16", "bf16", "q8_0"):
+        write(os.path.join(c, f"micro-{t}.gguf"), conv(base, t))
+    gen.CONFIGS["micro32"] = dict(D=32, I=32, layers=1, H=2, Hkv=2, d=16, P=4, T=32, clipped=False,
+                                  standardize=False, rope_theta=100.0)
+    m32 = os.path.join(tmp, "micro32")
+    assert gen.main([m32, "--config", "micro32", "--seed", "1", "--no-decoys"]) == 0
+    write(os.path.join(c, "micro32-q8_0.gguf"), conv(m32, "q8_0"))
+    gen.UNIFIED_CONFIGS["micro-unified"] = dict(E=8, P=4, T=8)
+    mu = os.path.join(tmp, "micro-unified")
+    assert gen.main([mu, "--config", "micro-unified", "--seed", "1", "--no-decoys"]) == 0
+    write(os.path.join(c, "micro-unified-bf16.gguf"), conv(mu, "bf16"))
+    write(os.path.join(c, "micro-unified-q8_0.gguf"), conv(mu, "q8_0"))
+    good = conv(base, "bf16", audio=True)
+    write(os.path.join(c, "micro-audio.gguf"), good)
+    write(os.path.join(c, "truncated.gguf"), good[:len(good) - 40])
+    write(os.path.join(c, "header-only.gguf"), good[:600])
+    write(os.path.join(c, "version1.gguf"), good[:4] + struct.pack("<I", 1) + good[8:])
+    write(os.path.join(c, "empty.gguf"), b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
+
+
 def main():
     import tempfile
     gen = load_gen()
     with tempfile.TemporaryDirectory() as tmp:
         checkpoints(gen, tmp)
+        gguf_seeds(gen, tmp)
     images()
     serve_requests(open(os.path.join(HERE, "corpus", "encode", "rgb8-adam7.png"), "rb").read())
     total = 0

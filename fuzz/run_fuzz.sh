@@ -29,13 +29,14 @@ shift 3 2>/dev/null || shift $#
 SRC=$(cd "$(dirname "$0")" && pwd)
 BIN=$B/fuzz-bin
 W=$B/fuzz-work
-TARGETS=${*:-safetensors config index image encode video serve}
+TARGETS=${*:-safetensors config index gguf image encode video serve}
 LOG=${FUZZ_LOG:-$SRC/campaigns.tsv}
 
 # per-target options: dictionary and input size cap (bytes)
 opts() {
     case $1 in
     safetensors) echo "-dict=$SRC/dict/safetensors.dict -max_len=16384" ;;
+    gguf) echo "-dict=$SRC/dict/gguf.dict -max_len=16384" ;;
     config | index) echo "-dict=$SRC/dict/json.dict -max_len=8192" ;;
     image) echo "-dict=$SRC/dict/image.dict -max_len=16384" ;;
     encode) echo "-dict=$SRC/dict/image.dict -max_len=8192" ;;

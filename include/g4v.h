@@ -131,11 +131,13 @@ G4V_API void g4v_model_options_init(g4v_model_options *opts);
 
 /* Loads the checkpoint directory dir (config.json plus model.safetensors, a sharded
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; Hugging Face or MLX
- * names). Only the vision tensors are read. opts may be NULL (defaults). On failure *out is NULL
+ * names), or a llama.cpp mmproj GGUF file (F32/F16/BF16/Q8_0; dir may also be a directory
+ * without config.json holding exactly one mmproj*.gguf; docs/GGUF.md). Only the vision tensors
+ * are read. opts may be NULL (defaults). On failure *out is NULL
  * and errbuf (if not NULL, errbuf_size > 0) receives a message naming the file/tensor and cause.
  * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT (over
  * max_header_bytes, max_config_bytes or max_tensor_count), G4V_ERR_UNSUPPORTED (e.g. quantized
- * vision weights), G4V_ERR_ARG, G4V_ERR_NOMEM. */
+ * safetensors weights, a GGUF tensor type other than those four), G4V_ERR_ARG, G4V_ERR_NOMEM. */
 G4V_API int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out,
                            char *errbuf, size_t errbuf_size);
 

@@ -68,7 +68,7 @@ static void hash_task(void *arg, int task, int worker) {
         g4v_sha256_update(&s, p + off, len);
     }
     g4v_sha256_final(&s, f->digest);
-    if (j->drop_pages) g4v_drop_mapped_pages(t->data, t->nbytes);
+    if (j->drop_pages) g4v_tensor_drop_pages(t);
 }
 
 static void hash_double(g4v_sha256_ctx *s, double d) {

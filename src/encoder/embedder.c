@@ -85,7 +85,7 @@ static void pack_task(void *arg, int i, int worker) {
     if (j->status[i])
         g4v_err_prefix(&j->errs[i], "embedder: preparing %s: ", j->name[i]);
     else if (j->drop)
-        g4v_drop_mapped_pages(t->data, t->nbytes);
+        g4v_tensor_drop_pages(t);
 }
 
 static const float *widen(const g4v_tensor *t, float *dst, int64_t n) {

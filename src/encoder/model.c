@@ -107,7 +107,7 @@ static void pack_task(void *arg, int i, int worker) {
     void *storage = it->placed ? (char *)j->e->weights + it->offset : NULL;
     int st = g4v_wmat_create_in(j->e->kernels, t->data, t->dtype, (int)t->shape[0],
                                 (int)t->shape[1], it->mode, storage, it->out, err);
-    if (!st && j->e->drop_mapped_pages) g4v_drop_mapped_pages(t->data, t->nbytes);
+    if (!st && j->e->drop_mapped_pages) g4v_tensor_drop_pages(t);
     if (st && it->layer >= 0)
         g4v_err_prefix(err, "encoder: preparing layer %d %s: ", it->layer, it->name);
     else if (st)

@@ -8,18 +8,22 @@
 #include "io/checkpoint.h"
 
 #include "base/alloc.h"
+#include "io/checkpoint_internal.h"
 #include "io/config.h"
 #include "io/fsutil.h"
 #include "io/json_file.h"
 #include "io/names.h"
 #include "io/safetensors.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SIDECAR_NAME "optiq_vision.safetensors"
 #define INDEX_NAME "model.safetensors.index.json"
@@ -27,14 +31,6 @@
 /* Gaps up to this size between used tensors are mapped along with them (fewer mappings); larger
  * gaps (text weights sorted between embed_vision and vision_tower) stay unmapped. */
 #define MERGE_GAP ((uint64_t)4 << 20)
-
-struct g4v_checkpoint_files {
-    g4v_wanted *wanted;
-    size_t nwanted;
-    g4v_tensor *clips;
-    g4v_st_mapping *maps;
-    size_t nmaps;
-};
 
 typedef struct loader {
     const char *dir;
@@ -385,8 +381,7 @@ static int map_all(loader *L) {
 }
 
 /* Clip bounds as floats; +-inf when the model has none. */
-static int decode_clips(loader *L) {
-    g4v_checkpoint *ck = L->ck;
+int g4v_checkpoint_decode_clips(g4v_checkpoint *ck, const char *where, g4v_err *err) {
     for (int i = 0; i < ck->cfg.num_layers; i++)
         for (int j = 0; j < G4V_LIN_COUNT; j++) {
             g4v_clip *c = &ck->layers[i].clip[j];
@@ -400,10 +395,10 @@ static int decode_clips(loader *L) {
             c->out_min = g4v_tensor_get(&t[2], 0);
             c->out_max = g4v_tensor_get(&t[3], 0);
             if (!(c->in_min <= c->in_max) || !(c->out_min <= c->out_max))
-                return g4v_fail(L->err, G4V_ERR_MODEL,
+                return g4v_fail(err, G4V_ERR_MODEL,
                                 "%s: layers.%d.%s: clip bounds input [%g, %g], output [%g, %g] "
                                 "are not ordered (or NaN)",
-                                L->dir, i, g4v_lin_names[j], c->in_min, c->in_max, c->out_min,
+                                where, i, g4v_lin_names[j], c->in_min, c->in_max, c->out_min,
                                 c->out_max);
         }
     return G4V_OK;
@@ -426,13 +421,66 @@ static void summarize(loader *L) {
     snprintf(ck->naming, sizeof ck->naming, "%s", pre && plain ? "mixed" : pre ? "hf" : "mlx");
 }
 
-static int check_dir(const char *dir, g4v_err *err) {
+/* What dir names: 1 a directory, 2 a regular file (an mmproj GGUF), else G4V_ERR_IO. */
+static int path_kind(const char *dir, int *kind, g4v_err *err) {
     struct stat st;
     if (stat(dir, &st) != 0)
         return g4v_fail(err, G4V_ERR_IO, "model directory %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return g4v_fail(err, G4V_ERR_IO, "model directory %s: not a directory", dir);
+    if (S_ISDIR(st.st_mode))
+        *kind = 1;
+    else if (S_ISREG(st.st_mode))
+        *kind = 2;
+    else
+        return g4v_fail(err, G4V_ERR_IO, "model %s: not a directory or a regular file", dir);
     return G4V_OK;
+}
+
+/* A regular file given as the model must be a GGUF; anything else keeps the old message. */
+static int check_gguf_magic(const char *path, g4v_err *err) {
+    int fd;
+    uint64_t size;
+    int st = g4v_open_regular(path, &fd, &size, err);
+    if (st) return st;
+    unsigned char m[4] = {0};
+    int ok = size >= 4 && !g4v_pread_full(fd, m, 4, 0, path, NULL) && !memcmp(m, "GGUF", 4);
+    g4v_close_fd(fd);
+    if (!ok)
+        return g4v_fail(err, G4V_ERR_IO,
+                        "model %s: not a directory (a checkpoint) or an mmproj GGUF file", path);
+    return G4V_OK;
+}
+
+static int is_mmproj_name(const char *s) {
+    size_t n = strlen(s);
+    return n > 11 && !strncasecmp(s, "mmproj", 6) && !strcasecmp(s + n - 5, ".gguf");
+}
+
+/* A directory without config.json: its one mmproj*.gguf (case-insensitive) into path, *found 1;
+ * none: *found 0; several: G4V_ERR_IO naming two of them (the caller must pick). */
+static int find_mmproj(const char *dir, char *path, size_t cap, int *found, g4v_err *err) {
+    *found = 0;
+    DIR *d = opendir(dir);
+    if (!d) return g4v_fail(err, G4V_ERR_IO, "model directory %s: %s", dir, strerror(errno));
+    char first[256] = "";
+    int n = 0, st = G4V_OK;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_mmproj_name(e->d_name) || strlen(e->d_name) >= sizeof first) continue;
+        char p[4096];
+        if (g4v_path_join(p, sizeof p, dir, e->d_name, NULL) || !g4v_is_file(p)) continue;
+        if (n++ == 0) {
+            snprintf(first, sizeof first, "%s", e->d_name);
+            continue;
+        }
+        st = g4v_fail(err, G4V_ERR_IO,
+                      "model directory %s has no config.json and several mmproj GGUF files "
+                      "(%s, %s, ...): pass the one to use as the model path",
+                      dir, first, e->d_name);
+        break;
+    }
+    closedir(d);
+    if (st || !n) return st;
+    *found = 1;
+    return g4v_path_join(path, cap, dir, first, err);
 }
 
 static int load_config(const char *dir, const g4v_checkpoint_limits *lim, g4v_vision_config *cfg,
@@ -458,10 +506,29 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
         g4v_checkpoint_limits_default(&deflim);
         lim = &deflim;
     }
-    int st = check_dir(dir, err);
+    int kind = 0, st = path_kind(dir, &kind, err);
     if (st) return st;
+    char gguf[4096];
+    int has_gguf = kind == 2;
+    if (kind == 2) {
+        if ((st = check_gguf_magic(dir, err))) return st;
+        snprintf(gguf, sizeof gguf, "%s", dir);
+    } else {
+        char cfg_path[4096];
+        if ((st = g4v_path_join(cfg_path, sizeof cfg_path, dir, "config.json", err))) return st;
+        if (!g4v_is_file(cfg_path) && (st = find_mmproj(dir, gguf, sizeof gguf, &has_gguf, err)))
+            return st;
+    }
     g4v_checkpoint *ck = g4v_calloc(1, sizeof *ck);
     if (!ck) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
+    if (has_gguf) {
+        if ((st = g4v_gguf_checkpoint_load(gguf, lim, ck, err))) {
+            g4v_checkpoint_close(ck);
+            return st;
+        }
+        *out = ck;
+        return G4V_OK;
+    }
     loader L = {.dir = dir, .lim = lim, .ck = ck, .err = err};
     if ((st = load_config(dir, lim, &ck->cfg, err))) goto fail;
     const g4v_vision_config *cfg = &ck->cfg;
@@ -479,7 +546,7 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
     ck->files->nwanted = L.nw;
     if ((st = discover(&L))) goto fail;
     if ((st = map_all(&L))) goto fail;
-    if ((st = decode_clips(&L))) goto fail;
+    if ((st = g4v_checkpoint_decode_clips(ck, dir, err))) goto fail;
     summarize(&L);
     for (size_t i = 0; i < L.nfiles; i++)
         g4v_st_close(&L.files[i]);
@@ -499,6 +566,9 @@ void g4v_checkpoint_close(g4v_checkpoint *ck) {
     if (ck->files) {
         g4v_st_unmap(ck->files->maps, ck->files->nmaps);
         g4v_free(ck->files->maps);
+        for (size_t i = 0; i < ck->files->nowned; i++)
+            g4v_free_large(ck->files->owned[i]);
+        g4v_free(ck->files->owned);
         g4v_free(ck->files->wanted);
         g4v_free(ck->files->clips);
         g4v_free(ck->files);

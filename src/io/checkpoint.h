@@ -1,7 +1,9 @@
 /* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower (or,
  * for the 12B unified model, its encoder-free embedder: cfg.kind, docs/NUMERICS.md §9).
  *
- * g4v_checkpoint_open() reads config.json, finds the vision tensors (model.safetensors, a sharded
+ * g4v_checkpoint_open() also opens a llama.cpp mmproj GGUF file (a path to a regular file, or a
+ * directory with no config.json holding exactly one mmproj*.gguf): src/io/gguf_model.c,
+ * docs/GGUF.md. For a directory it reads config.json, finds the vision tensors (model.safetensors, a sharded
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; names with or without the
  * "model." prefix), memory-maps only the files that hold them, validates every tensor it uses
  * (dtype, shape against the config, offsets inside the data section, no overlap) and exposes them
@@ -22,6 +24,7 @@
 #ifndef G4V_IO_CHECKPOINT_H
 #define G4V_IO_CHECKPOINT_H
 
+#include "base/alloc.h"
 #include "base/dtype.h"
 #include "base/error.h"
 
@@ -36,7 +39,16 @@ typedef struct g4v_tensor {
     int64_t shape[4];
     const void *data; /* NULL when the tensor is absent (optional tensors only) */
     size_t nbytes;
+    int owned; /* 1: heap memory the loader filled (a GGUF tensor it transformed or widened,
+                  docs/GGUF.md §3), not a file mapping: never drop its pages
+                  (g4v_tensor_drop_pages) */
 } g4v_tensor;
+
+/* Drops t's pages from memory after its last read if it is a read-only file mapping; does
+ * nothing for a loader-owned copy (dropping anonymous pages would zero them). */
+static inline void g4v_tensor_drop_pages(const g4v_tensor *t) {
+    if (t && t->data && !t->owned) g4v_drop_mapped_pages(t->data, t->nbytes);
+}
 
 /* Element i of t as float (exact for every supported dtype). */
 static inline float g4v_tensor_get(const g4v_tensor *t, size_t i) {
@@ -124,10 +136,12 @@ typedef struct g4v_checkpoint {
     int64_t param_count; /* elements of every vision tensor loaded: the tensors above plus
                             the clip scalars (28 per layer when clipped) */
     size_t weight_bytes; /* their bytes as stored */
-    char naming[8];      /* "hf" (names had "model."), "mlx" (they did not) or "mixed" */
+    char naming[8];      /* "hf" (names had "model."), "mlx" (they did not), "mixed", or "gguf"
+                            (an mmproj GGUF: llama.cpp's names) */
     char source[512];    /* the files the tensors came from, e.g. "model.safetensors" or
                             "model-00002-of-00003.safetensors (1 of 3 shards, via
-                            model.safetensors.index.json)"; may be truncated */
+                            model.safetensors.index.json)", or for a GGUF
+                            "mmproj-x.gguf (GGUF v3, gemma4v, MOSTLY_BF16)"; may be truncated */
     struct g4v_checkpoint_files *files; /* private: the mappings */
 } g4v_checkpoint;
 

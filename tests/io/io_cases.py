@@ -24,6 +24,9 @@ SRC = os.environ.get("G4V_SOURCE_DIR", os.path.join(os.path.dirname(os.path.absp
 sys.path.insert(0, os.path.join(SRC, "tools"))
 import gen_checkpoint as G  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_cases  # noqa: E402
+
 LIN = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
 
@@ -295,7 +298,7 @@ def make(out):
     C.add_bad("missing_dir", "G4V_ERR_IO", "No such file or directory")
     with open(C.path("not_a_dir"), "w") as f:
         f.write("x")
-    C.add_bad("not_a_dir", "G4V_ERR_IO", "not a directory")
+    C.add_bad("not_a_dir", "G4V_ERR_IO", "not a directory")  # a file that is not a GGUF
 
     def bad(name, status, substring, fn):
         d = C.base_copy(name)
@@ -490,8 +493,10 @@ def make(out):
         fh.write(b"[")
     C.add_bad("sidecar_corrupt", "G4V_ERR_MODEL", "optiq_vision.safetensors: not a safetensors file")
 
+    gguf_good = gguf_cases.add(C, out)  # mmproj GGUF files (docs/GGUF.md)
+
     with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump({"good": C.good, "bad": C.bad}, f, indent=1)
+        json.dump({"good": C.good, "bad": C.bad, "gguf_good": gguf_good}, f, indent=1)
     return C
 
 

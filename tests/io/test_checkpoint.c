@@ -250,6 +250,104 @@ static void check_bad(const cJSON *c) {
     if (!st) g4v_checkpoint_close(ck);
 }
 
+/* ---- mmproj GGUF files (gguf_cases.py) ---- */
+
+typedef struct value_cmp {
+    const g4v_checkpoint *other;
+    const char *cs;
+    int visited;
+} value_cmp;
+
+typedef struct finder {
+    const char *name;
+    const g4v_tensor *t;
+} finder;
+
+static void find_fn(void *user, const char *name, const g4v_tensor *t) {
+    finder *f = user;
+    if (!strcmp(f->name, name)) f->t = t;
+}
+
+/* Every tensor the GGUF gave equals, value by value, the one the safetensors checkpoint gave
+ * under the same canonical name (the permutations undone, Q8_0 aside). */
+static void cmp_fn(void *user, const char *name, const g4v_tensor *t) {
+    value_cmp *v = user;
+    finder f = {name, NULL};
+    g4v_checkpoint_foreach(v->other, find_fn, &f);
+    v->visited++;
+    CHECK_MSG(f.t != NULL, "%s: %s not in the safetensors checkpoint", v->cs, name);
+    if (!f.t) return;
+    size_t n = t->nbytes / g4v_dtype_size(t->dtype), m = f.t->nbytes / g4v_dtype_size(f.t->dtype);
+    CHECK_MSG(n == m, "%s: %s has %zu values, safetensors %zu", v->cs, name, n, m);
+    size_t bad = 0;
+    for (size_t i = 0; i < n && i < m; i++)
+        bad += g4v_tensor_get(t, i) != g4v_tensor_get(f.t, i);
+    CHECK_MSG(bad == 0, "%s: %s: %zu values differ from the safetensors checkpoint", v->cs, name,
+              bad);
+}
+
+static void check_gguf_good(const cJSON *c) {
+    const char *cs = str(c, "name");
+    g4v_err err;
+    g4v_checkpoint *ck = NULL;
+    int st = g4v_checkpoint_open(str(c, "path"), NULL, &ck, &err);
+    CHECK_MSG(st == G4V_OK, "%s: open: %s", cs, err.msg);
+    if (st) return;
+    const g4v_vision_config *cfg = &ck->cfg;
+    CHECK_MSG(!strcmp(g4v_model_kind_name(cfg->kind), str(c, "kind")), "%s: kind", cs);
+    CHECK_MSG(cfg->num_layers == (int)num(c, "layers"), "%s: layers %d", cs, cfg->num_layers);
+    CHECK_MSG(cfg->use_clipped_linears == (int)num(c, "clipped"), "%s: clipped", cs);
+    CHECK_MSG(cfg->standardize == (int)num(c, "standardize"), "%s: standardize", cs);
+    CHECK_MSG(!strcmp(ck->naming, "gguf"), "%s: naming %s", cs, ck->naming);
+    CHECK_MSG(strstr(ck->source, "(GGUF v3 mmproj, gemma4") != NULL, "%s: source %s", cs,
+              ck->source);
+    CHECK_MSG(cfg->image_token_id == 258880 && cfg->boi_token_id == 255999 &&
+                  cfg->eoi_token_id == 258882 && cfg->video_token_id == 258884,
+              "%s: token ids", cs);
+    CHECK_MSG(cfg->rms_norm_eps == 1e-6, "%s: rms_norm_eps %.17g", cs, cfg->rms_norm_eps);
+    const g4v_tensor *patch = cfg->kind == G4V_KIND_UNIFIED ? &ck->unified.dense_w : &ck->input_proj;
+    CHECK_MSG(!strcmp(g4v_dtype_name(ck->embed_proj.dtype), str(c, "proj_dtype")),
+              "%s: projection dtype %s", cs, g4v_dtype_name(ck->embed_proj.dtype));
+    CHECK_MSG(!strcmp(g4v_dtype_name(patch->dtype), str(c, "patch_dtype")),
+              "%s: patch embedding dtype %s", cs, g4v_dtype_name(patch->dtype));
+    CHECK_MSG(patch->owned == 1, "%s: the permuted patch embedding is an owned copy", cs);
+    const cJSON *same = cJSON_GetObjectItemCaseSensitive(c, "same_values_as");
+    if (cJSON_IsString(same)) {
+        g4v_checkpoint *st_ck = NULL;
+        CHECK_MSG(g4v_checkpoint_open(same->valuestring, NULL, &st_ck, &err) == G4V_OK,
+                  "%s: open %s: %s", cs, same->valuestring, err.msg);
+        if (st_ck) {
+            value_cmp v = {st_ck, cs, 0};
+            g4v_checkpoint_foreach(ck, cmp_fn, &v);
+            CHECK_MSG(v.visited > 0 && ck->param_count == st_ck->param_count,
+                      "%s: %d tensors, %lld parameters (safetensors %lld)", cs, v.visited,
+                      (long long)ck->param_count, (long long)st_ck->param_count);
+            g4v_checkpoint_close(st_ck);
+        }
+    }
+    g4v_checkpoint_close(ck);
+}
+
+static void check_gguf_limits(const char *fx) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/gguf/tiny_q8_0.gguf", fx);
+    g4v_checkpoint_limits lim;
+    g4v_err err;
+    g4v_checkpoint *ck;
+    g4v_checkpoint_limits_default(&lim);
+    lim.max_header_bytes = 200;
+    CHECK(g4v_checkpoint_open(path, &lim, &ck, &err) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(err.msg, "above the limit of 200 bytes (max_header_bytes)");
+    g4v_checkpoint_limits_default(&lim);
+    lim.max_tensor_count = 10;
+    CHECK(g4v_checkpoint_open(path, &lim, &ck, &err) == G4V_ERR_LIMIT);
+    CHECK_CONTAINS(err.msg, "(max_tensor_count)");
+    g4v_checkpoint_limits_default(&lim);
+    lim.read_weights = 1; /* read, not mapped: the same load */
+    CHECK(g4v_checkpoint_open(path, &lim, &ck, &err) == G4V_OK);
+    if (ck) g4v_checkpoint_close(ck);
+}
+
 static void check_limits(const char *fx) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tiny_base", fx);
@@ -429,6 +527,8 @@ int main(int argc, char **argv) {
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "good")) check_good(c);
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "bad")) check_bad(c);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "gguf_good")) check_gguf_good(c);
+    check_gguf_limits(argv[1]);
     cJSON_Delete(m);
     check_limits(argv[1]);
     check_variants();
@@ -438,5 +538,9 @@ int main(int argc, char **argv) {
     check_alloc_failures(argv[1], "tiny_base");
     check_alloc_failures(argv[1], "tiny_shards3_mlx_f16");
     check_alloc_failures(argv[1], "tiny_sidecar_hf_bf16");
+    check_alloc_failures(argv[1], "gguf/tiny_bf16.gguf");   /* narrowed patch embedding */
+    check_alloc_failures(argv[1], "gguf/tiny_q8_0.gguf");   /* Q8_0 widened */
+    check_alloc_failures(argv[1], "gguf/unified_f16.gguf"); /* 12B permutations */
+    check_alloc_failures(argv[1], "gguf/one_mmproj");       /* found in a directory */
     return test_summary("test_checkpoint");
 }

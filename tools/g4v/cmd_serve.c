@@ -108,7 +108,7 @@ static void usage(FILE *f) {
         "  GET  /health      200 \"ok\" while serving\n"
         "  GET  /metrics     Prometheus text: requests by status, latency, queue, cache\n"
         "\n"
-        "  --model DIR          checkpoint directory (required)\n"
+        "  --model DIR          checkpoint directory or mmproj .gguf file (required)\n"
         "  --host ADDR          address to listen on (default 127.0.0.1: this machine only;\n"
         "                       the service has no authentication and no TLS)\n"
         "  --port N             TCP port (default 8080; 0 picks a free one, printed at start)\n"

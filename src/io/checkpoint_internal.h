@@ -1,0 +1,31 @@
+/* checkpoint_internal.h - what the two checkpoint loaders (checkpoint.c for safetensors
+ * directories, gguf_model.c for llama.cpp mmproj files) share: the private part of
+ * g4v_checkpoint, which g4v_checkpoint_close frees whichever loader filled it.
+ */
+#ifndef G4V_IO_CHECKPOINT_INTERNAL_H
+#define G4V_IO_CHECKPOINT_INTERNAL_H
+
+#include "io/checkpoint.h"
+#include "io/names.h"
+#include "io/safetensors.h"
+
+struct g4v_checkpoint_files {
+    g4v_wanted *wanted; /* every tensor loaded, by canonical name (g4v_checkpoint_foreach) */
+    size_t nwanted;
+    g4v_tensor *clips; /* cfg.num_layers x G4V_LIN_COUNT x 4 clip scalar views when clipped */
+    g4v_st_mapping *maps;
+    size_t nmaps;
+    void **owned; /* g4v_malloc_large blocks holding transformed tensors (GGUF) */
+    size_t nowned;
+};
+
+/* Opens the mmproj GGUF file at path into ck (allocated, zeroed by the caller; on failure the
+ * caller closes it): src/io/gguf_model.c. */
+int g4v_gguf_checkpoint_load(const char *path, const g4v_checkpoint_limits *lim,
+                             g4v_checkpoint *ck, g4v_err *err);
+
+/* Clip bounds of every layer from the clip views (+-inf when cfg.use_clipped_linears is 0);
+ * G4V_ERR_MODEL naming the layer for unordered or NaN bounds. where names the source. */
+int g4v_checkpoint_decode_clips(g4v_checkpoint *ck, const char *where, g4v_err *err);
+
+#endif
