@@ -1,7 +1,7 @@
 # Thin wrapper around CMake so that a new user types one command.
 #   make            configure + build (build/)
-#   make test       install test dependencies, build, run every test CI runs (~15 min): ctest,
-#                   the portable-path rerun, asan, tsan, fuzz-smoke
+#   make test       install test dependencies, build, run every test CI runs (~40 min): ctest,
+#                   the portable-path rerun, asan, tsan, fuzz-smoke, hf-parity
 #   make check      install, build, run the default ctest suite only (a few minutes)
 #   make install    install, build, and install libg4v, g4v.h, the g4v tool and the Python
 #                   package gemma4_vision under PREFIX (default /usr/local)
