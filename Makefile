@@ -25,6 +25,7 @@
 #                   cached), Hugging Face's Gemma 4 modules and processors against ours: every
 #                   vision variant in float32 and bf16, both image processors on real photos,
 #                   prompts and video (~15 min); HF_QUICK=1 for the small shapes only
+#   make bench-mlx  the mlx-vlm peer on mlx[cpu] beside ours (accuracy, encode seconds)
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
 #                   (default 60; FUZZ_TARGETS picks some); make fuzz-smoke: FUZZ_SMOKE_SECONDS
 #                   (60) each, 2 at a time; make fuzz-merge: fold what they found into fuzz/grown
@@ -35,7 +36,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: hf-parity all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
+.PHONY: hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
 
 all: build
 
@@ -133,6 +134,18 @@ hf-parity: test-deps
 	$$py tests/hf/test_hf_tower.py $$q --json $(HF_OUT)/tower.json; \
 	$$py tests/hf/test_hf_preprocess.py $$q --json $(HF_OUT)/preprocess.json; \
 	$$py tests/hf/test_hf_prompt_video.py --json $(HF_OUT)/prompt_video.json
+
+# make bench-mlx: the mlx-vlm peer (bench/mlx_peer.py) on mlx's CPU backend beside ours, in one
+# run: accuracy against float64 and encode seconds, e4b at 256 tokens (MLX_CKPT, MLX_IMAGE).
+MLX_CKPT ?= $(HF_OUT)/ckpt/e4b-peer
+bench-mlx: test-deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli
+	@set -e; py=$$(scripts/hf-env.sh --mlx | tail -1); hpy=$$(scripts/hf-env.sh | tail -1); \
+	[ -f $(MLX_CKPT)/config.json ] || $(PYTHON) tools/gen_checkpoint.py $(MLX_CKPT) --config e4b; \
+	img=$(HF_OUT)/mlx-768.png; \
+	$$hpy -c "from PIL import Image; Image.open('$$HOME/.cache/g4v-hf/photos/astronaut.png').convert('RGB').resize((768, 768), Image.BICUBIC).save('$$img')"; \
+	$$py bench/mlx_peer.py $(MLX_CKPT) $$img --tokens 280 --g4v $(BUILD)/g4v
 
 # make unified-long: the 12B unified embedder against the float64 reference at the full target
 # sizes of budgets 70, 280 and 1120 (the default suite runs budget 70 only). About a minute.

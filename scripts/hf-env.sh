@@ -13,6 +13,8 @@
 #
 #   scripts/hf-env.sh            make/reuse the venv; print its python
 #   scripts/hf-env.sh --relock   resolve tests/hf/requirements.txt afresh and rewrite the lock
+#   scripts/hf-env.sh --mlx      make/reuse the mlx-vlm peer's venv (tests/hf/requirements-mlx.txt)
+#                                and print its python
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOME_DIR=${G4V_HF_HOME:-${HOME:-/root}/.cache/g4v-hf}
@@ -23,6 +25,22 @@ SKIMAGE=scikit_image==0.26.0  # its wheel carries the sample photos (skimage/dat
 if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
     echo "hf-env: installing python3-venv (Debian)" >&2
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
+fi
+
+if [ "${1:-}" = "--mlx" ]; then
+    mreq=tests/hf/requirements-mlx.txt
+    mvenv="$HOME_DIR/mlx-$(sha256sum "$mreq" | cut -c1-12)"
+    if [ ! -x "$mvenv/.ready" ]; then
+        echo "hf-env: creating $mvenv (mlx[cpu] + mlx-vlm from PyPI; once)" >&2
+        rm -rf "$mvenv" && mkdir -p "$HOME_DIR"
+        /usr/bin/python3 -m venv "$mvenv"
+        "$mvenv/bin/pip" install -q --upgrade pip >&2
+        "$mvenv/bin/pip" install -q -r "$mreq" >&2
+        "$mvenv/bin/python" -c 'import mlx.core, mlx_vlm.models.gemma4.vision' >&2
+        printf '#!/bin/sh\nexit 0\n' > "$mvenv/.ready" && chmod +x "$mvenv/.ready"
+    fi
+    echo "$mvenv/bin/python"
+    exit 0
 fi
 
 if [ "${1:-}" = "--relock" ]; then
