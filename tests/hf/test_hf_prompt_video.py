@@ -217,6 +217,13 @@ def check_video(proc, tower, ckpt, clip, tmp, resize_exact):
                video_metadata=[meta], do_sample_frames=False, return_tensors="np")
     check(special_ids(enc["input_ids"][0].tolist()) == expand_ids(ours_ids),
           f"{name}: Gemma4Processor ids == our ids line")
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "this video "},
+                                         {"type": "video", "video": out["frames"]}]}]
+    r = proc.apply_chat_template(msgs, chat_template=TEMPLATE, tokenize=True, return_dict=True,
+                                 return_tensors="np", processor_kwargs={"videos_kwargs": {
+                                     "video_metadata": [meta], "do_sample_frames": False}})
+    check(special_ids(r["input_ids"][0].tolist()) == expand_ids(ours_ids),
+          f"{name}: apply_chat_template with the video: ids == our ids line")
     # The soft tokens: HF's tower on HF's frames against ours.
     hf_rows = np.concatenate(tower(out["pixel_values_videos"], out["video_position_ids"]))
     if rows.shape != hf_rows.shape:
