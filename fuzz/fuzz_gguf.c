@@ -9,6 +9,7 @@
  * against its shape. Limits are lowered (1 MiB header, 4096 tensors/pairs) so the limit branches
  * are reachable. No companion file: the GGUF holds its own config.
  */
+#include "fuzz_checkpoint.h"
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
@@ -20,15 +21,6 @@
 #include <string.h>
 
 #define MAX_RANGES 256
-
-typedef struct {
-    uint64_t b, e;
-} range;
-
-static int cmp_range(const void *x, const void *y) {
-    const range *a = x, *b = y;
-    return a->b < b->b ? -1 : a->b > b->b;
-}
 
 static void fuzz_container(const char *path, const g4v_checkpoint_limits *lim) {
     g4v_gguf_file f;
@@ -60,7 +52,7 @@ static void fuzz_container(const char *path, const g4v_checkpoint_limits *lim) {
         if ((st = g4v_gguf_get_str(&f, k, s, sizeof s, NULL, &err)))
             fz_check_failure(st, &err, "g4v_gguf_get_str");
     }
-    range r[MAX_RANGES];
+    fz_range r[MAX_RANGES];
     size_t n = 0;
     for (size_t i = 0; i < f.nt; i++) {
         const g4v_gguf_tensor *t = &f.t[i];
@@ -72,35 +64,10 @@ static void fuzz_container(const char *path, const g4v_checkpoint_limits *lim) {
             continue;
         }
         FZ_ASSERT(t->offset + nbytes <= f.io.data_len, "tensor %s outside the data", t->name);
-        if (n < MAX_RANGES) r[n++] = (range){t->offset, t->offset + nbytes};
+        if (n < MAX_RANGES) r[n++] = (fz_range){t->offset, t->offset + nbytes};
     }
-    qsort(r, n, sizeof *r, cmp_range);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!m || r[i].b >= r[m - 1].e) r[m++] = r[i];
-    uint64_t b[MAX_RANGES], e[MAX_RANGES];
-    const void *ptrs[MAX_RANGES];
-    for (size_t i = 0; i < m; i++) b[i] = r[i].b, e[i] = r[i].e;
-    g4v_st_mapping *maps = NULL;
-    size_t nmaps = 0;
-    st = g4v_st_map_ranges(&f.io, m, b, e, 64, ptrs, &maps, &nmaps, &err);
-    if (st)
-        fz_check_failure(st, &err, "g4v_st_map_ranges");
-    else
-        for (size_t i = 0; i < m; i++) fz_touch(ptrs[i], (size_t)(e[i] - b[i]));
-    g4v_st_unmap(maps, nmaps);
-    g4v_free(maps);
+    fz_map_ranges(&f.io, r, n);
     g4v_gguf_close(&f);
-}
-
-static void check_tensor(void *user, const char *name, const g4v_tensor *t) {
-    (void)user;
-    if (!t->data) return;
-    uint64_t elems = 1;
-    for (int i = 0; i < t->ndim; i++) elems *= (uint64_t)t->shape[i];
-    FZ_ASSERT(t->nbytes == elems * g4v_dtype_size(t->dtype), "%s: %zu bytes for its shape", name,
-              t->nbytes);
-    fz_touch(t->data, t->nbytes);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -116,15 +83,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lim.max_tensor_count = 4096;
     fuzz_container(path, &lim);
 
-    g4v_checkpoint *ck = NULL;
-    g4v_err err;
-    int st = g4v_checkpoint_open(path, &lim, &ck, &err);
-    if (st) {
-        fz_check_failure(st, &err, "g4v_checkpoint_open");
-        FZ_ASSERT(ck == NULL, "failed open returned a checkpoint");
-        return 0;
-    }
-    g4v_checkpoint_foreach(ck, check_tensor, NULL);
-    g4v_checkpoint_close(ck);
+    fz_open_checkpoint(path, &lim);
     return 0;
 }

@@ -8,6 +8,7 @@
  * run. On success every tensor view is read in full and its byte count checked against its shape.
  * Limits are lowered (1 MiB header, 4096 entries) so the limit branches are reachable.
  */
+#include "fuzz_checkpoint.h"
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
@@ -19,15 +20,6 @@
 #include <string.h>
 
 #define MAX_RANGES 256
-
-typedef struct {
-    uint64_t b, e;
-} range;
-
-static int cmp_range(const void *x, const void *y) {
-    const range *a = x, *b = y;
-    return a->b < b->b ? -1 : a->b > b->b;
-}
 
 static void fuzz_header(const char *path, const g4v_checkpoint_limits *lim) {
     g4v_st_file f;
@@ -41,7 +33,7 @@ static void fuzz_header(const char *path, const g4v_checkpoint_limits *lim) {
     FZ_ASSERT(f.data_start + f.data_len == f.file_size, "data section %llu + %llu != file %llu",
               (unsigned long long)f.data_start, (unsigned long long)f.data_len,
               (unsigned long long)f.file_size);
-    range r[MAX_RANGES];
+    fz_range r[MAX_RANGES];
     size_t n = 0;
     for (const cJSON *c = f.header->child; c; c = c->next) {
         if (!c->string || !strcmp(c->string, "__metadata__")) continue;
@@ -58,36 +50,10 @@ static void fuzz_header(const char *path, const g4v_checkpoint_limits *lim) {
                   (unsigned long long)f.data_len);
         FZ_ASSERT(e.end - e.begin == elems * g4v_dtype_size(e.dtype), "entry %s: size mismatch",
                   c->string);
-        if (n < MAX_RANGES) r[n++] = (range){e.begin, e.end};
+        if (n < MAX_RANGES) r[n++] = (fz_range){e.begin, e.end};
     }
-    /* The mapper wants sorted, non-overlapping ranges (the loader checks overlap first). */
-    qsort(r, n, sizeof *r, cmp_range);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!m || r[i].b >= r[m - 1].e) r[m++] = r[i];
-    uint64_t b[MAX_RANGES], e[MAX_RANGES];
-    const void *ptrs[MAX_RANGES];
-    for (size_t i = 0; i < m; i++) b[i] = r[i].b, e[i] = r[i].e;
-    g4v_st_mapping *maps = NULL;
-    size_t nmaps = 0;
-    st = g4v_st_map_ranges(&f, m, b, e, 64, ptrs, &maps, &nmaps, &err);
-    if (st)
-        fz_check_failure(st, &err, "g4v_st_map_ranges");
-    else
-        for (size_t i = 0; i < m; i++) fz_touch(ptrs[i], (size_t)(e[i] - b[i]));
-    g4v_st_unmap(maps, nmaps);
-    g4v_free(maps);
+    fz_map_ranges(&f, r, n);
     g4v_st_close(&f);
-}
-
-static void check_tensor(void *user, const char *name, const g4v_tensor *t) {
-    (void)user;
-    if (!t->data) return; /* optional and absent */
-    uint64_t elems = 1;
-    for (int i = 0; i < t->ndim; i++) elems *= (uint64_t)t->shape[i];
-    FZ_ASSERT(t->nbytes == elems * g4v_dtype_size(t->dtype), "%s: %zu bytes for its shape", name,
-              t->nbytes);
-    fz_touch(t->data, t->nbytes);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -104,15 +70,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lim.max_tensor_count = 4096;
     fuzz_header(path, &lim);
 
-    g4v_checkpoint *ck = NULL;
-    g4v_err err;
-    int st = g4v_checkpoint_open(dir, &lim, &ck, &err);
-    if (st) {
-        fz_check_failure(st, &err, "g4v_checkpoint_open");
-        FZ_ASSERT(ck == NULL, "failed open returned a checkpoint");
-        return 0;
-    }
-    g4v_checkpoint_foreach(ck, check_tensor, NULL);
-    g4v_checkpoint_close(ck);
+    fz_open_checkpoint(dir, &lim);
     return 0;
 }

@@ -495,6 +495,18 @@ static int load_config(const char *dir, const g4v_checkpoint_limits *lim, g4v_vi
     return st;
 }
 
+int g4v_checkpoint_alloc_parts(g4v_checkpoint *ck, g4v_err *err) {
+    const g4v_vision_config *cfg = &ck->cfg;
+    ck->files = g4v_calloc(1, sizeof *ck->files);
+    ck->layers = g4v_calloc(cfg->num_layers > 0 ? (size_t)cfg->num_layers : 1, sizeof *ck->layers);
+    if (ck->files && cfg->use_clipped_linears)
+        ck->files->clips =
+            g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
+    if (!ck->files || !ck->layers || (cfg->use_clipped_linears && !ck->files->clips))
+        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
+    return G4V_OK;
+}
+
 int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
                         g4v_err *err) {
     g4v_err_clear(err);
@@ -532,15 +544,7 @@ int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_c
     loader L = {.dir = dir, .lim = lim, .ck = ck, .err = err};
     if ((st = load_config(dir, lim, &ck->cfg, err))) goto fail;
     const g4v_vision_config *cfg = &ck->cfg;
-    ck->files = g4v_calloc(1, sizeof *ck->files);
-    ck->layers = g4v_calloc(cfg->num_layers > 0 ? (size_t)cfg->num_layers : 1, sizeof *ck->layers);
-    if (ck->files && cfg->use_clipped_linears)
-        ck->files->clips =
-            g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
-    if (!ck->files || !ck->layers || (cfg->use_clipped_linears && !ck->files->clips)) {
-        st = g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
+    if ((st = g4v_checkpoint_alloc_parts(ck, err))) goto fail;
     if ((st = g4v_wanted_build(cfg, ck, ck->files->clips, &L.w, &L.nw, err))) goto fail;
     ck->files->wanted = L.w;
     ck->files->nwanted = L.nw;

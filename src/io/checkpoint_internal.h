@@ -19,6 +19,11 @@ struct g4v_checkpoint_files {
     size_t nowned;
 };
 
+/* Allocates ck->files, ck->layers (cfg.num_layers entries) and, with clipped linears, the clip
+ * views (num_layers x 7 x 4) for the configuration in ck->cfg: what every loader fills.
+ * G4V_ERR_NOMEM on failure (the caller closes ck). */
+int g4v_checkpoint_alloc_parts(g4v_checkpoint *ck, g4v_err *err);
+
 /* Opens the mmproj GGUF file at path into ck (allocated, zeroed by the caller; on failure the
  * caller closes it): src/io/gguf_model.c. */
 int g4v_gguf_checkpoint_load(const char *path, const g4v_checkpoint_limits *lim,

@@ -600,15 +600,7 @@ int g4v_gguf_checkpoint_load(const char *path, const g4v_checkpoint_limits *lim,
     if (st) return st;
     if ((st = read_config(&L))) goto done;
     const g4v_vision_config *cfg = &ck->cfg;
-    ck->files = g4v_calloc(1, sizeof *ck->files);
-    ck->layers = g4v_calloc(cfg->num_layers > 0 ? (size_t)cfg->num_layers : 1, sizeof *ck->layers);
-    if (ck->files && cfg->use_clipped_linears)
-        ck->files->clips =
-            g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
-    if (!ck->files || !ck->layers || (cfg->use_clipped_linears && !ck->files->clips)) {
-        st = g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
-        goto done;
-    }
+    if ((st = g4v_checkpoint_alloc_parts(ck, err))) goto done;
     if ((st = g4v_wanted_build(cfg, ck, ck->files->clips, &L.w, &L.nw, err))) goto done;
     ck->files->wanted = L.w;
     ck->files->nwanted = L.nw;
