@@ -130,7 +130,14 @@ int main(int argc, char **argv) {
     chat_session_info info;
     chat_session_get_info(s, &info);
     chat_media *media = calloc((size_t)n_img, sizeof *media);
-    for (int i = 0; i < n_img; i++) media[i].path = imgs[i];
+    for (int i = 0; i < n_img; i++) { /* "video:PATH": a video */
+        media[i].is_video = !strncmp(imgs[i], "video:", 6);
+        media[i].path = imgs[i] + (media[i].is_video ? 6 : 0);
+        if (own && media[i].is_video) {
+            fprintf(stderr, "--own-encoder: images only\n");
+            return 2;
+        }
+    }
     chat_turn_result r;
     if (chat_session_prefill(s, media, n_img, TEXT, &r, err, sizeof err)) {
         printf("FAIL: chat_session_prefill: %s\n", err);
@@ -159,6 +166,7 @@ int main(int argc, char **argv) {
     mp.n_threads = threads;
     mp.warmup = false;
     mp.image_max_tokens = info.budget;
+    mp.image_min_tokens = own ? 0 : 1; /* video frames have fewer than mtmd's default 70 */
     mtmd_context *mctx = mtmd_init_from_file(mmproj, model, mp);
     if (!mctx) {
         printf("FAIL: mtmd_init_from_file %s\n", mmproj);
@@ -175,27 +183,51 @@ int main(int argc, char **argv) {
         printf("FAIL: g4v: %s\n", err);
         return 1;
     }
-    float **rows = calloc((size_t)n_img, sizeof *rows);
-    int *nrows = calloc((size_t)n_img, sizeof *nrows);
-    mtmd_bitmap **bm = calloc((size_t)n_img, sizeof *bm);
+    /* units: one image, or one video frame (mtmd sees each frame as an image after its
+     * "MM:SS " label, frames joined by spaces, as g4v_video_prompt_text writes them) */
+    int cap = 0;
+    for (int i = 0; i < n_img; i++) cap += media[i].is_video ? 1024 : 1;
+    float **rows = calloc((size_t)cap, sizeof *rows);
+    int *nrows = calloc((size_t)cap, sizeof *nrows);
+    mtmd_bitmap **bm = calloc((size_t)cap, sizeof *bm);
+    char (*label)[24] = calloc((size_t)cap, sizeof *label);
+    int n_units = 0;
     for (int i = 0; i < n_img; i++) {
+        if (media[i].is_video) {
+            g4v_video_result vr;
+            if (g4v_encode_video_file(vc, media[i].path, NULL, &vr)) {
+                printf("FAIL: encode %s: %s\n", media[i].path, g4v_ctx_error(vc));
+                return 1;
+            }
+            for (int f = 0; f < vr.n_frames; f++, n_units++) {
+                int n = vr.frames[f].n_tokens;
+                nrows[n_units] = n;
+                rows[n_units] = malloc((size_t)n * (size_t)vr.dim * sizeof(float));
+                memcpy(rows[n_units], vr.features + vr.frames[f].first_row * (size_t)vr.dim,
+                       (size_t)n * (size_t)vr.dim * sizeof(float));
+                snprintf(label[n_units], sizeof label[n_units], "%s%s ", f ? " " : "",
+                         vr.frames[f].mmss);
+                unsigned char *px = calloc((size_t)vr.width * (size_t)vr.height * 3, 1);
+                bm[n_units] = mtmd_bitmap_init((uint32_t)vr.width, (uint32_t)vr.height, px);
+                free(px);
+            }
+            continue;
+        }
         g4v_result gr;
-        if (g4v_encode_file(vc, imgs[i], NULL, &gr)) {
-            printf("FAIL: encode %s: %s\n", imgs[i], g4v_ctx_error(vc));
+        if (g4v_encode_file(vc, media[i].path, NULL, &gr)) {
+            printf("FAIL: encode %s: %s\n", media[i].path, g4v_ctx_error(vc));
             return 1;
         }
-        nrows[i] = gr.n_tokens;
-        rows[i] = malloc((size_t)gr.n_tokens * (size_t)gr.dim * sizeof(float));
-        g4v_result_copy(&gr, rows[i], (size_t)gr.n_tokens * (size_t)gr.dim);
-        if (own) {
-            bm[i] = NULL; /* after mtmd_init_from_file */
-        } else { /* any pixels of the target size: mtmd's count must be ours (checked) */
+        nrows[n_units] = gr.n_tokens;
+        rows[n_units] = malloc((size_t)gr.n_tokens * (size_t)gr.dim * sizeof(float));
+        g4v_result_copy(&gr, rows[n_units], (size_t)gr.n_tokens * (size_t)gr.dim);
+        if (!own) { /* any pixels of the target size: mtmd's count must be ours (checked) */
             unsigned char *px = calloc((size_t)gr.width * (size_t)gr.height * 3, 1);
-            bm[i] = mtmd_bitmap_init((uint32_t)gr.width, (uint32_t)gr.height, px);
+            bm[n_units] = mtmd_bitmap_init((uint32_t)gr.width, (uint32_t)gr.height, px);
             free(px);
         }
+        n_units++;
     }
-
     for (int i = 0; own && i < n_img; i++) {
         bm[i] = mtmd_helper_bitmap_init_from_file(mctx, imgs[i], false,
                                                   mtmd_helper_init_opt_default()).bitmap;
@@ -204,15 +236,18 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    size_t tl = strlen(HEAD) + strlen(TEXT) + strlen(TAIL) + 64 * (size_t)n_img;
+    size_t tl = strlen(HEAD) + strlen(TEXT) + strlen(TAIL) + 64 * (size_t)n_units;
     char *prompt = malloc(tl);
     strcpy(prompt, HEAD);
-    for (int i = 0; i < n_img; i++) strcat(prompt, mtmd_default_marker());
+    for (int i = 0; i < n_units; i++) {
+        strcat(prompt, label[i]);
+        strcat(prompt, mtmd_default_marker());
+    }
     strcat(prompt, TEXT);
     strcat(prompt, TAIL);
     mtmd_input_text it = {prompt, strlen(prompt), true, true};
     mtmd_input_chunks *chunks = mtmd_input_chunks_init();
-    if (mtmd_tokenize(mctx, chunks, &it, (const mtmd_bitmap **)bm, (size_t)n_img)) {
+    if (mtmd_tokenize(mctx, chunks, &it, (const mtmd_bitmap **)bm, (size_t)n_units)) {
         printf("FAIL: mtmd_tokenize\n");
         return 1;
     }
@@ -295,7 +330,7 @@ int main(int argc, char **argv) {
     }
     mtmd_input_chunks_free(chunks);
     mtmd_free(mctx);
-    for (int i = 0; i < n_img; i++) {
+    for (int i = 0; i < n_units; i++) {
         mtmd_bitmap_free(bm[i]);
         free(rows[i]);
     }

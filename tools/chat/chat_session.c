@@ -69,6 +69,27 @@ static void log_cb(enum ggml_log_level level, const char *text, void *user) {
     }
 }
 
+/* general.architecture of a GGUF file if it is the first key (as every writer puts it), read
+ * before llama.cpp sees the file so that a wrong file gets a clear message. "" if unknown. */
+static void gguf_arch(const char *path, char *arch, size_t cap) {
+    arch[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    unsigned char h[24];
+    uint64_t klen = 0, vlen = 0;
+    uint32_t type = 0;
+    char key[32];
+    if (fread(h, 1, 24, f) == 24 && !memcmp(h, "GGUF", 4) && fread(&klen, 8, 1, f) == 1 &&
+        klen == strlen("general.architecture") && fread(key, 1, klen, f) == klen &&
+        !memcmp(key, "general.architecture", klen) && fread(&type, 4, 1, f) == 1 &&
+        type == 8 /* string */ && fread(&vlen, 8, 1, f) == 1 && vlen < cap &&
+        fread(arch, 1, vlen, f) == vlen)
+        arch[vlen] = 0;
+    else
+        arch[0] = 0;
+    fclose(f);
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb;
     (void)flag;
@@ -169,6 +190,19 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     g_last_log[0] = 0;
+    gguf_arch(o->lm_path, s->arch, sizeof s->arch);
+    if (!strcmp(s->arch, "clip")) {
+        seterr(err, errsz,
+               "%s is a llama.cpp mmproj (vision projector) file, not a Gemma 4 text model: give "
+               "it as --model and the text model's GGUF as --lm", o->lm_path);
+        goto fail;
+    }
+    if (s->arch[0] && strcmp(s->arch, "gemma4")) {
+        seterr(err, errsz,
+               "%s is not a Gemma 4 text model (general.architecture is '%s', not 'gemma4')",
+               o->lm_path, s->arch);
+        goto fail;
+    }
     s->lm = llama_model_load_from_file(o->lm_path, mp);
     if (!s->lm) {
         seterr(err, errsz, "cannot load the language model %s%s%s", o->lm_path,
