@@ -1,7 +1,8 @@
 /* test_chat_mtmd.c - g4v chat's prefill against libmtmd's, bit for bit (docs/CHAT.md §5).
  *
  *   test_chat_mtmd LM.gguf VISION MMPROJ.gguf THREADS IMAGE...      (exit 0: identical)
- *   test_chat_mtmd --own-encoder LM.gguf VISION MMPROJ.gguf THREADS IMAGE...  (a measurement)
+ *   test_chat_mtmd --own-encoder [--precise] LM.gguf VISION MMPROJ.gguf THREADS IMAGE...
+ *                                                                  (a measurement)
  *
  * One prompt, "<|turn>user\n" + the images + "Describe ...<turn|>\n<|turn>model\n<|channel>
  * thought\n<channel|>", two ways on the same llama_model with identical context parameters:
@@ -98,8 +99,10 @@ static struct llama_context *new_ctx(const struct llama_model *m, int threads, i
 }
 
 int main(int argc, char **argv) {
-    int own = argc > 1 && !strcmp(argv[1], "--own-encoder");
-    if (own) {
+    int own = 0, precise = 0;
+    while (argc > 1 && (!strcmp(argv[1], "--own-encoder") || !strcmp(argv[1], "--precise"))) {
+        if (!strcmp(argv[1], "--own-encoder")) own = 1;
+        else precise = 1;
         argc--;
         argv++;
     }
@@ -120,6 +123,7 @@ int main(int argc, char **argv) {
     o.vision_path = vision;
     o.threads = threads;
     o.temp = 0;
+    o.precise = precise;
     chat_session *s;
     char err[1024];
     if (chat_session_open(&o, &s, err, sizeof err)) {
@@ -176,6 +180,7 @@ int main(int argc, char **argv) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = info.budget;
+    mo.precise = precise;
     g4v_model *vm;
     g4v_ctx *vc;
     if (g4v_model_load(vision, &mo, &vm, err, sizeof err) ||

@@ -62,9 +62,10 @@ static int g_verbose;
 static void log_cb(enum ggml_log_level level, const char *text, void *user) {
     (void)user;
     if (g_verbose) fputs(text, stderr);
-    if (level == GGML_LOG_LEVEL_ERROR && text && *text) {
-        snprintf(g_last_log, sizeof g_last_log, "%s", text);
+    if (level == GGML_LOG_LEVEL_ERROR && text && *text) { /* "first; second; ..." */
         size_t n = strlen(g_last_log);
+        snprintf(g_last_log + n, sizeof g_last_log - n, "%s%s", n ? "; " : "", text);
+        n = strlen(g_last_log);
         while (n && (g_last_log[n - 1] == '\n' || g_last_log[n - 1] == ' ')) g_last_log[--n] = 0;
     }
 }
@@ -148,6 +149,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = s->o.budget;
+    mo.precise = o->precise;
     int st = g4v_model_load(o->vision_path, &mo, &s->vm, msg, sizeof msg);
     if (st) {
         seterr(err, errsz, "vision model: %s", msg);

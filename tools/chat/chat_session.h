@@ -31,6 +31,7 @@ typedef struct chat_options {
     int max_tokens;          /* per answer; <= 0: until the end of the turn or the context */
     const char *system;      /* system prompt or NULL */
     const char *cache_dir;   /* feature cache; NULL = a private temporary one */
+    int precise;             /* 1: libg4v's PRECISE mode (f32 GEMM inputs) */
     int verbose;             /* 1: let llama.cpp log to stderr */
 } chat_options;
 
