@@ -87,7 +87,9 @@ chat-test: test-deps
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src \
 	  $(CMAKE_FLAGS); \
 	cmake --build $(BUILD) -j $(JOBS); \
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L chat
+	cd $(BUILD); ctest -N -L chat | grep -q chat_mtmd_ || \
+	  { echo "chat-test: CMake did not pick up $$prefix (see cmake/Llama.cmake)"; exit 1; }; \
+	ctest --output-on-failure -j $(JOBS) -L chat
 
 # make chat-demo: one question about one image through g4v chat. Without LM=FILE a SYNTHETIC
 # Gemma 4 text model (e2b width, 4 layers, random weights, the real tokenizer; ~290 MB) and a

@@ -11,7 +11,7 @@
 #   JOBS=N          parallel build jobs (default: nproc)
 # Build: Release, GGML_NATIVE=OFF (AVX2/FMA/F16C baseline on x86-64, so one cache serves every
 # CI machine), no CUDA/Metal, no curl/openssl, libllama + libmtmd only (no tools, no server);
-# about 5-8 minutes on 2 cores. RUNPATH $ORIGIN: the libraries find each other where installed.
+# 5-9 minutes on 2 cores. RUNPATH $ORIGIN: the libraries find each other where installed.
 set -eu
 COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 NPM_PKG=node-llama-cpp@3.22.1

@@ -56,6 +56,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=4, help="layers (>= 2)")
     ap.add_argument("--no-template", action="store_true", help="leave out tokenizer.chat_template")
+    ap.add_argument("--template", help="write this chat template instead of Gemma 4's")
     ap.add_argument("--arch", default="gemma4",
                     help="general.architecture to write (tests write a non-Gemma-4 one)")
     args = ap.parse_args(argv)
@@ -124,7 +125,7 @@ def main(argv=None):
             w.add_uint32(f"tokenizer.ggml.{k}_token_id", int(v))
     w.add_bool("tokenizer.ggml.add_space_prefix", bool(field("tokenizer.ggml.add_space_prefix")))
     w.add_bool("tokenizer.ggml.add_bos_token", bool(field("tokenizer.ggml.add_bos_token")))
-    tmpl = field("tokenizer.chat_template")
+    tmpl = args.template or field("tokenizer.chat_template")
     if tmpl and not args.no_template:
         w.add_chat_template(tmpl)
 
