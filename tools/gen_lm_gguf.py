@@ -135,10 +135,11 @@ def main(argv=None):
     def norm(name, n):
         w.add_tensor(name, (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32))
 
-    # token embedding (tied output): random Q4_0 blocks, d in [0.01, 0.03]
+    # token embedding (tied output): random Q4_0 blocks, d in [0.002, 0.006]: small next to the
+    # layers' output, so that the model does not just repeat its last token (tied embeddings)
     nb = E // 32
     blocks = rng.integers(0, 256, size=(N_VOCAB, nb, 18), dtype=np.uint8)
-    d = rng.uniform(0.01, 0.03, size=(N_VOCAB, nb)).astype(np.float16)
+    d = rng.uniform(0.002, 0.006, size=(N_VOCAB, nb)).astype(np.float16)
     blocks[:, :, 0:2] = d.view(np.uint8).reshape(N_VOCAB, nb, 2)
     w.add_tensor("token_embd.weight", blocks.reshape(N_VOCAB, nb * 18),
                  raw_dtype=gguf.GGMLQuantizationType.Q4_0)

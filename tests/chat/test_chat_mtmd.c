@@ -339,6 +339,14 @@ int main(int argc, char **argv) {
         mtmd_bitmap_free(bm[i]);
         free(rows[i]);
     }
+    free(rows);
+    free(nrows);
+    free(bm);
+    free(label);
+    free(prompt);
+    free(ours);
+    free(ref);
+    free(media);
     chat_turn_result_free(&r);
     chat_session_close(s);
     g4v_ctx_free(vc);
