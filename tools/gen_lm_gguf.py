@@ -18,7 +18,8 @@ mtmd_decode_use_non_causal: 1536 and 2560 are the causal e2b / e4b widths):
   31b   n_embd 512, no per-layer embeddings                 (bidirectional with a gemma4v tower)
   12b   n_embd 384, no per-layer embeddings                 (bidirectional: gemma4uv always)
 The vocabulary dominates the size: the token embedding (tied to the output) is stored as Q4_0
-with random blocks (226 MB for e2b, 377 MB for e4b, 76 MB for 31b, 57 MB for 12b); every other
+with random blocks (226 MB for e2b, 377 MB for e4b, 76 MB for 31b, 57 MB for 12b; the files
+are ~60 MB more: per-layer table, tokenizer); every other
 weight is F16 (norms F32). Deterministic in --seed.
 
 Needs numpy and llama.cpp's gguf-py (--gguf-py DIR, or on PYTHONPATH).

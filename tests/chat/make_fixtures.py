@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """make_fixtures.py OUT --llama-src DIR - the synthetic models and inputs of the chat tests.
 
-OUT/lm-{e2b,31b,12b}.gguf   Gemma 4 text models (tools/gen_lm_gguf.py; the real tokenizer from
+OUT/lm-{e2b,e4b,31b,12b}.gguf  Gemma 4 text models (tools/gen_lm_gguf.py; the real tokenizer from
                             DIR/models/ggml-vocab-gemma-4.gguf, gguf-py from DIR/gguf-py)
 OUT/lm-llama.gguf           a header-only GGUF whose architecture is "llama" (the error case)
-OUT/vis-{e2b,31b,12b}       vision checkpoints whose soft-token width is the text model's:
-                            the tiny tower at 1536 and 512, the tiny unified embedder at 384
+OUT/vis-{e2b,e4b,31b,12b}   vision checkpoints whose soft-token width is the text model's:
+                            the tiny tower at 1536, 2560 and 512, the tiny unified embedder at 384
 OUT/mmproj-*.gguf           the same as llama.cpp mmproj files (tools/gguf_from_checkpoint.py)
 OUT/img1.png img2.png       768x768 and 672x864: sizes the budget-280 resize keeps, so mtmd's
                             own preprocessing gives the same token counts (256, 252)
@@ -47,7 +47,7 @@ def main():
         return 0
     os.makedirs(a.out, exist_ok=True)
     o = lambda n: os.path.join(a.out, n)  # noqa: E731
-    for cfg in ("e2b", "31b", "12b"):
+    for cfg in ("e2b", "e4b", "31b", "12b"):
         run(gen_lm, o(f"lm-{cfg}.gguf"), "--config", cfg, "--vocab", vocab, "--gguf-py", gguf_py)
     sys.path.insert(0, gguf_py)
     import gguf  # noqa: E402
@@ -58,6 +58,7 @@ def main():
     w.write_tensors_to_file()
     w.close()
     for name, args in (("e2b", ["--config", "tiny", "--text-hidden", "1536"]),
+                       ("e4b", ["--config", "tiny", "--text-hidden", "2560"]),
                        ("31b", ["--config", "tiny", "--text-hidden", "512"]),
                        ("12b", ["--config", "unified-tiny", "--text-hidden", "384"])):
         run(gen_ck, o(f"vis-{name}"), *args)
