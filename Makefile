@@ -26,6 +26,12 @@
 #                   vision variant in float32 and bf16, both image processors on real photos,
 #                   prompts and video (~15 min); HF_QUICK=1 for the small shapes only
 #   make bench-mlx  the mlx-vlm peer on mlx[cpu] beside ours (accuracy, encode seconds)
+#   make chat-test  scripts/build-llama.sh (llama.cpp's libllama + libmtmd, pinned release, built
+#                   once into ~/.cache/g4v-llama, ~5-8 min), then g4v chat's tests (ctest -L chat:
+#                   bit-identical to libmtmd, the CLI end to end; ~5 min on 2 cores)
+#   make chat-demo  g4v chat on a SYNTHETIC Gemma 4 text model + vision model (random weights,
+#                   real tokenizer and layout; answers are gibberish): the whole path, no downloads
+#                   but npm's; LM=FILE.gguf MODEL=DIR IMAGE=FILE PROMPT=TEXT for real ones
 #   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
 #                   (default 60; FUZZ_TARGETS picks some); make fuzz-smoke: FUZZ_SMOKE_SECONDS
 #                   (60) each, 2 at a time; make fuzz-merge: fold what they found into fuzz/grown
@@ -36,7 +42,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
+.PHONY: chat-test chat-demo hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
 
 all: build
 
@@ -62,6 +68,7 @@ build:
 # with allocation-failure injection, the API threads test under TSan, and a short fuzz run.
 # make check: the default suite alone (a few minutes).
 test: check
+	$(MAKE) chat-test
 	cd $(BUILD) && G4V_ISA=portable ctest --output-on-failure -j $(JOBS) -L 'unit|encoder' -FA '.*' \
 	  -E '_simde$$'
 	$(MAKE) asan
@@ -72,7 +79,48 @@ test: check
 check: test-deps
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE chat $(CTEST_FLAGS)
+
+# make chat-test: g4v chat against llama.cpp (docs/CHAT.md §5). scripts/build-llama.sh prints the
+# install prefix (a cached build is reused); g4v is configured against it and the chat tests run.
+chat-test: test-deps
+	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
+	cmake -S . -B $(BUILD) -DG4V_WERROR=ON -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src \
+	  $(CMAKE_FLAGS); \
+	cmake --build $(BUILD) -j $(JOBS); \
+	cd $(BUILD); ctest -N -L chat | grep -q chat_mtmd_ || \
+	  { echo "chat-test: CMake did not pick up $$prefix (see cmake/Llama.cmake)"; exit 1; }; \
+	ctest --output-on-failure -j $(JOBS) -L chat
+
+# make chat-demo: one question about one image through g4v chat. Without LM=FILE a SYNTHETIC
+# Gemma 4 text model (e2b width, 4 layers, random weights, the real tokenizer; ~290 MB) and a
+# matching synthetic vision model are generated into $(CHAT_DEMO) once: the answer is
+# gibberish, the path is real. With LM=gemma-4-E4B-it-Q4_K_M.gguf MODEL=gemma-4-e4b-it (or its
+# mmproj .gguf) IMAGE=photo.jpg it answers for real.
+LM ?=
+PROMPT ?= Describe this image in one sentence.
+CHAT_DEMO ?= $(BUILD)/chat-demo
+chat-demo: test-deps
+	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
+	cmake -S . -B $(BUILD) -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src $(CMAKE_FLAGS); \
+	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli; \
+	lm="$(LM)"; model="$(MODEL)"; image="$(IMAGE)"; \
+	if [ -z "$$lm" ]; then \
+	  mkdir -p $(CHAT_DEMO); lm=$(CHAT_DEMO)/lm-e2b.gguf; model=$(CHAT_DEMO)/vision; \
+	  [ -f $$lm ] || $(PYTHON) tools/gen_lm_gguf.py $$lm --config e2b --gguf-py $$prefix/src/gguf-py \
+	    --vocab $$prefix/src/models/ggml-vocab-gemma-4.gguf; \
+	  [ -f $$model/config.json ] || $(PYTHON) tools/gen_checkpoint.py $$model --config tiny \
+	    --text-hidden 1536; \
+	fi; \
+	if [ -z "$$image" ]; then image=$(BUILD)/demo-image.png; \
+	  $(PYTHON) examples/make_demo_image.py $$image; fi; \
+	echo "chat-demo: $(BUILD)/g4v chat --lm $$lm --model $$model --image $$image -p '$(PROMPT)'"; \
+	$(BUILD)/g4v chat --lm $$lm --model $$model --image $$image -p "$(PROMPT)" --max-tokens 48 \
+	  --seed 1; \
+	if [ -z "$(LM)" ]; then \
+	  echo "chat-demo: NOTE: SYNTHETIC models (random weights): the answer is gibberish. Use"; \
+	  echo "chat-demo:       make chat-demo LM=gemma-4-E4B-it.gguf MODEL=DIR IMAGE=photo.jpg"; \
+	fi
 
 # make demo: the main job end to end -- load a checkpoint, encode an image, write soft tokens.
 # Without MODEL=DIR it generates a SYNTHETIC e4b checkpoint (random weights in the real layout;

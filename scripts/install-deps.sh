@@ -15,6 +15,10 @@ BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libw
 TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev ffmpeg python3-av"
 # make coverage (llvm-profdata, llvm-cov) and the fuzz campaigns' CPU-time log (/usr/bin/time)
 TEST_PKGS="$TEST_PKGS llvm time"
+# make chat-test / chat-demo: scripts/build-llama.sh gets llama.cpp with npm and git, builds it
+# with ninja (C++: build-essential). npm only when there is none (a Node.js from elsewhere may
+# bring its own, which Debian's npm package would conflict with)
+TEST_PKGS="$TEST_PKGS git ninja-build"
 PYTHON_PKGS="python3 python3-numpy python3-distributed"
 LOAD_PKGS="wrk"
 BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
@@ -30,6 +34,7 @@ case "${1:-}" in
 esac
 
 missing=""
+case "${1:-}" in --test|--load|--bench) command -v npm >/dev/null || missing=" npm" ;; esac
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

@@ -424,6 +424,9 @@ def main(argv=None):
     ap.add_argument("--clipped", type=int, choices=[0, 1])
     ap.add_argument("--standardize", type=int, choices=[0, 1])
     ap.add_argument("--kv-heads", type=int)
+    ap.add_argument("--text-hidden", type=int, metavar="T",
+                    help="the language model's hidden size T (floats per soft token), e.g. to "
+                         "pair a small tower with a synthetic text model (tools/gen_lm_gguf.py)")
     ap.add_argument("--qk-scale", type=float, default=1.0,
                     help="multiplies q_norm/k_norm weights (sharper attention)")
     ap.add_argument("--no-decoys", action="store_true", help="write only the vision tensors")
@@ -449,6 +452,10 @@ def main(argv=None):
         if args.kv_heads < 1 or c["H"] % args.kv_heads:
             ap.error(f"--kv-heads must divide num_attention_heads ({c['H']})")
         c["Hkv"] = args.kv_heads
+    if args.text_hidden is not None:
+        if args.text_hidden < 1:
+            ap.error("--text-hidden must be >= 1")
+        c["T"] = args.text_hidden
     if args.out is None and not args.measure_clipping:
         ap.error("the output directory is required")
     if args.sidecar and args.shards:

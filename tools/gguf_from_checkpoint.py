@@ -31,7 +31,7 @@ stock converter cannot run here (it needs torch >= 2.1); this writer needs only 
 TensorNameMap and quants instead, which is how its output was checked byte for byte.
 
 usage: gguf_from_checkpoint.py CHECKPOINT_DIR OUT.gguf [--outtype f32|f16|bf16|q8_0]
-                               [--gguf-py DIR] [--audio-decoy] [--name NAME]
+                               [--gguf-py DIR] [--audio-decoy] [--name NAME] [--use-gelu]
 """
 import argparse
 import json
@@ -393,6 +393,10 @@ def main():
     ap.add_argument("--audio-decoy", action="store_true",
                     help="add audio keys and a Q4_K audio tensor (the reader must skip them)")
     ap.add_argument("--name", help="general.name (default: the checkpoint directory's name)")
+    ap.add_argument("--use-gelu", action="store_true",
+                    help="also write clip.use_gelu = true: llama.cpp's vision FFN then runs the "
+                         "tanh GELU Gemma 4 uses instead of its default gelu_quick (the stock "
+                         "converter does not write it)")
     args = ap.parse_args()
     backend = gguf_py_backend(args.gguf_py) if args.gguf_py else (gguf_name, quantize)
     tensors, vc, T, unified, _ = convert(args.checkpoint, args.outtype, *backend)
@@ -400,6 +404,8 @@ def main():
     kv = metadata(vc, T, unified, FTYPE[args.outtype], name)
     if args.audio_decoy:
         audio_decoy(kv, tensors)
+    if args.use_gelu:
+        kv.insert(-1, ("clip.use_gelu", BOOL, True))
     if args.gguf_py:
         write_gguf_py(args.out, kv, tensors, args.gguf_py)
     else:

@@ -17,6 +17,7 @@ static const subcommand commands[] = {
      "decode + resize + patchify an image exactly as transformers does"},
     {"info", cmd_info, "describe a Gemma 4 checkpoint's vision tower"},
     {"serve", cmd_serve, "HTTP encode service: POST an image, get its soft tokens"},
+    {"chat", cmd_chat, "ask a Gemma 4 model (llama.cpp's libllama) about images and videos"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,70 @@
+#!/bin/sh
+# build-llama.sh - llama.cpp's libllama + libmtmd for `g4v chat` and its tests (docs/CHAT.md §6).
+#
+# Gets the pinned llama.cpp release the way node-llama-cpp ships it (npm pack node-llama-cpp@3.22.1;
+# its package/llama/gitRelease.bundle is a git bundle of the release source, commit de3ff815),
+# verifies the commit, builds the shared libraries for the CPU and installs them into
+#     ${G4V_LLAMA_CACHE:-~/.cache/g4v-llama}/<commit>/{include,lib}
+# with the source tree kept as <commit>/src (gguf-py and the Gemma 4 vocabulary for the tests).
+# Idempotent: a finished install (<commit>/.complete) is reused. Prints the prefix last.
+#   LLAMA_SRC=DIR   use an existing clone of that commit instead of npm (it is verified)
+#   JOBS=N          parallel build jobs (default: nproc)
+# Build: Release, GGML_NATIVE=OFF (AVX2/FMA/F16C baseline on x86-64, so one cache serves every
+# CI machine), no CUDA/Metal, no curl/openssl, libllama + libmtmd only (no tools, no server);
+# 5-9 minutes on 2 cores. RUNPATH $ORIGIN: the libraries find each other where installed.
+set -eu
+COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
+NPM_PKG=node-llama-cpp@3.22.1
+CACHE=${G4V_LLAMA_CACHE:-$HOME/.cache/g4v-llama}
+PREFIX=$CACHE/$COMMIT
+JOBS=${JOBS:-$(nproc)}
+
+if [ -f "$PREFIX/.complete" ] && [ -f "$PREFIX/include/llama.h" ]; then
+  echo "build-llama: $PREFIX is built ($(cat "$PREFIX/.complete"))" >&2
+  echo "$PREFIX"
+  exit 0
+fi
+for tool in git cmake; do
+  command -v $tool >/dev/null || { echo "build-llama: $tool is needed" >&2; exit 1; }
+done
+mkdir -p "$PREFIX"
+SRC=$PREFIX/src
+
+have_src() { [ -d "$SRC/.git" ] && [ "$(git -C "$SRC" rev-parse HEAD 2>/dev/null)" = "$COMMIT" ]; }
+if ! have_src; then
+  rm -rf "$SRC"
+  if [ -n "${LLAMA_SRC:-}" ]; then
+    echo "build-llama: cloning $LLAMA_SRC" >&2
+    git clone -q "$LLAMA_SRC" "$SRC"
+  else
+    command -v npm >/dev/null || { echo "build-llama: npm is needed (or LLAMA_SRC=DIR)" >&2; exit 1; }
+    TMP=$(mktemp -d)
+    trap 'rm -rf "$TMP"' EXIT
+    echo "build-llama: npm pack $NPM_PKG" >&2
+    (cd "$TMP" && npm pack --silent "$NPM_PKG" >/dev/null &&
+     tar xzf node-llama-cpp-*.tgz package/llama/gitRelease.bundle)
+    git clone -q "$TMP/package/llama/gitRelease.bundle" "$SRC"
+  fi
+  git -C "$SRC" checkout -q "$COMMIT" 2>/dev/null || true
+  if ! have_src; then
+    echo "build-llama: $SRC is not at commit $COMMIT ($(git -C "$SRC" rev-parse HEAD 2>/dev/null))" >&2
+    exit 1
+  fi
+fi
+
+GEN=""
+command -v ninja >/dev/null && GEN="-G Ninja"
+BUILD=$CACHE/build-$COMMIT
+echo "build-llama: building into $PREFIX ($JOBS jobs)" >&2
+# shellcheck disable=SC2086
+cmake -S "$SRC" -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+  -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_INSTALL_RPATH='$ORIGIN' \
+  -DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_SUBPROCESS=OFF \
+  -DLLAMA_BUILD_MTMD=ON -DBUILD_SHARED_LIBS=ON >&2
+cmake --build "$BUILD" -j "$JOBS" >&2
+cmake --install "$BUILD" >&2
+rm -rf "$BUILD"
+echo "commit $COMMIT, GGML_NATIVE=OFF, shared, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
+echo "$PREFIX"

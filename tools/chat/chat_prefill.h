@@ -1,0 +1,57 @@
+/* chat_prefill.h - feeds a prompt of text and soft-token rows to a Gemma 4 text model in libllama
+ * exactly as libmtmd does (mtmd_tokenize + mtmd_helper_eval_chunks; docs/CHAT.md §3), using only
+ * llama.h. The chat front end (g4v chat) and the bit-exactness test against libmtmd call it.
+ *
+ * The prompt is a list of pieces: text, or one image's rows (N rows of n_embd floats, unscaled).
+ * It is cut into chunks as mtmd_tokenize cuts it: every text piece is tokenized on its own
+ * (parse_special, no BOS/EOS) and appended to the current text chunk; an image piece appends the
+ * tokenization of "<|image>" to it, becomes an image chunk of its own, and "<image|>" starts the
+ * next text chunk. BOS (when asked and the vocabulary adds one) goes at the very start. */
+#ifndef G4V_CHAT_PREFILL_H
+#define G4V_CHAT_PREFILL_H
+
+#include <stddef.h>
+
+#include "llama.h"
+
+typedef struct chat_piece {
+    const char *text;  /* a text piece, or NULL for an image */
+    const float *rows; /* the image's rows: n_rows x n_embd floats */
+    int n_rows;
+} chat_piece;
+
+typedef struct chat_chunk {
+    int is_image;
+    llama_token *tokens; /* text chunk */
+    int n_tokens;        /* text tokens, or image rows */
+    const float *rows;   /* image chunk (not owned) */
+} chat_chunk;
+
+typedef struct chat_chunks {
+    chat_chunk *v;
+    int n, cap;
+    int n_pos;                  /* positions the chunks take: text tokens + image rows */
+    int n_text_tokens, n_image_rows, n_images;
+} chat_chunks;
+
+/* Gemma 4's rule for bidirectional attention over an image's rows (libmtmd's
+ * mtmd_decode_use_non_causal): the unified 12B embedder always; a vision tower unless the text
+ * model's input width is 1536 or 2560 (e2b, e4b: causal). */
+int chat_use_non_causal(int unified, int n_embd_inp);
+
+/* Cuts pieces into chunks (see above). add_bos: this is the start of the sequence. 0, or -1 with
+ * a message in err. */
+int chat_tokenize(const struct llama_vocab *vocab, const chat_piece *pieces, int n_pieces,
+                  int add_bos, chat_chunks *out, char *err, size_t errsz);
+void chat_chunks_free(chat_chunks *c);
+
+/* Decodes the chunks at *n_past on sequence 0 as mtmd_helper_eval_chunks(..., n_batch,
+ * logits_last = true) does: a text chunk in calls of up to n_batch tokens, logits for the last
+ * token of the prompt only; an image chunk's rows as llama_batch.embd at consecutive positions,
+ * in calls of up to n_batch rows (the context's n_batch and n_ubatch must hold a whole image for
+ * the bidirectional case to be right), inside llama_set_causal_attn(ctx, false) ... (ctx, true)
+ * when non_causal. *n_past advances. 0, or -1 with a message. */
+int chat_decode_chunks(struct llama_context *lctx, const chat_chunks *c, int non_causal,
+                       int n_batch, llama_pos *n_past, char *err, size_t errsz);
+
+#endif

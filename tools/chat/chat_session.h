@@ -1,0 +1,114 @@
+/* chat_session.h - a conversation with a Gemma 4 text model in libllama about images and videos
+ * encoded by libg4v (docs/CHAT.md). One session = one vision model + feature cache, one text
+ * model + context whose KV cache holds the whole conversation. */
+#ifndef G4V_CHAT_SESSION_H
+#define G4V_CHAT_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Failure kinds (the CLI maps them to its exit codes). */
+enum {
+    CHAT_OK = 0,
+    CHAT_ERR_USAGE = 1,    /* a bad option value */
+    CHAT_ERR_INPUT = 2,    /* an image/video that cannot be encoded, a prompt over the context */
+    CHAT_ERR_MODEL = 3,    /* a model that cannot be loaded, is not Gemma 4, or does not fit */
+    CHAT_ERR_INTERNAL = 5  /* llama_decode failed, out of memory */
+};
+
+typedef struct chat_options {
+    const char *lm_path;     /* Gemma 4 text model, GGUF */
+    const char *vision_path; /* Hugging Face checkpoint dir or mmproj GGUF */
+    int n_ctx;               /* context tokens; 0 = 8192 */
+    int threads;             /* 0 = one per online CPU */
+    int budget;              /* image soft tokens: 0 = 280, else one of G4V_BUDGETS */
+    int video_budget;        /* per video frame: 0 = 70 */
+    int video_frames;        /* frames per video: 0 = 32 */
+    float temp;              /* <= 0: greedy */
+    int top_k;               /* <= 0: off */
+    float top_p;             /* >= 1: off */
+    uint32_t seed;
+    int max_tokens;          /* per answer; <= 0: until the end of the turn or the context */
+    const char *system;      /* system prompt or NULL */
+    const char *cache_dir;   /* feature cache; NULL = a private temporary one */
+    int precise;             /* 1: libg4v's PRECISE mode (f32 GEMM inputs) */
+    int verbose;             /* 1: let llama.cpp log to stderr */
+} chat_options;
+
+void chat_options_init(chat_options *o);
+
+typedef struct chat_session chat_session;
+
+typedef struct chat_media {
+    const char *path;
+    int is_video;
+} chat_media;
+
+typedef struct chat_media_stat {
+    int is_video;
+    int n_rows;     /* soft tokens (all frames of a video) */
+    int n_frames;   /* video frames (1 for an image) */
+    int width, height; /* target size */
+    int cache_hit;  /* image served from the feature cache */
+    double seconds; /* encode (or cache read) time */
+} chat_media_stat;
+
+typedef struct chat_turn_result {
+    char *text;             /* the answer (bytes as the model produced them), NUL-terminated */
+    size_t text_len;
+    int n_prompt_pos;       /* positions this turn's prompt took */
+    int n_prompt_text;      /* of which text tokens */
+    int n_prompt_rows;      /* of which image rows */
+    int n_generated;        /* tokens sampled (the end-of-turn token included) */
+    int n_past;             /* positions in the context after the turn */
+    const char *stop;       /* "end_of_turn", "max_tokens" or "context_full" */
+    double encode_s, prefill_s, ttft_s, generate_s;
+    chat_media_stat *media; /* [n_media] */
+    int n_media;
+} chat_turn_result;
+
+void chat_turn_result_free(chat_turn_result *r);
+
+/* Streams each piece of the answer as it is sampled. Return nonzero to stop. */
+typedef int (*chat_emit_fn)(const char *piece, size_t len, void *user);
+
+/* Loads both models and checks that they belong together. CHAT_OK or a CHAT_ERR_* with a
+ * message in err. */
+int chat_session_open(const chat_options *o, chat_session **out, char *err, size_t errsz);
+void chat_session_close(chat_session *s);
+
+/* One user turn: encodes media (through the feature cache), feeds the turn, samples the answer.
+ * A turn that fails before its prompt is fed (an unreadable image, a prompt over the context)
+ * leaves the session as it was; the conversation can go on. */
+int chat_session_turn(chat_session *s, const chat_media *media, int n_media, const char *text,
+                      chat_emit_fn emit, void *user, chat_turn_result *r, char *err,
+                      size_t errsz);
+
+/* The two halves of a turn: encode the media and feed the prompt (the logits of its last
+ * position are then in the llama context), and sample the answer. */
+int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
+                         const char *text, chat_turn_result *r, char *err, size_t errsz);
+int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_turn_result *r,
+                          char *err, size_t errsz);
+
+/* For tests: the libllama objects and the position count. */
+struct llama_context *chat_session_llama_context(chat_session *s);
+const struct llama_model *chat_session_llama_model(const chat_session *s);
+int chat_session_n_past(const chat_session *s);
+
+typedef struct chat_session_info {
+    char arch[32];
+    int n_embd, n_ctx, n_layer, n_vocab, threads, n_batch;
+    int non_causal;        /* image rows attend to each other in the sliding-window layers */
+    int builtin_template;  /* 1: Gemma 4's format written by us */
+    char vision_kind[16];  /* "tower" or "unified" */
+    char vision_variant[32];
+    int budget, video_budget, video_frames;
+    uint64_t cache_hits, cache_misses;
+    char cache_dir[512];
+    int cache_private;
+} chat_session_info;
+
+void chat_session_get_info(const chat_session *s, chat_session_info *info);
+
+#endif

@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""gen_lm_gguf.py - writes a small synthetic Gemma 4 *text* model as a llama.cpp GGUF (for the
+`g4v chat` tests and `make chat-demo`): random weights, the real Gemma 4 tokenizer.
+
+The file is what llama.cpp's `gemma4` architecture loads (src/models/gemma4.cpp): the
+hyperparameter keys and tensor names of gguf-py's constants for MODEL_ARCH.GEMMA4, a sliding-window
+pattern as a bool array, KV sharing between the last layers, rope frequency factors on the
+full-attention layers, a final logit softcap, and (--config e2b, e4b) per-layer embeddings. The
+tokenizer keys (model "gemma4": BPE with merges, 262,144 tokens, the special tokens at their real
+ids: <|image> 255999, <|image|> 258880, <image|> 258882, <|video|> 258884, <|turn> 105,
+<turn|> 106, bos 2, eos 1, pad 0) and the chat template are copied from llama.cpp's own
+vocabulary file models/ggml-vocab-gemma-4.gguf (--vocab), so tokenization is Gemma 4's.
+
+Configs (the width is what decides causal vs. bidirectional image attention in llama.cpp's
+mtmd_decode_use_non_causal: 1536 and 2560 are the causal e2b / e4b widths):
+  e2b   n_embd 1536, per-layer embeddings (8 per layer), 2 of 4 layers share KV   (causal)
+  e4b   n_embd 2560, per-layer embeddings, 2 of 4 layers share KV                 (causal)
+  31b   n_embd 512, no per-layer embeddings                 (bidirectional with a gemma4v tower)
+  12b   n_embd 384, no per-layer embeddings                 (bidirectional: gemma4uv always)
+The vocabulary dominates the size: the token embedding (tied to the output) is stored as Q4_0
+with random blocks (226 MB for e2b, 377 MB for e4b, 76 MB for 31b, 57 MB for 12b; the files
+are ~60 MB more: per-layer table, tokenizer); every other
+weight is F16 (norms F32). Deterministic in --seed.
+
+Needs numpy and llama.cpp's gguf-py (--gguf-py DIR, or on PYTHONPATH).
+
+usage: gen_lm_gguf.py OUT.gguf --config e2b|e4b|31b|12b --vocab ggml-vocab-gemma-4.gguf
+                      [--gguf-py DIR] [--seed N] [--layers N] [--no-template] [--arch NAME]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+CONFIGS = {
+    # n_embd, heads, kv heads, head dim (full / sliding), ffn, per-layer width, shared kv layers
+    "e2b": dict(n_embd=1536, n_head=4, n_head_kv=1, hd=128, hd_swa=64, n_ff=512, n_ple=8,
+                shared=2, window=512),
+    "e4b": dict(n_embd=2560, n_head=4, n_head_kv=2, hd=128, hd_swa=64, n_ff=512, n_ple=8,
+                shared=2, window=512),
+    "31b": dict(n_embd=512, n_head=4, n_head_kv=2, hd=128, hd_swa=64, n_ff=512, n_ple=0,
+                shared=0, window=1024),
+    "12b": dict(n_embd=384, n_head=4, n_head_kv=2, hd=96, hd_swa=48, n_ff=512, n_ple=0,
+                shared=0, window=1024),
+}
+N_VOCAB = 262144
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--config", choices=sorted(CONFIGS), required=True)
+    ap.add_argument("--vocab", required=True,
+                    help="llama.cpp's models/ggml-vocab-gemma-4.gguf (tokenizer + chat template)")
+    ap.add_argument("--gguf-py", help="llama.cpp's gguf-py directory")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=4, help="layers (>= 2)")
+    ap.add_argument("--no-template", action="store_true", help="leave out tokenizer.chat_template")
+    ap.add_argument("--template", help="write this chat template instead of Gemma 4's")
+    ap.add_argument("--arch", default="gemma4",
+                    help="general.architecture to write (tests write a non-Gemma-4 one)")
+    args = ap.parse_args(argv)
+    if args.gguf_py:
+        sys.path.insert(0, args.gguf_py)
+    import gguf  # noqa: E402  (llama.cpp's gguf-py)
+
+    c = CONFIGS[args.config]
+    L = args.layers
+    if L < 2:
+        ap.error("--layers must be >= 2")
+    rng = np.random.default_rng(args.seed)
+    E, H, Hkv, hd, hds, F, P = (c["n_embd"], c["n_head"], c["n_head_kv"], c["hd"], c["hd_swa"],
+                                c["n_ff"], c["n_ple"])
+    # sliding-window and global layers alternate (the real models have 4 or 5 sliding per
+    # global); the last layer is global, and the KV-sharing layers find one of each kind before
+    # them (llama.cpp reuses the last KV layer of the same kind)
+    swa = [(i % 2) == 0 for i in range(L)]
+    swa[-1] = False
+    shared = min(c["shared"], L - 2)
+
+    voc = gguf.GGUFReader(args.vocab)
+
+    def field(name):
+        f = voc.fields.get(name)
+        return None if f is None else f.contents()
+
+    if field("tokenizer.ggml.model") != "gemma4" or len(voc.fields["tokenizer.ggml.tokens"].data) != N_VOCAB:
+        sys.exit(f"gen_lm_gguf: {args.vocab} is not a Gemma 4 vocabulary")
+
+    arch = args.arch
+    tmp = args.out + ".tmp"
+    w = gguf.GGUFWriter(tmp, arch)
+    w.add_name(f"g4v synthetic gemma4 text {args.config}")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_uint32(f"{arch}.block_count", L)
+    w.add_uint32(f"{arch}.context_length", 131072)
+    w.add_uint32(f"{arch}.embedding_length", E)
+    w.add_uint32(f"{arch}.feed_forward_length", F)
+    w.add_uint32(f"{arch}.attention.head_count", H)
+    w.add_array(f"{arch}.attention.head_count_kv", [Hkv] * L)
+    w.add_float32(f"{arch}.rope.freq_base", 1000000.0)
+    w.add_float32(f"{arch}.rope.freq_base_swa", 10000.0)
+    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6)
+    w.add_uint32(f"{arch}.attention.key_length", hd)
+    w.add_uint32(f"{arch}.attention.value_length", hd)
+    w.add_uint32(f"{arch}.attention.key_length_swa", hds)
+    w.add_uint32(f"{arch}.attention.value_length_swa", hds)
+    w.add_uint32(f"{arch}.rope.dimension_count", hd)
+    w.add_uint32(f"{arch}.rope.dimension_count_swa", hds)
+    w.add_float32(f"{arch}.final_logit_softcapping", 30.0)
+    w.add_uint32(f"{arch}.attention.sliding_window", c["window"])
+    w.add_uint32(f"{arch}.attention.shared_kv_layers", shared)
+    w.add_uint32(f"{arch}.embedding_length_per_layer_input", P)
+    w.add_array(f"{arch}.attention.sliding_window_pattern", swa)
+
+    # the tokenizer, verbatim
+    w.add_tokenizer_model("gemma4")
+    w.add_token_list(field("tokenizer.ggml.tokens"))
+    w.add_token_scores(field("tokenizer.ggml.scores"))
+    w.add_token_types(field("tokenizer.ggml.token_type"))
+    w.add_token_merges(field("tokenizer.ggml.merges"))
+    for k in ("bos", "eos", "unknown", "padding", "mask"):
+        v = field(f"tokenizer.ggml.{k}_token_id")
+        if v is not None:
+            w.add_uint32(f"tokenizer.ggml.{k}_token_id", int(v))
+    w.add_bool("tokenizer.ggml.add_space_prefix", bool(field("tokenizer.ggml.add_space_prefix")))
+    w.add_bool("tokenizer.ggml.add_bos_token", bool(field("tokenizer.ggml.add_bos_token")))
+    tmpl = args.template or field("tokenizer.chat_template")
+    if tmpl and not args.no_template:
+        w.add_chat_template(tmpl)
+
+    def f16(name, shape, scale):  # numpy shape = ggml ne reversed
+        w.add_tensor(name, (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16))
+
+    def norm(name, n):
+        w.add_tensor(name, (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32))
+
+    # token embedding (tied output): random Q4_0 blocks, d in [0.002, 0.006]: small next to the
+    # layers' output, so that the model does not just repeat its last token (tied embeddings)
+    nb = E // 32
+    blocks = rng.integers(0, 256, size=(N_VOCAB, nb, 18), dtype=np.uint8)
+    d = rng.uniform(0.002, 0.006, size=(N_VOCAB, nb)).astype(np.float16)
+    blocks[:, :, 0:2] = d.view(np.uint8).reshape(N_VOCAB, nb, 2)
+    w.add_tensor("token_embd.weight", blocks.reshape(N_VOCAB, nb * 18),
+                 raw_dtype=gguf.GGMLQuantizationType.Q4_0)
+    del blocks
+    norm("output_norm.weight", E)
+    if P:
+        f16("per_layer_token_embd.weight", (N_VOCAB, P * L), 1.0)
+        f16("per_layer_model_proj.weight", (P * L, E), E ** -0.5)
+        norm("per_layer_proj_norm.weight", P)
+    # proportional rope on the global layers: the first quarter of the pairs rotate, the rest not
+    rf = np.ones(hd // 2, dtype=np.float32)
+    rf[hd // 8:] = 1e30
+    w.add_tensor("rope_freqs.weight", rf)
+    n_kv_from_start = L - shared
+    for i in range(L):
+        b = f"blk.{i}."
+        h = hds if swa[i] else hd
+        norm(b + "attn_norm.weight", E)
+        f16(b + "attn_q.weight", (H * h, E), E ** -0.5)
+        if i < n_kv_from_start:
+            f16(b + "attn_k.weight", (Hkv * h, E), E ** -0.5)
+            f16(b + "attn_v.weight", (Hkv * h, E), E ** -0.5)
+            norm(b + "attn_k_norm.weight", h)
+        f16(b + "attn_output.weight", (E, H * h), (H * h) ** -0.5)
+        norm(b + "attn_q_norm.weight", h)
+        norm(b + "post_attention_norm.weight", E)
+        norm(b + "ffn_norm.weight", E)
+        f16(b + "ffn_gate.weight", (F, E), E ** -0.5)
+        f16(b + "ffn_up.weight", (F, E), E ** -0.5)
+        f16(b + "ffn_down.weight", (E, F), F ** -0.5)
+        norm(b + "post_ffw_norm.weight", E)
+        if P:
+            f16(b + "inp_gate.weight", (P, E), E ** -0.5)
+            f16(b + "proj.weight", (E, P), P ** -0.5)
+            norm(b + "post_norm.weight", E)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(tmp, args.out)  # a whole file or none
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
