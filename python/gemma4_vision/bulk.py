@@ -39,7 +39,7 @@ import time
 
 from . import safetensors as st
 
-IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".npy")  # as `g4v encode`
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff", ".npy")  # as `g4v encode`
 SHARD_FMT = "shard-{:05d}.safetensors"
 MANIFEST = "manifest.jsonl"
 SUMMARY = "summary.json"
