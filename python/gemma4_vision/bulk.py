@@ -29,6 +29,8 @@ How it works (Dask does all the scheduling; nothing here queues or talks to work
 - At the end the client reads the rows of every shard, in input order, into OUT/manifest.jsonl
   (one JSON object per image) and writes OUT/summary.json.
 """
+from __future__ import annotations
+
 import argparse
 import glob
 import hashlib
@@ -38,6 +40,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 from . import safetensors as st
 
@@ -57,7 +61,7 @@ class BulkError(Exception):
 # ------------------------------------------------------------------------------------------------
 # Inputs and plan
 
-def expand_inputs(args):
+def expand_inputs(args: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Files, directories (their image files, sorted; not recursive, as `g4v encode`), globs
     (sorted, ** recursive) and @LIST files (one path per line, # comments) -> absolute paths, in
     the order given. A path that does not exist is kept: it becomes a failed manifest row."""
@@ -91,7 +95,8 @@ def _options(model, tokens, bf16, precise, exif):
             "precise": bool(precise), "exif": bool(exif)}
 
 
-def plan_shards(paths, options, shard_size):
+def plan_shards(paths: list[str], options: dict[str, Any],
+                shard_size: int) -> list[dict[str, Any]]:
     """[{index, key, items: [(image index, path)]}]: deterministic for the same inputs."""
     shards = []
     for s, begin in enumerate(range(0, len(paths), shard_size)):
@@ -101,7 +106,7 @@ def plan_shards(paths, options, shard_size):
     return shards
 
 
-def auto_shard_size(n_images, slots):
+def auto_shard_size(n_images: int, slots: int) -> int:
     """The shard size when none is given: enough shards that every task slot of the cluster
     (workers x threads per worker) gets SHARDS_PER_SLOT of them, so no worker idles while
     another holds several shards and a slow shard at the end delays the run little; at most
@@ -111,7 +116,7 @@ def auto_shard_size(n_images, slots):
     return max(1, min(MAX_SHARD_SIZE, -(-n // (slots * SHARDS_PER_SLOT))))
 
 
-def previous_shard_size(out):
+def previous_shard_size(out: str) -> int | None:
     """The shard size an earlier run wrote into out (summary.json, else the first shard's
     metadata; shards of runs before it was recorded: 64, the old default, or the first shard's
     row count when larger), or None when out holds no earlier run."""
@@ -132,7 +137,7 @@ def previous_shard_size(out):
         return None
 
 
-def shard_rows(path, key=None):
+def shard_rows(path: str, key: str | None = None) -> list[dict[str, Any]] | None:
     """The manifest rows stored in a shard file, or None if it is missing, unreadable, or (with
     key) belongs to another plan."""
     try:
@@ -192,7 +197,7 @@ def get_model(spec):
         return m
 
 
-def model_loads():
+def model_loads() -> dict[str, int]:
     """{spec name: times loaded} in this process (the tests check it is 1 per worker)."""
     with _models_lock:
         return dict(_model_loads)
@@ -227,7 +232,7 @@ def _load_error(spec, dask_worker=None):
     return getattr(p, "error", None)
 
 
-def encode_shard(task):
+def encode_shard(task: dict[str, Any]) -> dict[str, Any]:
     """Dask task: encodes one shard and writes it atomically. Returns its counts."""
     t0 = time.time()
     path = os.path.join(task["out"], SHARD_FMT.format(task["index"]))
@@ -287,7 +292,7 @@ class Summary(dict):
 
     __getattr__ = dict.__getitem__
 
-    def line(self):
+    def line(self) -> str:
         return (f"{self['images']} images ({self['encoded']} encoded, {self['resumed']} resumed), "
                 f"{self['tokens']} tokens, {self['failed']} failed, {self['seconds']:.1f} s, "
                 f"{self['images_per_s']:.2f} images/s -> {self['manifest']}")
@@ -336,9 +341,12 @@ def _start_client(scheduler, client, workers, threads_per_worker, quiet):
     return Client(cluster), cluster, True
 
 
-def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True, scheduler=None,
-           client=None, workers=1, threads_per_worker=1, encode_threads=0, shard_size=None,
-           retries=2, progress=True, stream=sys.stderr):
+def encode(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+           model: str | os.PathLike[str], out: str | os.PathLike[str], tokens: int = 280,
+           bf16: bool = False, precise: bool = False, exif: bool = True,
+           scheduler: str | None = None, client: Any = None, workers: int = 1,
+           threads_per_worker: int = 1, encode_threads: int = 0, shard_size: int | None = None,
+           retries: int = 2, progress: bool = True, stream: TextIO = sys.stderr) -> Summary:
     """Encodes every image of inputs with the checkpoint at model into shards under out.
 
     inputs       paths, directories, globs or "@list.txt" (see expand_inputs)
@@ -519,13 +527,13 @@ class BulkOutput:
             self.rows = [json.loads(line) for line in f if line.strip()]
         self._headers = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.rows)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.rows)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> dict[str, Any]:
         return self.rows[i]
 
     @property
@@ -536,7 +544,7 @@ class BulkOutput:
     def failed(self):
         return [r for r in self.rows if not r["ok"]]
 
-    def features(self, row, as_float32=True):
+    def features(self, row: dict[str, Any] | int, as_float32: bool = True) -> Any:
         if isinstance(row, int):
             row = self.rows[row]
         if not row["ok"]:
@@ -549,7 +557,7 @@ class BulkOutput:
         return st.bf16_to_f32(a) if as_float32 and a.dtype == st.DTYPES["BF16"] else a
 
 
-def open_output(out):
+def open_output(out: str | os.PathLike[str]) -> BulkOutput:
     """Opens a finished bulk output directory (see BulkOutput)."""
     return BulkOutput(out)
 
@@ -557,7 +565,7 @@ def open_output(out):
 # ------------------------------------------------------------------------------------------------
 # Command line
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python3 -m gemma4_vision.bulk",
         description="Encode many images into Gemma 4 soft tokens on a Dask cluster: safetensors "
