@@ -153,9 +153,9 @@ def shard_rows(path: str, key: str | None = None) -> list[dict[str, Any]] | None
 # ------------------------------------------------------------------------------------------------
 # Worker side: the per-process model cache, the plugin that fills it, and the shard task
 
-_models = {}
+_models: dict[str, Any] = {}
 _models_lock = threading.Lock()
-_model_loads = {}
+_model_loads: dict[str, int] = {}
 
 
 def _model_spec(options, threads):
@@ -545,8 +545,7 @@ class BulkOutput:
         return [r for r in self.rows if not r["ok"]]
 
     def features(self, row: dict[str, Any] | int, as_float32: bool = True) -> Any:
-        if isinstance(row, int):
-            row = self.rows[row]
+        row = self.rows[row] if isinstance(row, int) else row
         if not row["ok"]:
             raise BulkError(f"{row['source']} failed: {row['status']}: {row['error']}")
         path = os.path.join(self.out, row["shard"])

@@ -114,7 +114,8 @@ class ModelInfo:
     num_layers: int
 
     def __init__(self, c: _lib.ModelInfo):
-        for name, _ in _lib.ModelInfo._fields_:
+        for field in _lib.ModelInfo._fields_:
+            name = field[0]
             v = getattr(c, name)
             setattr(self, name, v.decode() if isinstance(v, bytes) else v)
 
@@ -134,6 +135,15 @@ class VideoResult:
     dim: int
     n_frames: int
     frames: list[dict[str, Any]]
+    total_frames: int
+    fps: float
+    duration: float
+    original_size: tuple[int, int]
+    target_size: tuple[int, int]
+    budget: int
+    seconds: float
+    codec: str
+    container: str
     prompt: str
     prompt_ids: np.ndarray
 

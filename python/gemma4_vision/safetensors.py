@@ -17,6 +17,7 @@ import os
 import socket
 import struct
 import uuid
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ MAX_HEADER = 100_000_000
 def write_atomic(path: str, tensors: list[tuple[str, str, np.ndarray]],
                  metadata: dict[str, str]) -> None:
     """tensors: [(name, dtype "F32" | "BF16", 2-D array)] in order; metadata: {str: str}."""
-    header = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}}
+    header: dict[str, Any] = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}}
     offset = 0
     blobs = []
     for name, dtype, arr in tensors:
