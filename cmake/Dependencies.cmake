@@ -12,6 +12,7 @@ else()
   pkg_check_modules(WEBP IMPORTED_TARGET libwebp)
   pkg_check_modules(WEBPDEMUX IMPORTED_TARGET libwebpdemux) # first frame as Pillow: WebPAnimDecoder
   pkg_check_modules(CJSON IMPORTED_TARGET libcjson)
+  pkg_check_modules(TIFF IMPORTED_TARGET libtiff-4>=4.5) # TIFFClientOpenExt, TIFFOpenOptions
   pkg_check_modules(MHD IMPORTED_TARGET libmicrohttpd>=0.9.71) # g4v serve (the CLI only)
   # Video input (src/video): demux, decode, convert to RGB24.
   pkg_check_modules(AVFORMAT IMPORTED_TARGET libavformat)
@@ -26,6 +27,9 @@ else()
   endif()
   if(NOT WEBP_FOUND OR NOT WEBPDEMUX_FOUND)
     list(APPEND _g4v_missing "libwebp-dev")
+  endif()
+  if(NOT TIFF_FOUND)
+    list(APPEND _g4v_missing "libtiff-dev")
   endif()
   if(NOT CJSON_FOUND)
     list(APPEND _g4v_missing "libcjson-dev")

@@ -22,7 +22,10 @@ changed. Everything is small (each file a few KB at most) so the corpora can be 
                     Adam7, eXIf before/after IDAT, raw-profile EXIF, XMP), JPEG (baseline,
                     progressive, gray, CMYK, 4:4:4, EXIF orientations), GIF (interlaced,
                     transparent, animated, offset frame), WebP (lossy, lossless, alpha, EXIF,
-                    animated), BMP (1/4/8-bit, RLE4/RLE8, 16-bit 555/565, 24, 32, OS/2, top-down).
+                    animated), BMP (1/4/8-bit, RLE4/RLE8, 16-bit 555/565, 24, 32, OS/2, top-down),
+                    TIFF (every mode tiff.c decodes, LZW/Deflate/PackBits/JPEG/CCITT, strips and
+                    tiles, both byte orders, FillOrder 2, orientation, multi-page, and refused
+                    kinds: planar 2, float, YCbCr without JPEG).
   corpus/encode     a handful of those images (the encode target is slower per input).
   corpus/serve      raw HTTP requests to `g4v serve`: every endpoint and method, the query
                     parameters and Accept types, Content-Length and chunked bodies (a small PNG),
@@ -446,18 +449,56 @@ def bmps():
     return out
 
 
+def tiffs():
+    """TIFF seeds: Pillow's writer for the modes and compressions it has, the tests' TIFF writer
+    (tests/image/pillow_ref.make_tiff) for tiles, 2/4-bit, big-endian, extra samples, ..."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "image"))
+    import pillow_ref as ref
+    w, h = 21, 13
+    rgb = pattern(w, h, 3, 30)
+    im = Image.fromarray(rgb.astype(np.uint8))
+    out = {}
+    pil = {"RGB": im, "L": im.convert("L"), "1": im.convert("1"), "CMYK": im.convert("CMYK"),
+           "P": im.convert("P", palette=Image.ADAPTIVE, colors=16),
+           "RGBA": Image.fromarray(pattern(w, h, 4, 31).astype(np.uint8), "RGBA")}
+    for mode, comp in (("RGB", "raw"), ("RGB", "tiff_lzw"), ("RGB", "jpeg"), ("L", "packbits"),
+                       ("1", "group4"), ("1", "group3"), ("CMYK", "tiff_adobe_deflate"),
+                       ("P", "tiff_lzw"), ("RGBA", "tiff_deflate")):
+        out[f"{mode.lower()}-{comp}.tif"] = pil_bytes(pil[mode], "TIFF", compression=comp)
+    out["ycbcr-jpeg.tif"] = pil_bytes(im.convert("YCbCr"), "TIFF", compression="jpeg")
+    out["ycbcr-raw.tif"] = pil_bytes(im.convert("YCbCr"), "TIFF")
+    out["multipage.tif"] = pil_bytes(im, "TIFF", save_all=True, append_images=[pil["L"]])
+    g4 = pattern(w, h, 1, 32)[:, :, 0]
+    out["rgb-tiles-deflate-mm.tif"] = ref.make_tiff(rgb, 8, 2, big_endian=True, tile=(16, 16),
+                                                    compression=8)
+    out["rgb-strips-packbits.tif"] = ref.make_tiff(rgb, 8, 2, rows_per_strip=2, compression=32773)
+    out["gray4-white-fill2.tif"] = ref.make_tiff(g4 % 16, 4, 0, fill_order=2)
+    out["gray2-tiles.tif"] = ref.make_tiff(g4 % 4, 2, 1, tile=(16, 16))
+    out["palette4.tif"] = ref.make_tiff(g4 % 16, 4, 3, colormap=np.arange(48) * 1365)
+    out["gray16-mm.tif"] = ref.make_tiff(g4.astype(np.uint32) * 300, 16, 1, big_endian=True)
+    out["rgba-assoc.tif"] = ref.make_tiff(pattern(w, h, 4, 33), 8, 2, extra_samples=(1,))
+    out["rgb16.tif"] = ref.make_tiff(rgb.astype(np.uint32) * 257, 16, 2)
+    out["cmyk-extra.tif"] = ref.make_tiff(pattern(w, h, 5, 34), 8, 5, extra_samples=(0,))
+    out["orient6-tiles.tif"] = ref.make_tiff(rgb, 8, 2, orientation=6, tile=(16, 16))
+    out["orient3.tif"] = ref.make_tiff(rgb, 8, 2, orientation=3)
+    out["planar2.tif"] = ref.make_tiff(rgb, 8, 2, planar=2)
+    out["float.tif"] = pil_bytes(Image.fromarray(g4.astype(np.float32)), "TIFF")
+    return out
+
+
 def images():
     c = os.path.join(HERE, "corpus", "image")
     fresh(c)
     allimgs = {}
-    for group in (pngs(), jpegs(), gifs(), webps(), bmps()):
+    for group in (pngs(), jpegs(), gifs(), webps(), bmps(), tiffs()):
         allimgs.update(group)
     for name, data in allimgs.items():
         write(os.path.join(c, name), data)
     e = os.path.join(HERE, "corpus", "encode")
     fresh(e)
     for name in ("rgb8-adam7.png", "exif-before.png", "422-orient6.jpg", "orient3.jpg",
-                 "tall-1x40.jpg", "interlaced-transparent.gif", "lossy.webp", "rle8.bmp"):
+                 "tall-1x40.jpg", "interlaced-transparent.gif", "lossy.webp", "rle8.bmp",
+                 "rgb-tiles-deflate-mm.tif", "orient6-tiles.tif"):
         write(os.path.join(e, name), allimgs[name])
 
 

@@ -434,6 +434,17 @@ G4V_API void g4v_video_cap_allocations(size_t max_bytes);
  * hint for telling a video from an image before choosing the call. */
 G4V_API int g4v_video_sniff(const void *bytes, size_t size);
 
+/* ---- Constants as functions, for bindings that cannot read macros (Python's ctypes) ---------- */
+
+/* Copies the budgets (G4V_BUDGETS, ascending) into out[0 .. max-1] (out may be NULL when max is
+ * 0) and returns how many there are (5). */
+G4V_API int g4v_budgets(int *out, int max);
+/* G4V_DEFAULT_BUDGET (280) and G4V_DEFAULT_VIDEO_BUDGET (70). */
+G4V_API int g4v_default_budget(void);
+G4V_API int g4v_default_video_budget(void);
+/* G4V_VIDEO_ALLOC_CAP: what `g4v encode` and `g4v serve` pass to g4v_video_cap_allocations. */
+G4V_API size_t g4v_video_alloc_cap(void);
+
 #ifdef __cplusplus
 }
 #endif

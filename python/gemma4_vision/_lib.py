@@ -4,15 +4,24 @@ Only this file knows the C layouts. The structures mirror g4v.h field for field 
 with it (the tests compare sizes through the library's own results, and every call passes through
 these declarations, so a mismatch shows up as wrong numbers in test_model.py).
 
-Where libg4v.so is looked for, first match wins:
-  1. $G4V_LIBRARY: the path of the library file itself (for a build tree, or a second copy);
-  2. beside the package: an installed copy (`cmake --install` writes _paths.py with the library
-     directory relative to the package, so an installed prefix can be moved as a whole);
-  3. a source checkout: <repo>/build/libg4v.so when the package is <repo>/python/gemma4_vision;
-  4. the dynamic linker's search (LD_LIBRARY_PATH, ld.so.cache): libg4v.so.0.
+The library is loaded on first use, not at import: `import gemma4_vision` always works, and the
+first call that needs libg4v raises LibraryNotFoundError (a G4VError) naming every place looked
+at when it cannot be loaded. Where libg4v.so is looked for, first match wins:
+  1. $G4V_LIBRARY: the path of the library file itself (an explicit override; nothing else is
+     tried when it is set);
+  2. inside the package, found through importlib.resources: gemma4_vision/libg4v.so, which the
+     wheel carries (pip install, python3 -m build);
+  3. the prefix `cmake --install` / `make install` installed the package into: _paths.py, written
+     there, holds the library directory relative to the package (a moved prefix still works).
+No build directory is guessed and the dynamic linker's search path is not used: a stale copy
+elsewhere is never picked up by accident.
 """
 import ctypes
+import importlib.resources
 import os
+import threading
+
+from ._errors import G4VError
 
 c_int, c_int32, c_size_t, c_uint16, c_uint64 = (ctypes.c_int, ctypes.c_int32, ctypes.c_size_t,
                                                   ctypes.c_uint16, ctypes.c_uint64)
@@ -140,44 +149,115 @@ _PROTOTYPES = {
                                            c_size_t]),
     "g4v_encode_rgb_batch": (c_int, [c_void_p, POINTER(RgbImage), c_int, POINTER(EncodeOptions),
                                      POINTER(Result)]),
+    "g4v_budgets": (c_int, [POINTER(c_int), c_int]),
+    "g4v_default_budget": (c_int, []),
+    "g4v_default_video_budget": (c_int, []),
+    "g4v_video_alloc_cap": (c_size_t, []),
 }
 
 
+class LibraryNotFoundError(G4VError):
+    """libg4v could not be loaded (raised on first use, not at import). .tried lists each
+    place looked at and why it did not work."""
+
+    def __init__(self, message, tried=()):
+        super().__init__(ERR_IO, message, "G4V_ERR_IO")
+        self.tried = list(tried)
+
+    def __reduce__(self):
+        return (LibraryNotFoundError, (self.message, self.tried))
+
+
 def _candidates():
+    """[(path, where it comes from)] in the order tried."""
     env = os.environ.get("G4V_LIBRARY")
     if env:
-        return [env]  # explicit: no silent fallback to another copy
-    here = os.path.dirname(os.path.abspath(__file__))
+        return [(env, "$G4V_LIBRARY")]  # explicit: no silent fallback to another copy
     out = []
     try:
+        res = importlib.resources.files(__package__).joinpath("libg4v.so")
+        out.append((os.fspath(res), "the package (wheel)"))
+    except (TypeError, ValueError):  # not a file system package (zip): nothing bundled
+        pass
+    try:
         from . import _paths  # written by `cmake --install`
-        out.append(os.path.normpath(os.path.join(here, _paths.LIBDIR_FROM_PACKAGE, "libg4v.so.0")))
+        here = os.path.dirname(os.path.abspath(__file__))
+        out.append((os.path.normpath(os.path.join(here, _paths.LIBDIR_FROM_PACKAGE,
+                                                  "libg4v.so.0")), "the install prefix"))
     except ImportError:
         pass
-    out.append(os.path.join(os.path.dirname(os.path.dirname(here)), "build", "libg4v.so"))
-    out.append("libg4v.so.0")  # the dynamic linker's search
     return out
 
 
 def _load():
     tried = []
-    for path in _candidates():
-        if os.sep in path and not os.path.exists(path):
-            tried.append(f"{path} (not found)")
+    for path, origin in _candidates():
+        if not os.path.exists(path):
+            tried.append(f"{path} ({origin}: not found)")
             continue
         try:
             lib = ctypes.CDLL(path)  # CDLL, not PyDLL: calls release the GIL
         except OSError as e:
-            tried.append(f"{path} ({e})")
+            tried.append(f"{path} ({origin}: {e})")
+            continue
+        missing = [name for name in _PROTOTYPES if not hasattr(lib, name)]
+        if missing:
+            tried.append(f"{path} ({origin}: an older libg4v without {', '.join(missing[:3])})")
             continue
         for name, (res, args) in _PROTOTYPES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         lib.g4v_path = path
         return lib
-    raise ImportError("gemma4_vision: cannot load libg4v: tried " + "; ".join(tried) +
-                      ". Build it (make) and set G4V_LIBRARY=/path/to/libg4v.so, or install it "
-                      "with `make install` / `cmake --install build`.")
+    raise LibraryNotFoundError(
+        "gemma4_vision: cannot load libg4v: tried " + ("; ".join(tried) or "nothing") +
+        ". Install the package with its library (`pip install .` in the repository, or a "
+        "wheel from `python3 -m build`), or install libg4v and the package with `make install`"
+        " / `cmake --install build`, or set G4V_LIBRARY=/path/to/libg4v.so.", tried)
 
 
-lib = _load()
+class _LazyLib:
+    """Stands for the loaded CDLL: the first attribute looked up loads libg4v (once)."""
+
+    _lock = threading.Lock()
+    _real = None
+
+    def __getattr__(self, name):
+        real = _LazyLib._real
+        if real is None:
+            with _LazyLib._lock:
+                if _LazyLib._real is None:
+                    _LazyLib._real = _load()
+                real = _LazyLib._real
+        return getattr(real, name)
+
+
+lib = _LazyLib()
+
+
+_constants = {}
+
+
+def budgets():
+    """G4V_BUDGETS, read from the library (g4v_budgets)."""
+    if "budgets" not in _constants:
+        n = lib.g4v_budgets(None, 0)
+        arr = (c_int * n)()
+        lib.g4v_budgets(arr, n)
+        _constants["budgets"] = tuple(arr)
+    return _constants["budgets"]
+
+
+def default_budget():
+    """G4V_DEFAULT_BUDGET, read from the library."""
+    return lib.g4v_default_budget()
+
+
+def default_video_budget():
+    """G4V_DEFAULT_VIDEO_BUDGET, read from the library."""
+    return lib.g4v_default_video_budget()
+
+
+def video_alloc_cap():
+    """G4V_VIDEO_ALLOC_CAP, read from the library."""
+    return lib.g4v_video_alloc_cap()

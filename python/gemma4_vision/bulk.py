@@ -9,8 +9,10 @@
 
 How it works (Dask does all the scheduling; nothing here queues or talks to workers itself):
 - The inputs (files, directories, globs, @lists) are expanded on the client into one ordered list,
-  cut into shards of --shard-size images. Shard i always holds the same images for the same
-  inputs, so a rerun finds the same shards.
+  cut into shards of --shard-size images (by default the size follows the dataset and the
+  cluster: auto_shard_size). Shard i always holds the same images for the same inputs and shard
+  size, and a rerun into the same output reuses the size recorded there, so it finds the same
+  shards.
 - One Dask task per shard. A task encodes its images one after another and writes
   OUT/shard-NNNNN.safetensors atomically (temporary file + rename): one tensor per encoded image,
   and in the file's metadata the shard's manifest rows (encoded images and failed ones alike)
@@ -27,6 +29,8 @@ How it works (Dask does all the scheduling; nothing here queues or talks to work
 - At the end the client reads the rows of every shard, in input order, into OUT/manifest.jsonl
   (one JSON object per image) and writes OUT/summary.json.
 """
+from __future__ import annotations
+
 import argparse
 import glob
 import hashlib
@@ -36,14 +40,18 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 from . import safetensors as st
 
-IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".npy")  # as `g4v encode`
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff", ".npy")  # as `g4v encode`
 SHARD_FMT = "shard-{:05d}.safetensors"
 MANIFEST = "manifest.jsonl"
 SUMMARY = "summary.json"
 FORMAT_VERSION = 1
+MAX_SHARD_SIZE = 64    # images per shard at most when the size is chosen (memory per task)
+SHARDS_PER_SLOT = 4    # shards per task slot when the size is chosen (load balance)
 
 
 class BulkError(Exception):
@@ -53,7 +61,7 @@ class BulkError(Exception):
 # ------------------------------------------------------------------------------------------------
 # Inputs and plan
 
-def expand_inputs(args):
+def expand_inputs(args: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Files, directories (their image files, sorted; not recursive, as `g4v encode`), globs
     (sorted, ** recursive) and @LIST files (one path per line, # comments) -> absolute paths, in
     the order given. A path that does not exist is kept: it becomes a failed manifest row."""
@@ -87,7 +95,8 @@ def _options(model, tokens, bf16, precise, exif):
             "precise": bool(precise), "exif": bool(exif)}
 
 
-def plan_shards(paths, options, shard_size):
+def plan_shards(paths: list[str], options: dict[str, Any],
+                shard_size: int) -> list[dict[str, Any]]:
     """[{index, key, items: [(image index, path)]}]: deterministic for the same inputs."""
     shards = []
     for s, begin in enumerate(range(0, len(paths), shard_size)):
@@ -97,7 +106,38 @@ def plan_shards(paths, options, shard_size):
     return shards
 
 
-def shard_rows(path, key=None):
+def auto_shard_size(n_images: int, slots: int) -> int:
+    """The shard size when none is given: enough shards that every task slot of the cluster
+    (workers x threads per worker) gets SHARDS_PER_SLOT of them, so no worker idles while
+    another holds several shards and a slow shard at the end delays the run little; at most
+    MAX_SHARD_SIZE images (a task holds its shard's features in memory), at least 1.
+    41 images on 2 slots: 6 per shard, 7 shards; 100,000 images: 64."""
+    n, slots = max(1, int(n_images)), max(1, int(slots))
+    return max(1, min(MAX_SHARD_SIZE, -(-n // (slots * SHARDS_PER_SLOT))))
+
+
+def previous_shard_size(out: str) -> int | None:
+    """The shard size an earlier run wrote into out (summary.json, else the first shard's
+    metadata; shards of runs before it was recorded: 64, the old default, or the first shard's
+    row count when larger), or None when out holds no earlier run."""
+    try:
+        with open(os.path.join(out, SUMMARY), encoding="utf-8") as f:
+            v = json.load(f).get("shard_size")
+        if isinstance(v, int) and v >= 1:
+            return v
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        header, _ = st.read_header(os.path.join(out, SHARD_FMT.format(0)))
+        meta = header.get("__metadata__", {})
+        if "g4v.shard_size" in meta:
+            return max(1, int(meta["g4v.shard_size"]))
+        return max(64, len(json.loads(meta["g4v.rows"])))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def shard_rows(path: str, key: str | None = None) -> list[dict[str, Any]] | None:
     """The manifest rows stored in a shard file, or None if it is missing, unreadable, or (with
     key) belongs to another plan."""
     try:
@@ -113,9 +153,9 @@ def shard_rows(path, key=None):
 # ------------------------------------------------------------------------------------------------
 # Worker side: the per-process model cache, the plugin that fills it, and the shard task
 
-_models = {}
+_models: dict[str, Any] = {}
 _models_lock = threading.Lock()
-_model_loads = {}
+_model_loads: dict[str, int] = {}
 
 
 def _model_spec(options, threads):
@@ -157,7 +197,7 @@ def get_model(spec):
         return m
 
 
-def model_loads():
+def model_loads() -> dict[str, int]:
     """{spec name: times loaded} in this process (the tests check it is 1 per worker)."""
     with _models_lock:
         return dict(_model_loads)
@@ -192,7 +232,7 @@ def _load_error(spec, dask_worker=None):
     return getattr(p, "error", None)
 
 
-def encode_shard(task):
+def encode_shard(task: dict[str, Any]) -> dict[str, Any]:
     """Dask task: encodes one shard and writes it atomically. Returns its counts."""
     t0 = time.time()
     path = os.path.join(task["out"], SHARD_FMT.format(task["index"]))
@@ -228,6 +268,7 @@ def encode_shard(task):
             meta[f"{name}.{k}"] = str(v)
     meta.update({"g4v.format": str(FORMAT_VERSION), "g4v.key": task["key"],
                  "g4v.shard": str(task["index"]), "g4v.rows": json.dumps(rows),
+                 "g4v.shard_size": str(task.get("shard_size", len(task["items"]))),
                  "g4v.worker": f"{socket.gethostname()}:{os.getpid()}"})
     st.write_atomic(path, tensors, meta)
     return _counts(task["index"], rows, skipped=False, seconds=time.time() - t0)
@@ -246,12 +287,12 @@ class Summary(dict):
     """The run's numbers (also written to OUT/summary.json): images, encoded (this run), resumed
     (images of shards found done), failed (images with an error row), tokens, seconds (from
     sending the first task to the last shard written), images_per_s (images encoded this run /
-    seconds), wall_seconds (the whole call: cluster start and stop, manifest), shards, manifest
-    (its path), options."""
+    seconds), wall_seconds (the whole call: cluster start and stop, manifest), shards,
+    shard_size, manifest (its path), options."""
 
     __getattr__ = dict.__getitem__
 
-    def line(self):
+    def line(self) -> str:
         return (f"{self['images']} images ({self['encoded']} encoded, {self['resumed']} resumed), "
                 f"{self['tokens']} tokens, {self['failed']} failed, {self['seconds']:.1f} s, "
                 f"{self['images_per_s']:.2f} images/s -> {self['manifest']}")
@@ -300,9 +341,12 @@ def _start_client(scheduler, client, workers, threads_per_worker, quiet):
     return Client(cluster), cluster, True
 
 
-def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True, scheduler=None,
-           client=None, workers=1, threads_per_worker=1, encode_threads=0, shard_size=64,
-           retries=2, progress=True, stream=sys.stderr):
+def encode(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+           model: str | os.PathLike[str], out: str | os.PathLike[str], tokens: int = 280,
+           bf16: bool = False, precise: bool = False, exif: bool = True,
+           scheduler: str | None = None, client: Any = None, workers: int = 1,
+           threads_per_worker: int = 1, encode_threads: int = 0, shard_size: int | None = None,
+           retries: int = 2, progress: bool = True, stream: TextIO = sys.stderr) -> Summary:
     """Encodes every image of inputs with the checkpoint at model into shards under out.
 
     inputs       paths, directories, globs or "@list.txt" (see expand_inputs)
@@ -310,7 +354,9 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
                  neither: a LocalCluster of `workers` processes x `threads_per_worker` threads
     encode_threads  g4v threads per encoding task (0: the CPUs divided among the tasks that run
                  at once: on a LocalCluster over all its tasks, on a remote worker over its own)
-    shard_size   images per shard / task (memory per task: shard_size x tokens x T x 4 bytes)
+    shard_size   images per shard / task (memory per task: shard_size x tokens x T x 4 bytes);
+                 None (default): the size an earlier run into out used, else
+                 auto_shard_size(images, task slots of the cluster) (at most 64)
     retries      extra attempts of a shard task that raised (a worker that died is handled by
                  the scheduler: its tasks go to the other workers)
     Returns a Summary; raises BulkError if shards are missing at the end (rerun to resume).
@@ -321,7 +367,7 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
     if int(tokens) not in BUDGETS:
         raise BulkError(f"unsupported token budget {tokens} (use one of "
                         f"{', '.join(map(str, BUDGETS))})")
-    if shard_size < 1:
+    if shard_size is not None and int(shard_size) < 1:
         raise BulkError("shard_size must be >= 1")
     if progress and not os.path.isfile(os.path.join(model, "config.json")):
         print(f"bulk: note: {model}/config.json is not visible here; the workers must see it",
@@ -332,23 +378,37 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
     out = os.path.abspath(os.fspath(out))
     os.makedirs(out, exist_ok=True)
     options = _options(model, tokens, bf16, precise, exif)
-    shards = plan_shards(paths, options, int(shard_size))
-    done = {s["index"] for s in shards
-            if shard_rows(os.path.join(out, SHARD_FMT.format(s["index"])), s["key"]) is not None}
-    todo = [s for s in shards if s["index"] not in done]
+    local = client is None and not scheduler
+    c, cluster, owned, spec = None, None, False, None
     counts = {"images": 0, "shards": 0, "failed": 0, "encoded": 0}
-    resumed_images = sum(len(s["items"]) for s in shards if s["index"] in done)
     failures = []
     t_call = t0 = t_end = time.time()
-    if todo:
-        local = client is None and not scheduler
-        if local and not encode_threads:
-            cpus = len(os.sched_getaffinity(0))
-            encode_threads = max(1, cpus // (int(workers) * int(threads_per_worker)))
-        c, cluster, owned = _start_client(scheduler, client, int(workers), int(threads_per_worker),
-                                          not progress)
-        spec = _model_spec(options, encode_threads)
-        try:
+    try:
+        if shard_size is None:
+            shard_size = previous_shard_size(out)
+        if shard_size is None:
+            if local:
+                slots = int(workers) * int(threads_per_worker)
+            else:  # a cluster that exists: its size decides, so connect first
+                c, cluster, owned = _start_client(scheduler, client, int(workers),
+                                                  int(threads_per_worker), not progress)
+                slots = sum(c.nthreads().values())
+            shard_size = auto_shard_size(len(paths), slots)
+        shard_size = int(shard_size)
+        shards = plan_shards(paths, options, shard_size)
+        done = {s["index"] for s in shards
+                if shard_rows(os.path.join(out, SHARD_FMT.format(s["index"])), s["key"])
+                is not None}
+        todo = [s for s in shards if s["index"] not in done]
+        resumed_images = sum(len(s["items"]) for s in shards if s["index"] in done)
+        if todo:
+            if local and not encode_threads:
+                cpus = len(os.sched_getaffinity(0))
+                encode_threads = max(1, cpus // (int(workers) * int(threads_per_worker)))
+            if c is None:
+                c, cluster, owned = _start_client(scheduler, client, int(workers),
+                                                  int(threads_per_worker), not progress)
+            spec = _model_spec(options, encode_threads)
             try:
                 c.register_worker_plugin(ModelPlugin(spec), name=_spec_name(spec))
                 errors = {w: e for w, e in c.run(_load_error, spec).items() if e}
@@ -362,7 +422,8 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
             counts["images"], counts["shards"] = resumed_images, len(done)
             t0 = time.time()
             tasks = [{"index": s["index"], "key": s["key"], "items": s["items"], "out": out,
-                      "bf16": bool(bf16), "model": spec} for s in todo]
+                      "bf16": bool(bf16), "model": spec, "shard_size": shard_size}
+                     for s in todo]
             futures = c.map(encode_shard, tasks, retries=retries, pure=False,
                             key=[f"g4v-shard-{s['index']:05d}-{s['key'][:12]}" for s in todo])
             by_key = {f.key: t for f, t in zip(futures, tasks)}
@@ -384,26 +445,26 @@ def encode(inputs, model, out, tokens=280, bf16=False, precise=False, exif=True,
             t_end = time.time()
             bar.update(counts["images"], counts["shards"], counts["failed"], counts["encoded"],
                        final=True)
-        finally:
-            if cluster is None:  # a cluster that lives on: free the model on its workers
-                try:
-                    c.unregister_worker_plugin(_spec_name(spec))
-                except Exception:
-                    pass
-            if owned:
-                c.close()
-                if cluster is not None:
-                    cluster.close()
+    finally:
+        if c is not None and spec is not None and cluster is None:
+            try:  # a cluster that lives on: free the model on its workers
+                c.unregister_worker_plugin(_spec_name(spec))
+            except Exception:
+                pass
+        if c is not None and owned:
+            c.close()
+            if cluster is not None:
+                cluster.close()
     seconds = t_end - t0
     if failures:
         raise BulkError(f"{len(failures)} of {len(shards)} shards failed (rerun the same command "
                         "to resume; finished shards are kept): " +
                         "; ".join(f"shard {i}: {e}" for i, e in failures[:5]))
     return _finish(out, shards, options, counts["encoded"], resumed_images, seconds,
-                   time.time() - t_call)
+                   time.time() - t_call, shard_size)
 
 
-def _finish(out, shards, options, encoded, resumed, seconds, wall_seconds):
+def _finish(out, shards, options, encoded, resumed, seconds, wall_seconds, shard_size):
     """Writes manifest.jsonl (every shard's rows in input order) and summary.json, atomically."""
     t_start = time.time()
     manifest = os.path.join(out, MANIFEST)
@@ -434,7 +495,7 @@ def _finish(out, shards, options, encoded, resumed, seconds, wall_seconds):
     summary = Summary(images=n, encoded=encoded, resumed=resumed, failed=failed, tokens=tokens,
                       seconds=seconds, images_per_s=encoded / seconds if seconds > 0 else 0.0,
                       wall_seconds=wall_seconds + (time.time() - t_start), shards=len(shards),
-                      manifest=manifest, options=options)
+                      shard_size=shard_size, manifest=manifest, options=options)
     tmp = os.path.join(out, f"{SUMMARY}.tmp-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
@@ -466,13 +527,13 @@ class BulkOutput:
             self.rows = [json.loads(line) for line in f if line.strip()]
         self._headers = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.rows)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.rows)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> dict[str, Any]:
         return self.rows[i]
 
     @property
@@ -483,9 +544,8 @@ class BulkOutput:
     def failed(self):
         return [r for r in self.rows if not r["ok"]]
 
-    def features(self, row, as_float32=True):
-        if isinstance(row, int):
-            row = self.rows[row]
+    def features(self, row: dict[str, Any] | int, as_float32: bool = True) -> Any:
+        row = self.rows[row] if isinstance(row, int) else row
         if not row["ok"]:
             raise BulkError(f"{row['source']} failed: {row['status']}: {row['error']}")
         path = os.path.join(self.out, row["shard"])
@@ -496,7 +556,7 @@ class BulkOutput:
         return st.bf16_to_f32(a) if as_float32 and a.dtype == st.DTYPES["BF16"] else a
 
 
-def open_output(out):
+def open_output(out: str | os.PathLike[str]) -> BulkOutput:
     """Opens a finished bulk output directory (see BulkOutput)."""
     return BulkOutput(out)
 
@@ -504,7 +564,7 @@ def open_output(out):
 # ------------------------------------------------------------------------------------------------
 # Command line
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python3 -m gemma4_vision.bulk",
         description="Encode many images into Gemma 4 soft tokens on a Dask cluster: safetensors "
@@ -524,7 +584,9 @@ def main(argv=None):
                    help="LocalCluster tasks at once per worker (1)")
     p.add_argument("--encode-threads", type=int, default=0,
                    help="g4v threads per task (default: CPUs / tasks at once)")
-    p.add_argument("--shard-size", type=int, default=64, help="images per shard and task (64)")
+    p.add_argument("--shard-size", type=int, default=None,
+                   help="images per shard and task (default: an earlier run's in OUT, else "
+                        "enough shards for 4 per task slot of the cluster, at most 64)")
     p.add_argument("--quiet", action="store_true", help="no progress, no summary")
     a = p.parse_args(argv)
     if a.scheduler and (a.workers != 1 or a.threads_per_worker != 1):

@@ -7,37 +7,53 @@ the same time), copies the features into new numpy arrays and puts the context b
 therefore holds as many contexts as there were concurrent calls at the peak, each with its own
 thread pool (`threads` workers) and workspace; they are freed by close(). Because results are
 copied out, a Result never depends on a context that another call is reusing.
+
+Errors: a wrong argument type raises TypeError, a bad argument value ValueError (both before any
+library call); what the library reports (a corrupt image, a missing file, a limit) raises
+G4VError with its status and message. The constants (BUDGETS, DEFAULT_BUDGET) are the library's
+own (g4v_budgets, g4v_default_budget), read on first use.
 """
+from __future__ import annotations
+
+import operator
 import os
+import queue
+import sys
 import threading
+from collections.abc import Sequence
 from ctypes import byref, c_int, c_void_p, create_string_buffer, memmove
+from typing import Any, Union
 
 import numpy as np
 
 from . import _lib
+from ._errors import G4VError, status_name
 from ._lib import lib
 
-BUDGETS = (70, 140, 280, 560, 1120)  # G4V_BUDGETS
-DEFAULT_BUDGET = 280
+__all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "status_name", "BUDGETS",
+           "DEFAULT_BUDGET", "ImageInput"]
+
+# What encode() takes: a path, the bytes of an image file, RGB pixels, or a PIL image.
+ImageInput = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, np.ndarray, Any]
 
 
-def status_name(status):
-    """The C constant's name for a status number ("G4V_ERR_IMAGE")."""
-    return lib.g4v_status_name(int(status)).decode()
+def __getattr__(name: str) -> Any:
+    """BUDGETS and DEFAULT_BUDGET, read from the library on first use (PEP 562)."""
+    if name == "BUDGETS":
+        return _lib.budgets()
+    if name == "DEFAULT_BUDGET":
+        return _lib.default_budget()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class G4VError(Exception):
-    """A libg4v failure: .status (the g4v_status number), .status_name and .message (the
-    library's text, which names the file or field at fault)."""
-
-    def __init__(self, status, message):
-        self.status = int(status)
-        self.status_name = status_name(status)
-        self.message = message
-        super().__init__(f"{self.status_name}: {message}")
-
-    def __reduce__(self):  # picklable (Dask sends exceptions between processes)
-        return (G4VError, (self.status, self.message))
+def _int_arg(v: Any, what: str) -> int:
+    """v as an int (any integer type, numpy's too; not bool, float or str): TypeError else."""
+    if isinstance(v, bool):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(v).__name__}") from None
 
 
 class Result:
@@ -59,19 +75,31 @@ class Result:
     __slots__ = ("features", "features_bf16", "n_tokens", "dim", "grid", "original_size",
                  "target_size", "budget", "boi_token_id", "image_token_id", "eoi_token_id",
                  "seconds")
+    features: np.ndarray
+    features_bf16: np.ndarray | None
+    n_tokens: int
+    dim: int
+    grid: tuple[int, int]
+    original_size: tuple[int, int]
+    target_size: tuple[int, int]
+    budget: int
+    boi_token_id: int
+    image_token_id: int
+    eoi_token_id: int
+    seconds: float
 
     @property
-    def prompt_ids(self):
+    def prompt_ids(self) -> np.ndarray:
         ids = np.full(self.n_tokens + 2, self.image_token_id, dtype=np.int32)
         ids[0], ids[-1] = self.boi_token_id, self.eoi_token_id
         return ids
 
     @property
-    def prompt(self):
+    def prompt(self) -> str:
         """The prompt span as text: <|image>, N x <|image|>, <image|>."""
         return "<|image>" + "<|image|>" * self.n_tokens + "<image|>"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Result(n_tokens={self.n_tokens}, dim={self.dim}, grid={self.grid}, "
                 f"original_size={self.original_size}, target_size={self.target_size}, "
                 f"budget={self.budget})")
@@ -80,23 +108,47 @@ class Result:
 class ModelInfo:
     """What `g4v info` shows (g4v_model_info): every field as an attribute; as_dict()."""
 
-    def __init__(self, c):
-        for name, _ in _lib.ModelInfo._fields_:
+    variant: str
+    kind: str
+    dim: int
+    num_layers: int
+
+    def __init__(self, c: _lib.ModelInfo):
+        for field in _lib.ModelInfo._fields_:
+            name = field[0]
             v = getattr(c, name)
             setattr(self, name, v.decode() if isinstance(v, bytes) else v)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ModelInfo(variant={self.variant!r}, dim={self.dim}, layers={self.num_layers})"
 
 
 class VideoResult:
     """One encoded video (Model.encode_video): the rows of every sampled frame, in order."""
 
+    features: np.ndarray
+    features_bf16: np.ndarray | None
+    n_tokens: int
+    dim: int
+    n_frames: int
+    frames: list[dict[str, Any]]
+    total_frames: int
+    fps: float
+    duration: float
+    original_size: tuple[int, int]
+    target_size: tuple[int, int]
+    budget: int
+    seconds: float
+    codec: str
+    container: str
+    prompt: str
+    prompt_ids: np.ndarray
+
     @classmethod
-    def _from_c(cls, r, bf16):
+    def _from_c(cls, r: _lib.VideoResult, bf16: bool) -> VideoResult:
         v = cls()
         n, t = r.n_tokens, r.dim
         v.features = np.empty((n, t), dtype=np.float32)
@@ -124,34 +176,42 @@ class VideoResult:
         v.prompt_ids = ids  # each frame's boi, video x n, eoi, frame after frame
         return v
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"VideoResult(frames={self.n_frames}, rows={self.n_tokens}, dim={self.dim}, "
                 f"fps={self.fps:g}, size={self.target_size})")
 
 
-def _budget(b, what):
-    if b is None or b == 0:
+def _budget(b: int | None, what: str) -> int:
+    """0 for None (the model's default), else b when it is one of the library's budgets;
+    TypeError / ValueError otherwise (with the library's message)."""
+    if b is None:
         return 0
-    if not lib.g4v_budget_valid(int(b)):
+    b = _int_arg(b, what)
+    if b == 0:
+        return 0
+    if not lib.g4v_budget_valid(b):
         buf = create_string_buffer(256)
-        st = lib.g4v_budget_check(int(b), buf, len(buf))
-        raise G4VError(st, f"{what}: {buf.value.decode()}")
-    return int(b)
+        lib.g4v_budget_check(b, buf, len(buf))
+        raise ValueError(f"{what}: {buf.value.decode()}")
+    return b
 
 
-def _rgb_array(a, what):
+def _rgb_array(a: np.ndarray, what: str) -> np.ndarray:
     """a as a uint8 [H, W, 3] array whose pixels are 3 bytes apart and rows evenly spaced."""
-    if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
-        raise G4VError(_lib.ERR_ARG, f"{what}: expected a uint8 [H, W, 3] array, "
-                                     f"got {a.dtype} {list(a.shape)}")
+    if a.dtype != np.uint8:
+        raise TypeError(f"{what}: expected a uint8 [H, W, 3] array, got {a.dtype} "
+                        f"{list(a.shape)}")
+    if a.ndim != 3 or a.shape[2] != 3:
+        raise ValueError(f"{what}: expected a uint8 [H, W, 3] array, got {a.dtype} "
+                         f"{list(a.shape)}")
     if a.shape[0] < 1 or a.shape[1] < 1:
-        raise G4VError(_lib.ERR_ARG, f"{what}: empty image {list(a.shape)}")
+        raise ValueError(f"{what}: empty image {list(a.shape)}")
     if a.strides[2] != 1 or a.strides[1] != 3 or a.strides[0] < 3 * a.shape[1]:
         a = np.ascontiguousarray(a)
     return a
 
 
-def _npy_rgb(path):
+def _npy_rgb(path: str) -> np.ndarray | None:
     """The uint8 [H, W, 3] pixels of a .npy file, as `g4v encode` takes them, or None when the
     file is not a .npy at all (then it is decoded by content, like any image file)."""
     try:
@@ -175,20 +235,53 @@ def _npy_rgb(path):
 _RESIZES = {"pillow": _lib.RESIZE_PILLOW, "torchvision": _lib.RESIZE_TORCHVISION}
 
 
-def _resize(name):
-    """"pillow" / "torchvision" -> G4V_RESIZE_*; anything else is G4V_ERR_ARG."""
+def _resize(name: str) -> int:
+    """"pillow" / "torchvision" -> G4V_RESIZE_*; TypeError / ValueError otherwise."""
+    if not isinstance(name, str):
+        raise TypeError(f"resize must be 'pillow' or 'torchvision', not {type(name).__name__}")
     if name not in _RESIZES:
-        raise G4VError(_lib.ERR_ARG, f"resize must be 'pillow' or 'torchvision', got {name!r}")
+        raise ValueError(f"resize must be 'pillow' or 'torchvision', got {name!r}")
     return _RESIZES[name]
+
+
+# Handles of Models collected by the garbage collector go here, and a daemon thread frees them:
+# freeing a context joins its worker threads, which __del__ must never wait for.
+_reap_queue: queue.SimpleQueue = queue.SimpleQueue()  # put() is reentrant: safe in __del__
+_reaper_started = False
+_reaper_lock = threading.Lock()
+
+
+def _reaper() -> None:
+    while True:
+        ctxs, model = _reap_queue.get()
+        try:
+            for ctx in ctxs:
+                lib.g4v_ctx_free(ctx)
+            if model is not None:
+                lib.g4v_model_free(model)
+        except Exception:  # noqa: BLE001 - interpreter shutdown; the OS frees the memory
+            pass
+
+
+def _start_reaper() -> None:
+    """Starts the reaper thread once (from Model.__init__: starting a thread waits for it to
+    run, which __del__ must not do)."""
+    global _reaper_started
+    if _reaper_started:
+        return
+    with _reaper_lock:
+        if not _reaper_started:
+            threading.Thread(target=_reaper, name="gemma4_vision-reaper", daemon=True).start()
+            _reaper_started = True
 
 
 class Model:
     """A Gemma 4 vision tower loaded from a checkpoint directory.
 
-    Model(path, threads=0, precise=False, budget=280, exif=True, resize="pillow", **limits)
+    Model(path, threads=0, precise=False, budget=None, exif=True, resize="pillow", **limits)
       threads   worker threads per encode call (0: one per CPU)
       precise   f32 GEMM inputs (~1e-6 relative error) instead of bf16 (~3e-3), slower
-      budget    default soft-token budget, one of BUDGETS
+      budget    default soft-token budget, one of BUDGETS (None: DEFAULT_BUDGET, 280)
       exif      apply the EXIF orientation of image files (as transformers does)
       resize    "pillow" (default): Pillow's BICUBIC, as transformers' Gemma4ImageProcessorPil;
                 "torchvision": torch's antialiased bicubic, as its torchvision backend
@@ -197,29 +290,47 @@ class Model:
       limits    any max_* field of g4v_model_options (max_pixels, max_dimension,
                 max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count)
 
-    Raises G4VError (status G4V_ERR_IO, G4V_ERR_MODEL, ...) when the checkpoint cannot be loaded.
+    Raises G4VError (status G4V_ERR_IO, G4V_ERR_MODEL, ...) when the checkpoint cannot be loaded,
+    TypeError / ValueError for a bad argument.
     Safe to share between threads; use as a context manager or call close() to free it early.
     """
 
-    def __init__(self, path, threads=0, precise=False, budget=DEFAULT_BUDGET, exif=True,
-                 resize="pillow", **limits):
+    path: str
+    info: ModelInfo
+
+    def __init__(self, path: str | os.PathLike[str], threads: int = 0, precise: bool = False,
+                 budget: int | None = None, exif: bool = True, resize: str = "pillow",
+                 **limits: int | float) -> None:
         self._model = None
-        self._idle = []
+        self._idle: list[c_void_p] = []
         self._busy = 0
         self._cond = threading.Condition()
-        self._threads = int(threads)
+        _start_reaper()
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        self._threads = _int_arg(threads, "threads")
         if self._threads < 0:
-            raise G4VError(_lib.ERR_ARG, f"threads must be >= 0, got {threads}")
+            raise ValueError(f"threads must be >= 0, got {threads}")
+        budget = _budget(budget, "budget")
+        resize_id = _resize(resize)
         opts = _lib.ModelOptions()
         lib.g4v_model_options_init(byref(opts))
-        opts.budget = _budget(budget, "budget") or DEFAULT_BUDGET
+        if budget:
+            opts.budget = budget
         opts.apply_exif = 1 if exif else 0
         opts.precise = 1 if precise else 0
-        opts.resize = _resize(resize)
+        opts.resize = resize_id
         for k, v in limits.items():
             if not k.startswith("max_") or not hasattr(opts, k):
                 raise TypeError(f"Model() got an unexpected keyword argument {k!r}")
-            setattr(opts, k, int(v))
+            if k == "max_video_seconds":
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise TypeError(f"{k} must be a number, not {type(v).__name__}")
+            else:
+                v = _int_arg(v, k)
+            if v < 0:
+                raise ValueError(f"{k} must be >= 0, got {v}")
+            setattr(opts, k, v)
         self.path = os.fspath(path)
         msg = create_string_buffer(1024)
         handle = c_void_p()
@@ -235,10 +346,10 @@ class Model:
         self.info = ModelInfo(info)
 
     # -- contexts -------------------------------------------------------------------------------
-    def _acquire(self):
+    def _acquire(self) -> c_void_p:
         with self._cond:
             if self._model is None:
-                raise G4VError(_lib.ERR_ARG, "the model is closed")
+                raise ValueError("the model is closed")
             self._busy += 1
             if self._idle:
                 return self._idle.pop()
@@ -253,7 +364,7 @@ class Model:
             raise G4VError(st, msg.value.decode(errors="replace"))
         return ctx
 
-    def _release(self, ctx):
+    def _release(self, ctx: c_void_p | None) -> None:
         with self._cond:
             if ctx is not None:
                 self._idle.append(ctx)
@@ -261,12 +372,12 @@ class Model:
             self._cond.notify_all()
 
     @property
-    def contexts(self):
+    def contexts(self) -> int:
         """How many g4v_ctx the pool holds (the peak number of concurrent encode calls)."""
         with self._cond:
             return len(self._idle) + self._busy
 
-    def close(self):
+    def close(self) -> None:
         """Frees the contexts and the model; waits for encode calls in progress. Idempotent."""
         with self._cond:
             while self._busy:
@@ -278,23 +389,38 @@ class Model:
         if model is not None:
             lib.g4v_model_free(model)
 
-    def __enter__(self):
+    def __enter__(self) -> Model:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
+        # Never blocks: no waiting for the lock or for calls (there can be none: a call holds a
+        # reference to the model), and the handles are freed by the reaper thread, since
+        # freeing a context joins its worker threads.
+        if sys.is_finalizing():
+            return  # interpreter exit: the process's memory goes with it
+        cond = getattr(self, "_cond", None)
+        if cond is None or not cond.acquire(blocking=False):
+            return  # __init__ failed early, or the lock is held: leave it (leak, not hang)
         try:
-            self.close()
-        except Exception:
-            pass
+            if self._busy:
+                return
+            idle, self._idle = self._idle, []
+            model, self._model = self._model, None
+        finally:
+            cond.release()
+        if idle or model is not None:
+            _reap_queue.put((idle, model))  # SimpleQueue.put: reentrant, never blocks
 
     @property
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """The model's identity (g4v_model_fingerprint): 64 hex digits of SHA-256 over the vision
         configuration, the numerics mode and version, and every vision tensor used; the same for
         any file layout of one checkpoint. Computed on first use (~0.5 s for e4b), then kept."""
+        if self._model is None:
+            raise ValueError("the model is closed")
         buf = create_string_buffer(65)
         st = lib.g4v_model_fingerprint(self._model, buf, len(buf))
         if st:
@@ -302,16 +428,23 @@ class Model:
         return buf.value.decode()
 
     # -- encoding -------------------------------------------------------------------------------
-    def plan(self, width, height, tokens=None):
+    def plan(self, width: int, height: int, tokens: int | None = None) -> tuple[int, int, int]:
         """(target_width, target_height, n_tokens) for a width x height image, encoding nothing."""
+        width, height = _int_arg(width, "width"), _int_arg(height, "height")
+        if width < 1 or height < 1:
+            raise ValueError(f"width and height must be >= 1, got {width}x{height}")
+        budget = _budget(tokens, "tokens")
+        if self._model is None:
+            raise ValueError("the model is closed")
         tw, th, n = c_int(), c_int(), c_int()
-        st = lib.g4v_model_plan(self._model, int(width), int(height), _budget(tokens, "tokens"),
-                                byref(tw), byref(th), byref(n))
+        st = lib.g4v_model_plan(self._model, width, height, budget, byref(tw), byref(th),
+                                byref(n))
         if st:
             raise G4VError(st, f"cannot plan a {width}x{height} image at budget {tokens}")
         return tw.value, th.value, n.value
 
-    def encode(self, image, tokens=None, bf16=False, exif=None, resize=None):
+    def encode(self, image: ImageInput, tokens: int | None = None, bf16: bool = False,
+               exif: bool | None = None, resize: str | None = None) -> Result:
         """Encodes one image into soft tokens; returns a Result.
 
         image   a path (str / os.PathLike; JPEG, PNG, WebP, GIF, BMP by content, or a raw uint8
@@ -324,7 +457,9 @@ class Model:
                 (files and bytes only; arrays and PIL images are taken as they are)
         resize  None: the model's; "pillow" or "torchvision" (see Model)
         Raises G4VError with the library's status and message (G4V_ERR_IMAGE for a corrupt
-        image, G4V_ERR_IO for a missing file, G4V_ERR_ARG for a bad budget or array, ...).
+        image, G4V_ERR_IO for a missing file, G4V_ERR_LIMIT over a limit, ...); TypeError for
+        an image of another type or an array of another dtype, ValueError for a bad budget,
+        resize or array shape.
         """
         eo = _lib.EncodeOptions()
         lib.g4v_encode_options_init(byref(eo))
@@ -354,7 +489,8 @@ class Model:
         finally:
             self._release(ctx)
 
-    def encode_batch(self, images, tokens=None, bf16=False, resize=None):
+    def encode_batch(self, images: Sequence[Any], tokens: int | None = None, bf16: bool = False,
+                     resize: str | None = None) -> list[Result]:
         """Encodes several decoded images in one pass through the tower; returns a list of
         Results, each bit-identical to encode() on that image alone, faster for many small
         images (video frames, thumbnails).
@@ -362,12 +498,16 @@ class Model:
         images  a sequence of uint8 [H, W, 3] numpy arrays or PIL images (any sizes)
         tokens, bf16, resize as for encode(). The feature cache is not consulted.
         """
+        if isinstance(images, (str, bytes, bytearray, memoryview, np.ndarray)) or \
+                not hasattr(images, "__iter__"):
+            raise TypeError("encode_batch: images must be a sequence of arrays or PIL images, "
+                            f"not {type(images).__name__}")
         prepared = []
         for i, image in enumerate(images):
+            if isinstance(image, (str, os.PathLike, bytes, bytearray, memoryview)):
+                raise TypeError(f"encode_batch: image {i} must be a uint8 [H, W, 3] numpy array "
+                                f"or a PIL image, not {type(image).__name__}")
             kind, arg = self._prepare(image)
-            if kind != "rgb":
-                raise G4VError(_lib.ERR_ARG, f"encode_batch: image {i} must be a uint8 [H, W, 3] "
-                                             f"numpy array or a PIL image")
             prepared.append(arg)
         if not prepared:
             return []
@@ -392,7 +532,9 @@ class Model:
         finally:
             self._release(ctx)
 
-    def encode_video(self, video, tokens=None, frames=None, bf16=False, resize=None):
+    def encode_video(self, video: str | os.PathLike[str] | bytes | bytearray | memoryview,
+                     tokens: int | None = None, frames: int | None = None, bf16: bool = False,
+                     resize: str | None = None) -> VideoResult:
         """Encodes a video (a path, or bytes of a video file) as Gemma 4 does: `frames` (default
         32) frames sampled evenly, each at the per-frame budget `tokens` (default 70), encoded
         together. Returns a VideoResult: features [rows, T] frame after frame, per-frame index,
@@ -402,23 +544,26 @@ class Model:
         vo = _lib.VideoOptions()
         lib.g4v_video_options_init(byref(vo))
         vo.budget = 0 if tokens is None else _budget(tokens, "tokens")
-        vo.num_frames = 0 if frames is None else int(frames)
+        if frames is not None:
+            frames = _int_arg(frames, "frames")
+            if not 1 <= frames <= 1024:
+                raise ValueError(f"frames must be 1..1024, got {frames}")
+            vo.num_frames = frames
         vo.bf16 = 1 if bf16 else 0
         if resize is not None:
             vo.resize = _resize(resize)
+        if not isinstance(video, (str, os.PathLike, bytes, bytearray, memoryview)):
+            raise TypeError(f"video must be a path or bytes, not {type(video).__name__}")
         r = _lib.VideoResult()
         ctx = self._acquire()
         try:
             if isinstance(video, (str, os.PathLike)):
                 st = lib.g4v_encode_video_file(ctx, os.fsencode(os.fspath(video)), byref(vo),
                                                byref(r))
-            elif isinstance(video, (bytes, bytearray, memoryview)):
+            else:
                 buf = np.frombuffer(memoryview(video).tobytes() or b"\0", dtype=np.uint8)
                 st = lib.g4v_encode_video_memory(ctx, buf.ctypes.data, len(memoryview(video)),
                                                  byref(vo), byref(r))
-            else:
-                raise G4VError(_lib.ERR_ARG, "video must be a path or bytes, not "
-                                             f"{type(video).__name__}")
             if st:
                 raise G4VError(st, lib.g4v_ctx_error(ctx).decode(errors="replace"))
             return VideoResult._from_c(r, bool(bf16))
@@ -426,7 +571,7 @@ class Model:
             self._release(ctx)
 
     @staticmethod
-    def _prepare(image):
+    def _prepare(image: Any) -> tuple[str, Any]:
         if isinstance(image, (str, os.PathLike)):
             path = os.fspath(image)
             if path.lower().endswith(".npy"):
@@ -444,11 +589,11 @@ class Model:
         if hasattr(image, "convert") and hasattr(image, "mode") and hasattr(image, "size"):
             img = image if image.mode == "RGB" else image.convert("RGB")
             return "rgb", _rgb_array(np.asarray(img), "PIL image")
-        raise G4VError(_lib.ERR_ARG, "image must be a path, bytes, a uint8 [H, W, 3] numpy array "
-                                     f"or a PIL image, not {type(image).__name__}")
+        raise TypeError("image must be a path, bytes, a uint8 [H, W, 3] numpy array or a PIL "
+                        f"image, not {type(image).__name__}")
 
     @staticmethod
-    def _copy_out(r, bf16):
+    def _copy_out(r: _lib.Result, bf16: bool) -> Result:
         n, t = r.n_tokens, r.dim
         res = Result()
         res.features = np.empty((n, t), dtype=np.float32)

@@ -10,11 +10,14 @@ the final name, so a reader (or a resumed run) sees either the whole file or non
 the writing process is killed. read_header() reads the header only; tensor() memory-maps one
 tensor, so loading a manifest touches no feature bytes until they are asked for.
 """
+from __future__ import annotations
+
 import json
 import os
 import socket
 import struct
 import uuid
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +25,10 @@ DTYPES = {"F32": np.dtype("<f4"), "BF16": np.dtype("<u2")}  # BF16 is returned a
 MAX_HEADER = 100_000_000
 
 
-def write_atomic(path, tensors, metadata):
+def write_atomic(path: str, tensors: list[tuple[str, str, np.ndarray]],
+                 metadata: dict[str, str]) -> None:
     """tensors: [(name, dtype "F32" | "BF16", 2-D array)] in order; metadata: {str: str}."""
-    header = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}}
+    header: dict[str, Any] = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}}
     offset = 0
     blobs = []
     for name, dtype, arr in tensors:
@@ -63,7 +67,7 @@ def write_atomic(path, tensors, metadata):
         pass
 
 
-def read_header(path):
+def read_header(path: str) -> tuple[dict, int]:
     """(header dict, byte offset of the data) of a safetensors file; ValueError if malformed."""
     with open(path, "rb") as f:
         raw = f.read(8)
@@ -84,7 +88,8 @@ def read_header(path):
     return header, 8 + n
 
 
-def tensor(path, name, header=None, data_offset=None):
+def tensor(path: str, name: str, header: dict | None = None,
+           data_offset: int | None = None) -> np.ndarray:
     """One tensor of a safetensors file, memory-mapped read-only (F32: float32, BF16: uint16)."""
     if header is None:
         header, data_offset = read_header(path)
@@ -99,6 +104,6 @@ def tensor(path, name, header=None, data_offset=None):
     return np.memmap(path, dtype=dt, mode="r", offset=data_offset + a, shape=shape)
 
 
-def bf16_to_f32(bits):
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     """bf16 bit patterns (uint16) -> float32 values (exact)."""
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)

@@ -14,6 +14,18 @@ int g4v_budget_valid(int budget) {
     return 0;
 }
 
+int g4v_budgets(int *out, int max) {
+    int n = (int)(sizeof budgets / sizeof budgets[0]);
+    for (int i = 0; out && i < n && i < max; i++) out[i] = budgets[i];
+    return n;
+}
+
+int g4v_default_budget(void) { return G4V_DEFAULT_BUDGET; }
+
+int g4v_default_video_budget(void) { return G4V_DEFAULT_VIDEO_BUDGET; }
+
+size_t g4v_video_alloc_cap(void) { return G4V_VIDEO_ALLOC_CAP; }
+
 int g4v_budget_check(int budget, char *errbuf, size_t errbuf_size) {
     int ok = g4v_budget_valid(budget);
     if (!errbuf || !errbuf_size) return ok ? G4V_OK : G4V_ERR_ARG;

@@ -1,7 +1,7 @@
 /* format.c - which image format a byte string holds, from its magic bytes (never a file name).
  *
- * Decoded: JPEG, PNG, GIF, WebP, BMP. Recognised only to name them in the error message: TIFF,
- * AVIF/HEIF and other ISO-BMFF files, JPEG 2000, JPEG XL, ICO/CUR, PSD, QOI, PNM, SVG/XML, PDF.
+ * Decoded: JPEG, PNG, GIF, WebP, BMP, TIFF (and BigTIFF). Recognised only to name them in the error
+ * message: AVIF/HEIF and other ISO-BMFF files, JPEG 2000, JPEG XL, ICO/CUR, PSD, QOI, PNM, SVG/XML, PDF.
  */
 #include "image/image_internal.h"
 
@@ -35,9 +35,9 @@ g4v_image_format g4v_image_sniff(const uint8_t *p, size_t n, const char **name) 
     } else if (has(p, n, 0, "BM", 2)) {
         nm = "BMP", f = G4V_FMT_BMP;
     } else if (has(p, n, 0, "II*\0", 4) || has(p, n, 0, "MM\0*", 4)) {
-        nm = "TIFF";
+        nm = "TIFF", f = G4V_FMT_TIFF;
     } else if (has(p, n, 0, "II+\0", 4) || has(p, n, 0, "MM\0+", 4)) {
-        nm = "BigTIFF";
+        nm = "BigTIFF", f = G4V_FMT_TIFF;
     } else if (has(p, n, 4, "ftyp", 4)) {
         nm = iso_bmff_name(p, n);
     } else if (has(p, n, 0, "\0\0\0\x0cjP  \r\n\x87\n", 12) || has(p, n, 0, "\xFF\x4F\xFF\x51", 4)) {

@@ -1,6 +1,6 @@
 /* image_internal.h - the pieces of src/image that talk to each other (not a public contract).
  *
- * Decoders (jpeg.c, png.c, webp.c, gif.c, bmp.c) turn bytes into RGB8 rows and hand them, top to
+ * Decoders (jpeg.c, png.c, webp.c, gif.c, bmp.c, tiff.c) turn bytes into RGB8 rows and hand them, top to
  * bottom, to a g4v_pipe (pipe.c). The pipe either keeps the whole image (then orients and resizes
  * it) or, when the EXIF orientation is known before the pixels and does not transpose, streams
  * each row straight into the row-streaming resizer (resize.c), so the full-size image is never
@@ -23,7 +23,8 @@ typedef enum g4v_image_format {
     G4V_FMT_GIF,
     G4V_FMT_WEBP,
     G4V_FMT_BMP,
-    G4V_FMT_OTHER /* recognised but not decoded (TIFF, AVIF, HEIF, ...); see *name */
+    G4V_FMT_OTHER, /* recognised but not decoded (AVIF, HEIF, ...); see *name */
+    G4V_FMT_TIFF   /* TIFF or BigTIFF (libtiff); added last: the values above are unchanged */
 } g4v_image_format;
 
 /* Sniffs the format from the first bytes. *name gets a static display name ("TIFF",
@@ -65,6 +66,7 @@ int g4v_decode_png(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
 int g4v_decode_webp(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
 int g4v_decode_gif(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
 int g4v_decode_bmp(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+int g4v_decode_tiff(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
 
 /* ---- EXIF / XMP orientation (exif.c) ------------------------------------------------------- */
 #define G4V_EXIF_ABSENT (-1)

@@ -165,9 +165,12 @@ static int pick_decoder(const uint8_t *b, size_t n, decoder_fn *dec, const char 
     case G4V_FMT_BMP:
         *dec = g4v_decode_bmp;
         return G4V_OK;
+    case G4V_FMT_TIFF:
+        *dec = g4v_decode_tiff;
+        return G4V_OK;
     case G4V_FMT_OTHER:
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                        "image format %s is not supported (supported: JPEG, PNG, WebP, GIF, BMP)",
+                        "image format %s is not supported (supported: JPEG, PNG, WebP, GIF, BMP, TIFF)",
                         *name);
     default:
         break;
@@ -180,7 +183,7 @@ static int pick_decoder(const uint8_t *b, size_t n, decoder_fn *dec, const char 
         hex[3 * i + 2] = i + 1 < n && i + 1 < 8 ? ' ' : 0;
     }
     return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                    "unknown image format (first bytes: %s); supported: JPEG, PNG, WebP, GIF, BMP",
+                    "unknown image format (first bytes: %s); supported: JPEG, PNG, WebP, GIF, BMP, TIFF",
                     hex);
 }
 

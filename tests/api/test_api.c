@@ -68,6 +68,14 @@ static void test_budgets(void) {
     CHECK(g4v_budget_check(300, NULL, 0) == G4V_ERR_ARG);
     char tiny[8];
     CHECK(g4v_budget_check(300, tiny, sizeof tiny) == G4V_ERR_ARG && strlen(tiny) == 7);
+    /* the same constants as functions (for bindings) */
+    int got[8] = {0};
+    CHECK(g4v_budgets(NULL, 0) == n && g4v_budgets(got, 2) == n && got[0] == 70 &&
+          got[1] == 140 && got[2] == 0);
+    CHECK(g4v_budgets(got, 8) == n && !memcmp(got, budgets, sizeof budgets));
+    CHECK(g4v_default_budget() == G4V_DEFAULT_BUDGET &&
+          g4v_default_video_budget() == G4V_DEFAULT_VIDEO_BUDGET &&
+          g4v_video_alloc_cap() == G4V_VIDEO_ALLOC_CAP);
 }
 
 static void test_load_errors(void) {

@@ -49,6 +49,26 @@ def g4v(*args):
     return pyutil.g4v("encode", *args)
 
 
+def on_terminal(cmd):
+    """stdout of cmd run with its stdout on a pseudo-terminal (stderr discarded)."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait()
+    os.close(master)
+    return out.decode(errors="replace")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         ck = os.path.join(tmp, "tiny")
@@ -252,6 +272,26 @@ def main():
         r = g4v("--model", ck, short, "--tokens", "70", "-o", out)
         check(r.returncode == 2 and "(and complete)" in r.stderr,
               f"truncated .npy: exit 2 (got {r.returncode}: {r.stderr.strip()[-160:]})")
+        # stdout on a terminal: the span is summarised; piped: the whole span (scripts rely on
+        # it); --full-span: the whole span on a terminal too. A TIFF in the directory is picked
+        # up by its extension.
+        tif = os.path.join(imgs, "d.tif")
+        Image.fromarray(arrays["a.png"]).save(tif, compression="tiff_lzw")
+        piped = g4v("--model", ck, paths[0], "--tokens", "70", "-o", out)
+        n = piped.stdout.count("<|image|>")
+        check(piped.returncode == 0 and n > 0 and piped.stdout.startswith("<|image><|image|>"),
+              f"piped: the whole span ({n} image tokens)")
+        for extra, want in (((), f"<|image> + {n} x <|image|> + <image|>\r\nids:"),
+                            (("--full-span",), "<|image>" + "<|image|>" * n + "<image|>\r\n")):
+            tty = on_terminal([pyutil.BIN, "encode",
+                               "--model", ck, paths[0], "--tokens", "70", "-o", out, *extra])
+            check(tty.startswith(want), f"terminal {extra}: starts with {want[:60]!r} "
+                                        f"(got {tty[:80]!r})")
+        r = g4v("--model", ck, imgs, "--tokens", "70", "--json", "-o", os.path.join(tmp, "d"))
+        files = [json.loads(x)["file"] for x in r.stdout.splitlines()]
+        check(r.returncode == 0 and files[-1] == tif and len(files) == 4,
+              f"a directory's .tif is encoded ({files})")
+        os.remove(tif)
         r = g4v("--help")
         check(r.returncode == 0 and "--safetensors" not in r.stdout and "exit codes" in r.stdout
               and "--json" in r.stdout and "@LIST" in r.stdout, "encode --help is complete")

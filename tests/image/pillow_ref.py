@@ -93,6 +93,16 @@ def preprocess(path, tokens=280, apply_exif=True, order="9"):
     return a
 
 
+def preprocess_array(a, tokens=280, order="9"):
+    """preprocess() for an image already decoded (uint8 HxWx3)."""
+    a = np.asarray(a, np.uint8)
+    h, w = a.shape[:2]
+    th, tw = target_size(h, w, tokens)
+    if (th, tw) != (h, w):
+        a = pil_resize(a, tw, th, order)
+    return a
+
+
 RESCALE_LUT = (np.arange(256).astype(np.float64) * (1 / 255)).astype(np.float32)
 
 
@@ -397,3 +407,129 @@ def make_bmp(w, h, bits, rows_bytes=None, palette=None, compression=0, header=40
     off = 14 + len(info) + len(pal) if pixel_offset is None else pixel_offset
     fh = b"BM" + struct.pack("<IHHI", 14 + len(info) + len(pal) + len(pix), 0, 0, off)
     return fh + info + pal + pix
+
+
+# --------------------------------------------------------------------------------------------
+# TIFF encoder (what Pillow cannot write: tiles, 2/4-bit, MinIsWhite, big-endian, FillOrder 2,
+# associated alpha, extra samples, 16-bit colour, planar configuration 2, other sample formats)
+
+def _packbits(data):
+    out = bytearray()
+    for i in range(0, len(data), 128):  # literal runs only: valid, if not small
+        chunk = data[i:i + 128]
+        out.append(len(chunk) - 1)
+        out += chunk
+    return bytes(out)
+
+
+def _tiff_rows(samples, bps, big_endian):
+    """(h, w, spp) ints -> list of packed rows (bytes); 16-bit in the file's byte order."""
+    samples = np.asarray(samples)
+    if bps == 16:
+        return [r.reshape(-1).astype(">u2" if big_endian else "<u2").tobytes() for r in samples]
+    if bps == 32:
+        return [r.reshape(-1).astype(">u4" if big_endian else "<u4").tobytes() for r in samples]
+    return _pack_rows(samples, bps)
+
+
+def make_tiff(samples, bps, photometric, big_endian=False, tile=None, rows_per_strip=None,
+              compression=1, extra_samples=(), colormap=None, orientation=None, fill_order=None,
+              sample_format=None, planar=None, extra_tags=(), pages=1):
+    """samples: (h, w, spp) array of sample values. tile: (tw, th) multiples of 16.
+    compression: 1 none, 8 deflate (zlib), 32773 PackBits. colormap: 3 x 2**bps uint16 values
+    (R..., G..., B...). FillOrder 2 reverses the bits of every stored byte. extra_tags: (tag,
+    type, values) entries. pages: that many copies of the directory (a multi-page file; pages
+    after the first are the image inverted)."""
+    samples = np.asarray(samples)
+    if samples.ndim == 2:
+        samples = samples[:, :, None]
+    h, w, spp = samples.shape
+    e = ">" if big_endian else "<"
+
+    def blocks(s):
+        if planar == 2:
+            planes = [s[:, :, k:k + 1] for k in range(spp)]
+        else:
+            planes = [s]
+        out = []
+        for pl in planes:
+            if tile:
+                tw, th = tile
+                for y0 in range(0, h, th):
+                    for x0 in range(0, w, tw):
+                        t = np.zeros((th, tw, pl.shape[2]), pl.dtype)
+                        part = pl[y0:y0 + th, x0:x0 + tw]
+                        t[:part.shape[0], :part.shape[1]] = part
+                        out.append(b"".join(_tiff_rows(t, bps, big_endian)))
+            else:
+                rps = rows_per_strip or h
+                for y0 in range(0, h, rps):
+                    out.append(b"".join(_tiff_rows(pl[y0:y0 + rps], bps, big_endian)))
+        res = []
+        for b in out:
+            if fill_order == 2:
+                b = bytes(int("{:08b}".format(x)[::-1], 2) for x in b)
+            if compression == 8:
+                b = zlib.compress(b)
+            elif compression == 32773:
+                b = _packbits(b)
+            res.append(b)
+        return res
+
+    page_data = [blocks(samples if p == 0 else (1 << bps) - 1 - samples) for p in range(pages)]
+    out = bytearray((b"MM\0*" if big_endian else b"II*\0") + struct.pack(e + "I", 0))
+    ifd_offsets = []
+    for p in range(pages):
+        offs = []
+        for b in page_data[p]:
+            offs.append(len(out))
+            out += b
+            if len(out) % 2:
+                out += b"\0"
+        counts = [len(b) for b in page_data[p]]
+        tags = [(256, 4, [w]), (257, 4, [h]), (258, 3, [bps] * spp), (259, 3, [compression]),
+                (262, 3, [photometric]), (277, 3, [spp])]
+        if tile:
+            tags += [(322, 3, [tile[0]]), (323, 3, [tile[1]]), (324, 4, offs), (325, 4, counts)]
+        else:
+            tags += [(273, 4, offs), (278, 4, [rows_per_strip or h]), (279, 4, counts)]
+        if extra_samples:
+            tags.append((338, 3, list(extra_samples)))
+        if colormap is not None:
+            tags.append((320, 3, [int(v) for v in colormap]))
+        if orientation is not None:
+            tags.append((274, 3, [orientation]))
+        if fill_order is not None:
+            tags.append((266, 3, [fill_order]))
+        if sample_format is not None:
+            tags.append((339, 3, [sample_format] * spp))
+        if planar is not None:
+            tags.append((284, 3, [planar]))
+        tags += list(extra_tags)
+        tags.sort(key=lambda t: t[0])
+        size = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8}
+        fmt = {1: "B", 2: "B", 3: "H", 4: "I"}
+        ifd = len(out)
+        ifd_offsets.append(ifd)
+        data_at = ifd + 2 + 12 * len(tags) + 4
+        table, blob = bytearray(struct.pack(e + "H", len(tags))), bytearray()
+        for tag, typ, vals in tags:
+            raw = b"".join(struct.pack(e + fmt[typ], v) for v in vals)
+            if len(raw) <= 4:
+                field = raw.ljust(4, b"\0")
+            else:
+                field = struct.pack(e + "I", data_at + len(blob))
+                blob += raw
+                if len(blob) % 2:
+                    blob += b"\0"
+            table += struct.pack(e + "HHI", tag, typ, len(vals)) + field
+        table += struct.pack(e + "I", 0)
+        out += table + blob
+    for p, ifd in enumerate(ifd_offsets):  # link the directories
+        if p == 0:
+            out[4:8] = struct.pack(e + "I", ifd)
+        else:
+            prev = ifd_offsets[p - 1]
+            n = struct.unpack(e + "H", out[prev:prev + 2])[0]
+            out[prev + 2 + 12 * n:prev + 6 + 12 * n] = struct.pack(e + "I", ifd)
+    return bytes(out)

@@ -111,9 +111,14 @@ def main():
     expect("empty file", [write("empty.jpg", b""), "-o", out], 2, "empty")
     expect("wrong magic", [write("hello.png", b"hello world, not an image"), "-o", out], 2,
            "unknown image format", "68 65 6c 6c 6f")
+    b = io.BytesIO()  # TIFF is decoded (by content), but not every kind of TIFF
+    Image.fromarray(np.zeros((4, 5), np.float32)).save(b, "TIFF")
+    expect("TIFF float refused", [write("x.jpg", b.getvalue()), "-o", out], 2, "TIFF",
+           "SampleFormat 3", "not supported")
     b = io.BytesIO()
-    im.save(b, "TIFF")
-    expect("TIFF named", [write("x.jpg", b.getvalue()), "-o", out], 2, "TIFF", "not supported")
+    im.save(b, "TIFF", compression="tiff_lzw")
+    expect("truncated TIFF", [write("t.tif", b.getvalue()[:len(b.getvalue()) // 2]), "-o", out],
+           2, "TIFF")
     expect("AVIF named", [write("x.avif", b"\0\0\0\x1cftypavif\0\0\0\0avifmif1miaf"), "-o", out],
            2, "AVIF")
     expect("HEIC named", [write("x.heic", b"\0\0\0\x18ftypheic\0\0\0\0mif1heic"), "-o", out],

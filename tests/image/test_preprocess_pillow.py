@@ -30,10 +30,14 @@ RNG = np.random.default_rng(20240601)
 CASES = []
 
 
-def case(group, name, data, tokens=70, exif=True, order="9", note=""):
-    """tokens defaults to 70 (the smallest outputs: fast); the budgets group covers the rest."""
+def case(group, name, data, tokens=70, exif=True, order="9", note="", refused=False,
+         pixels=None):
+    """tokens defaults to 70 (the smallest outputs: fast); the budgets group covers the rest.
+    refused: a file Pillow opens but we refuse on purpose (exit 2, "not supported").
+    pixels: the decoded image to expect instead of Pillow's load_image (TIFF orientation:
+    Pillow 9.4 applies it twice, see build_tiff)."""
     CASES.append(dict(group=group, name=name, data=data, tokens=tokens, exif=exif, order=order,
-                      note=note))
+                      note=note, refused=refused, pixels=pixels))
 
 
 def pil_bytes(im, fmt, **kw):
@@ -403,6 +407,131 @@ def build_bmp():
                                                 rle=bytes([w, 3]) * 5 + b"\x00\x01"))
 
 
+def build_tiff():
+    """TIFF: Pillow-written files in every mode and compression Pillow writes, plus files our
+    encoder writes (pillow_ref.make_tiff) for what Pillow cannot: tiles, 2/4-bit, MinIsWhite,
+    big-endian, FillOrder 2, associated alpha, extra samples, 16-bit colour, multi-page."""
+    h, w = 37, 53
+    a = ref.content("photo", h, w, RNG)
+    im = Image.fromarray(a)
+    alpha = RNG.integers(0, 256, (h, w), dtype=np.uint8)
+    alpha[3:9, 4:20] = 0
+    i16 = RNG.integers(0, 65536, (h, w)).astype(np.uint16)
+    i16[:, :9] = RNG.integers(0, 256, (h, 9))  # some values below 255 survive saturation
+    pil = {"RGB": im, "L": im.convert("L"), "1": im.convert("1"), "CMYK": im.convert("CMYK"),
+           "RGBA": Image.fromarray(np.dstack([a, alpha]), "RGBA"),
+           "LA": Image.merge("LA", (im.convert("L"), Image.fromarray(alpha))),
+           "P": im.convert("P", palette=Image.ADAPTIVE, colors=77),
+           "I;16": Image.fromarray(i16.astype("<u2"))}
+    pil["PA"] = Image.merge("PA", (pil["P"].getchannel(0), Image.fromarray(alpha)))
+    pil["PA"].putpalette(pil["P"].getpalette())
+    for mode, img in pil.items():
+        comps = ["raw", "tiff_lzw", "tiff_adobe_deflate", "packbits"]
+        if mode in ("RGB", "L", "CMYK"):
+            comps.append("jpeg")
+        if mode == "1":
+            comps += ["group3", "group4"]
+        for comp in comps:
+            case("tiff", f"pillow-{mode}-{comp}", pil_bytes(img, "TIFF", compression=comp))
+    case("tiff", "pillow-I;16B", pil_bytes(Image.frombytes("I;16B", (w, h), i16.astype(">u2")
+                                                           .tobytes()), "TIFF"))
+    for q in (30, 90):
+        case("tiff", f"pillow-YCbCr-jpeg-q{q}", pil_bytes(im.convert("YCbCr"), "TIFF",
+                                                        compression="jpeg", quality=q))
+    case("tiff", "pillow-multipage", pil_bytes(im, "TIFF", save_all=True,
+                                               append_images=[pil["L"], im.rotate(90)]))
+    case("tiff", "pillow-1x1", pil_bytes(Image.fromarray(a[:1, :1]), "TIFF"))
+    case("tiff", "pillow-large-lzw", pil_bytes(Image.fromarray(ref.content("photo", 420, 610,
+                                                                           RNG)), "TIFF",
+                                               compression="tiff_lzw"), tokens=280)
+    # our encoder: every layout x byte order
+    rgb = RNG.integers(0, 256, (h, w, 3))
+    layouts = {"strip": {}, "strips3-packbits": dict(rows_per_strip=3, compression=32773),
+               "tiles16": dict(tile=(16, 16)), "tiles32x16-deflate": dict(tile=(32, 16),
+                                                                           compression=8),
+               "tile-larger-than-image": dict(tile=(64, 48), compression=8)}
+    for be in (False, True):
+        bo = "mm" if be else "ii"
+        for lname, kw in layouts.items():
+            case("tiff", f"rgb8-{lname}-{bo}", ref.make_tiff(rgb, 8, 2, big_endian=be, **kw))
+        for bps in (1, 2, 4, 8):
+            g = RNG.integers(0, 1 << bps, (h, w))
+            for photo in (0, 1):
+                case("tiff", f"gray{bps}-photo{photo}-{bo}", ref.make_tiff(g, bps, photo,
+                                                                           big_endian=be))
+                case("tiff", f"gray{bps}-photo{photo}-tiles-{bo}", ref.make_tiff(
+                    g, bps, photo, big_endian=be, tile=(16, 32), compression=8))
+            cmap = RNG.integers(0, 65536, 3 << bps)
+            case("tiff", f"palette{bps}-{bo}", ref.make_tiff(g, bps, 3, big_endian=be,
+                                                             colormap=cmap))
+            case("tiff", f"palette{bps}-fill2-{bo}", ref.make_tiff(g, bps, 3, big_endian=be,
+                                                                   colormap=cmap, fill_order=2))
+            case("tiff", f"gray{bps}-fill2-{bo}", ref.make_tiff(g, bps, 1, big_endian=be,
+                                                                fill_order=2))
+        case("tiff", f"gray16-{bo}", ref.make_tiff(i16, 16, 1, big_endian=be))
+        case("tiff", f"gray16-tiles-{bo}", ref.make_tiff(i16, 16, 1, big_endian=be,
+                                                         tile=(16, 16), compression=8))
+        rgb16 = RNG.integers(0, 65536, (h, w, 3))
+        case("tiff", f"rgb16-{bo}", ref.make_tiff(rgb16, 16, 2, big_endian=be))
+        rgba16 = RNG.integers(0, 65536, (h, w, 4))
+        for ex in ((2,), (0,)):
+            case("tiff", f"rgba16-extra{ex[0]}-{bo}", ref.make_tiff(rgba16, 16, 2, big_endian=be,
+                                                                    extra_samples=ex))
+        for ex in ((), (0,), (1,), (2,), (999,), (1, 0), (2, 0), (0, 0), (2, 0, 0), (1, 0, 0)):
+            s = RNG.integers(0, 256, (h, w, 3 + max(1, len(ex))))
+            s[:5, :5, 3] = 0
+            s[5:9, :5, 3] = 255
+            if ex == (1,):  # premultiplied: colour <= alpha (and some not)
+                s[10:, :, :3] = s[10:, :, :3] * s[10:, :, 3:4] // 255
+            case("tiff", f"rgb8-extra{'-'.join(map(str, ex)) or 'none'}-{bo}",
+                 ref.make_tiff(s, 8, 2, big_endian=be, extra_samples=ex, tile=(16, 16)
+                               if len(ex) == 2 else None))
+        for ex in ((), (0,), (0, 0)):
+            s = RNG.integers(0, 256, (h, w, 4 + len(ex)))
+            case("tiff", f"cmyk8-extra{len(ex)}-{bo}", ref.make_tiff(s, 8, 5, big_endian=be,
+                                                                     extra_samples=ex))
+        ga = RNG.integers(0, 256, (h, w, 2))
+        case("tiff", f"gray-alpha8-{bo}", ref.make_tiff(ga, 8, 1, big_endian=be,
+                                                        extra_samples=(2,)))
+        cmap8 = RNG.integers(0, 65536, 3 << 8)
+        case("tiff", f"palette-alpha8-{bo}", ref.make_tiff(ga, 8, 3, big_endian=be,
+                                                           extra_samples=(2,), colormap=cmap8))
+        case("tiff", f"multipage3-{bo}", ref.make_tiff(rgb, 8, 2, big_endian=be, pages=3))
+    # Orientation (tag 274 of the first directory): applied once, as Pillow >= 10.1 does and
+    # as Pillow 9.4's own load() does; 9.4's exif_transpose then applies it a second time
+    # (Pillow issue #7381), so the expected pixels are load()'s.
+    base = ref.asymmetric(23, 37)
+    for v in range(10):
+        for comp, kw in (("raw", {}), ("deflate-tiles", dict(tile=(16, 16), compression=8))):
+            data = ref.make_tiff(base, 8, 2, orientation=v, **kw)
+            once = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+            case("tiff-orientation", f"o{v}-{comp}", data, pixels=once)
+            if v in (3, 6):
+                case("tiff-orientation", f"o{v}-{comp}-no-exif", data, exif=False, pixels=base)
+    ex = Image.Exif()
+    data = pil_bytes(Image.fromarray(base), "TIFF", tiffinfo={274: 8}, compression="tiff_lzw")
+    case("tiff-orientation", "pillow-o8-lzw", data,
+         pixels=np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+    # Pillow opens these; we refuse them on purpose (docs/PREPROCESSING.md §2.6)
+    rgbp = RNG.integers(0, 256, (h, w, 3))
+    case("tiff-refused", "planar2", ref.make_tiff(rgbp, 8, 2, planar=2), refused=True)
+    case("tiff-refused", "float32", pil_bytes(Image.fromarray(a[:, :, 0].astype(np.float32)),
+                                              "TIFF"), refused=True)
+    case("tiff-refused", "int32", pil_bytes(Image.fromarray(a[:, :, 0].astype(np.int32)),
+                                            "TIFF"), refused=True)
+    case("tiff-refused", "int16", ref.make_tiff(i16, 16, 1, sample_format=2), refused=True)
+    case("tiff-refused", "YCbCr-raw", pil_bytes(im.convert("YCbCr"), "TIFF"), refused=True)
+    case("tiff-refused", "YCbCr-lzw", pil_bytes(im.convert("YCbCr"), "TIFF",
+                                                compression="tiff_lzw"), refused=True)
+    case("tiff-refused", "cmyk16", ref.make_tiff(RNG.integers(0, 65536, (h, w, 4)), 16, 5),
+         refused=True)
+    case("tiff-refused", "lab8", ref.make_tiff(rgbp, 8, 8), refused=True)
+    # Pillow refuses these as well (exit 2 expected)
+    case("tiff-bad", "truncated", pil_bytes(im, "TIFF", compression="tiff_lzw")[:300])
+    case("tiff-bad", "header-only", b"II*\0\x08\0\0\0")
+    case("tiff-bad", "cut-after-header", ref.make_tiff(rgbp, 8, 2)[:9])
+
+
 def build_budgets():
     sizes = [(1, 1), (127, 333), (40, 3000), (3000, 40), (768, 768), (60, 4000), (3100, 57),
              (479, 641)]
@@ -488,7 +617,10 @@ def run_case(c, idx, keep):
         f.write(c["data"])
     prefix = path[:-4] + ".out"
     try:
-        exp = ref.preprocess(path, c["tokens"], c["exif"], c["order"])
+        if c["pixels"] is not None:
+            exp = ref.preprocess_array(c["pixels"], c["tokens"], c["order"])
+        else:
+            exp = ref.preprocess(path, c["tokens"], c["exif"], c["order"])
         exp_err = None
     except Exception as e:  # Pillow (or transformers' logic) refuses the file
         exp, exp_err = None, f"{type(e).__name__}: {e}"
@@ -499,11 +631,14 @@ def run_case(c, idx, keep):
         cmd += ["--pillow", c["order"]]
     r = subprocess.run(cmd, capture_output=True, text=True)
     msg = ""
-    if c["order"] != "9" and exp is not None:  # does this case tell its order from 9's?
+    if c["order"] != "9" and exp is not None and c["pixels"] is None:  # does this case tell its order from 9's?
         c["order_matters"] = bool((ref.preprocess(path, c["tokens"], c["exif"], "9") != exp).any()
                                   if exp.shape == ref.preprocess(path, c["tokens"], c["exif"],
                                                                  "9").shape else True)
-    if exp is None:
+    if c["refused"]:
+        if r.returncode != 2 or "not supported" not in r.stderr:
+            msg = f"expected a refusal (exit 2, 'not supported'), got {r.returncode}: {r.stderr}"
+    elif exp is None:
         if r.returncode != 2:
             msg = f"Pillow refuses ({exp_err}) but g4v exited {r.returncode}"
     elif r.returncode != 0:
@@ -537,7 +672,7 @@ def main():
     keep = "--keep" in sys.argv
     filt = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else ""
     for build in (build_modes, build_exif, build_jpeg, build_png, build_webp, build_gif,
-                  build_bmp, build_budgets, build_tall, build_order13, build_stream):
+                  build_bmp, build_tiff, build_budgets, build_tall, build_order13, build_stream):
         build()
     a = RNG.integers(0, 256, (32, 48, 3), dtype=np.uint8)
     assert all((x.view(np.uint32) == y.view(np.uint32)).all() if x.dtype == np.float32 else

@@ -225,6 +225,34 @@ def test_worker_killed_mid_run(tiny, tmp_path):
     check_against_cli(out, ref, n, bad=set())
 
 
+def test_auto_shard_size():
+    assert bulk.auto_shard_size(41, 2) == 6      # 7 shards: 3-4 per worker thread
+    assert bulk.auto_shard_size(41, 1) == 11     # 4 shards
+    assert bulk.auto_shard_size(3, 8) == 1       # fewer images than slots: one image each
+    assert bulk.auto_shard_size(100_000, 4) == bulk.MAX_SHARD_SIZE == 64
+
+
+def test_shard_size_follows_the_cluster(tiny, tmp_path):
+    """A newcomer's run: 41 photos, --workers 2, no --shard-size. Before, that was one shard of
+    64, one task, and one of the two workers idle; now there are several shards, and both worker
+    processes write some of them. A rerun (on another cluster size) keeps the recorded size, so
+    it resumes instead of re-planning."""
+    d = str(tmp_path / "photos")
+    write_images(d, 41, seed=5, formats=("png", "jpg", "tif"))
+    out = str(tmp_path / "out")
+    s = bulk.encode([d], tiny, out, tokens=70, workers=2, progress=False)
+    assert (s.images, s.failed, s.shard_size, s.shards) == (41, 0, 6, 7), dict(s)
+    writers = set()
+    for i in range(s.shards):
+        header, _ = st.read_header(os.path.join(out, bulk.SHARD_FMT.format(i)))
+        writers.add(header["__metadata__"]["g4v.worker"])
+        assert header["__metadata__"]["g4v.shard_size"] == "6"
+    assert len(writers) == 2, f"both workers wrote shards: {writers}"
+    assert bulk.previous_shard_size(out) == 6
+    again = bulk.encode([d], tiny, out, tokens=70, workers=1, progress=False)
+    assert (again.encoded, again.resumed, again.shard_size) == (0, 41, 6)
+
+
 def test_expand_inputs(dataset, tmp_path):
     files = bulk.expand_inputs([dataset])
     assert files == sorted(files) and all(os.path.isabs(f) for f in files)

@@ -42,7 +42,12 @@ typedef struct {
     int tokens, no_exif, precise, threads, json, quiet, bf16, resize;
     out_kind kind;
     int tokens_set, video, frames; /* video input: --tokens given, --video, --frames N */
+    int full_span; /* print the whole span even on a terminal (--full-span) */
 } encode_args;
+
+/* On a terminal the span is summarised ("<|image> + 256 x <|image|> + <image|>"): the whole text
+ * is 70 to 1120 tokens of noise there. Piped or redirected (scripts), it is printed in full. */
+static int span_summary(const encode_args *a) { return !a->full_span && isatty(1); }
 
 static void usage(FILE *f) {
     fprintf(
@@ -81,6 +86,7 @@ static void usage(FILE *f) {
         "                 budget, seconds, output, prompt ids (boi, image, eoi), cache (\"hit\",\n"
         "                 \"miss\" or \"off\"); or error\n"
         "  --quiet        print nothing on stdout and no progress bar\n"
+        "  --full-span    print the whole prompt span on a terminal too\n"
         "  -h, --help     this help\n"
         "\n"
         "Video (MP4/MOV, MKV/WebM, AVI, ... found by content, or any input with --video):\n"
@@ -95,7 +101,10 @@ static void usage(FILE *f) {
         "\n"
         "stdout (default): per image the prompt span <|image> <|image|> x N <image|> and a line\n"
         "\"ids: BOI IMAGExN EOI\" with the config's token ids; with several images each pair is\n"
-        "preceded by \"# FILE\". A progress bar with ETA goes to stderr when it is a terminal.\n"
+        "preceded by \"# FILE\". On a terminal the span is summarised as\n"
+        "\"<|image> + N x <|image|> + <image|>\" (--full-span: the whole text); piped or\n"
+        "redirected it is printed in full. A progress bar with ETA goes to stderr when it is a\n"
+        "terminal.\n"
         "\n"
         "exit codes: 0 ok, 1 usage, 2 input (an image missing/corrupt/unsupported; with several\n"
         "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n",
@@ -167,6 +176,8 @@ static int parse_args(int argc, char **argv, encode_args *a) {
             a->json = 1;
         } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
             a->quiet = 1;
+        } else if (!strcmp(s, "--full-span")) {
+            a->full_span = 1;
         } else if (!strcmp(s, "--bf16")) {
             a->bf16 = 1;
         } else if (!strcmp(s, "--video")) {
@@ -288,12 +299,16 @@ static void progress(int done, int total, double t0, int failed) {
     fflush(stderr);
 }
 
-static void print_span(const g4v_result *r, const char *path, int several) {
+static void print_span(const g4v_result *r, const char *path, int several, int summary) {
     if (several) printf("# %s\n", path);
-    fputs("<|image>", stdout);
-    for (int i = 0; i < r->n_tokens; i++)
-        fputs("<|image|>", stdout);
-    fputs("<image|>\n", stdout);
+    if (summary) {
+        printf("<|image> + %d x <|image|> + <image|>\n", r->n_tokens);
+    } else {
+        fputs("<|image>", stdout);
+        for (int i = 0; i < r->n_tokens; i++)
+            fputs("<|image|>", stdout);
+        fputs("<image|>\n", stdout);
+    }
     printf("ids: %d %dx%d %d\n", (int)r->boi_token_id, (int)r->image_token_id, r->n_tokens,
            (int)r->eoi_token_id);
 }
@@ -484,7 +499,7 @@ static int encode_all(encode_args *a) {
             if (a->json)
                 print_json(path, &r, G4V_OK, "", where, cache_state);
             else if (!a->quiet)
-                print_span(&r, path, several);
+                print_span(&r, path, several, span_summary(a));
             if (!a->quiet && !bar && !a->json)
                 fprintf(
                     stderr, "g4v encode: %s %dx%d -> %dx%d, %d soft tokens x %d -> %s (%.2fs%s)\n",
@@ -527,14 +542,22 @@ static int is_video_file(const char *path) {
     return g4v_video_sniff(head, n);
 }
 
-static void print_video_span(const g4v_video_result *r, const char *path, int several) {
+static void print_video_span(const g4v_video_result *r, const char *path, int several,
+                             int summary) {
     if (several) printf("# %s\n", path);
-    size_t len = g4v_video_prompt_text(r, NULL, 0);
-    char *text = malloc(len + 1);
-    if (text) {
-        g4v_video_prompt_text(r, text, len + 1);
-        puts(text);
-        free(text);
+    if (summary && r->n_frames > 0) { /* first frame, then the totals */
+        long total = 0;
+        for (int i = 0; i < r->n_frames; i++) total += r->frames[i].n_tokens;
+        printf("%s <|image> + %d x <|video|> + <image|> ... (%d frames, %ld x <|video|> in all)\n",
+               r->frames[0].mmss, r->frames[0].n_tokens, r->n_frames, total);
+    } else {
+        size_t len = g4v_video_prompt_text(r, NULL, 0);
+        char *text = malloc(len + 1);
+        if (text) {
+            g4v_video_prompt_text(r, text, len + 1);
+            puts(text);
+            free(text);
+        }
     }
     fputs("ids:", stdout);
     for (int i = 0; i < r->n_frames; i++)
@@ -666,7 +689,7 @@ static int encode_video_input(const encode_args *a, g4v_ctx *ctx, out_st_writer 
     if (a->json)
         print_video_json(path, &r, G4V_OK, "", where);
     else if (!a->quiet)
-        print_video_span(&r, path, several);
+        print_video_span(&r, path, several, span_summary(a));
     if (!a->quiet && !bar && !a->json)
         fprintf(stderr,
                 "g4v encode: %s video %dx%d, %lld frames at %.3f fps -> %d frames at %dx%d, "

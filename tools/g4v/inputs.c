@@ -32,7 +32,8 @@ oom:
 }
 
 static int has_image_ext(const char *name) {
-    static const char *exts[] = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".npy",
+    static const char *exts[] = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff",
+                                 ".npy",
                                  /* videos */ ".mp4", ".mov", ".m4v", ".mkv", ".webm", ".avi"};
     const char *dot = strrchr(name, '.');
     if (!dot) return 0;
