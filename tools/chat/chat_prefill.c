@@ -1,19 +1,12 @@
 /* chat_prefill.c - the prompt, as libmtmd would feed it, through llama.h alone (chat_prefill.h). */
 #include "chat_prefill.h"
+#include "chat_error.h"
 
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t errsz, const char *fmt, ...) {
-    if (!err || !errsz) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsz, fmt, ap);
-    va_end(ap);
-}
 
 int chat_use_non_causal(int unified, int n_embd_inp) {
     if (unified) return 1;

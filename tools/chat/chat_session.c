@@ -1,6 +1,7 @@
 /* chat_session.c - g4v soft tokens into a Gemma 4 text model in libllama (chat_session.h). */
 #define _GNU_SOURCE /* nftw, mkdtemp */
 #include "chat_session.h"
+#include "chat_error.h"
 
 #include <ftw.h>
 #include <stdarg.h>
@@ -32,14 +33,6 @@ struct chat_session {
     int n_embd, n_ctx, n_batch, threads, non_causal, turns;
     llama_pos n_past;
 };
-
-static void seterr(char *err, size_t errsz, const char *fmt, ...) {
-    if (!err || !errsz) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsz, fmt, ap);
-    va_end(ap);
-}
 
 static double now_s(void) {
     struct timespec ts;

@@ -1,19 +1,12 @@
 /* chat_template.c - Gemma 4's turn format, or the model's template via libllama (chat_template.h) */
 #include "chat_template.h"
+#include "chat_error.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *err, size_t errsz, const char *fmt, ...) {
-    if (!err || !errsz) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsz, fmt, ap);
-    va_end(ap);
-}
 
 static char *xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
