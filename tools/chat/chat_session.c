@@ -311,6 +311,13 @@ static void enc_free(enc_media *e, int n) {
     free(e);
 }
 
+/* An encode call failed: its message into err; the turn's input was bad unless memory or the
+ * library itself failed. */
+static int encode_failed(const chat_session *s, int st, char *err, size_t errsz) {
+    seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
+    return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
+}
+
 static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
                         char *err, size_t errsz) {
     double t0 = now_s();
@@ -321,11 +328,7 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         eo.budget = s->o.budget;
         g4v_result r;
         int st = g4v_encode_file(s->vctx, m->path, &eo, &r);
-        if (st) {
-            seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
-            return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL
-                                                                 : CHAT_ERR_INPUT;
-        }
+        if (st) return encode_failed(s, st, err, errsz);
         size_t n = (size_t)r.n_tokens * (size_t)r.dim;
         e->rows = malloc(n * sizeof(float));
         e->frame_rows = malloc(sizeof(int));
@@ -346,11 +349,7 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         vo.num_frames = s->o.video_frames;
         g4v_video_result r;
         int st = g4v_encode_video_file(s->vctx, m->path, &vo, &r);
-        if (st) {
-            seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
-            return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL
-                                                                 : CHAT_ERR_INPUT;
-        }
+        if (st) return encode_failed(s, st, err, errsz);
         size_t n = (size_t)r.n_tokens * (size_t)r.dim;
         e->rows = malloc(n * sizeof(float));
         e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
