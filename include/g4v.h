@@ -326,11 +326,13 @@ typedef struct g4v_cache_stats {
 G4V_API void g4v_cache_get_stats(const g4v_cache *cache, g4v_cache_stats *stats);
 
 /* Attaches cache to ctx (NULL detaches): from then on g4v_encode_file, _memory and _rgb on ctx look
- * the image up first and store what they encode. One cache may be attached to any number of
- * contexts. The first lookup computes the model fingerprint if nothing has yet. */
+ * the image up first and store what they encode; g4v_encode_video_file and _memory do so for each
+ * sampled frame (keyed by its pixels at the target size, so only new frames are encoded). One
+ * cache may be attached to any number of contexts. The first lookup computes the model
+ * fingerprint if nothing has yet. */
 G4V_API int g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache);
 
-/* 1 if the last successful encode on ctx was served from its cache, else 0. */
+/* 1 if the last successful encode on ctx was served from its cache (a video: every frame), else 0. */
 G4V_API int g4v_ctx_cache_hit(const g4v_ctx *ctx);
 
 /* Copies r's features (n_tokens * dim floats) into dst, which holds dst_count floats.

@@ -39,16 +39,19 @@ struct g4v_ctx {
     size_t video_frames_cap;
 };
 
-/* The feature cache (cache.c), used by encode.c. g4v_cache_key: the entry key for an image
- * (kind "bytes" or "rgb", its content digest, the resolved budget, EXIF choice and G4V_RESIZE_*)
- * on ctx's model;
- * fails only if the fingerprint cannot be computed. g4v_cache_lookup: 1 and out filled (features
- * in ctx's buffers) on a hit, else 0. g4v_cache_store: writes the entry for r; failures are
- * counted in the cache's stats, never reported to the encode. */
+/* The feature cache (cache.c), used by encode.c and video.c. g4v_cache_key: the entry key for an
+ * image (kind "bytes", "rgb", or "frame": a video frame at its target size; its content digest,
+ * the resolved budget, EXIF choice and G4V_RESIZE_*) on ctx's model; fails only if the
+ * fingerprint cannot be computed. g4v_cache_lookup: 1 and out filled (features in ctx's buffers)
+ * on a hit, else 0. g4v_cache_store: writes the entry for r; failures are counted in the cache's
+ * stats, never reported to the encode. */
 int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_digest, int budget,
                   int exif, int resize, char key[65]);
 int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, g4v_result *out);
 void g4v_cache_store(g4v_ctx *ctx, const char *key, const g4v_result *r);
+/* g4v_cache_lookup for one video frame: on a hit, its count floats go to dst (an entry of another
+ * size is a miss); ctx's buffers are left alone. */
+int g4v_cache_lookup_rows(g4v_ctx *ctx, const char *key, int budget, float *dst, size_t count);
 
 /* The model's one "image at its target size -> soft tokens" step, whichever kind it is: the
  * tower (g4v_encoder_run) or the unified embedder (g4v_embedder_run), same contract. */

@@ -1,7 +1,8 @@
 /* video.c - g4v_encode_video_file / _memory and the video prompt: decode and sample the frames
  * (src/video), resize each with the image rule at the per-frame budget (Pillow- or torchvision-
  * exact, src/image),
- * encode them all as one batch (encode_frames), and describe each frame (index, timestamp, MM:SS, tokens).
+ * encode them all as one batch (encode_frames) or read them from the feature cache, one entry per
+ * frame (frames_rows), and describe each frame (index, timestamp, MM:SS, tokens).
  * The features and the frame records live in the ctx like g4v_result's; the resized frames only
  * during the call. docs/VIDEO.md.
  */
@@ -12,6 +13,7 @@
 #include "base/clock.h"
 #include "base/dtype.h"
 #include "io/fsutil.h"
+#include "kernels/sha256.h"
 #include "video/video.h"
 
 #include <stdio.h>
@@ -83,6 +85,77 @@ static int encode_frames(g4v_ctx *c, const g4v_image *frames, int n, float *out)
     return st;
 }
 
+/* The frames' rows through the feature cache, if ctx has one: a frame whose key (its pixels at
+ * the target size, the budget, the resize rule, the model) has an entry is read from it; the
+ * others are encoded as one batch and stored, one entry per frame (bit-identical either way:
+ * a frame's rows do not depend on the batch it ran in). *hits counts the frames read. */
+static int frames_rows(g4v_ctx *c, const frame_set *fs, int n, int resize, const g4v_video_info *vi,
+                       size_t per, size_t T, float *out, int *hits) {
+    *hits = 0;
+    if (!c->cache) return encode_frames(c, fs->frames, n, out);
+    size_t fr = per * T;
+    char(*keys)[G4V_SHA256_HEX] = g4v_calloc((size_t)n, sizeof *keys);
+    g4v_image *miss = g4v_calloc((size_t)n, sizeof *miss);
+    int *at = g4v_calloc((size_t)n, sizeof *at);
+    float *rows = NULL;
+    int st = G4V_OK, m = 0;
+    if (!keys || !miss || !at) {
+        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for the frames' cache keys");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const g4v_image *f = &fs->frames[i];
+        g4v_sha256_ctx s;
+        g4v_sha256_init(&s);
+        g4v_sha256_u64(&s, (uint64_t)f->width);
+        g4v_sha256_u64(&s, (uint64_t)f->height);
+        g4v_sha256_update(&s, f->rgb, (size_t)f->width * (size_t)f->height * 3);
+        uint8_t digest[G4V_SHA256_BYTES];
+        g4v_sha256_final(&s, digest);
+        if (g4v_cache_key(c, "frame", digest, fs->budget, 0, resize, keys[i]))
+            keys[i][0] = '\0'; /* no fingerprint: this frame is encoded, not stored */
+        if (keys[i][0] && g4v_cache_lookup_rows(c, keys[i], fs->budget, out + (size_t)i * fr, fr)) {
+            (*hits)++;
+            continue;
+        }
+        miss[m] = *f; /* a view: fs keeps the pixels */
+        at[m++] = i;
+    }
+    if (m == n) {
+        st = encode_frames(c, fs->frames, n, out);
+    } else if (m) {
+        rows = g4v_malloc_large((size_t)m * fr * sizeof(float));
+        st = rows ? encode_frames(c, miss, m, rows)
+                  : g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for %d frames' rows", m);
+        for (int j = 0; !st && j < m; j++)
+            memcpy(out + (size_t)at[j] * fr, rows + (size_t)j * fr, fr * sizeof(float));
+    }
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    int side = cfg->patch_size * cfg->pooling_kernel_size;
+    for (int j = 0; !st && j < m; j++) {
+        if (!keys[at[j]][0]) continue;
+        g4v_result r;
+        memset(&r, 0, sizeof r);
+        r.n_tokens = (int)per;
+        r.dim = (int)T;
+        r.grid_w = fs->tw / side;
+        r.grid_h = fs->th / side;
+        r.src_width = vi->width;
+        r.src_height = vi->height;
+        r.width = fs->tw;
+        r.height = fs->th;
+        r.budget = fs->budget;
+        r.features = out + (size_t)at[j] * fr;
+        g4v_cache_store(c, keys[at[j]], &r);
+    }
+done:
+    g4v_free_large(rows);
+    g4v_free(at);
+    g4v_free(miss);
+    g4v_free(keys);
+    return st;
+}
+
 /* Grows a ctx-owned buffer to hold n elements of size sz (large buffers: g4v_malloc_large). */
 static int grow(void **buf, size_t *cap, size_t n, size_t sz, int large, g4v_err *err) {
     if (n <= *cap) return G4V_OK;
@@ -146,11 +219,13 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     if (!st)
         st = grow((void **)&c->video_frames, &c->video_frames_cap, (size_t)n,
                   sizeof(g4v_video_frame), 0, &c->err);
-    if (!st) st = encode_frames(c, fs.frames, n, c->features);
+    int hits = 0;
+    if (!st) st = frames_rows(c, &fs, n, resize, &vi, per, T, c->features, &hits);
     for (int i = 0; i < wanted; i++)
         g4v_image_free(&fs.frames[i]);
     g4v_free(fs.frames);
     if (st) return st;
+    c->cache_hit = n > 0 && hits == n;
     if (opts->bf16)
         for (size_t i = 0; i < rows * T; i++)
             c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);

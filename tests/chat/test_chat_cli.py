@@ -94,6 +94,12 @@ r = json.loads(out) if rc == 0 else {}
 check(rc == 0 and r["model"]["image_attention_bidirectional"] is True and
       r["media"][0]["frames"] == 20 and r["media"][0]["tokens"] == 20 * 63 and
       r["media"][1]["tokens"] == 252, "31B-like: video (20 frames x 63) + image, bidirectional")
+# the same video twice: the second time every frame comes from the feature cache
+rc, out, err = chat("--lm", fx("lm-31b.gguf"), "--model", fx("vis-31b"), "--video", fx("clip.mp4"),
+                    "--video", fx("clip.mp4"), "--frames", "4", *Q, "--temp", "0")
+r = json.loads(out) if rc == 0 else {}
+check(rc == 0 and r["media"][0]["cache_hit"] is False and r["media"][1]["cache_hit"] is True and
+      r["cache"] == {"hits": 4, "misses": 4}, "a repeated video's frames come from the cache")
 rc, out, err = chat("--lm", fx("lm-12b.gguf"), "--model", fx("vis-12b"), "--image", fx("img1.png"),
                     *Q, "--temp", "0")
 r = json.loads(out) if rc == 0 else {}

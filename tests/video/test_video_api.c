@@ -1,6 +1,7 @@
 /* test_video_api.c - the public video API on a real (generated) checkpoint and video:
  * file == memory, bf16 rows, frame records, prompt text and ids (with truncation), the limits
- * plumbed from g4v_model_options (each named in its message), argument errors, sniffing.
+ * plumbed from g4v_model_options (each named in its message), argument errors, sniffing, and the
+ * feature cache (one entry per frame: a repeat is read back whole, an overlap in part).
  * Usage: test_video_api MODEL_DIR VIDEO (test_video_pyav.py makes both and runs it). */
 #include "base/dtype.h"
 #include "test_util.h"
@@ -9,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 static unsigned char *slurp(const char *path, size_t *n) {
@@ -132,6 +134,49 @@ static void run(const char *dir, const char *video) {
           !strcmp(text + len - 8, "<image|>"));
     CHECK(g4v_video_prompt_text(&b, small, sizeof small) == len && !strncmp(small, text, 11) &&
           small[11] == '\0');
+
+    /* the feature cache: 5 frames stored, the same 5 read back bit-identical; 10 frames of the
+     * same video share the 5 (index i*total/5 == 2i*total/10) and encode only the other 5, and
+     * agree with a fresh encode */
+    {
+        char cdir[] = "/tmp/g4v-video-cache-XXXXXX";
+        REQUIRE(mkdtemp(cdir));
+        char msg[256];
+        g4v_cache *cache = NULL;
+        REQUIRE(g4v_cache_open(cdir, NULL, &cache, msg, sizeof msg) == G4V_OK);
+        g4v_video_options co;
+        g4v_video_options_init(&co);
+        co.num_frames = 10;
+        g4v_video_result c10;
+        CHECK(g4v_encode_video_memory(ctx, bytes, n, &co, &c10) == G4V_OK && c10.n_frames == 10);
+        size_t n10 = (size_t)c10.n_tokens * T;
+        float *fresh10 = malloc(n10 * sizeof(float));
+        REQUIRE(fresh10);
+        memcpy(fresh10, c10.features, n10 * sizeof(float));
+        CHECK(g4v_ctx_set_cache(ctx, cache) == G4V_OK);
+        co.num_frames = 5;
+        g4v_cache_stats cs;
+        CHECK(g4v_encode_video_memory(ctx, bytes, n, &co, &c10) == G4V_OK && !g4v_ctx_cache_hit(ctx));
+        g4v_cache_get_stats(cache, &cs);
+        CHECK_MSG(cs.misses == 5 && cs.stores == 5 && cs.hits == 0, "misses %llu stores %llu",
+                  (unsigned long long)cs.misses, (unsigned long long)cs.stores);
+        CHECK(g4v_encode_video_file(ctx, video, &co, &c10) == G4V_OK && g4v_ctx_cache_hit(ctx) &&
+              !memcmp(c10.features, fa, rows * T * sizeof(float)));
+        g4v_cache_get_stats(cache, &cs);
+        CHECK(cs.hits == 5 && cs.misses == 5);
+        co.num_frames = 10;
+        CHECK(g4v_encode_video_memory(ctx, bytes, n, &co, &c10) == G4V_OK && !g4v_ctx_cache_hit(ctx) &&
+              (size_t)c10.n_tokens * T == n10 && !memcmp(c10.features, fresh10, n10 * sizeof(float)));
+        g4v_cache_get_stats(cache, &cs);
+        CHECK_MSG(cs.hits == 10 && cs.misses == 10 && cs.stores == 10, "hits %llu misses %llu",
+                  (unsigned long long)cs.hits, (unsigned long long)cs.misses);
+        g4v_ctx_set_cache(ctx, NULL);
+        g4v_cache_close(cache);
+        free(fresh10);
+        char rm[320];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", cdir);
+        CHECK(system(rm) == 0);
+    }
 
     /* argument errors leave a zeroed result and a message */
     vo.budget = 71;

@@ -366,6 +366,7 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         ms->n_frames = r.n_frames;
         ms->width = r.width;
         ms->height = r.height;
+        ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
     }
     ms->seconds = now_s() - t0;
     return CHAT_OK;

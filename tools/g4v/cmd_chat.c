@@ -278,7 +278,7 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
         if (m->is_video) cJSON_AddNumberToObject(x, "frames", m->n_frames);
         int sz[2] = {m->width, m->height};
         cJSON_AddItemToObject(x, "target_size", cJSON_CreateIntArray(sz, 2));
-        if (!m->is_video) cJSON_AddBoolToObject(x, "cache_hit", m->cache_hit);
+        cJSON_AddBoolToObject(x, "cache_hit", m->cache_hit);
         cJSON_AddNumberToObject(x, "seconds", m->seconds);
         cJSON_AddItemToArray(ma, x);
     }
