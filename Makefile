@@ -311,6 +311,33 @@ bench: bench-deps
 	@peer=""; if $(PYTHON) -c "import torch" 2>/dev/null; then peer="$(BENCH_PEER)"; \
 	  else echo "bench: python3-torch not installed: no peer columns"; fi; \
 	  $(BUILD)/bench/bench_encoder --model $(BENCH_MODEL) $(BENCH_ARGS) $${peer:+--peer "$$peer"}
+	@if [ "$(BENCH_CHAT)" != 0 ]; then $(MAKE) bench-chat; fi
+
+# make bench-chat (part of make bench; BENCH_CHAT=0 leaves it out): time to first token of
+# g4v chat against llama.cpp's own llama-mtmd-cli on the same files (bench/chat_ttft.py,
+# docs/CHAT.md §7). Both link one native libllama (scripts/build-llama.sh --bench, ~10 min once);
+# the text model has the real E2B shapes with random Q4_0 weights (2.6 GB, generated once into
+# $(CHAT_BENCH)), the vision model is a synthetic e2b tower as an F16 mmproj, the image 768x768.
+CHAT_BENCH ?= $(BUILD)/bench-chat
+CHAT_BENCH_REPS ?= 5
+bench-chat: test-deps
+	@set -e; prefix=$$(scripts/build-llama.sh --bench | tail -1); \
+	src=$$(scripts/build-llama.sh | tail -1)/src; \
+	cmake -S . -B $(BUILD)-chatbench -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$src $(CMAKE_FLAGS); \
+	cmake --build $(BUILD)-chatbench -j $(JOBS) --target g4v_cli; \
+	mkdir -p $(CHAT_BENCH); d=$(CHAT_BENCH); \
+	[ -f $$d/lm-e2b-full.gguf ] || $(PYTHON) tools/gen_lm_gguf.py $$d/lm-e2b-full.gguf \
+	  --config e2b-full --layers 35 --quant q4_0 --gguf-py $$src/gguf-py \
+	  --vocab $$src/models/ggml-vocab-gemma-4.gguf; \
+	[ -f $$d/vis-e2b/config.json ] || $(PYTHON) tools/gen_checkpoint.py $$d/vis-e2b --config e2b \
+	  --seed 1 --no-decoys; \
+	[ -f $$d/mmproj-e2b-f16.gguf ] || $(PYTHON) tools/gguf_from_checkpoint.py $$d/vis-e2b \
+	  $$d/mmproj-e2b-f16.gguf --outtype f16; \
+	[ -f $$d/photo-768.jpg ] || $(PYTHON) examples/make_demo_image.py $$d/photo-768.jpg 768; \
+	uptime; \
+	$(PYTHON) bench/chat_ttft.py --g4v $(BUILD)-chatbench/g4v --mtmd-cli $$prefix/bin/llama-mtmd-cli \
+	  --lm $$d/lm-e2b-full.gguf --mmproj $$d/mmproj-e2b-f16.gguf --image $$d/photo-768.jpg \
+	  --reps $(CHAT_BENCH_REPS) --threads $(JOBS) --json $$d/ttft.json
 
 # make bench-report: one markdown report of this machine (bench/report.sh): CPU flags, kernel
 # table, GEMM per ISA level and attention per variant against measured peaks, encoder seconds,

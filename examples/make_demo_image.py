@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""make_demo_image.py OUT.png - a 640x427 test picture for `make demo` (sky, sun, hills, a house),
-drawn with Pillow so the demo needs no downloaded image. Deterministic."""
+"""make_demo_image.py OUT.png [SIDE] - a 640x427 test picture for `make demo` (sky, sun, hills, a
+house), drawn with Pillow so the demo needs no downloaded image; with SIDE, stretched to a
+SIDE x SIDE square (`make bench-chat` uses 768). The format follows OUT's suffix. Deterministic."""
 import sys
 
 from PIL import Image, ImageDraw
@@ -19,6 +20,9 @@ def main():
     d.rectangle([250, 250, 370, 340], fill=(200, 80, 60))
     d.polygon([(240, 250), (310, 200), (380, 250)], fill=(120, 50, 40))
     d.rectangle([295, 295, 325, 340], fill=(90, 60, 30))
+    if len(sys.argv) > 2:
+        side = int(sys.argv[2])
+        img = img.resize((side, side), Image.BICUBIC)
     img.save(sys.argv[1])
 
 

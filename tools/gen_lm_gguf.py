@@ -17,6 +17,7 @@ mtmd_decode_use_non_causal: 1536 and 2560 are the causal e2b / e4b widths):
   e4b   n_embd 2560, per-layer embeddings, 2 of 4 layers share KV                 (causal)
   31b   n_embd 512, no per-layer embeddings                 (bidirectional with a gemma4v tower)
   12b   n_embd 384, no per-layer embeddings                 (bidirectional: gemma4uv always)
+  e2b-full  every shape of the real E2B text model (timing only: --layers 35 --quant q4_0)
 The vocabulary dominates the size: the token embedding (tied to the output) is stored as Q4_0
 with random blocks (226 MB for e2b, 377 MB for e4b, 76 MB for 31b, 57 MB for 12b; the files
 are ~60 MB more: per-layer table, tokenizer); every other
@@ -26,6 +27,7 @@ Needs numpy and llama.cpp's gguf-py (--gguf-py DIR, or on PYTHONPATH).
 
 usage: gen_lm_gguf.py OUT.gguf --config e2b|e4b|31b|12b --vocab ggml-vocab-gemma-4.gguf
                       [--gguf-py DIR] [--seed N] [--layers N] [--no-template] [--arch NAME]
+                      [--quant q4_0]   (every matrix as random Q4_0 blocks instead of F16)
 """
 import argparse
 import os
@@ -43,6 +45,12 @@ CONFIGS = {
                 shared=0, window=1024),
     "12b": dict(n_embd=384, n_head=4, n_head_kv=2, hd=96, hd_swa=48, n_ff=512, n_ple=0,
                 shared=0, window=1024),
+    # the real E2B text model's shapes (google/gemma-4-e2b-it config.json as published: 35
+    # layers, 4 sliding per global, 8 heads of 256 / 512, one KV head, FFN 6144 and twice that on
+    # the 20 KV-sharing layers, per-layer inputs of 256) for timing (`make bench-chat`), with
+    # random weights; use --layers 35 --quant q4_0 (about 2.3 GB)
+    "e2b-full": dict(n_embd=1536, n_head=8, n_head_kv=1, hd=512, hd_swa=256, n_ff=6144,
+                     n_ff_shared=12288, n_ple=256, shared=20, window=512, swa_every=5),
 }
 N_VOCAB = 262144
 
@@ -58,6 +66,8 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=4, help="layers (>= 2)")
     ap.add_argument("--no-template", action="store_true", help="leave out tokenizer.chat_template")
     ap.add_argument("--template", help="write this chat template instead of Gemma 4's")
+    ap.add_argument("--quant", choices=["f16", "q4_0"], default="f16",
+                    help="matrices as F16 (default) or as random Q4_0 blocks (for the large configs)")
     ap.add_argument("--arch", default="gemma4",
                     help="general.architecture to write (tests write a non-Gemma-4 one)")
     args = ap.parse_args(argv)
@@ -75,9 +85,11 @@ def main(argv=None):
     # sliding-window and global layers alternate (the real models have 4 or 5 sliding per
     # global); the last layer is global, and the KV-sharing layers find one of each kind before
     # them (llama.cpp reuses the last KV layer of the same kind)
-    swa = [(i % 2) == 0 for i in range(L)]
+    every = c.get("swa_every", 2)
+    swa = [(i % every) != every - 1 for i in range(L)]
     swa[-1] = False
     shared = min(c["shared"], L - 2)
+    ffn = [c.get("n_ff_shared", F) if i >= L - shared else F for i in range(L)]
 
     voc = gguf.GGUFReader(args.vocab)
 
@@ -92,11 +104,14 @@ def main(argv=None):
     tmp = args.out + ".tmp"
     w = gguf.GGUFWriter(tmp, arch)
     w.add_name(f"g4v synthetic gemma4 text {args.config}")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0 if args.quant == "q4_0" else gguf.LlamaFileType.MOSTLY_F16)
     w.add_uint32(f"{arch}.block_count", L)
     w.add_uint32(f"{arch}.context_length", 131072)
     w.add_uint32(f"{arch}.embedding_length", E)
-    w.add_uint32(f"{arch}.feed_forward_length", F)
+    if len(set(ffn)) == 1:
+        w.add_uint32(f"{arch}.feed_forward_length", F)
+    else:
+        w.add_array(f"{arch}.feed_forward_length", ffn)
     w.add_uint32(f"{arch}.attention.head_count", H)
     w.add_array(f"{arch}.attention.head_count_kv", [Hkv] * L)
     w.add_float32(f"{arch}.rope.freq_base", 1000000.0)
@@ -131,7 +146,19 @@ def main(argv=None):
         w.add_chat_template(tmpl)
 
     def f16(name, shape, scale):  # numpy shape = ggml ne reversed
+        if args.quant == "q4_0" and len(shape) == 2 and shape[1] % 32 == 0:
+            q4(name, shape, scale)
+            return
         w.add_tensor(name, (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16))
+
+    def q4(name, shape, scale):
+        # random Q4_0 blocks: nibbles uniform in 0..15 give (q - 8) * d with a standard deviation
+        # of ~4.6 d, so d = scale / 4.6 matches the F16 weights' spread
+        rows, nb = shape[0], shape[1] // 32
+        blocks = rng.integers(0, 256, size=(rows, nb, 18), dtype=np.uint8)
+        d = np.full((rows, nb), scale / 4.6, dtype=np.float16)
+        blocks[:, :, 0:2] = d.view(np.uint8).reshape(rows, nb, 2)
+        w.add_tensor(name, blocks.reshape(rows, nb * 18), raw_dtype=gguf.GGMLQuantizationType.Q4_0)
 
     def norm(name, n):
         w.add_tensor(name, (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32))
@@ -168,9 +195,9 @@ def main(argv=None):
         norm(b + "attn_q_norm.weight", h)
         norm(b + "post_attention_norm.weight", E)
         norm(b + "ffn_norm.weight", E)
-        f16(b + "ffn_gate.weight", (F, E), E ** -0.5)
-        f16(b + "ffn_up.weight", (F, E), E ** -0.5)
-        f16(b + "ffn_down.weight", (E, F), F ** -0.5)
+        f16(b + "ffn_gate.weight", (ffn[i], E), E ** -0.5)
+        f16(b + "ffn_up.weight", (ffn[i], E), E ** -0.5)
+        f16(b + "ffn_down.weight", (E, ffn[i]), ffn[i] ** -0.5)
         norm(b + "post_ffw_norm.weight", E)
         if P:
             f16(b + "inp_gate.weight", (P, E), E ** -0.5)
