@@ -29,7 +29,8 @@ static char *info_json(server *s, size_t *len) {
                           cJSON_CreateIntArray(budgets, sizeof budgets / sizeof budgets[0]));
     cJSON_AddNumberToObject(o, "default_budget", m->default_budget);
     cJSON_AddBoolToObject(o, "apply_exif", m->apply_exif);
-    cJSON_AddStringToObject(o, "resize", m->resize == G4V_RESIZE_TORCHVISION ? "torchvision" : "pillow");
+    cJSON_AddStringToObject(o, "resize",
+                            m->resize == G4V_RESIZE_TORCHVISION ? "torchvision" : "pillow");
     cJSON *ids = cJSON_AddObjectToObject(o, "token_ids");
     if (ids) {
         cJSON_AddNumberToObject(ids, "boi", m->boi_token_id);
