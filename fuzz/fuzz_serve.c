@@ -1,71 +1,60 @@
 /* fuzz_serve.c - the input is what a client sends to `g4v serve`: raw HTTP bytes (request line,
  * headers, body; possibly several pipelined requests), fed to the service's real request handling
- * (tools/g4v/cmd_serve.c, included below so that its static functions run unchanged) through
- * libmicrohttpd, over a socketpair instead of a listening socket.
+ * (tools/service, the library g4v_service that `g4v serve` runs) through libmicrohttpd, over a
+ * socketpair instead of a listening socket.
  *
- * Once per process: the tiny checkpoint is loaded and the server set up as `g4v serve` does (one
- * context of one thread, queue 4, 1 MB body limit, 70 tokens), with libmicrohttpd started without
- * a listening socket. Per input: one connection handed to the daemon (MHD_add_connection), the
- * bytes written and the write side shut, the answers read until the server closes (or stays quiet
- * for 1 s: then the client hangs up, perhaps mid-request). Checks: whatever the bytes, the
- * process neither crashes nor leaks nor hangs (libFuzzer's -timeout); every answer starts with an
- * HTTP/1.x status line whose code is one the service or libmicrohttpd sends; a server that closes
- * has sent whole answers (headers and Content-Length bytes each); every JSON answer is UTF-8
- * and parses; and no request stays in flight once its connection is closed.
+ * Once per process: the tiny checkpoint is loaded and the service opened as `g4v serve` starts it
+ * (one context of one thread, queue 4, 1 MB body limit, 70 tokens), without a listening socket
+ * (g4v_service_open). Per input: one connection handed to the service
+ * (g4v_service_add_connection), the bytes written and the write side shut, the answers read until
+ * the server closes (or stays quiet for 1 s: then the client hangs up, perhaps mid-request).
+ * Checks: whatever the bytes, the process neither crashes nor leaks nor hangs (libFuzzer's
+ * -timeout); every answer starts with an HTTP/1.x status line whose code is one the service or
+ * libmicrohttpd sends; a server that closes has sent whole answers (headers and Content-Length
+ * bytes each); every JSON answer is UTF-8 and parses; and no request stays in flight once its
+ * connection is closed.
  */
 #define _GNU_SOURCE 1 /* memmem */
-#include "../tools/g4v/cmd_serve.c"
-
+#include "base/utf8.h"
 #include "fuzz_common.h"
+#include "service.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-/* cmd_serve.c's only outside helper (tools/g4v/main.c holds main, which libFuzzer provides). */
-int cli_exit_for_status(int status, int model_context) {
-    (void)model_context;
-    return status ? G4V_EXIT_INTERNAL : G4V_EXIT_OK;
-}
-
-static server *srv;
+static g4v_service *srv;
 
 static void start(void) {
-    static server s0;
-    server *s = &s0;
-    s->a.model = fz_model_dir();
-    s->a.host = "127.0.0.1";
-    s->a.contexts = 1;
-    s->a.threads = 1;
-    s->a.queue = 4;
-    s->a.http_threads = 1;
-    s->a.timeout_s = 5;
-    s->a.tokens = 70;
-    s->a.max_body = 1u << 20;
+    g4v_service_options o;
+    g4v_service_options_init(&o);
+    o.model = fz_model_dir();
+    o.contexts = 1;
+    o.threads = 1;
+    o.queue = 4;
+    o.http_threads = 1;
+    o.timeout_s = 5;
+    o.tokens = 70;
+    o.max_body = 1u << 20;
     signal(SIGPIPE, SIG_IGN);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->work, NULL);
-    pthread_cond_init(&s->idle, NULL);
-    if (setup(s)) fz_die(__FILE__, __LINE__, "setup", "cannot set up the server on %s", s->a.model);
-    /* poll(), not g4v serve's epoll: epoll is edge-triggered in libmicrohttpd, so a client's
-     * half-close that arrives together with its last bytes goes unseen until the connection
-     * timeout, and every incomplete request would cost the fuzzer a whole wait. With poll the
-     * daemon reads the end of input at once and closes, and the fuzzer runs at CPU speed (4,500
-     * inputs/s instead of 26). The request handling under test is the same code either way. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
-    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_CONNECTION_TIMEOUT,
-                                 (unsigned)s->a.timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed,
-                                 s, MHD_OPTION_END);
-    if (!s->daemon) fz_die(__FILE__, __LINE__, "daemon", "libmicrohttpd did not start");
-    srv = s;
+    /* The daemon polls with poll(), not g4v serve's epoll, so that a client's half-close is seen
+     * at once and the fuzzer runs at CPU speed (service.h, tools/service/service_listen.c). */
+    if (g4v_service_open(&o, &srv))
+        fz_die(__FILE__, __LINE__, "setup", "cannot set up the server on %s", o.model);
 }
 
 static int known_status(int code) {
     /* the service's own codes, and those libmicrohttpd answers with by itself: malformed
      * requests, and the interim 100 Continue for "Expect: 100-continue" */
     static const int mhd[] = {100, 400, 413, 414, 417, 431, 500, 501, 505};
-    for (int i = 0; i < NCODES; i++)
-        if (known_codes[i] == code) return 1;
+    if (g4v_service_answers_with(code)) return 1;
     for (size_t i = 0; i < sizeof mhd / sizeof mhd[0]; i++)
         if (mhd[i] == code) return 1;
     return 0;
@@ -114,13 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int sv[2];
     FZ_ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s",
               strerror(errno));
-    struct sockaddr_in peer;
-    memset(&peer, 0, sizeof peer);
-    peer.sin_family = AF_INET;
-    peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    FZ_ASSERT(MHD_add_connection(srv->daemon, sv[1], (struct sockaddr *)&peer, sizeof peer) ==
-                  MHD_YES,
-              "MHD_add_connection failed");
+    FZ_ASSERT(g4v_service_add_connection(srv, sv[1]) == 0, "MHD_add_connection failed");
     /* Write everything (the daemon reads concurrently), then half-close: end of request. */
     for (size_t off = 0; off < size;) {
         ssize_t w = send(sv[0], data + off, size - off, MSG_NOSIGNAL);
@@ -164,14 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_ASSERT(!closed || whole, "the connection closed inside an answer (%zu bytes read)", got);
     }
     /* The connection is closed: its request must be completed (no leak of a request). */
-    pthread_mutex_lock(&srv->mu);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    while (srv->inflight || srv->queued || srv->busy)
-        if (pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == ETIMEDOUT) break;
-    long inflight = srv->inflight;
-    pthread_mutex_unlock(&srv->mu);
+    long inflight = g4v_service_wait_idle(srv, 10);
     FZ_ASSERT(inflight == 0, "%ld requests still in flight 10 s after the connection closed",
               inflight);
     return 0;

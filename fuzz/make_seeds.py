@@ -503,7 +503,7 @@ def images():
 
 
 def serve_requests(png):
-    """Raw HTTP/1.1 requests for fuzz_serve (tools/g4v/cmd_serve.c's handling)."""
+    """Raw HTTP/1.1 requests for fuzz_serve (tools/service's handling)."""
     c = os.path.join(HERE, "corpus", "serve")
     fresh(c)
     host = b"Host: 127.0.0.1\r\n"

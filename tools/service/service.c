@@ -1,0 +1,199 @@
+/* service.c - the service's life: start (the model, its fingerprint, the cache, K contexts and
+ * their workers), serve until SIGTERM or SIGINT and drain, stop. g4v_service_run is `g4v serve`;
+ * g4v_service_open/close are the same start and stop without a listening socket, for an embedder
+ * (fuzz/fuzz_serve.c).
+ *
+ * SIGTERM or SIGINT: stop accepting connections, finish every request already received (up to
+ * --drain-seconds for bodies still arriving), then return G4V_SERVICE_OK.
+ */
+#include "base/clock.h"
+#include "service_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A model that did not load: as `g4v` maps a library status met while loading a model. */
+static int model_failure(int st) {
+    switch (st) {
+    case G4V_ERR_ARG:
+        return G4V_SERVICE_ERR_USAGE;
+    case G4V_ERR_MODEL:
+    case G4V_ERR_IO:
+    case G4V_ERR_IMAGE:
+    case G4V_ERR_LIMIT:
+    case G4V_ERR_UNSUPPORTED:
+        return G4V_SERVICE_ERR_MODEL;
+    default:
+        return G4V_SERVICE_ERR_INTERNAL;
+    }
+}
+
+static server *create(const g4v_service_options *o) {
+    server *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->a = *o;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    return s;
+}
+
+/* The model, the cache, the contexts and their workers. 0 or a G4V_SERVICE_ERR_* (printed). */
+static int setup(server *s) {
+    g4v_service_options *a = &s->a;
+    char msg[1024];
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.budget = a->tokens;
+    mo.precise = a->precise;
+    mo.apply_exif = !a->no_exif;
+    mo.resize = a->resize;
+    if (a->max_body > mo.max_file_bytes) mo.max_file_bytes = a->max_body;
+    int st = g4v_model_load(a->model, &mo, &s->model, msg, sizeof msg);
+    if (st) {
+        fprintf(stderr, "g4v serve: model %s: %s\n", a->model, msg);
+        return model_failure(st);
+    }
+    g4v_model_get_info(s->model, &s->info);
+    double t0 = g4v_now_s();
+    if ((st = g4v_model_fingerprint(s->model, s->fingerprint, sizeof s->fingerprint))) {
+        fprintf(stderr, "g4v serve: model fingerprint: %s\n", g4v_status_name(st));
+        return G4V_SERVICE_ERR_INTERNAL;
+    }
+    fprintf(stderr, "g4v serve: model %s (%s), fingerprint %s (%.2f s)\n", a->model,
+            s->info.variant, s->fingerprint, g4v_now_s() - t0);
+    if (a->cache) {
+        g4v_cache_options co;
+        g4v_cache_options_init(&co);
+        if (a->cache_max_bytes) co.max_bytes = a->cache_max_bytes;
+        if ((st = g4v_cache_open(a->cache, &co, &s->cache, msg, sizeof msg))) {
+            fprintf(stderr, "g4v serve: --cache: %s\n", msg);
+            return G4V_SERVICE_ERR_LISTEN;
+        }
+    }
+    int threads = a->threads;
+    if (!threads) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > a->contexts ? (int)(cpus / a->contexts) : 1;
+    }
+    s->threads = threads;
+    s->ctx = calloc((size_t)a->contexts, sizeof *s->ctx);
+    s->workers = calloc((size_t)a->contexts, sizeof *s->workers);
+    if (!s->ctx || !s->workers) return G4V_SERVICE_ERR_INTERNAL;
+    for (int i = 0; i < a->contexts; i++) {
+        g4v_ctx_options co;
+        g4v_ctx_options_init(&co);
+        co.threads = threads;
+        if ((st = g4v_ctx_create(s->model, &co, &s->ctx[i], msg, sizeof msg))) {
+            fprintf(stderr, "g4v serve: context %d: %s\n", i, msg);
+            return G4V_SERVICE_ERR_INTERNAL;
+        }
+        g4v_ctx_set_cache(s->ctx[i], s->cache);
+        if (svc_worker_start(s, i)) return G4V_SERVICE_ERR_INTERNAL;
+    }
+    return G4V_SERVICE_OK;
+}
+
+/* Everything setup made (the daemon already stopped), and s itself. */
+static void teardown(server *s) {
+    svc_workers_stop(s);
+    for (int i = 0; s->ctx && i < s->a.contexts; i++)
+        g4v_ctx_free(s->ctx[i]);
+    free(s->ctx);
+    free(s->workers);
+    g4v_cache_close(s->cache);
+    g4v_model_free(s->model);
+    pthread_cond_destroy(&s->idle);
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int g4v_service_open(const g4v_service_options *o, g4v_service **out) {
+    *out = NULL;
+    server *s = create(o);
+    if (!s) return G4V_SERVICE_ERR_INTERNAL;
+    int rc = setup(s);
+    if (!rc && svc_daemon_start(s, -1, NULL)) rc = G4V_SERVICE_ERR_INTERNAL;
+    if (rc) {
+        teardown(s);
+        return rc;
+    }
+    *out = s;
+    return G4V_SERVICE_OK;
+}
+
+void g4v_service_close(g4v_service *s) {
+    if (!s) return;
+    if (s->daemon) MHD_stop_daemon(s->daemon);
+    teardown(s);
+}
+
+long g4v_service_wait_idle(g4v_service *s, double seconds) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + (long)((seconds - (double)(time_t)seconds) * 1e9);
+    until.tv_sec += (time_t)seconds + ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    pthread_mutex_lock(&s->mu);
+    while (s->inflight || s->queued || s->busy)
+        if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) break;
+    long inflight = s->inflight;
+    pthread_mutex_unlock(&s->mu);
+    return inflight;
+}
+
+int g4v_service_run(const g4v_service_options *o) {
+    /* Every thread created from here on inherits this mask: the signals wait for sigwait below. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    server *s = create(o);
+    if (!s) return G4V_SERVICE_ERR_INTERNAL;
+    int rc = setup(s);
+    char where[128] = "";
+    int fd = rc ? -1 : svc_listen(s->a.host, s->a.port, where, sizeof where);
+    if (!rc && fd < 0) rc = G4V_SERVICE_ERR_LISTEN;
+    if (!rc && svc_daemon_start(s, fd, where)) rc = G4V_SERVICE_ERR_INTERNAL;
+    if (rc) {
+        teardown(s);
+        return rc;
+    }
+    printf("g4v serve: listening on %s (%d contexts x %d threads, queue %d%s%s)\n", where,
+           s->nworkers, s->threads, s->a.queue, s->cache ? ", cache " : "",
+           s->cache ? s->a.cache : "");
+    fflush(stdout);
+    int sig = 0;
+    while (sigwait(&stop, &sig)) {
+    }
+    fprintf(stderr, "g4v serve: %s: finishing the requests in flight\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* No new connections; the ones open may still send requests, which get 503. */
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += s->a.drain_s;
+    int timed_out = 0;
+    while (s->queued || s->busy || (s->inflight && !timed_out))
+        timed_out = pthread_cond_timedwait(&s->idle, &s->mu, &deadline) == ETIMEDOUT || timed_out;
+    long left = s->inflight;
+    pthread_mutex_unlock(&s->mu);
+    if (left)
+        fprintf(stderr, "g4v serve: closing %ld connections still sending after %d s\n", left,
+                s->a.drain_s);
+    MHD_stop_daemon(s->daemon);
+    teardown(s);
+    fprintf(stderr, "g4v serve: stopped\n");
+    return G4V_SERVICE_OK;
+}
