@@ -466,7 +466,7 @@ class Model:
         eo.budget = _budget(tokens, "tokens")
         eo.bf16 = 1 if bf16 else 0
         if exif is not None:
-            eo.exif = 1 if exif else 0
+            eo.apply_exif = 1 if exif else 0
         if resize is not None:
             eo.resize = _resize(resize)
         kind, arg = self._prepare(image)

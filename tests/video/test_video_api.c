@@ -72,7 +72,7 @@ static void run(const char *dir, const char *video) {
     CHECK_MSG(ctx, "cannot load %s: %s", dir, g4v_status_name(st));
     if (!ctx) return;
     g4v_model_info info;
-    CHECK(g4v_model_get_info(m, &info) == G4V_OK && info.max_video_frames == 216000 &&
+    CHECK(g4v_model_get_info(m, &info, NULL, 0) == G4V_OK && info.max_video_frames == 216000 &&
           info.max_video_seconds == 3600.0);
 
     /* file and memory agree; the result is fully described */

@@ -516,7 +516,7 @@ static int encode_all(encode_args *a) {
         fprintf(stderr, "g4v encode: %d of %d images failed\n", failed, a->in.count);
     if (cache) {
         g4v_cache_stats cs;
-        g4v_cache_get_stats(cache, &cs);
+        g4v_cache_get_stats(cache, &cs, NULL, 0);
         if (cs.errors && !a->quiet)
             fprintf(stderr,
                     "g4v encode: warning: %llu cache writes to %s failed (results are "

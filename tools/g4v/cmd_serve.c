@@ -265,7 +265,7 @@ static char *metrics_text(server *s, size_t *len) {
 #define METRIC(name, type, help, value)                                                            \
     OUT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " %.17g\n", (double)(value))
     g4v_cache_stats cs;
-    g4v_cache_get_stats(s->cache, &cs);
+    g4v_cache_get_stats(s->cache, &cs, NULL, 0);
     pthread_mutex_lock(&s->mu);
     OUT("# HELP g4v_http_requests_total HTTP requests answered, by status code.\n"
         "# TYPE g4v_http_requests_total counter\n");
@@ -464,7 +464,7 @@ static void run_job(server *s, g4v_ctx *ctx, request *q) {
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
     eo.budget = q->budget;
-    eo.exif = q->exif;
+    eo.apply_exif = q->exif;
     eo.resize = q->resize;
     eo.bf16 = q->bf16;
     g4v_result r;
@@ -808,9 +808,9 @@ static int setup(server *s) {
         fprintf(stderr, "g4v serve: model %s: %s\n", a->model, msg);
         return cli_exit_for_status(st, 1);
     }
-    g4v_model_get_info(s->model, &s->info);
+    g4v_model_get_info(s->model, &s->info, NULL, 0);
     double t0 = g4v_now_s();
-    if ((st = g4v_model_fingerprint(s->model, s->fingerprint, sizeof s->fingerprint))) {
+    if ((st = g4v_model_fingerprint(s->model, s->fingerprint, sizeof s->fingerprint, NULL, 0))) {
         fprintf(stderr, "g4v serve: model fingerprint: %s\n", g4v_status_name(st));
         return G4V_EXIT_INTERNAL;
     }
