@@ -247,6 +247,50 @@ G4V_API g4v_status g4v_model_fingerprint(const g4v_model *model, char *hex, size
                                          char *errbuf, size_t errbuf_size);
 
 /* ---------------------------------------------------------------------------------------------
+ * Preprocessing alone (`g4v preprocess`; docs/PREPROCESSING.md): decode, orient, resize to the
+ * budget's target size and cut into 16x16 patches, exactly as an encode does before the model
+ * runs. Needs no model.
+ */
+typedef struct g4v_preprocess_options {
+    size_t struct_size; /* set by g4v_preprocess_options_init */
+    int budget;         /* one of G4V_BUDGETS (default 280) */
+    int apply_exif;     /* 1 (default): apply the EXIF orientation; 0: ignore it */
+    int resize;         /* G4V_RESIZE_PILLOW (default) or G4V_RESIZE_TORCHVISION */
+    int pillow_version; /* with G4V_RESIZE_PILLOW, the Pillow whose order of the two resize
+                           passes to follow: 13 (default, Pillow >= 13), 122 (Pillow 12.2) or 9
+                           (Pillow 9.0 - 12.1). Not 13 with G4V_RESIZE_TORCHVISION is G4V_ERR_ARG */
+    uint64_t max_pixels; /* as g4v_model_options (0 = default) */
+    int max_dimension;   /* as g4v_model_options (0 = default) */
+} g4v_preprocess_options;
+
+G4V_API void g4v_preprocess_options_init_sized(g4v_preprocess_options *opts, size_t struct_size);
+static inline void g4v_preprocess_options_init(g4v_preprocess_options *opts) {
+    g4v_preprocess_options_init_sized(opts, sizeof *opts);
+}
+
+/* A preprocessed image, allocated by the library (so fields may be appended; free it with
+ * g4v_pixels_free). */
+typedef struct g4v_pixels {
+    int width, height;   /* the target size (multiples of 48) */
+    const uint8_t *rgb;  /* [height, width, 3] RGB8, the resized image */
+    int n_patches;       /* L = (height / 16) * (width / 16) */
+    const float *patches;    /* [L, 768] float32: per patch (row, column, channel), values u/255 */
+    const int32_t *positions; /* [L, 2]: (x = patch column, y = patch row) */
+    char format[16];     /* "JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF" */
+    int src_width, src_height; /* as stored in the file */
+    int orientation;     /* the EXIF orientation applied, 1..8 (1: none) */
+    int oriented_width, oriented_height; /* after it: what the target size is computed from */
+    int streamed;        /* 1 when rows went straight from the decoder into the resize */
+} g4v_pixels;
+
+/* Preprocesses the image file at path (its content picks the format). Errors: G4V_ERR_ARG (bad
+ * options or budget), G4V_ERR_IO, G4V_ERR_IMAGE, G4V_ERR_UNSUPPORTED, G4V_ERR_LIMIT (max_pixels,
+ * max_dimension), G4V_ERR_NOMEM; *out is NULL on failure. */
+G4V_API g4v_status g4v_preprocess_file(const char *path, const g4v_preprocess_options *opts,
+                                       g4v_pixels **out, char *errbuf, size_t errbuf_size);
+G4V_API void g4v_pixels_free(g4v_pixels *pixels); /* NULL is a no-op */
+
+/* ---------------------------------------------------------------------------------------------
  * Context (one per thread)
  */
 typedef struct g4v_ctx g4v_ctx;
