@@ -1,5 +1,6 @@
-/* cmd_info.c - `g4v info --model DIR [--json]`: opens a checkpoint's vision tower (validating
- * every tensor it uses, reading no text weights) and describes it: variant, dimensions, options,
+/* cmd_info.c - `g4v info --model DIR [--json]`: loads a checkpoint's vision tower through the
+ * public API (g4v_model_load validates every tensor it uses and reads no text weights) and
+ * describes it from g4v_model_info and g4v_model_fingerprint: variant, dimensions, options,
  * parameter count and bytes, dtypes, where the tensors came from, the prompt token ids, the
  * supported soft-token budgets and the input limits in force (g4v_model_options' defaults, which
  * this load and `g4v encode` use). --json prints the same fields as one JSON object.
