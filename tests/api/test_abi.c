@@ -241,6 +241,31 @@ static void test_errbufs(void) {
     /* errbuf may be NULL */
     CHECK(g4v_result_copy(&r, f, 4, NULL, 0) == G4V_ERR_ARG);
     g4v_model_free(m);
+
+    /* g4v_preprocess_file: the image half of an encode, its own errbuf */
+    char img[1024];
+    snprintf(img, sizeof img, "%s/img0.png", dir);
+    g4v_preprocess_options po;
+    g4v_preprocess_options_init(&po);
+    CHECK(po.struct_size == sizeof po && po.budget == G4V_DEFAULT_BUDGET && po.apply_exif == 1 &&
+          po.pillow_version == 13);
+    g4v_pixels *px = NULL;
+    po.resize = G4V_RESIZE_TORCHVISION;
+    po.pillow_version = 9;
+    CHECK(g4v_preprocess_file(img, &po, &px, msg, sizeof msg) == G4V_ERR_ARG && px == NULL);
+    CHECK_MSG(strstr(msg, "pillow_version") != NULL, "%s", msg);
+    g4v_preprocess_options_init(&po);
+    po.budget = 70;
+    CHECK(g4v_preprocess_file("/nonexistent/x.png", &po, &px, msg, sizeof msg) == G4V_ERR_IO);
+    CHECK_MSG(strstr(msg, "/nonexistent/x.png") != NULL, "%s", msg);
+    CHECK_MSG(g4v_preprocess_file(img, &po, &px, msg, sizeof msg) == G4V_OK, "%s", msg);
+    if (px) {
+        CHECK(px->width % 48 == 0 && px->height % 48 == 0 && px->rgb && px->patches);
+        CHECK(px->n_patches == (px->width / 16) * (px->height / 16) && px->n_patches / 9 <= 70);
+        CHECK(!strcmp(px->format, "PNG") && px->orientation == 1);
+        CHECK(px->positions[0] == 0 && px->positions[1] == 0);
+    }
+    g4v_pixels_free(px);
 }
 
 /* The frozen structs (g4v.h "Versions") keep the layout of version 0.1 on LP64. */
