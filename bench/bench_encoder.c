@@ -63,9 +63,9 @@ static void child(const char *dir, int budget, int threads, int reps, int precis
     }
     pt.load_s = bench_now() - t0;
     g4v_model_info info;
-    g4v_model_get_info(m, &info);
+    g4v_model_get_info(m, &info, NULL, 0);
     int tw, th;
-    if (g4v_model_plan(m, 4096, 4096, budget, &tw, &th, &pt.tokens)) goto out;
+    if (g4v_model_plan(m, 4096, 4096, budget, &tw, &th, &pt.tokens, NULL, 0)) goto out;
     pt.side = tw;
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);

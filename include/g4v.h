@@ -17,9 +17,19 @@
  *     // r.features: r.n_tokens rows of r.dim floats, valid until the next encode on ctx
  *     g4v_ctx_free(ctx); g4v_model_free(m);
  *
- * Every call returns a g4v_status (G4V_OK is 0). Nothing here prints, exits or aborts on bad input.
- * g4v_model_load / g4v_ctx_create write their error message into a caller buffer; calls on a ctx
- * leave theirs in g4v_ctx_error(ctx). There is no global mutable state.
+ * Errors (docs/API.md "Errors"): every call that can fail returns a g4v_status (G4V_OK is 0) and
+ * says why in one of two places, by one rule: a call on a g4v_ctx leaves its message in
+ * g4v_ctx_error(ctx); every other one takes `char *errbuf, size_t errbuf_size` as its last two
+ * parameters and writes its message there ("" on success; errbuf may be NULL). Nothing here
+ * prints, exits or aborts on bad input. There is no global mutable state.
+ *
+ * Versions (docs/API.md "Growing structs"): fields may be appended to the option structs
+ * (g4v_*_options) and to g4v_model_info / g4v_cache_stats in later versions without breaking a
+ * program built against this header. Each option struct begins with `size_t struct_size`, which
+ * its g4v_*_options_init sets to the caller's sizeof; the library reads only the fields that fit
+ * in it (the others keep their defaults). g4v_model_get_info and g4v_cache_get_stats are passed
+ * the caller's sizeof and write only that many bytes. g4v_result, g4v_rgb_image, g4v_video_frame
+ * and g4v_video_result are frozen: they never change layout (a change would be new names).
  *
  * Threads: a g4v_model may be used by any number of threads at once (it is never written after
  * load). A g4v_ctx must be used by one thread at a time; give each thread its own. Results are
@@ -69,7 +79,7 @@ typedef enum g4v_status {
 } g4v_status;
 
 /* Short constant name of a status ("G4V_ERR_MODEL"); never NULL ("G4V_ERR_UNKNOWN" otherwise). */
-G4V_API const char *g4v_status_name(int status);
+G4V_API const char *g4v_status_name(g4v_status status);
 
 /* Library version as "MAJOR.MINOR.PATCH" (of the library actually linked). */
 G4V_API const char *g4v_version(void);
@@ -86,7 +96,7 @@ G4V_API int g4v_budget_valid(int budget);
 /* G4V_OK for a valid budget, else G4V_ERR_ARG with the message every budget check in libg4v
  * gives ("unsupported token budget 300 (use one of 70, 140, 280, 560, 1120)") in errbuf ("" on
  * success; errbuf may be NULL; truncated to errbuf_size). */
-G4V_API int g4v_budget_check(int budget, char *errbuf, size_t errbuf_size);
+G4V_API g4v_status g4v_budget_check(int budget, char *errbuf, size_t errbuf_size);
 
 /* Which transformers image processor's resize to reproduce (g4v_model_options.resize,
  * g4v_encode_options.resize, g4v_video_options.resize; docs/PREPROCESSING.md §6.6). */
@@ -105,8 +115,10 @@ typedef struct g4v_model g4v_model;
 /* Options for g4v_model_load. Always fill with g4v_model_options_init first, then change what
  * you need: fields may be added at the end in later versions. */
 typedef struct g4v_model_options {
+    size_t struct_size; /* set by g4v_model_options_init: sizeof the caller's struct */
     int budget;      /* default soft-token budget: one of G4V_BUDGETS (default 280) */
-    int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does */
+    int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does;
+                        0: ignore it */
     int precise;     /* 0 (default): bf16 GEMM inputs, ~3e-3 relative error vs float64;
                         1: f32 GEMM inputs, ~1e-6 relative error, slower */
     uint64_t max_pixels;       /* decoded image pixels; default 178,956,970 (0 = default) */
@@ -127,7 +139,14 @@ typedef struct g4v_model_options {
                          resize of every encode on this model (images and video frames) */
 } g4v_model_options;
 
-G4V_API void g4v_model_options_init(g4v_model_options *opts);
+/* Every g4v_X_options_init(opts) is an inline call of the exported g4v_X_options_init_sized(opts,
+ * sizeof *opts): it zeroes the struct_size bytes at opts, sets the defaults of the fields that fit
+ * and sets opts->struct_size. A call that takes options answers G4V_ERR_ARG for a struct_size
+ * below sizeof(size_t) or above 65536 (options never initialized). */
+G4V_API void g4v_model_options_init_sized(g4v_model_options *opts, size_t struct_size);
+static inline void g4v_model_options_init(g4v_model_options *opts) {
+    g4v_model_options_init_sized(opts, sizeof *opts);
+}
 
 /* Loads the checkpoint directory dir (config.json plus model.safetensors, a sharded
  * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; Hugging Face or MLX
@@ -138,13 +157,22 @@ G4V_API void g4v_model_options_init(g4v_model_options *opts);
  * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT (over
  * max_header_bytes, max_config_bytes or max_tensor_count), G4V_ERR_UNSUPPORTED (e.g. quantized
  * safetensors weights, a GGUF tensor type other than those four), G4V_ERR_ARG, G4V_ERR_NOMEM. */
-G4V_API int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out,
-                           char *errbuf, size_t errbuf_size);
+G4V_API g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts,
+                                  g4v_model **out, char *errbuf, size_t errbuf_size);
 
 /* Frees the model. Every ctx created on it must have been freed first. NULL is a no-op. */
 G4V_API void g4v_model_free(g4v_model *model);
 
-/* What `g4v info` shows. Strings are NUL-terminated copies. */
+/* A count of the vision tensors of one element type, as stored (g4v_model_info.dtypes). */
+typedef struct g4v_dtype_count {
+    char name[8];   /* "BF16", "F16" or "F32" (the type the tensors are read as) */
+    int64_t tensors;
+    uint64_t bytes;
+} g4v_dtype_count;
+
+/* What `g4v info` shows. Strings are NUL-terminated copies. Fields may be appended in later
+ * versions (g4v_model_get_info writes only the caller's sizeof; a newer caller's extra fields
+ * read 0 from an older library). */
 typedef struct g4v_model_info {
     char variant[32];  /* "e2b", "e4b", "26b-a4b", "31b", "12b" or "custom" */
     int hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
@@ -176,15 +204,32 @@ typedef struct g4v_model_info {
      * to ~1e-6 across tables (docs/NUMERICS.md §6.3). G4V_ISA caps the choice. */
     char kernels[512];
     int resize; /* the load options' resize: G4V_RESIZE_PILLOW or G4V_RESIZE_TORCHVISION */
+    /* More of config.json (0 where the kind has no such value: rope_theta for "unified",
+     * layer_norm_eps for "tower") and the version of libg4v's numerics (part of the fingerprint) */
+    double rope_theta, rms_norm_eps, layer_norm_eps;
+    int numerics_version;
+    /* The vision tensors by element type as stored, dtypes[0 .. n_dtypes-1], in the order BF16,
+     * F16, F32 (types with no tensor left out) */
+    int n_dtypes;
+    g4v_dtype_count dtypes[4];
 } g4v_model_info;
 
-G4V_API int g4v_model_get_info(const g4v_model *model, g4v_model_info *info);
+/* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the
+ * library's own struct are zeroed). g4v_model_get_info passes sizeof *info. G4V_ERR_ARG for NULL
+ * arguments or an info_size below sizeof(size_t). */
+G4V_API g4v_status g4v_model_get_info_sized(const g4v_model *model, g4v_model_info *info,
+                                            size_t info_size, char *errbuf, size_t errbuf_size);
+static inline g4v_status g4v_model_get_info(const g4v_model *model, g4v_model_info *info,
+                                            char *errbuf, size_t errbuf_size) {
+    return g4v_model_get_info_sized(model, info, sizeof *info, errbuf, errbuf_size);
+}
 
 /* Target size and soft-token count for a width x height image at budget (0 = the model's
  * default), without encoding anything: *n_tokens = (target_w/48) * (target_h/48).
  * Any out pointer may be NULL. G4V_ERR_ARG for an unsupported budget or a non-positive size. */
-G4V_API int g4v_model_plan(const g4v_model *model, int width, int height, int budget,
-                           int *target_w, int *target_h, int *n_tokens);
+G4V_API g4v_status g4v_model_plan(const g4v_model *model, int width, int height, int budget,
+                                  int *target_w, int *target_h, int *n_tokens, char *errbuf,
+                                  size_t errbuf_size);
 
 /* The model's identity: 64 lower-case hex digits of a SHA-256 over a format tag, the version of
  * libg4v's numerics, the math mode (precise or not), the vision configuration values that change
@@ -198,7 +243,52 @@ G4V_API int g4v_model_plan(const g4v_model *model, int width, int height, int bu
  * Thread-safe. hex receives G4V_FINGERPRINT_HEX bytes (NUL included); hex_size smaller is
  * G4V_ERR_ARG. */
 #define G4V_FINGERPRINT_HEX 65
-G4V_API int g4v_model_fingerprint(const g4v_model *model, char *hex, size_t hex_size);
+G4V_API g4v_status g4v_model_fingerprint(const g4v_model *model, char *hex, size_t hex_size,
+                                         char *errbuf, size_t errbuf_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Preprocessing alone (`g4v preprocess`; docs/PREPROCESSING.md): decode, orient, resize to the
+ * budget's target size and cut into 16x16 patches, exactly as an encode does before the model
+ * runs. Needs no model.
+ */
+typedef struct g4v_preprocess_options {
+    size_t struct_size; /* set by g4v_preprocess_options_init */
+    int budget;         /* one of G4V_BUDGETS (default 280) */
+    int apply_exif;     /* 1 (default): apply the EXIF orientation; 0: ignore it */
+    int resize;         /* G4V_RESIZE_PILLOW (default) or G4V_RESIZE_TORCHVISION */
+    int pillow_version; /* with G4V_RESIZE_PILLOW, the Pillow whose order of the two resize
+                           passes to follow: 13 (default, Pillow >= 13), 122 (Pillow 12.2) or 9
+                           (Pillow 9.0 - 12.1). Not 13 with G4V_RESIZE_TORCHVISION is G4V_ERR_ARG */
+    uint64_t max_pixels; /* as g4v_model_options (0 = default) */
+    int max_dimension;   /* as g4v_model_options (0 = default) */
+} g4v_preprocess_options;
+
+G4V_API void g4v_preprocess_options_init_sized(g4v_preprocess_options *opts, size_t struct_size);
+static inline void g4v_preprocess_options_init(g4v_preprocess_options *opts) {
+    g4v_preprocess_options_init_sized(opts, sizeof *opts);
+}
+
+/* A preprocessed image, allocated by the library (so fields may be appended; free it with
+ * g4v_pixels_free). */
+typedef struct g4v_pixels {
+    int width, height;   /* the target size (multiples of 48) */
+    const uint8_t *rgb;  /* [height, width, 3] RGB8, the resized image */
+    int n_patches;       /* L = (height / 16) * (width / 16) */
+    const float *patches;    /* [L, 768] float32: per patch (row, column, channel), values u/255 */
+    const int32_t *positions; /* [L, 2]: (x = patch column, y = patch row) */
+    char format[16];     /* "JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF" */
+    int src_width, src_height; /* as stored in the file */
+    int orientation;     /* the EXIF orientation applied, 1..8 (1: none) */
+    int oriented_width, oriented_height; /* after it: what the target size is computed from */
+    int streamed;        /* 1 when rows went straight from the decoder into the resize */
+} g4v_pixels;
+
+/* Preprocesses the image file at path (its content picks the format). Errors: G4V_ERR_ARG (bad
+ * options or budget), G4V_ERR_IO, G4V_ERR_IMAGE, G4V_ERR_UNSUPPORTED, G4V_ERR_LIMIT (max_pixels,
+ * max_dimension), G4V_ERR_NOMEM; *out is NULL on failure. */
+G4V_API g4v_status g4v_preprocess_file(const char *path, const g4v_preprocess_options *opts,
+                                       g4v_pixels **out, char *errbuf, size_t errbuf_size);
+G4V_API void g4v_pixels_free(g4v_pixels *pixels); /* NULL is a no-op */
 
 /* ---------------------------------------------------------------------------------------------
  * Context (one per thread)
@@ -206,15 +296,19 @@ G4V_API int g4v_model_fingerprint(const g4v_model *model, char *hex, size_t hex_
 typedef struct g4v_ctx g4v_ctx;
 
 typedef struct g4v_ctx_options {
+    size_t struct_size; /* set by g4v_ctx_options_init */
     int threads; /* worker threads incl. the caller; 0 (default) = one per online CPU */
 } g4v_ctx_options;
 
-G4V_API void g4v_ctx_options_init(g4v_ctx_options *opts);
+G4V_API void g4v_ctx_options_init_sized(g4v_ctx_options *opts, size_t struct_size);
+static inline void g4v_ctx_options_init(g4v_ctx_options *opts) {
+    g4v_ctx_options_init_sized(opts, sizeof *opts);
+}
 
 /* Creates a context on model (which must outlive it). opts may be NULL. Errors as for
  * g4v_model_load (errbuf may be NULL). */
-G4V_API int g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g4v_ctx **out,
-                           char *errbuf, size_t errbuf_size);
+G4V_API g4v_status g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts,
+                                  g4v_ctx **out, char *errbuf, size_t errbuf_size);
 G4V_API void g4v_ctx_free(g4v_ctx *ctx); /* NULL is a no-op */
 
 /* The message of the last failed call on ctx ("" after a success); valid until the next call on
@@ -225,14 +319,18 @@ G4V_API const char *g4v_ctx_error(const g4v_ctx *ctx);
  * Encoding
  */
 typedef struct g4v_encode_options {
+    size_t struct_size; /* set by g4v_encode_options_init */
     int budget; /* 0 (default): the model's budget; else one of G4V_BUDGETS */
-    int exif;   /* -1 (default): the model's apply_exif; 0: ignore EXIF; 1: apply it */
+    int apply_exif; /* -1 (default): the model's apply_exif; 0: ignore EXIF; 1: apply it */
     int bf16;   /* 1: also fill g4v_result.features_bf16 (default 0) */
     int resize; /* -1 (default): the model's resize; else G4V_RESIZE_PILLOW or
                    G4V_RESIZE_TORCHVISION */
 } g4v_encode_options;
 
-G4V_API void g4v_encode_options_init(g4v_encode_options *opts);
+G4V_API void g4v_encode_options_init_sized(g4v_encode_options *opts, size_t struct_size);
+static inline void g4v_encode_options_init(g4v_encode_options *opts) {
+    g4v_encode_options_init_sized(opts, sizeof *opts);
+}
 
 /* One encoded image. The pointers are owned by the ctx and stay valid until the next encode call
  * on that ctx (successful or not) or g4v_ctx_free; copy them out (g4v_result_copy) to keep them. */
@@ -254,17 +352,17 @@ typedef struct g4v_result {
  * G4V_ERR_LIMIT (over max_file_bytes, max_pixels or max_dimension), G4V_ERR_ARG (bad budget /
  * arguments), G4V_ERR_NOMEM.
  * opts may be NULL. On failure *out is zeroed. */
-G4V_API int g4v_encode_file(g4v_ctx *ctx, const char *path, const g4v_encode_options *opts,
+G4V_API g4v_status g4v_encode_file(g4v_ctx *ctx, const char *path, const g4v_encode_options *opts,
                             g4v_result *out);
 
 /* The same for an encoded image held in memory (bytes need only live during the call). */
-G4V_API int g4v_encode_memory(g4v_ctx *ctx, const void *bytes, size_t size,
+G4V_API g4v_status g4v_encode_memory(g4v_ctx *ctx, const void *bytes, size_t size,
                               const g4v_encode_options *opts, g4v_result *out);
 
 /* The same for already-decoded pixels: RGB8, 3 bytes per pixel, rows stride bytes apart
  * (stride >= 3 * width). The image is resized (BICUBIC, opts->resize) to the budget's target size like
  * any decoded image; EXIF does not apply. */
-G4V_API int g4v_encode_rgb(g4v_ctx *ctx, const uint8_t *rgb, int width, int height, size_t stride,
+G4V_API g4v_status g4v_encode_rgb(g4v_ctx *ctx, const uint8_t *rgb, int width, int height, size_t stride,
                            const g4v_encode_options *opts, g4v_result *out);
 
 /* One decoded image for g4v_encode_rgb_batch: RGB8, rows stride bytes apart. */
@@ -282,7 +380,7 @@ typedef struct g4v_rgb_image {
  * next encode on ctx. Every out[i].seconds is the whole call's wall time. The cache
  * (g4v_ctx_set_cache) is not consulted. Errors as for g4v_encode_rgb, naming the image's index;
  * on failure every out[i] is zeroed. */
-G4V_API int g4v_encode_rgb_batch(g4v_ctx *ctx, const g4v_rgb_image *images, int n,
+G4V_API g4v_status g4v_encode_rgb_batch(g4v_ctx *ctx, const g4v_rgb_image *images, int n,
                                  const g4v_encode_options *opts, g4v_result *out);
 
 /* ---------------------------------------------------------------------------------------------
@@ -302,19 +400,23 @@ G4V_API int g4v_encode_rgb_batch(g4v_ctx *ctx, const g4v_rgb_image *images, int 
 typedef struct g4v_cache g4v_cache;
 
 typedef struct g4v_cache_options {
+    size_t struct_size; /* set by g4v_cache_options_init */
     uint64_t max_bytes; /* bound on the entries' total size; 0 = default 1 GiB */
 } g4v_cache_options;
 
-G4V_API void g4v_cache_options_init(g4v_cache_options *opts);
+G4V_API void g4v_cache_options_init_sized(g4v_cache_options *opts, size_t struct_size);
+static inline void g4v_cache_options_init(g4v_cache_options *opts) {
+    g4v_cache_options_init_sized(opts, sizeof *opts);
+}
 
 /* Opens (creating it if needed, as mkdir -p) the cache directory dir, which must be writable.
  * Errors: G4V_ERR_IO (cannot create or write dir), G4V_ERR_ARG, G4V_ERR_NOMEM. */
-G4V_API int g4v_cache_open(const char *dir, const g4v_cache_options *opts, g4v_cache **out,
+G4V_API g4v_status g4v_cache_open(const char *dir, const g4v_cache_options *opts, g4v_cache **out,
                            char *errbuf, size_t errbuf_size);
 /* Every ctx it is attached to must have been detached or freed first. NULL is a no-op. */
 G4V_API void g4v_cache_close(g4v_cache *cache);
 
-/* Counters since g4v_cache_open (this process only; thread-safe). */
+/* Counters since g4v_cache_open (this process only; thread-safe). Fields may be appended. */
 typedef struct g4v_cache_stats {
     uint64_t hits, misses;  /* lookups served / not served from the directory */
     uint64_t stores;        /* entries written */
@@ -323,21 +425,29 @@ typedef struct g4v_cache_stats {
     uint64_t errors;        /* failed writes or scans (the encode itself still succeeded) */
 } g4v_cache_stats;
 
-G4V_API void g4v_cache_get_stats(const g4v_cache *cache, g4v_cache_stats *stats);
+/* Fills stats (stats_size: the caller's sizeof, as g4v_model_get_info_sized).
+ * G4V_ERR_ARG for NULL arguments. */
+G4V_API g4v_status g4v_cache_get_stats_sized(const g4v_cache *cache, g4v_cache_stats *stats,
+                                             size_t stats_size, char *errbuf, size_t errbuf_size);
+static inline g4v_status g4v_cache_get_stats(const g4v_cache *cache, g4v_cache_stats *stats,
+                                             char *errbuf, size_t errbuf_size) {
+    return g4v_cache_get_stats_sized(cache, stats, sizeof *stats, errbuf, errbuf_size);
+}
 
 /* Attaches cache to ctx (NULL detaches): from then on g4v_encode_file, _memory and _rgb on ctx look
  * the image up first and store what they encode; g4v_encode_video_file and _memory do so for each
  * sampled frame (keyed by its pixels at the target size, so only new frames are encoded). One
  * cache may be attached to any number of contexts. The first lookup computes the model
- * fingerprint if nothing has yet. */
-G4V_API int g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache);
+ * fingerprint if nothing has yet. G4V_ERR_ARG for a NULL ctx (message: g4v_ctx_error(NULL)). */
+G4V_API g4v_status g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache);
 
 /* 1 if the last successful encode on ctx was served from its cache (a video: every frame), else 0. */
 G4V_API int g4v_ctx_cache_hit(const g4v_ctx *ctx);
 
 /* Copies r's features (n_tokens * dim floats) into dst, which holds dst_count floats.
- * G4V_ERR_ARG if it is too small. */
-G4V_API int g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count);
+ * G4V_ERR_ARG if it is too small or an argument is NULL. */
+G4V_API g4v_status g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count,
+                                   char *errbuf, size_t errbuf_size);
 
 /* The prompt span for r: boi, image x n_tokens, eoi. Writes up to cap ids into ids (may be NULL
  * with cap 0) and returns the count needed, n_tokens + 2. */
@@ -358,6 +468,7 @@ G4V_API size_t g4v_prompt_tokens(const g4v_result *r, int32_t *ids, size_t cap);
 #define G4V_DEFAULT_VIDEO_FRAMES 32
 
 typedef struct g4v_video_options {
+    size_t struct_size; /* set by g4v_video_options_init */
     int budget;     /* per-frame soft-token budget: 0 (default) = 70, else one of G4V_BUDGETS */
     int num_frames; /* frames to sample: 0 (default) = 32, else 1..1024 */
     int bf16;       /* 1: also fill features_bf16 (default 0) */
@@ -365,7 +476,10 @@ typedef struct g4v_video_options {
                        G4V_RESIZE_TORCHVISION (transformers' video processor uses torchvision) */
 } g4v_video_options;
 
-G4V_API void g4v_video_options_init(g4v_video_options *opts);
+G4V_API void g4v_video_options_init_sized(g4v_video_options *opts, size_t struct_size);
+static inline void g4v_video_options_init(g4v_video_options *opts) {
+    g4v_video_options_init_sized(opts, sizeof *opts);
+}
 
 /* One sampled frame. All frames of a video share one target size, hence one token count. */
 typedef struct g4v_video_frame {
@@ -403,9 +517,9 @@ typedef struct g4v_video_result {
  * max_dimension: the container's claims are checked before decoding), G4V_ERR_UNSUPPORTED (no
  * decoder, frame size changing mid-stream), G4V_ERR_ARG, G4V_ERR_NOMEM. On failure *out is
  * zeroed. */
-G4V_API int g4v_encode_video_file(g4v_ctx *ctx, const char *path, const g4v_video_options *opts,
+G4V_API g4v_status g4v_encode_video_file(g4v_ctx *ctx, const char *path, const g4v_video_options *opts,
                                   g4v_video_result *out);
-G4V_API int g4v_encode_video_memory(g4v_ctx *ctx, const void *bytes, size_t size,
+G4V_API g4v_status g4v_encode_video_memory(g4v_ctx *ctx, const void *bytes, size_t size,
                                     const g4v_video_options *opts, g4v_video_result *out);
 
 /* The prompt text that replaces the video's <|video|> placeholder: per frame

@@ -1,8 +1,13 @@
 """_lib.py - the ctypes view of include/g4v.h: structures, prototypes, and finding libg4v.so.
 
-Only this file knows the C layouts. The structures mirror g4v.h field for field and must change
-with it (the tests compare sizes through the library's own results, and every call passes through
-these declarations, so a mismatch shows up as wrong numbers in test_model.py).
+Only this file knows the C layouts. The structures mirror g4v.h field for field. They may lag
+behind the header safely for the structs g4v.h lets grow (g4v_*_options, g4v_model_info,
+g4v_cache_stats): every option struct carries its own size (struct_size, set by the init call) and
+the info / stats calls are passed ctypes.sizeof of the mirror, so a newer libg4v reads and writes
+only the fields declared here. The header's inline helpers (g4v_model_options_init,
+g4v_model_get_info, ...) are mirrored as Python functions of the same names on the loaded library
+(_INLINE). The frozen structs (g4v_result, g4v_rgb_image, g4v_video_frame, g4v_video_result) must
+match exactly.
 
 The library is loaded on first use, not at import: `import gemma4_vision` always works, and the
 first call that needs libg4v raises LibraryNotFoundError (a G4VError) naming every place looked
@@ -39,7 +44,7 @@ RESIZE_TORCHVISION = 1
 
 
 class ModelOptions(ctypes.Structure):
-    _fields_ = [("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
+    _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
                 ("max_header_bytes", c_uint64), ("max_file_bytes", c_uint64),
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
@@ -47,6 +52,10 @@ class ModelOptions(ctypes.Structure):
                 ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
                 ("read_weights", c_int),
                 ("resize", c_int)]  # RESIZE_PILLOW / RESIZE_TORCHVISION
+
+
+class DtypeCount(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 8), ("tensors", ctypes.c_int64), ("bytes", c_uint64)]
 
 
 class ModelInfo(ctypes.Structure):
@@ -68,15 +77,19 @@ class ModelInfo(ctypes.Structure):
                 ("kind", ctypes.c_char * 16),  # "tower" or "unified" (the 12B embedder)
                 ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
                 ("kernels", ctypes.c_char * 512),
-                ("resize", c_int)]
+                ("resize", c_int),
+                ("rope_theta", c_double), ("rms_norm_eps", c_double),
+                ("layer_norm_eps", c_double), ("numerics_version", c_int),
+                ("n_dtypes", c_int), ("dtypes", DtypeCount * 4)]
 
 
 class CtxOptions(ctypes.Structure):
-    _fields_ = [("threads", c_int)]
+    _fields_ = [("struct_size", c_size_t), ("threads", c_int)]
 
 
 class EncodeOptions(ctypes.Structure):
-    _fields_ = [("budget", c_int), ("exif", c_int), ("bf16", c_int), ("resize", c_int)]
+    _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("apply_exif", c_int),
+                ("bf16", c_int), ("resize", c_int)]
 
 
 class Result(ctypes.Structure):
@@ -93,7 +106,8 @@ class RgbImage(ctypes.Structure):
 
 
 class VideoOptions(ctypes.Structure):
-    _fields_ = [("budget", c_int), ("num_frames", c_int), ("bf16", c_int), ("resize", c_int)]
+    _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("num_frames", c_int),
+                ("bf16", c_int), ("resize", c_int)]
 
 
 class VideoFrame(ctypes.Structure):
@@ -119,26 +133,27 @@ _PROTOTYPES = {
     "g4v_version": (c_char_p, []),
     "g4v_budget_valid": (c_int, [c_int]),
     "g4v_budget_check": (c_int, [c_int, c_char_p, c_size_t]),
-    "g4v_model_options_init": (None, [POINTER(ModelOptions)]),
+    "g4v_model_options_init_sized": (None, [POINTER(ModelOptions), c_size_t]),
     "g4v_model_load": (c_int, [c_char_p, POINTER(ModelOptions), POINTER(c_void_p), c_char_p,
                                c_size_t]),
     "g4v_model_free": (None, [c_void_p]),
-    "g4v_model_get_info": (c_int, [c_void_p, POINTER(ModelInfo)]),
-    "g4v_model_fingerprint": (c_int, [c_void_p, c_char_p, c_size_t]),
+    "g4v_model_get_info_sized": (c_int, [c_void_p, POINTER(ModelInfo), c_size_t, c_char_p,
+                                         c_size_t]),
+    "g4v_model_fingerprint": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t]),
     "g4v_model_plan": (c_int, [c_void_p, c_int, c_int, c_int, POINTER(c_int), POINTER(c_int),
-                               POINTER(c_int)]),
-    "g4v_ctx_options_init": (None, [POINTER(CtxOptions)]),
+                               POINTER(c_int), c_char_p, c_size_t]),
+    "g4v_ctx_options_init_sized": (None, [POINTER(CtxOptions), c_size_t]),
     "g4v_ctx_create": (c_int, [c_void_p, POINTER(CtxOptions), POINTER(c_void_p), c_char_p,
                                c_size_t]),
     "g4v_ctx_free": (None, [c_void_p]),
     "g4v_ctx_error": (c_char_p, [c_void_p]),
-    "g4v_encode_options_init": (None, [POINTER(EncodeOptions)]),
+    "g4v_encode_options_init_sized": (None, [POINTER(EncodeOptions), c_size_t]),
     "g4v_encode_file": (c_int, [c_void_p, c_char_p, POINTER(EncodeOptions), POINTER(Result)]),
     "g4v_encode_memory": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(EncodeOptions),
                                   POINTER(Result)]),
     "g4v_encode_rgb": (c_int, [c_void_p, c_void_p, c_int, c_int, c_size_t,
                                POINTER(EncodeOptions), POINTER(Result)]),
-    "g4v_video_options_init": (None, [POINTER(VideoOptions)]),
+    "g4v_video_options_init_sized": (None, [POINTER(VideoOptions), c_size_t]),
     "g4v_video_cap_allocations": (None, [c_size_t]),
     "g4v_encode_video_file": (c_int, [c_void_p, c_char_p, POINTER(VideoOptions),
                                       POINTER(VideoResult)]),
@@ -154,6 +169,22 @@ _PROTOTYPES = {
     "g4v_default_video_budget": (c_int, []),
     "g4v_video_alloc_cap": (c_size_t, []),
 }
+
+
+def _inline_helpers(lib):
+    """g4v.h's static inline helpers, which a shared library cannot export: each passes the
+    sizeof of the struct as this module declares it to the exported *_sized function."""
+    sz = ctypes.sizeof
+    return {
+        "g4v_model_options_init": lambda p: lib.g4v_model_options_init_sized(p, sz(ModelOptions)),
+        "g4v_ctx_options_init": lambda p: lib.g4v_ctx_options_init_sized(p, sz(CtxOptions)),
+        "g4v_encode_options_init":
+            lambda p: lib.g4v_encode_options_init_sized(p, sz(EncodeOptions)),
+        "g4v_video_options_init": lambda p: lib.g4v_video_options_init_sized(p, sz(VideoOptions)),
+        "g4v_model_get_info":
+            lambda m, info, errbuf, n: lib.g4v_model_get_info_sized(m, info, sz(ModelInfo),
+                                                                    errbuf, n),
+    }
 
 
 class LibraryNotFoundError(G4VError):
@@ -207,6 +238,8 @@ def _load():
         for name, (res, args) in _PROTOTYPES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
+        for name, fn in _inline_helpers(lib).items():
+            setattr(lib, name, fn)
         lib.g4v_path = path
         return lib
     raise LibraryNotFoundError(

@@ -117,6 +117,9 @@ class ModelInfo:
         for field in _lib.ModelInfo._fields_:
             name = field[0]
             v = getattr(c, name)
+            if name == "dtypes":  # {"BF16": {"tensors": n, "bytes": b}, ...}
+                v = {d.name.decode(): {"tensors": d.tensors, "bytes": d.bytes}
+                     for d in v[:c.n_dtypes]}
             setattr(self, name, v.decode() if isinstance(v, bytes) else v)
 
     def as_dict(self) -> dict[str, Any]:
@@ -339,10 +342,10 @@ class Model:
             raise G4VError(st, msg.value.decode(errors="replace"))
         self._model = handle
         info = _lib.ModelInfo()
-        st = lib.g4v_model_get_info(self._model, byref(info))
+        st = lib.g4v_model_get_info(self._model, byref(info), msg, len(msg))
         if st:
             self.close()
-            raise G4VError(st, "g4v_model_get_info failed")
+            raise G4VError(st, msg.value.decode(errors="replace"))
         self.info = ModelInfo(info)
 
     # -- contexts -------------------------------------------------------------------------------
@@ -421,10 +424,11 @@ class Model:
         any file layout of one checkpoint. Computed on first use (~0.5 s for e4b), then kept."""
         if self._model is None:
             raise ValueError("the model is closed")
-        buf = create_string_buffer(65)
-        st = lib.g4v_model_fingerprint(self._model, buf, len(buf))
+        buf, msg = create_string_buffer(65), create_string_buffer(1024)
+        st = lib.g4v_model_fingerprint(self._model, buf, len(buf), msg, len(msg))
         if st:
-            raise G4VError(st, "cannot compute the model fingerprint")
+            raise G4VError(st, "cannot compute the model fingerprint: " +
+                           msg.value.decode(errors="replace"))
         return buf.value.decode()
 
     # -- encoding -------------------------------------------------------------------------------
@@ -436,11 +440,12 @@ class Model:
         budget = _budget(tokens, "tokens")
         if self._model is None:
             raise ValueError("the model is closed")
-        tw, th, n = c_int(), c_int(), c_int()
+        tw, th, n, msg = c_int(), c_int(), c_int(), create_string_buffer(512)
         st = lib.g4v_model_plan(self._model, width, height, budget, byref(tw), byref(th),
-                                byref(n))
+                                byref(n), msg, len(msg))
         if st:
-            raise G4VError(st, f"cannot plan a {width}x{height} image at budget {tokens}")
+            raise G4VError(st, f"cannot plan a {width}x{height} image at budget {tokens}: " +
+                           msg.value.decode(errors="replace"))
         return tw.value, th.value, n.value
 
     def encode(self, image: ImageInput, tokens: int | None = None, bf16: bool = False,
@@ -466,7 +471,7 @@ class Model:
         eo.budget = _budget(tokens, "tokens")
         eo.bf16 = 1 if bf16 else 0
         if exif is not None:
-            eo.exif = 1 if exif else 0
+            eo.apply_exif = 1 if exif else 0
         if resize is not None:
             eo.resize = _resize(resize)
         kind, arg = self._prepare(image)

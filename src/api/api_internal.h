@@ -81,6 +81,18 @@ static inline g4v_resize_order g4v_api_resize_order(int resize) {
 /* Resolves a per-call resize (-1: the model's) into *resize; G4V_ERR_ARG for other values. */
 int g4v_api_resolve_resize(const g4v_model *m, int requested, int *resize, g4v_err *err);
 
+/* Versioned structs (g4v.h "Versions"). g4v_api_init_struct: what every g4v_*_options_init_sized
+ * does: zero size bytes at dst, copy min(size, lib_size) bytes of defaults, set struct_size.
+ * g4v_api_read_opts: copies the fields of the caller's options src (NULL: none) that fit in both
+ * its struct_size and lib_size over dst (the library's struct, holding the defaults); G4V_ERR_ARG
+ * for a struct_size that cannot be (below sizeof(size_t), above G4V_API_MAX_STRUCT_SIZE), naming
+ * type. g4v_api_write_out: an output struct of the caller's size from the library's one (bytes
+ * past lib_size are zeroed). */
+#define G4V_API_MAX_STRUCT_SIZE 65536
+void g4v_api_init_struct(void *dst, size_t size, const void *defaults, size_t lib_size);
+int g4v_api_read_opts(void *dst, size_t lib_size, const void *src, const char *type, g4v_err *err);
+void g4v_api_write_out(void *dst, size_t size, const void *src, size_t lib_size);
+
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);
 

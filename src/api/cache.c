@@ -54,10 +54,16 @@ struct g4v_cache {
 
 static void bump(uint64_t *counter) { __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
 
-void g4v_cache_options_init(g4v_cache_options *o) {
-    if (!o) return;
+static void cache_options_defaults(g4v_cache_options *o) {
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->max_bytes = CACHE_DEFAULT_MAX_BYTES;
+}
+
+void g4v_cache_options_init_sized(g4v_cache_options *o, size_t size) {
+    g4v_cache_options d;
+    cache_options_defaults(&d);
+    g4v_api_init_struct(o, size, &d, sizeof d);
 }
 
 /* mkdir -p */
@@ -83,8 +89,8 @@ static int make_dirs(const char *dir, g4v_err *err) {
     return G4V_OK;
 }
 
-int g4v_cache_open(const char *dir, const g4v_cache_options *opts, g4v_cache **out, char *errbuf,
-                   size_t errbuf_size) {
+g4v_status g4v_cache_open(const char *dir, const g4v_cache_options *in, g4v_cache **out,
+                          char *errbuf, size_t errbuf_size) {
     g4v_err err;
     g4v_err_clear(&err);
     g4v_api_copy_msg(errbuf, errbuf_size, "");
@@ -98,6 +104,9 @@ int g4v_cache_open(const char *dir, const g4v_cache_options *opts, g4v_cache **o
         st = g4v_fail(&err, G4V_ERR_IO, "cache directory path is %zu bytes, above 3000", strlen(dir));
         goto fail;
     }
+    g4v_cache_options o;
+    cache_options_defaults(&o);
+    if ((st = g4v_api_read_opts(&o, sizeof o, in, "g4v_cache_options", &err))) goto fail;
     if ((st = make_dirs(dir, &err))) goto fail;
     g4v_cache *c = g4v_calloc(1, sizeof *c);
     if (!c) {
@@ -105,7 +114,7 @@ int g4v_cache_open(const char *dir, const g4v_cache_options *opts, g4v_cache **o
         goto fail;
     }
     snprintf(c->dir, sizeof c->dir, "%s", dir);
-    c->max_bytes = opts && opts->max_bytes ? opts->max_bytes : CACHE_DEFAULT_MAX_BYTES;
+    c->max_bytes = o.max_bytes ? o.max_bytes : CACHE_DEFAULT_MAX_BYTES;
     pthread_mutex_init(&c->scan_lock, NULL);
     *out = c;
     return G4V_OK;
@@ -120,17 +129,24 @@ void g4v_cache_close(g4v_cache *c) {
     g4v_free(c);
 }
 
-void g4v_cache_get_stats(const g4v_cache *c, g4v_cache_stats *s) {
-    if (!s) return;
-    memset(s, 0, sizeof *s);
-    if (!c) return;
-    uint64_t *dst = (uint64_t *)s;
+g4v_status g4v_cache_get_stats_sized(const g4v_cache *c, g4v_cache_stats *out, size_t out_size,
+                                     char *errbuf, size_t errbuf_size) {
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
+    if (!c || !out || out_size == 0) {
+        g4v_api_copy_msg(errbuf, errbuf_size,
+                         "g4v_cache_get_stats: cache and stats must not be NULL, stats_size not 0");
+        return G4V_ERR_ARG;
+    }
+    g4v_cache_stats s;
+    uint64_t *dst = (uint64_t *)&s;
     const uint64_t *src = (const uint64_t *)&c->stats;
-    for (size_t i = 0; i < sizeof *s / sizeof(uint64_t); i++)
+    for (size_t i = 0; i < sizeof s / sizeof(uint64_t); i++)
         dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    g4v_api_write_out(out, out_size, &s, sizeof s);
+    return G4V_OK;
 }
 
-int g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache) {
+g4v_status g4v_ctx_set_cache(g4v_ctx *ctx, g4v_cache *cache) {
     if (!ctx) return G4V_ERR_ARG;
     ctx->cache = cache;
     ctx->cache_hit = 0;
@@ -142,7 +158,7 @@ int g4v_ctx_cache_hit(const g4v_ctx *ctx) { return ctx ? ctx->cache_hit : 0; }
 int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_digest, int budget,
                   int exif, int resize, char key[G4V_SHA256_HEX]) {
     char fp[G4V_FINGERPRINT_HEX];
-    int st = g4v_model_fingerprint(ctx->model, fp, sizeof fp);
+    int st = g4v_model_fingerprint(ctx->model, fp, sizeof fp, NULL, 0);
     if (st) return st;
     g4v_sha256_ctx s;
     g4v_sha256_init(&s);
@@ -454,7 +470,7 @@ static int write_all(int fd, const void *p, size_t n) {
 void g4v_cache_store(g4v_ctx *ctx, const char *key, const g4v_result *r) {
     g4v_cache *c = ctx->cache;
     char fp[G4V_FINGERPRINT_HEX];
-    if (g4v_model_fingerprint(ctx->model, fp, sizeof fp)) {
+    if (g4v_model_fingerprint(ctx->model, fp, sizeof fp, NULL, 0)) {
         bump(&c->stats.errors);
         return;
     }

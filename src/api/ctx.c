@@ -7,12 +7,14 @@
 
 #include <string.h>
 
-void g4v_ctx_options_init(g4v_ctx_options *o) {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
+void g4v_ctx_options_init_sized(g4v_ctx_options *o, size_t size) {
+    g4v_ctx_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    g4v_api_init_struct(o, size, &d, sizeof d);
 }
 
-int g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g4v_ctx **out,
+g4v_status g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g4v_ctx **out,
                    char *errbuf, size_t errbuf_size) {
     g4v_err err;
     g4v_err_clear(&err);
@@ -23,7 +25,10 @@ int g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g4v_ctx 
         st = g4v_fail(&err, G4V_ERR_ARG, "g4v_ctx_create: model and out must not be NULL");
         goto fail;
     }
-    int threads = opts ? opts->threads : 0;
+    g4v_ctx_options o;
+    memset(&o, 0, sizeof o);
+    if ((st = g4v_api_read_opts(&o, sizeof o, opts, "g4v_ctx_options", &err))) goto fail;
+    int threads = o.threads;
     if (threads < 0 || threads > 4096) {
         st = g4v_fail(&err, G4V_ERR_ARG, "g4v_ctx_create: threads must be 0..4096, found %d",
                       threads);

@@ -13,11 +13,17 @@
 
 #include <string.h>
 
-void g4v_encode_options_init(g4v_encode_options *o) {
-    if (!o) return;
+static void encode_options_defaults(g4v_encode_options *o) {
     memset(o, 0, sizeof *o);
-    o->exif = -1;
+    o->struct_size = sizeof *o;
+    o->apply_exif = -1;
     o->resize = -1;
+}
+
+void g4v_encode_options_init_sized(g4v_encode_options *o, size_t size) {
+    g4v_encode_options d;
+    encode_options_defaults(&d);
+    g4v_api_init_struct(o, size, &d, sizeof d);
 }
 
 int g4v_api_resolve_resize(const g4v_model *m, int requested, int *resize, g4v_err *err) {
@@ -31,17 +37,18 @@ int g4v_api_resolve_resize(const g4v_model *m, int requested, int *resize, g4v_e
 }
 
 /* Checks opts and resolves them against the model's defaults. */
-static int resolve(const g4v_ctx *c, const g4v_encode_options *opts, int *budget, int *exif,
+static int resolve(const g4v_ctx *c, const g4v_encode_options *in, int *budget, int *exif,
                    int *bf16, int *resize, g4v_err *err) {
-    g4v_encode_options d;
-    g4v_encode_options_init(&d);
-    if (!opts) opts = &d;
+    g4v_encode_options o, *opts = &o;
+    encode_options_defaults(&o);
+    if (g4v_api_read_opts(&o, sizeof o, in, "g4v_encode_options", err)) return G4V_ERR_ARG;
     *budget = opts->budget ? opts->budget : c->model->opts.budget;
-    *exif = opts->exif < 0 ? c->model->opts.apply_exif : opts->exif;
+    *exif = opts->apply_exif < 0 ? c->model->opts.apply_exif : opts->apply_exif;
     *bf16 = opts->bf16;
     if (g4v_budget_require(*budget, err)) return G4V_ERR_ARG;
     if (*exif != 0 && *exif != 1)
-        return g4v_fail(err, G4V_ERR_ARG, "exif must be -1, 0 or 1, found %d", opts->exif);
+        return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be -1, 0 or 1, found %d",
+                        opts->apply_exif);
     if (*bf16 != 0 && *bf16 != 1)
         return g4v_fail(err, G4V_ERR_ARG, "bf16 must be 0 or 1, found %d", opts->bf16);
     return g4v_api_resolve_resize(c->model, opts->resize, resize, err);
@@ -157,7 +164,7 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
     return st;
 }
 
-int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_encode_options *opts,
+g4v_status g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_encode_options *opts,
                       g4v_result *out) {
     int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
@@ -169,7 +176,7 @@ int g4v_encode_memory(g4v_ctx *c, const void *bytes, size_t size, const g4v_enco
     return finish(c, st, out, t0, "memory buffer");
 }
 
-int g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts, g4v_result *out) {
+g4v_status g4v_encode_file(g4v_ctx *c, const char *path, const g4v_encode_options *opts, g4v_result *out) {
     int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
     double t0 = g4v_now_s();
@@ -203,7 +210,7 @@ static int check_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size
     return g4v_target_size(height, width, budget, th, tw, &c->err);
 }
 
-int g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
+g4v_status g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
                    const g4v_encode_options *opts, g4v_result *out) {
     int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
@@ -246,7 +253,7 @@ done:
     return finish(c, st, out, t0, "RGB buffer");
 }
 
-int g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
+g4v_status g4v_encode_rgb_batch(g4v_ctx *c, const g4v_rgb_image *images, int n,
                          const g4v_encode_options *opts, g4v_result *out) {
     if (out && n > 0) memset(out, 0, (size_t)n * sizeof *out);
     if (!c) return G4V_ERR_ARG;
@@ -312,12 +319,23 @@ done:
     return st;
 }
 
-int g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count) {
-    if (!r || !r->features || !dst) return G4V_ERR_ARG;
-    size_t n = (size_t)r->n_tokens * (size_t)r->dim;
-    if (dst_count < n) return G4V_ERR_ARG;
-    memcpy(dst, r->features, n * sizeof(float));
-    return G4V_OK;
+g4v_status g4v_result_copy(const g4v_result *r, float *dst, size_t dst_count, char *errbuf,
+                           size_t errbuf_size) {
+    g4v_err err;
+    g4v_err_clear(&err);
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
+    int st = G4V_OK;
+    size_t n = r ? (size_t)r->n_tokens * (size_t)r->dim : 0;
+    if (!r || !r->features || !dst)
+        st = g4v_fail(&err, G4V_ERR_ARG,
+                      "g4v_result_copy: the result (with features) and dst must not be NULL");
+    else if (dst_count < n)
+        st = g4v_fail(&err, G4V_ERR_ARG,
+                      "g4v_result_copy: dst holds %zu floats, the result has %zu", dst_count, n);
+    else
+        memcpy(dst, r->features, n * sizeof(float));
+    g4v_api_copy_msg(errbuf, errbuf_size, err.msg);
+    return st;
 }
 
 size_t g4v_prompt_tokens(const g4v_result *r, int32_t *ids, size_t cap) {

@@ -147,22 +147,30 @@ int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int threads, 
     return G4V_OK;
 }
 
-int g4v_model_fingerprint(const g4v_model *m, char *hex, size_t hex_size) {
+g4v_status g4v_model_fingerprint(const g4v_model *m, char *hex, size_t hex_size, char *errbuf,
+                                 size_t errbuf_size) {
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
     if (!m || !hex || hex_size < G4V_FINGERPRINT_HEX) {
         if (hex && hex_size) hex[0] = '\0';
+        g4v_api_copy_msg(errbuf, errbuf_size,
+                         "g4v_model_fingerprint: model and hex must not be NULL and hex must hold "
+                         "G4V_FINGERPRINT_HEX (65) bytes");
         return G4V_ERR_ARG;
     }
+    g4v_err err;
+    g4v_err_clear(&err);
     /* The model is otherwise immutable; this one memo is written once, under its lock. */
     struct g4v_model *mm = (struct g4v_model *)m;
     int st = G4V_OK;
     pthread_mutex_lock(&mm->fp_lock);
     if (!mm->fp_done) {
         st = g4v_fingerprint_compute(m->ck, m->opts.precise, 0, !m->opts.read_weights, mm->fp,
-                                     NULL); /* a heap copy (read_weights) must not be dropped */
+                                     &err); /* a heap copy (read_weights) must not be dropped */
         mm->fp_done = st == G4V_OK;
     }
     if (mm->fp_done) memcpy(hex, mm->fp, G4V_FINGERPRINT_HEX);
     else hex[0] = '\0';
     pthread_mutex_unlock(&mm->fp_lock);
+    if (st) g4v_api_copy_msg(errbuf, errbuf_size, err.msg);
     return st;
 }

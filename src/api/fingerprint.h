@@ -1,8 +1,6 @@
 /* fingerprint.h - the model's identity (g4v_model_fingerprint): a SHA-256 over everything that
  * determines the features, computed from an open checkpoint. docs/SERVICE.md "Model identity"
  * lists what goes in and what stays out.
- *
- * Also used by `g4v info`, which opens the checkpoint without preparing an encoder.
  */
 #ifndef G4V_API_FINGERPRINT_H
 #define G4V_API_FINGERPRINT_H

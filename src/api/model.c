@@ -16,9 +16,39 @@ void g4v_api_copy_msg(char *buf, size_t cap, const char *msg) {
     buf[n] = '\0';
 }
 
-void g4v_model_options_init(g4v_model_options *o) {
-    if (!o) return;
+/* Versioned structs (g4v.h "Versions"): a caller's struct may be older (smaller) or newer
+ * (larger) than the library's. Only min(its size, ours) bytes are ever read or written. */
+void g4v_api_init_struct(void *dst, size_t size, const void *defaults, size_t lib_size) {
+    if (!dst || size == 0) return;
+    memset(dst, 0, size);
+    memcpy(dst, defaults, size < lib_size ? size : lib_size);
+    if (size >= sizeof size) memcpy(dst, &size, sizeof size);
+}
+
+int g4v_api_read_opts(void *dst, size_t lib_size, const void *src, const char *type,
+                      g4v_err *err) {
+    if (!src) return G4V_OK; /* NULL options: the defaults already in dst */
+    size_t n;
+    memcpy(&n, src, sizeof n);
+    if (n < sizeof n || n > G4V_API_MAX_STRUCT_SIZE)
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "%s.struct_size is %zu, not a size this struct can have: fill the "
+                        "options with %s_init before use",
+                        type, n, type);
+    size_t k = n < lib_size ? n : lib_size;
+    memcpy((char *)dst + sizeof n, (const char *)src + sizeof n, k - sizeof n);
+    memcpy(dst, &lib_size, sizeof lib_size);
+    return G4V_OK;
+}
+
+void g4v_api_write_out(void *dst, size_t size, const void *src, size_t lib_size) {
+    memset(dst, 0, size);
+    memcpy(dst, src, size < lib_size ? size : lib_size);
+}
+
+static void model_options_defaults(g4v_model_options *o) {
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     g4v_image_opts io;
     g4v_image_opts_default(&io);
     g4v_checkpoint_limits lim;
@@ -36,11 +66,18 @@ void g4v_model_options_init(g4v_model_options *o) {
     o->max_video_seconds = 3600.0;
 }
 
+void g4v_model_options_init_sized(g4v_model_options *o, size_t size) {
+    g4v_model_options d;
+    model_options_defaults(&d);
+    g4v_api_init_struct(o, size, &d, sizeof d);
+}
+
 /* Fills zeros with defaults and checks ranges. */
 static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4v_err *err) {
     g4v_model_options d;
-    g4v_model_options_init(&d);
-    *o = in ? *in : d;
+    model_options_defaults(&d);
+    *o = d;
+    if (g4v_api_read_opts(o, sizeof *o, in, "g4v_model_options", err)) return G4V_ERR_ARG;
     if (!o->max_pixels) o->max_pixels = d.max_pixels;
     if (!o->max_dimension) o->max_dimension = d.max_dimension;
     if (!o->max_header_bytes) o->max_header_bytes = d.max_header_bytes;
@@ -70,7 +107,7 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     return G4V_OK;
 }
 
-int g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out, char *errbuf,
+g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out, char *errbuf,
                    size_t errbuf_size) {
     g4v_err err;
     g4v_err_clear(&err);
@@ -164,8 +201,30 @@ static void copy_str(char *dst, size_t cap, const char *src) {
     g4v_api_copy_msg(dst, cap, src);
 }
 
-int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
-    if (!m || !info) return G4V_ERR_ARG;
+typedef struct dtype_census {
+    int64_t tensors[3];
+    uint64_t bytes[3];
+} dtype_census;
+
+static void count_tensor(void *user, const char *name, const g4v_tensor *t) {
+    (void)name;
+    dtype_census *c = user;
+    if ((unsigned)t->dtype < 3) {
+        c->tensors[t->dtype]++;
+        c->bytes[t->dtype] += t->nbytes;
+    }
+}
+
+g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, size_t out_size,
+                                    char *errbuf, size_t errbuf_size) {
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
+    if (!m || !out || out_size < sizeof(size_t)) {
+        g4v_api_copy_msg(errbuf, errbuf_size,
+                         "g4v_model_get_info: model and info must not be NULL, and info_size "
+                         "must be sizeof(g4v_model_info)");
+        return G4V_ERR_ARG;
+    }
+    g4v_model_info whole, *info = &whole;
     memset(info, 0, sizeof *info);
     const g4v_vision_config *c = &m->ck->cfg;
     copy_str(info->variant, sizeof info->variant, c->variant);
@@ -204,17 +263,42 @@ int g4v_model_get_info(const g4v_model *m, g4v_model_info *info) {
     info->max_video_frames = m->opts.max_video_frames;
     info->max_video_seconds = m->opts.max_video_seconds;
     copy_str(info->kernels, sizeof info->kernels, m->kernel_path);
+    info->rope_theta = c->rope_theta;
+    info->rms_norm_eps = c->rms_norm_eps;
+    info->layer_norm_eps = c->layer_norm_eps;
+    info->numerics_version = G4V_NUMERICS_VERSION;
+    dtype_census dc;
+    memset(&dc, 0, sizeof dc);
+    g4v_checkpoint_foreach(m->ck, count_tensor, &dc);
+    static const g4v_dtype order[3] = {G4V_DT_BF16, G4V_DT_F16, G4V_DT_F32};
+    for (int i = 0; i < 3; i++) {
+        if (!dc.tensors[order[i]]) continue;
+        g4v_dtype_count *d = &info->dtypes[info->n_dtypes++];
+        copy_str(d->name, sizeof d->name, g4v_dtype_name(order[i]));
+        d->tensors = dc.tensors[order[i]];
+        d->bytes = dc.bytes[order[i]];
+    }
+    g4v_api_write_out(out, out_size, info, sizeof *info);
     return G4V_OK;
 }
 
-int g4v_model_plan(const g4v_model *m, int width, int height, int budget, int *target_w,
-                   int *target_h, int *n_tokens) {
-    if (!m || width <= 0 || height <= 0) return G4V_ERR_ARG;
-    if (budget == 0) budget = m->opts.budget;
-    if (!g4v_budget_valid(budget)) return G4V_ERR_ARG;
-    int th = 0, tw = 0;
-    int st = g4v_target_size(height, width, budget, &th, &tw, NULL);
-    if (st) return st;
+g4v_status g4v_model_plan(const g4v_model *m, int width, int height, int budget, int *target_w,
+                          int *target_h, int *n_tokens, char *errbuf, size_t errbuf_size) {
+    g4v_err err;
+    g4v_err_clear(&err);
+    g4v_api_copy_msg(errbuf, errbuf_size, "");
+    int st = G4V_OK, th = 0, tw = 0;
+    if (!m)
+        st = g4v_fail(&err, G4V_ERR_ARG, "g4v_model_plan: model must not be NULL");
+    else if (width <= 0 || height <= 0)
+        st = g4v_fail(&err, G4V_ERR_ARG, "g4v_model_plan: the size must be positive, found %dx%d",
+                      width, height);
+    else if (!(st = g4v_budget_require(budget ? budget : m->opts.budget, &err)))
+        st = g4v_target_size(height, width, budget ? budget : m->opts.budget, &th, &tw, &err);
+    if (st) {
+        g4v_api_copy_msg(errbuf, errbuf_size, err.msg);
+        return st;
+    }
     int side = m->ck->cfg.patch_size * m->ck->cfg.pooling_kernel_size;
     if (target_w) *target_w = tw;
     if (target_h) *target_h = th;

@@ -19,10 +19,16 @@
 #include <stdio.h>
 #include <string.h>
 
-void g4v_video_options_init(g4v_video_options *o) {
-    if (!o) return;
+static void video_options_defaults(g4v_video_options *o) {
     memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
     o->resize = -1;
+}
+
+void g4v_video_options_init_sized(g4v_video_options *o, size_t size) {
+    g4v_video_options d;
+    video_options_defaults(&d);
+    g4v_api_init_struct(o, size, &d, sizeof d);
 }
 
 /* The sampled frames at their target size, filled by on_frame while the video decodes. */
@@ -173,10 +179,10 @@ static int grow(void **buf, size_t *cap, size_t n, size_t sz, int large, g4v_err
 }
 
 static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
-                              const g4v_video_options *opts, g4v_video_result *out) {
-    g4v_video_options d;
-    g4v_video_options_init(&d);
-    if (!opts) opts = &d;
+                              const g4v_video_options *in, g4v_video_result *out) {
+    g4v_video_options o, *opts = &o;
+    video_options_defaults(&o);
+    if (g4v_api_read_opts(&o, sizeof o, in, "g4v_video_options", &c->err)) return G4V_ERR_ARG;
     int budget = opts->budget ? opts->budget : G4V_DEFAULT_VIDEO_BUDGET;
     int wanted = opts->num_frames ? opts->num_frames : G4V_DEFAULT_VIDEO_FRAMES;
     if (g4v_budget_require(budget, &c->err)) return G4V_ERR_ARG;
@@ -268,7 +274,7 @@ static int finish(g4v_ctx *c, int st, g4v_video_result *out, double t0, const ch
     return G4V_OK;
 }
 
-int g4v_encode_video_memory(g4v_ctx *c, const void *bytes, size_t size,
+g4v_status g4v_encode_video_memory(g4v_ctx *c, const void *bytes, size_t size,
                             const g4v_video_options *opts, g4v_video_result *out) {
     int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;
@@ -280,7 +286,7 @@ int g4v_encode_video_memory(g4v_ctx *c, const void *bytes, size_t size,
     return finish(c, st, out, t0, "memory buffer");
 }
 
-int g4v_encode_video_file(g4v_ctx *c, const char *path, const g4v_video_options *opts,
+g4v_status g4v_encode_video_file(g4v_ctx *c, const char *path, const g4v_video_options *opts,
                           g4v_video_result *out) {
     int st = g4v_call_begin(c, out, sizeof *out);
     if (st) return st;

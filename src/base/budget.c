@@ -26,7 +26,7 @@ int g4v_default_video_budget(void) { return G4V_DEFAULT_VIDEO_BUDGET; }
 
 size_t g4v_video_alloc_cap(void) { return G4V_VIDEO_ALLOC_CAP; }
 
-int g4v_budget_check(int budget, char *errbuf, size_t errbuf_size) {
+g4v_status g4v_budget_check(int budget, char *errbuf, size_t errbuf_size) {
     int ok = g4v_budget_valid(budget);
     if (!errbuf || !errbuf_size) return ok ? G4V_OK : G4V_ERR_ARG;
     errbuf[0] = '\0';

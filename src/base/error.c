@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *g4v_status_name(int status) {
+const char *g4v_status_name(g4v_status status) {
     switch (status) {
     case G4V_OK: return "G4V_OK";
     case G4V_ERR_ARG: return "G4V_ERR_ARG";

@@ -31,7 +31,7 @@ static char *slurp(const char *path, size_t *n) {
 static float *copy_out(const g4v_result *r) {
     size_t n = (size_t)r->n_tokens * r->dim;
     float *p = malloc(n * sizeof(float) + 1);
-    if (p) g4v_result_copy(r, p, n);
+    if (p) g4v_result_copy(r, p, n, NULL, 0);
     return p;
 }
 
@@ -48,7 +48,7 @@ static void test_basics(void) {
           mo.max_tensor_count == 1000000u);
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
-    CHECK(eo.budget == 0 && eo.exif == -1 && eo.bf16 == 0 && eo.resize == -1);
+    CHECK(eo.budget == 0 && eo.apply_exif == -1 && eo.bf16 == 0 && eo.resize == -1);
 }
 
 static void test_budgets(void) {
@@ -118,7 +118,7 @@ static void test_load_errors(void) {
 
 static void test_info_plan(void) {
     g4v_model_info info;
-    REQUIRE(g4v_model_get_info(model, &info) == G4V_OK);
+    REQUIRE(g4v_model_get_info(model, &info, NULL, 0) == G4V_OK);
     CHECK(info.hidden_size == 64 && info.num_layers == 2 && info.dim == 96);
     CHECK(info.num_heads == 4 && info.num_kv_heads == 2 && info.head_dim == 16);
     CHECK(info.patch_size == 16 && info.pooling_kernel_size == 3);
@@ -135,11 +135,11 @@ static void test_info_plan(void) {
           info.max_tensor_count == mo.max_tensor_count);
     int tw, th, n;
     /* 150x100 at 280: factor sqrt(645120/15000) = 6.558 -> 983.7 x 655.8 -> 960 x 624 */
-    CHECK(g4v_model_plan(model, 150, 100, 280, &tw, &th, &n) == G4V_OK);
+    CHECK(g4v_model_plan(model, 150, 100, 280, &tw, &th, &n, NULL, 0) == G4V_OK);
     CHECK(tw == 960 && th == 624 && n == 20 * 13);
-    CHECK(g4v_model_plan(model, 150, 100, 0, NULL, NULL, &n) == G4V_OK && n == 260);
-    CHECK(g4v_model_plan(model, 150, 100, 100, &tw, &th, &n) == G4V_ERR_ARG);
-    CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n) == G4V_ERR_ARG);
+    CHECK(g4v_model_plan(model, 150, 100, 0, NULL, NULL, &n, NULL, 0) == G4V_OK && n == 260);
+    CHECK(g4v_model_plan(model, 150, 100, 100, &tw, &th, &n, NULL, 0) == G4V_ERR_ARG);
+    CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n, NULL, 0) == G4V_ERR_ARG);
 }
 
 /* The limits set at load are in force and reported by g4v_model_get_info: max_file_bytes refuses
@@ -156,7 +156,7 @@ static void test_file_limit(const char *png, const char *bytes, size_t nb) {
     mo.max_tensor_count = 0; /* 0: the default */
     REQUIRE(g4v_model_load(mdir, &mo, &m, msg, sizeof msg) == G4V_OK);
     g4v_model_info info;
-    REQUIRE(g4v_model_get_info(m, &info) == G4V_OK);
+    REQUIRE(g4v_model_get_info(m, &info, NULL, 0) == G4V_OK);
     CHECK(info.max_file_bytes == nb - 1 && info.max_pixels == 1234567 &&
           info.max_tensor_count == 1000000 && info.max_dimension == 65500);
     REQUIRE(g4v_ctx_create(m, NULL, &c, msg, sizeof msg) == G4V_OK);
@@ -217,7 +217,7 @@ static void test_entry_points_agree(void) {
      * padded stride honoured). */
     enum { W = 480, H = 336, PAD = 5, N = 70 };
     int tw = 0, th = 0;
-    CHECK(g4v_model_plan(model, W, H, 70, &tw, &th, NULL) == G4V_OK && tw == W && th == H);
+    CHECK(g4v_model_plan(model, W, H, 70, &tw, &th, NULL, NULL, 0) == G4V_OK && tw == W && th == H);
     uint8_t *big = calloc(H, W * 3 + PAD);
     for (size_t i = 0; i < (size_t)H * (W * 3 + PAD); i++) big[i] = (uint8_t)(i * 7);
     g4v_encode_options_init(&eo);
@@ -238,7 +238,7 @@ static void test_entry_points_agree(void) {
     CHECK(g4v_prompt_tokens(&r, ids100, 100) == N + 2);
     CHECK(ids100[0] == 255999 && ids100[1] == 258880 && ids100[N] == 258880 &&
           ids100[N + 1] == 258882 && ids[63] == 258880);
-    CHECK(g4v_result_copy(&r, b, (size_t)N * 96 - 1) == G4V_ERR_ARG);
+    CHECK(g4v_result_copy(&r, b, (size_t)N * 96 - 1, NULL, 0) == G4V_ERR_ARG);
 
     free(a);
     free(b);
@@ -316,7 +316,7 @@ static void test_overrides(void) {
     CHECK(r.src_width == 90 && r.src_height == 160);
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
-    eo.exif = 0;
+    eo.apply_exif = 0;
     REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
     CHECK(r.src_width == 160 && r.src_height == 90);
     eo.budget = 140;
@@ -326,7 +326,7 @@ static void test_overrides(void) {
      * the same size and grid */
     size_t n = (size_t)r.n_tokens * r.dim;
     float *pil = malloc(n * sizeof *pil);
-    REQUIRE(pil && g4v_result_copy(&r, pil, n) == G4V_OK);
+    REQUIRE(pil && g4v_result_copy(&r, pil, n, NULL, 0) == G4V_OK);
     int gw = r.grid_w, gh = r.grid_h;
     eo.resize = G4V_RESIZE_TORCHVISION;
     REQUIRE(g4v_encode_file(ctx, path, &eo, &r) == G4V_OK);
@@ -359,9 +359,9 @@ static void test_encode_errors(void) {
     CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
     CHECK_CONTAINS(g4v_ctx_error(ctx), "100");
     eo.budget = 0;
-    eo.exif = 7;
+    eo.apply_exif = 7;
     CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
-    eo.exif = -1;
+    eo.apply_exif = -1;
     for (int bad = -2; bad <= 2; bad += 4) { /* resize: -1, 0, 1 only */
         eo.resize = bad;
         CHECK(g4v_encode_memory(ctx, bytes, nb, &eo, &r) == G4V_ERR_ARG);
@@ -377,7 +377,7 @@ static void test_encode_errors(void) {
     test_file_limit(path, bytes, nb);
     CHECK(g4v_encode_memory(ctx, bytes, nb, NULL, NULL) == G4V_ERR_ARG);
     /* A 1x1 image is upscaled like any other (HF does the same): at 70, 384x384, 64 tokens. */
-    eo.exif = -1;
+    eo.apply_exif = -1;
     eo.budget = 70;
     CHECK(g4v_encode_rgb(ctx, px, 1, 1, 3, &eo, &r) == G4V_OK && r.n_tokens == 64);
     /* The ctx works normally after errors. */

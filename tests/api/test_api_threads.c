@@ -104,7 +104,7 @@ static void run_test(const char *dir, int nthreads) {
         ref[i].dim = r.dim;
         ref[i].feat = malloc((size_t)r.n_tokens * r.dim * sizeof(float));
         REQUIRE(ref[i].feat);
-        CHECK(g4v_result_copy(&r, ref[i].feat, (size_t)r.n_tokens * r.dim) == G4V_OK);
+        CHECK(g4v_result_copy(&r, ref[i].feat, (size_t)r.n_tokens * r.dim, NULL, 0) == G4V_OK);
     }
     g4v_ctx_free(ctx);
 

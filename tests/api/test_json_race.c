@@ -113,7 +113,7 @@ static void run(const char *fixtures, char *tmpl) {
     }
     pthread_barrier_destroy(&start);
     g4v_cache_stats cs;
-    g4v_cache_get_stats(cache, &cs);
+    g4v_cache_get_stats(cache, &cs, NULL, 0);
     CHECK_MSG(cs.hits == (uint64_t)(NT / 2 * rounds), "%llu hits", (unsigned long long)cs.hits);
     g4v_cache_close(cache);
     g4v_model_free(model);

@@ -49,7 +49,7 @@ static size_t encode(const g4v_model *m, float *out, size_t cap) {
     size_t n = 0;
     if (!g4v_ctx_create(m, &co, &ctx, NULL, 0) && !g4v_encode_file(ctx, image, NULL, &r)) {
         n = (size_t)r.n_tokens * (size_t)r.dim;
-        if (n > cap || g4v_result_copy(&r, out, cap)) n = 0;
+        if (n > cap || g4v_result_copy(&r, out, cap, NULL, 0)) n = 0;
     }
     g4v_ctx_free(ctx);
     return n;
@@ -89,7 +89,7 @@ static void check_read_weights_then_truncate(void) {
     REQUIRE(load(dir, 1, &m, msg, sizeof msg) == G4V_OK);
     REQUIRE(truncate(path, 0) == 0); /* and unlink: nothing may still need it */
     REQUIRE(unlink(path) == 0);
-    CHECK(g4v_model_fingerprint(m, fp, sizeof fp) == G4V_OK);
+    CHECK(g4v_model_fingerprint(m, fp, sizeof fp, NULL, 0) == G4V_OK);
     CHECK_MSG(!strcmp(fp, ref_fp), "fingerprint %s, mapped intact %s", fp, ref_fp);
     size_t n = encode(m, got, CAP);
     CHECK_MSG(n == nref && !memcmp(got, ref, n * sizeof *got),
@@ -110,7 +110,7 @@ static void check_rename_replace(void) {
     fputs("not the old weights", f);
     fclose(f);
     REQUIRE(rename(other, path) == 0);
-    CHECK(g4v_model_fingerprint(m, fp, sizeof fp) == G4V_OK);
+    CHECK(g4v_model_fingerprint(m, fp, sizeof fp, NULL, 0) == G4V_OK);
     CHECK_MSG(!strcmp(fp, ref_fp), "fingerprint %s after rename, before %s", fp, ref_fp);
     size_t n = encode(m, got, CAP);
     CHECK_MSG(n == nref && !memcmp(got, ref, n * sizeof *got),
@@ -131,7 +131,7 @@ static void check_mapped_truncate_is_sigbus(void) {
         char fp[G4V_FINGERPRINT_HEX];
         if (load(dir, 0, &m, NULL, 0)) _exit(3);
         if (truncate(path, 0)) _exit(4);
-        g4v_model_fingerprint(m, fp, sizeof fp); /* reads every tensor again */
+        g4v_model_fingerprint(m, fp, sizeof fp, NULL, 0); /* reads every tensor again */
         _exit(0);
     }
     int ws = 0;
@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
         char dir[1100], msg[512] = "";
         snprintf(dir, sizeof dir, "%s/tiny", fixtures);
         g4v_model *m = NULL;
-        if (load(dir, 0, &m, msg, sizeof msg) || g4v_model_fingerprint(m, ref_fp, sizeof ref_fp) ||
+        if (load(dir, 0, &m, msg, sizeof msg) || g4v_model_fingerprint(m, ref_fp, sizeof ref_fp, NULL, 0) ||
             !(nref = encode(m, ref, CAP))) {
             fprintf(stderr, "reference encode failed: %s\n", msg);
             return 1;

@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
         }
         nrows[n_units] = gr.n_tokens;
         rows[n_units] = malloc((size_t)gr.n_tokens * (size_t)gr.dim * sizeof(float));
-        g4v_result_copy(&gr, rows[n_units], (size_t)gr.n_tokens * (size_t)gr.dim);
+        g4v_result_copy(&gr, rows[n_units], (size_t)gr.n_tokens * (size_t)gr.dim, NULL, 0);
         if (!own) { /* any pixels of the target size: mtmd's count must be ours (checked) */
             unsigned char *px = calloc((size_t)gr.width * (size_t)gr.height * 3, 1);
             bm[n_units] = mtmd_bitmap_init((uint32_t)gr.width, (uint32_t)gr.height, px);

@@ -119,7 +119,7 @@ def python_checks(gguf, png):
     st = _lib.lib.g4v_model_load(os.fsencode(gguf), ctypes.byref(opts), ctypes.byref(h), msg, 1024)
     buf = ctypes.create_string_buffer(80)
     if check(st == 0, f"read_weights load of a GGUF ({msg.value!r})"):
-        _lib.lib.g4v_model_fingerprint(h, buf, 80)
+        _lib.lib.g4v_model_fingerprint(h, buf, 80, None, 0)
         _lib.lib.g4v_model_free(h)
     check(fp and fp == buf.value.decode(), "Q8_0 GGUF fingerprint: mapped == read_weights")
 

@@ -198,7 +198,7 @@ static void make_jobs(const char *fx) {
                     j->bytes = bytes;
                     j->size = n;
                     j->eo.budget = budgets[b];
-                    j->eo.exif = exif;
+                    j->eo.apply_exif = exif;
                     j->eo.bf16 = bf16;
                 }
         if (i == 0) { /* bad: the first 60% of a PNG */

@@ -74,7 +74,7 @@ static void run(const char *dir, const char *video) {
     CHECK_MSG(ctx, "cannot load %s: %s", dir, g4v_status_name(st));
     if (!ctx) return;
     g4v_model_info info;
-    CHECK(g4v_model_get_info(m, &info) == G4V_OK && info.max_video_frames == 216000 &&
+    CHECK(g4v_model_get_info(m, &info, NULL, 0) == G4V_OK && info.max_video_frames == 216000 &&
           info.max_video_seconds == 3600.0);
 
     /* file and memory agree; the result is fully described */
@@ -157,17 +157,17 @@ static void run(const char *dir, const char *video) {
         co.num_frames = 5;
         g4v_cache_stats cs;
         CHECK(g4v_encode_video_memory(ctx, bytes, n, &co, &c10) == G4V_OK && !g4v_ctx_cache_hit(ctx));
-        g4v_cache_get_stats(cache, &cs);
+        g4v_cache_get_stats(cache, &cs, NULL, 0);
         CHECK_MSG(cs.misses == 5 && cs.stores == 5 && cs.hits == 0, "misses %llu stores %llu",
                   (unsigned long long)cs.misses, (unsigned long long)cs.stores);
         CHECK(g4v_encode_video_file(ctx, video, &co, &c10) == G4V_OK && g4v_ctx_cache_hit(ctx) &&
               !memcmp(c10.features, fa, rows * T * sizeof(float)));
-        g4v_cache_get_stats(cache, &cs);
+        g4v_cache_get_stats(cache, &cs, NULL, 0);
         CHECK(cs.hits == 5 && cs.misses == 5);
         co.num_frames = 10;
         CHECK(g4v_encode_video_memory(ctx, bytes, n, &co, &c10) == G4V_OK && !g4v_ctx_cache_hit(ctx) &&
               (size_t)c10.n_tokens * T == n10 && !memcmp(c10.features, fresh10, n10 * sizeof(float)));
-        g4v_cache_get_stats(cache, &cs);
+        g4v_cache_get_stats(cache, &cs, NULL, 0);
         CHECK_MSG(cs.hits == 10 && cs.misses == 10 && cs.stores == 10, "hits %llu misses %llu",
                   (unsigned long long)cs.hits, (unsigned long long)cs.misses);
         g4v_ctx_set_cache(ctx, NULL);

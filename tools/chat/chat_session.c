@@ -149,7 +149,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         rc = st == G4V_ERR_ARG ? CHAT_ERR_USAGE : CHAT_ERR_MODEL;
         goto fail;
     }
-    g4v_model_get_info(s->vm, &s->vinfo);
+    g4v_model_get_info(s->vm, &s->vinfo, NULL, 0);
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);
     co.threads = s->threads;
@@ -280,7 +280,7 @@ void chat_session_get_info(const chat_session *s, chat_session_info *i) {
     i->video_budget = s->o.video_budget;
     i->video_frames = s->o.video_frames;
     g4v_cache_stats cs;
-    g4v_cache_get_stats(s->cache, &cs);
+    g4v_cache_get_stats(s->cache, &cs, NULL, 0);
     i->cache_hits = cs.hits;
     i->cache_misses = cs.misses;
     snprintf(i->cache_dir, sizeof i->cache_dir, "%s", s->cache_dir);

@@ -18,7 +18,7 @@ int cmd_chat(int argc, char **argv) {
 
 #else
 
-#include "base/utf8.h"
+#include "frontend.h"
 #include "chat_session.h"
 
 #include <cjson/cJSON.h>
@@ -92,10 +92,8 @@ static int add_media(chat_args *a, const char *path, int is_video) {
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
+    long long x;
+    if (fe_parse_int(v, lo, hi, &x)) {
         fprintf(stderr, "g4v chat: %s wants an integer in [%ld, %ld], not '%s'\n", opt, lo, hi, v);
         return -1;
     }
@@ -104,10 +102,8 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
 }
 
 static int parse_float(const char *opt, const char *v, double lo, double hi, float *out) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+    double x;
+    if (fe_parse_double(v, lo, hi, &x)) {
         fprintf(stderr, "g4v chat: %s wants a number in [%g, %g], not '%s'\n", opt, lo, hi, v);
         return -1;
     }
@@ -165,10 +161,8 @@ static int parse_args(int argc, char **argv, chat_args *a) {
             if (parse_int(s, v, 0, 1 << 30, &a->o.top_k)) return -1;
         } else if (!strcmp(s, "--seed")) {
             NEED();
-            char *end;
-            errno = 0;
-            unsigned long x = strtoul(v, &end, 10);
-            if (errno || end == v || *end || x > 0xFFFFFFFEul || v[0] == '-') {
+            long long x;
+            if (v[0] == '-' || fe_parse_int(v, 0, 0xFFFFFFFEll, &x)) {
                 fprintf(stderr, "g4v chat: --seed wants an integer in [0, 4294967294]\n");
                 return -1;
             }
@@ -239,7 +233,7 @@ static char *utf8_copy(const char *s, size_t n) {
     if (!d) return NULL;
     memcpy(d, s, n);
     d[n] = 0;
-    g4v_utf8_sanitize(d);
+    fe_utf8_sanitize(d);
     return d;
 }
 

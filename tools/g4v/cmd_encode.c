@@ -14,9 +14,8 @@
  * ETA when it is a terminal and several images are given; error messages.
  * With several images a bad image is reported and skipped; the exit code is then 2.
  */
-#include "base/clock.h"
-#include "base/utf8.h"
 #include "cli.h"
+#include "frontend.h"
 #include "g4v.h"
 #include "inputs.h"
 #include "npy.h"
@@ -26,6 +25,7 @@
 #include <errno.h>
 #include <libavutil/log.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +112,8 @@ static void usage(FILE *f) {
 }
 
 static int parse_int(const char *s, int *v) {
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (errno || *end || end == s || x < -1000000 || x > 1000000) return -1;
+    long long x;
+    if (fe_parse_int(s, -1000000, 1000000, &x)) return -1;
     *v = (int)x;
     return 0;
 }
@@ -152,15 +150,14 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         } else if (!strcmp(s, "--cache") && has_val) {
             a->cache = argv[++i];
         } else if (!strcmp(s, "--cache-max-bytes") && has_val) {
-            char *end;
-            errno = 0;
             const char *v = argv[++i];
-            a->cache_max_bytes = strtoull(v, &end, 10);
-            if (errno || *end || end == v || v[0] == '-' || a->cache_max_bytes == 0) {
+            long long x;
+            if (fe_parse_int(v, 1, LLONG_MAX, &x)) {
                 fprintf(stderr,
                         "g4v encode: --cache-max-bytes: '%s' is not a positive byte count\n", v);
                 return -1;
             }
+            a->cache_max_bytes = (uint64_t)x;
         } else if (!strcmp(s, "--precise")) {
             a->precise = 1;
         } else if (!strcmp(s, "--no-exif")) {
@@ -286,7 +283,7 @@ static void stem(const char *path, char *out, size_t cap) {
 static void progress(int done, int total, double t0, int failed) {
     const int width = 30;
     int fill = total ? done * width / total : width;
-    double el = g4v_now_s() - t0, eta = done ? el / done * (total - done) : 0;
+    double el = fe_now_s() - t0, eta = done ? el / done * (total - done) : 0;
     char bar[64];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '-';
@@ -329,7 +326,7 @@ static void end_json_line(cJSON *o, int st, const char *msg) {
     }
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
-        g4v_utf8_sanitize(s);
+        fe_utf8_sanitize(s);
         puts(s);
     }
     cJSON_free(s);
@@ -464,7 +461,7 @@ static int encode_all(encode_args *a) {
     eo.bf16 = a->bf16;
     int several = a->in.count > 1, failed = 0, written = 0;
     int bar = several && !a->quiet && isatty(2);
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     if (bar) progress(0, a->in.count, t0, 0);
     for (int i = 0; i < a->in.count && rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL; i++) {
         const char *path = a->in.paths[i];
@@ -516,7 +513,7 @@ static int encode_all(encode_args *a) {
         fprintf(stderr, "g4v encode: %d of %d images failed\n", failed, a->in.count);
     if (cache) {
         g4v_cache_stats cs;
-        g4v_cache_get_stats(cache, &cs);
+        g4v_cache_get_stats(cache, &cs, NULL, 0);
         if (cs.errors && !a->quiet)
             fprintf(stderr,
                     "g4v encode: warning: %llu cache writes to %s failed (results are "

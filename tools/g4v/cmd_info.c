@@ -1,16 +1,13 @@
-/* cmd_info.c - `g4v info --model DIR [--json]`: opens a checkpoint's vision tower (validating
- * every tensor it uses, reading no text weights) and describes it: variant, dimensions, options,
+/* cmd_info.c - `g4v info --model DIR [--json]`: loads a checkpoint's vision tower through the
+ * public API (g4v_model_load validates every tensor it uses and reads no text weights) and
+ * describes it from g4v_model_info and g4v_model_fingerprint: variant, dimensions, options,
  * parameter count and bytes, dtypes, where the tensors came from, the prompt token ids, the
  * supported soft-token budgets and the input limits in force (g4v_model_options' defaults, which
  * this load and `g4v encode` use). --json prints the same fields as one JSON object.
  */
 #include "cli.h"
+#include "frontend.h"
 #include "g4v.h"
-#include "api/fingerprint.h"
-#include "base/clock.h"
-#include "base/utf8.h"
-#include "io/checkpoint.h"
-#include "kernels/dispatch.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -49,7 +46,7 @@ typedef struct limit {
 #define NLIMITS 8
 
 /* The limits in force, as g4v_model_info reports them for a model loaded with mo. */
-static void limits_of(const g4v_model_options *mo, limit out[NLIMITS]) {
+static void limits_of(const g4v_model_info *mo, limit out[NLIMITS]) {
     out[0] = (limit){"max_pixels", (double)mo->max_pixels};
     out[1] = (limit){"max_dimension", mo->max_dimension};
     out[2] = (limit){"max_file_bytes", (double)mo->max_file_bytes};
@@ -58,18 +55,6 @@ static void limits_of(const g4v_model_options *mo, limit out[NLIMITS]) {
     out[5] = (limit){"max_tensor_count", (double)mo->max_tensor_count};
     out[6] = (limit){"max_video_frames", (double)mo->max_video_frames};
     out[7] = (limit){"max_video_seconds", mo->max_video_seconds};
-}
-
-typedef struct census {
-    int tensors[3];
-    size_t bytes[3];
-} census;
-
-static void count_tensor(void *user, const char *name, const g4v_tensor *t) {
-    (void)name;
-    census *c = user;
-    c->tensors[t->dtype]++;
-    c->bytes[t->dtype] += t->nbytes;
 }
 
 /* 1234567 -> "1,234,567" */
@@ -85,21 +70,19 @@ static const char *grouped(long long v, char *buf, size_t cap) {
 }
 
 typedef struct identity {
-    char fingerprint[G4V_SHA256_HEX];
+    char fingerprint[G4V_FINGERPRINT_HEX];
     int precise;
     double seconds;
-    char kernels[512]; /* the kernel table this CPU (and G4V_ISA) gives an encode */
 } identity;
 
-static void print_text(const char *dir, const g4v_checkpoint *ck, const census *c, const limit *lim,
+static void print_text(const char *dir, const g4v_model_info *v, const limit *lim,
                        const identity *id) {
-    const g4v_vision_config *v = &ck->cfg;
     char a[40];
     printf("model         %s\n", dir);
     printf("variant       %s (from hidden size %d and text hidden size %d)\n", v->variant,
-           v->hidden_size, v->text_hidden_size);
-    printf("kind          %s\n", g4v_model_kind_name(v->kind));
-    if (v->kind == G4V_KIND_UNIFIED) {
+           v->hidden_size, v->dim);
+    printf("kind          %s\n", v->kind);
+    if (!strcmp(v->kind, "unified")) {
         int side = v->patch_size * v->pooling_kernel_size;
         printf("embedder      encoder-free: one soft token per %dx%d patch (%d values), width %d\n",
                side, side, 3 * side * side, v->hidden_size);
@@ -119,27 +102,26 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
                v->use_clipped_linears ? "yes" : "no", v->standardize ? "yes" : "no", v->rope_theta,
                v->rms_norm_eps);
     }
-    printf("text hidden   %d (soft-token width)\n", v->text_hidden_size);
-    printf("parameters    %s", grouped(ck->param_count, a, sizeof a));
-    printf(" (%s bytes = %.1f MiB as stored)\n", grouped((long long)ck->weight_bytes, a, sizeof a),
-           (double)ck->weight_bytes / (1024.0 * 1024.0));
+    printf("text hidden   %d (soft-token width)\n", v->dim);
+    printf("parameters    %s", grouped(v->param_count, a, sizeof a));
+    printf(" (%s bytes = %.1f MiB as stored)\n", grouped((long long)v->weight_bytes, a, sizeof a),
+           (double)v->weight_bytes / (1024.0 * 1024.0));
     printf("dtypes       ");
-    for (int d = 0; d < 3; d++)
-        if (c->tensors[d])
-            printf(" %s: %d tensors, %s bytes;", g4v_dtype_name((g4v_dtype)d), c->tensors[d],
-                   grouped((long long)c->bytes[d], a, sizeof a));
+    for (int d = 0; d < v->n_dtypes; d++)
+        printf(" %s: %lld tensors, %s bytes;", v->dtypes[d].name, (long long)v->dtypes[d].tensors,
+               grouped((long long)v->dtypes[d].bytes, a, sizeof a));
     printf("\n");
-    printf("files         %s (naming: %s)\n", ck->source, ck->naming);
+    printf("files         %s (naming: %s)\n", v->source, v->naming);
     printf("fingerprint   %s\n              (%s mode, numerics version %d; computed in %.2f s)\n",
-           id->fingerprint, id->precise ? "precise" : "default (fast)", G4V_NUMERICS_VERSION,
+           id->fingerprint, id->precise ? "precise" : "default (fast)", v->numerics_version,
            id->seconds);
-    printf("kernels       %s\n", id->kernels);
+    printf("kernels       %s\n", v->kernels);
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
     for (int i = 0; i < NBUDGETS; i++)
         printf(" %d", budgets[i]);
-    printf(" (soft tokens per image; default %d)\n", v->default_output_length);
+    printf(" (soft tokens per image; default %d)\n", v->config_output_length);
     for (int i = 0; i < NLIMITS; i++) /* three to a line */
         printf("%s%s %s%s",
                i == 0  ? "limits        "
@@ -149,9 +131,8 @@ static void print_text(const char *dir, const g4v_checkpoint *ck, const census *
     if (NLIMITS % 3) putchar('\n');
 }
 
-static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c, const limit *lim,
+static int print_json(const char *dir, const g4v_model_info *v, const limit *lim,
                       const identity *id) {
-    const g4v_vision_config *v = &ck->cfg;
     cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
     int ok = o && dt;
     const struct {
@@ -167,12 +148,12 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
         {"patch_size", v->patch_size},
         {"pooling_kernel_size", v->pooling_kernel_size},
         {"position_embedding_size", v->position_embedding_size},
-        {"default_output_length", v->default_output_length},
-        {"text_hidden_size", v->text_hidden_size},
+        {"default_output_length", v->config_output_length},
+        {"text_hidden_size", v->dim},
         {"rope_theta", v->rope_theta},
         {"rms_norm_eps", v->rms_norm_eps},
-        {"param_count", (double)ck->param_count},
-        {"weight_bytes", (double)ck->weight_bytes},
+        {"param_count", (double)v->param_count},
+        {"weight_bytes", (double)v->weight_bytes},
         {"image_token_id", v->image_token_id},
         {"boi_token_id", v->boi_token_id},
         {"eoi_token_id", v->eoi_token_id},
@@ -180,30 +161,29 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
     };
     ok = ok && cJSON_AddStringToObject(o, "model", dir) &&
          cJSON_AddStringToObject(o, "variant", v->variant) &&
-         cJSON_AddStringToObject(o, "kind", g4v_model_kind_name(v->kind));
-    if (v->kind == G4V_KIND_UNIFIED)
+         cJSON_AddStringToObject(o, "kind", v->kind);
+    if (!strcmp(v->kind, "unified"))
         ok = ok && cJSON_AddNumberToObject(o, "layer_norm_eps", v->layer_norm_eps);
     for (size_t i = 0; ok && i < sizeof nums / sizeof nums[0]; i++)
         ok = cJSON_AddNumberToObject(o, nums[i].key, nums[i].val) != NULL;
     ok = ok && cJSON_AddBoolToObject(o, "use_clipped_linears", v->use_clipped_linears) &&
          cJSON_AddBoolToObject(o, "standardize", v->standardize);
-    for (int d = 0; ok && d < 3; d++) {
-        if (!c->tensors[d]) continue;
-        cJSON *e = cJSON_AddObjectToObject(dt, g4v_dtype_name((g4v_dtype)d));
-        ok = e && cJSON_AddNumberToObject(e, "tensors", c->tensors[d]) &&
-             cJSON_AddNumberToObject(e, "bytes", (double)c->bytes[d]);
+    for (int d = 0; ok && d < v->n_dtypes; d++) {
+        cJSON *e = cJSON_AddObjectToObject(dt, v->dtypes[d].name);
+        ok = e && cJSON_AddNumberToObject(e, "tensors", (double)v->dtypes[d].tensors) &&
+             cJSON_AddNumberToObject(e, "bytes", (double)v->dtypes[d].bytes);
     }
     if (ok) {
         cJSON_AddItemToObject(o, "dtypes", dt);
         dt = NULL;
     }
-    ok = ok && cJSON_AddStringToObject(o, "naming", ck->naming) &&
-         cJSON_AddStringToObject(o, "source", ck->source) &&
+    ok = ok && cJSON_AddStringToObject(o, "naming", v->naming) &&
+         cJSON_AddStringToObject(o, "source", v->source) &&
          cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
          cJSON_AddStringToObject(o, "fingerprint_mode", id->precise ? "precise" : "fast") &&
-         cJSON_AddNumberToObject(o, "numerics_version", G4V_NUMERICS_VERSION) &&
+         cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
-         cJSON_AddStringToObject(o, "kernels", id->kernels);
+         cJSON_AddStringToObject(o, "kernels", v->kernels);
     cJSON *b = ok ? cJSON_CreateIntArray(budgets, NBUDGETS) : NULL;
     if (b) cJSON_AddItemToObject(o, "budgets", b);
     cJSON *l = b ? cJSON_AddObjectToObject(o, "limits") : NULL;
@@ -212,7 +192,7 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
         ok = cJSON_AddNumberToObject(l, lim[i].name, lim[i].value) != NULL;
     char *text = ok ? cJSON_Print(o) : NULL;
     if (text) {
-        g4v_utf8_sanitize(text); /* the model path may hold bytes that are not UTF-8 */
+        fe_utf8_sanitize(text); /* the model path may hold bytes that are not UTF-8 */
         printf("%s\n", text);
     }
     free(text);
@@ -228,7 +208,7 @@ static int print_json(const char *dir, const g4v_checkpoint *ck, const census *c
 int cmd_info(int argc, char **argv) {
     const char *dir = NULL;
     int json = 0;
-    identity id = {"", 0, 0, ""};
+    identity id = {"", 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -252,39 +232,39 @@ int cmd_info(int argc, char **argv) {
         usage(stderr);
         return G4V_EXIT_USAGE;
     }
+    /* The model as `g4v encode` loads it (the default options; --precise: precise mode, whose
+     * fingerprint differs). Loading validates every vision tensor against config.json. */
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    g4v_checkpoint_limits cl;
-    g4v_checkpoint_limits_default(&cl);
-    cl.max_header_bytes = mo.max_header_bytes;
-    cl.max_config_bytes = mo.max_config_bytes;
-    cl.max_tensor_count = mo.max_tensor_count;
-    limit lim[NLIMITS];
-    limits_of(&mo, lim);
-    g4v_err err;
-    g4v_err_clear(&err);
-    g4v_checkpoint *ck;
-    int st = g4v_checkpoint_open(dir, &cl, &ck, &err);
+    mo.precise = id.precise;
+    char msg[1024];
+    g4v_model *m = NULL;
+    int st = g4v_model_load(dir, &mo, &m, msg, sizeof msg);
     if (st) {
-        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), err.msg);
+        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), msg);
         return cli_exit_for_status(st, 1);
     }
-    census c = {{0}, {0}};
-    g4v_checkpoint_foreach(ck, count_tensor, &c);
-    double t0 = g4v_now_s();
-    if ((st = g4v_fingerprint_compute(ck, id.precise, 0, 0, id.fingerprint, &err))) {
-        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), err.msg);
-        g4v_checkpoint_close(ck);
+    g4v_model_info info;
+    if ((st = g4v_model_get_info(m, &info, msg, sizeof msg))) {
+        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), msg);
+        g4v_model_free(m);
         return G4V_EXIT_INTERNAL;
     }
-    id.seconds = g4v_now_s() - t0;
-    g4v_kernel_path_of(g4v_kernels_current(), id.kernels, sizeof id.kernels);
+    limit lim[NLIMITS];
+    limits_of(&info, lim);
+    double t0 = fe_now_s();
+    if ((st = g4v_model_fingerprint(m, id.fingerprint, sizeof id.fingerprint, msg, sizeof msg))) {
+        fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), msg);
+        g4v_model_free(m);
+        return G4V_EXIT_INTERNAL;
+    }
+    id.seconds = fe_now_s() - t0;
     int rc = G4V_EXIT_OK;
     if (json)
-        rc = print_json(dir, ck, &c, lim, &id);
+        rc = print_json(dir, &info, lim, &id);
     else
-        print_text(dir, ck, &c, lim, &id);
-    g4v_checkpoint_close(ck);
+        print_text(dir, &info, lim, &id);
+    g4v_model_free(m);
     if (rc == G4V_EXIT_OK && fflush(stdout) != 0) {
         fprintf(stderr, "g4v info: cannot write the output\n");
         rc = G4V_EXIT_OUTPUT;

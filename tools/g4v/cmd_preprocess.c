@@ -8,11 +8,8 @@
  * renamed); exit codes as in cli.h.
  */
 #include "cli.h"
+#include "frontend.h"
 #include "npy.h"
-
-#include "base/alloc.h"
-#include "image/image.h"
-#include "io/fsutil.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -82,17 +79,8 @@ static int usage_error(const char *fmt, const char *arg) {
     return G4V_EXIT_USAGE;
 }
 
-static int parse_long(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
 /* Writes RGB8 as a PNG via a temporary file; 0 or -1 (message in msg). */
-static int write_png(const char *path, const g4v_image *img, char *msg, size_t msgn) {
+static int write_png(const char *path, const g4v_pixels *img, char *msg, size_t msgn) {
     size_t plen = strlen(path) + 32;
     char *tmp = malloc(plen);
     if (!tmp) return snprintf(msg, msgn, "out of memory"), -1;
@@ -133,18 +121,17 @@ static int write_png(const char *path, const g4v_image *img, char *msg, size_t m
 
 typedef struct preprocess_args {
     const char *in, *out;
-    int tokens, verbose, torchvision;
-    int pillow; /* a g4v_resize_order from --pillow, or -1 */
-    g4v_image_opts opts;
+    int verbose;
+    int pillow; /* --pillow as g4v_preprocess_options.pillow_version (13, 122, 9), or -1 */
+    g4v_preprocess_options opts;
 } preprocess_args;
 
 /* Fills a from the command line. Returns -1 to go on, else the exit code to stop with (help
  * printed, or a usage error reported). */
 static int parse_args(int argc, char **argv, preprocess_args *a) {
     memset(a, 0, sizeof *a);
-    a->tokens = G4V_DEFAULT_BUDGET;
     a->pillow = -1;
-    g4v_image_opts_default(&a->opts);
+    g4v_preprocess_options_init(&a->opts);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         long long v;
@@ -160,34 +147,35 @@ static int parse_args(int argc, char **argv, preprocess_args *a) {
                 a->out = val;
             } else if (!strcmp(s, "--pillow")) {
                 if (!strcmp(val, "9"))
-                    a->pillow = G4V_RESIZE_PILLOW_9;
+                    a->pillow = 9;
                 else if (!strcmp(val, "12.2"))
-                    a->pillow = G4V_RESIZE_PILLOW_12_2;
+                    a->pillow = 122;
                 else if (!strcmp(val, "13"))
-                    a->pillow = G4V_RESIZE_PILLOW_13;
+                    a->pillow = 13;
                 else
                     return usage_error("--pillow: '%s' is not one of 9, 12.2, 13", val);
             } else if (!strcmp(s, "--resize")) {
                 if (strcmp(val, "pillow") && strcmp(val, "torchvision"))
                     return usage_error("--resize: '%s' is not pillow or torchvision", val);
-                a->torchvision = !strcmp(val, "torchvision");
+                a->opts.resize =
+                    strcmp(val, "torchvision") ? G4V_RESIZE_PILLOW : G4V_RESIZE_TORCHVISION;
             } else if (!strcmp(s, "--tokens")) {
-                if (parse_long(val, INT_MIN, INT_MAX, &v))
+                if (fe_parse_int(val, INT_MIN, INT_MAX, &v))
                     return usage_error("--tokens: '%s' is not an integer", val);
-                a->tokens = (int)v;
+                a->opts.budget = (int)v;
             } else if (!strcmp(s, "--max-pixels")) {
-                if (parse_long(val, 1, LLONG_MAX, &v))
+                if (fe_parse_int(val, 1, LLONG_MAX, &v))
                     return usage_error("--max-pixels: '%s' is not a positive integer", val);
                 a->opts.max_pixels = (uint64_t)v;
             } else {
-                if (parse_long(val, 1, INT_MAX, &v))
+                if (fe_parse_int(val, 1, INT_MAX, &v))
                     return usage_error("--max-dimension: '%s' is not a positive integer", val);
                 a->opts.max_dimension = (int)v;
             }
         } else if (!strcmp(s, "--no-exif")) {
             a->opts.apply_exif = 0;
         } else if (!strcmp(s, "--pillow-12.2")) {
-            a->pillow = G4V_RESIZE_PILLOW_12_2;
+            a->pillow = 122;
         } else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
             a->verbose = 1;
         } else if (s[0] == '-' && s[1]) {
@@ -200,85 +188,62 @@ static int parse_args(int argc, char **argv, preprocess_args *a) {
     }
     if (!a->in) return usage_error("%s", "missing IMAGE");
     if (!a->out) return usage_error("%s", "missing -o OUT");
-    if (a->pillow >= 0 && a->torchvision)
+    if (a->pillow >= 0 && a->opts.resize == G4V_RESIZE_TORCHVISION)
         return usage_error("%s", "--pillow is a Pillow option; it cannot go with --resize "
                                  "torchvision");
-    if (a->torchvision)
-        a->opts.resize_order = G4V_RESIZE_TORCH;
-    else if (a->pillow >= 0)
-        a->opts.resize_order = (g4v_resize_order)a->pillow; /* else the default, Pillow 13 */
+    if (a->pillow >= 0) a->opts.pillow_version = a->pillow; /* else the default, Pillow 13 */
     return -1;
 }
 
-/* Reads a->in and brings it to its target size (g4v_image_load). 0, or an exit code with the
- * message printed. */
-static int load_image(const preprocess_args *a, g4v_image *img) {
-    g4v_err err;
-    g4v_err_clear(&err);
-    if (g4v_budget_check(a->tokens, err.msg, sizeof err.msg)) {
-        fprintf(stderr, "g4v preprocess: %s\n", err.msg);
-        return G4V_EXIT_INPUT; /* an unsupported budget is an input error, not a usage error */
-    }
-    size_t n = 0;
-    unsigned char *bytes;
-    if (g4v_read_file(a->in, UINT64_MAX, "none", &bytes, &n, &err)) {
-        fprintf(stderr, "g4v preprocess: %s\n", err.msg);
-        return err.status == G4V_ERR_NOMEM ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
-    }
-    g4v_image_info info;
-    int st = g4v_image_load(bytes, n, a->tokens, &a->opts, img, &info, &err);
-    g4v_free(bytes);
+/* Reads a->in, brings it to its target size and cuts it into patches (g4v_preprocess_file).
+ * 0, or an exit code with the message printed. */
+static int load_image(const preprocess_args *a, g4v_pixels **img) {
+    char msg[1024];
+    int st = g4v_preprocess_file(a->in, &a->opts, img, msg, sizeof msg);
     if (st) {
-        fprintf(stderr, "g4v preprocess: %s: %s\n", a->in, err.msg);
+        fprintf(stderr, "g4v preprocess: %s\n", msg);
+        /* an unsupported budget is an input error, not a usage error */
         return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? G4V_EXIT_INTERNAL : G4V_EXIT_INPUT;
     }
+    const g4v_pixels *p = *img;
     if (a->verbose)
         fprintf(stderr, "%s: %s %dx%d, orientation %d -> %dx%d, resized to %dx%d (%s, %s)\n", a->in,
-                info.format, info.src_width, info.src_height, info.orientation, info.width,
-                info.height, img->width, img->height,
-                a->opts.resize_order == G4V_RESIZE_TORCH         ? "torchvision"
-                : a->opts.resize_order == G4V_RESIZE_PILLOW_13   ? "Pillow >= 13"
-                : a->opts.resize_order == G4V_RESIZE_PILLOW_12_2 ? "Pillow 12.2"
-                                                                 : "Pillow 9-12.1",
-                info.streamed ? "streamed" : "whole image");
+                p->format, p->src_width, p->src_height, p->orientation, p->oriented_width,
+                p->oriented_height, p->width, p->height,
+                a->opts.resize == G4V_RESIZE_TORCHVISION ? "torchvision"
+                : a->opts.pillow_version == 13         ? "Pillow >= 13"
+                : a->opts.pillow_version == 122        ? "Pillow 12.2"
+                                                       : "Pillow 9-12.1",
+                p->streamed ? "streamed" : "whole image");
     return G4V_EXIT_OK;
 }
 
-/* Patchifies img and writes OUT.png, OUT.npy and OUT.positions.npy, stopping at the first that
- * fails. 0 or an exit code (message printed). */
-static int write_outputs(const char *out, g4v_resize_order rule, const g4v_image *img) {
-    long L = (long)(img->height / 16) * (img->width / 16);
-    float *patches = g4v_malloc_array((size_t)L * 768, sizeof *patches);
-    int32_t *pos = g4v_malloc_array((size_t)L * 2, sizeof *pos);
+/* Writes OUT.png, OUT.npy and OUT.positions.npy, stopping at the first that fails. 0 or an exit
+ * code (message printed). */
+static int write_outputs(const char *out, const g4v_pixels *img) {
+    long L = img->n_patches;
     size_t plen = strlen(out) + 32;
     char *path = malloc(plen);
-    int rc = G4V_EXIT_OK;
-    if (!patches || !pos || !path) {
-        fprintf(stderr, "g4v preprocess: out of memory for %ld patches\n", L);
-        rc = G4V_EXIT_INTERNAL;
-    } else {
-        g4v_patchify(img->rgb, img->width, img->height, (size_t)img->width * 3, rule, patches,
-                     pos);
-        char msg[256] = ""; /* write_png's reason; the .npy writers leave theirs in errno */
-        snprintf(path, plen, "%s.png", out);
-        int bad = write_png(path, img, msg, sizeof msg);
-        if (!bad) {
-            snprintf(path, plen, "%s.npy", out);
-            bad = g4v_npy_write_f32(path, patches, L, 768);
-        }
-        if (!bad) {
-            snprintf(path, plen, "%s.positions.npy", out);
-            bad = g4v_npy_write_i32(path, pos, L, 2);
-        }
-        if (bad) {
-            fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path,
-                    *msg ? msg : strerror(errno));
-            rc = G4V_EXIT_OUTPUT;
-        }
+    if (!path) {
+        fprintf(stderr, "g4v preprocess: out of memory\n");
+        return G4V_EXIT_INTERNAL;
+    }
+    char msg[256] = ""; /* write_png's reason; the .npy writers leave theirs in errno */
+    snprintf(path, plen, "%s.png", out);
+    int bad = write_png(path, img, msg, sizeof msg), rc = G4V_EXIT_OK;
+    if (!bad) {
+        snprintf(path, plen, "%s.npy", out);
+        bad = g4v_npy_write_f32(path, img->patches, L, 768);
+    }
+    if (!bad) {
+        snprintf(path, plen, "%s.positions.npy", out);
+        bad = g4v_npy_write_i32(path, img->positions, L, 2);
+    }
+    if (bad) {
+        fprintf(stderr, "g4v preprocess: cannot write %s: %s\n", path, *msg ? msg : strerror(errno));
+        rc = G4V_EXIT_OUTPUT;
     }
     free(path);
-    g4v_free(patches);
-    g4v_free(pos);
     return rc;
 }
 
@@ -286,9 +251,9 @@ int cmd_preprocess(int argc, char **argv) {
     preprocess_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
-    g4v_image img = {0, 0, NULL};
+    g4v_pixels *img = NULL;
     rc = load_image(&a, &img);
-    if (!rc) rc = write_outputs(a.out, a.opts.resize_order, &img);
-    g4v_image_free(&img);
+    if (!rc) rc = write_outputs(a.out, img);
+    g4v_pixels_free(img);
     return rc;
 }

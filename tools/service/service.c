@@ -6,7 +6,7 @@
  * SIGTERM or SIGINT: stop accepting connections, finish every request already received (up to
  * --drain-seconds for bodies still arriving), then return G4V_SERVICE_OK.
  */
-#include "base/clock.h"
+#include "frontend.h"
 #include "service_internal.h"
 
 #include <errno.h>
@@ -59,14 +59,15 @@ static int setup(server *s) {
         fprintf(stderr, "g4v serve: model %s: %s\n", a->model, msg);
         return model_failure(st);
     }
-    g4v_model_get_info(s->model, &s->info);
-    double t0 = g4v_now_s();
-    if ((st = g4v_model_fingerprint(s->model, s->fingerprint, sizeof s->fingerprint))) {
-        fprintf(stderr, "g4v serve: model fingerprint: %s\n", g4v_status_name(st));
+    g4v_model_get_info(s->model, &s->info, NULL, 0);
+    double t0 = fe_now_s();
+    if ((st = g4v_model_fingerprint(s->model, s->fingerprint, sizeof s->fingerprint, msg,
+                                    sizeof msg))) {
+        fprintf(stderr, "g4v serve: model fingerprint: %s\n", msg);
         return G4V_SERVICE_ERR_INTERNAL;
     }
     fprintf(stderr, "g4v serve: model %s (%s), fingerprint %s (%.2f s)\n", a->model,
-            s->info.variant, s->fingerprint, g4v_now_s() - t0);
+            s->info.variant, s->fingerprint, fe_now_s() - t0);
     if (a->cache) {
         g4v_cache_options co;
         g4v_cache_options_init(&co);

@@ -76,9 +76,6 @@ struct request {
     request *next;
 };
 
-/* service_options.c: a decimal integer in [lo, hi] (all of s), else -1. */
-int svc_parse_num(const char *s, long long lo, long long hi, long long *v);
-
 /* service_metrics.c */
 void svc_record(server *s, int code, double seconds, int encode);
 char *svc_metrics_text(server *s, size_t *len); /* malloc'ed, NULL when out of memory */

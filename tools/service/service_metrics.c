@@ -50,7 +50,7 @@ char *svc_metrics_text(server *s, size_t *len) {
 #define METRIC(name, type, help, value)                                                            \
     OUT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " %.17g\n", (double)(value))
     g4v_cache_stats cs;
-    g4v_cache_get_stats(s->cache, &cs);
+    g4v_cache_get_stats(s->cache, &cs, NULL, 0);
     pthread_mutex_lock(&s->mu);
     OUT("# HELP g4v_http_requests_total HTTP requests answered, by status code.\n"
         "# TYPE g4v_http_requests_total counter\n");

@@ -1,6 +1,7 @@
 /* service_options.c - `g4v serve`'s options: their defaults, --help, and the parsing of argv
  * into a g4v_service_options. Kept with the service (not the CLI) because the options are the
  * service's settings: whoever runs it (the CLI, a future front end) parses the same way. */
+#include "frontend.h"
 #include "service_internal.h"
 
 #include <errno.h>
@@ -54,15 +55,6 @@ static void usage(FILE *f) {
         G4V_DEFAULT_BUDGET);
 }
 
-int svc_parse_num(const char *s, long long lo, long long hi, long long *v) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (errno || *end || end == s || x < lo || x > hi) return -1;
-    *v = x;
-    return 0;
-}
-
 void g4v_service_options_init(g4v_service_options *a) {
     memset(a, 0, sizeof *a);
     a->host = "127.0.0.1";
@@ -104,7 +96,7 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         for (size_t k = 0; k < sizeof nums / sizeof nums[0] && !done; k++) {
             if (strcmp(s, nums[k].name)) continue;
             long long v;
-            if (!has_val || svc_parse_num(argv[++i], nums[k].lo, nums[k].hi, &v)) {
+            if (!has_val || fe_parse_int(argv[++i], nums[k].lo, nums[k].hi, &v)) {
                 fprintf(stderr, "g4v serve: %s needs a number from %lld to %lld\n", s, nums[k].lo,
                         nums[k].hi);
                 return G4V_SERVICE_ERR_USAGE;

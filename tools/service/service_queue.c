@@ -65,7 +65,7 @@ static void run_job(server *s, g4v_ctx *ctx, request *q) {
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
     eo.budget = q->budget;
-    eo.exif = q->exif;
+    eo.apply_exif = q->exif;
     eo.resize = q->resize;
     eo.bf16 = q->bf16;
     g4v_result r;

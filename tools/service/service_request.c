@@ -3,6 +3,7 @@
  * --max-body-bytes (refused before the body is sent), its body collected up to that limit, and
  * once complete the checks before it is handed to the queue. Whatever is wrong is answered 4xx
  * here, before any context is involved. */
+#include "frontend.h"
 #include "serve_format.h"
 #include "service_internal.h"
 
@@ -16,7 +17,7 @@ enum MHD_Result svc_begin_encode(request *q, struct MHD_Connection *c) {
     q->budget = 0;
     if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "tokens"))) {
         char msg[160];
-        if (svc_parse_num(v, 1, 1000000, &n) || g4v_budget_check((int)n, msg, sizeof msg))
+        if (fe_parse_int(v, 1, 1000000, &n) || g4v_budget_check((int)n, msg, sizeof msg))
             return svc_answer_error(q, MHD_HTTP_BAD_REQUEST, "G4V_ERR_ARG",
                                     "tokens=%.40s: unsupported token budget (use one of %s)", v,
                                     SVC_BUDGETS);
@@ -59,7 +60,7 @@ enum MHD_Result svc_begin_encode(request *q, struct MHD_Connection *c) {
     }
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && !svc_parse_num(cl, 0, (1ll << 62), &n) && (unsigned long long)n > s->a.max_body)
+    if (cl && !fe_parse_int(cl, 0, (1ll << 62), &n) && (unsigned long long)n > s->a.max_body)
         return svc_answer_error(q, MHD_HTTP_CONTENT_TOO_LARGE, "G4V_ERR_LIMIT",
                                 "body of %lld bytes is above this server's limit of %llu bytes "
                                 "(--max-body-bytes)",

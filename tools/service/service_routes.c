@@ -2,7 +2,7 @@
  * /v1/info, /health, /metrics; 404 and 405 otherwise), the bodies of the GET endpoints, and the
  * life of one request across libmicrohttpd's calls (headers in, body pieces, body complete,
  * resumed with a worker's answer, completed). A new endpoint starts here. */
-#include "base/clock.h"
+#include "frontend.h"
 #include "service_internal.h"
 
 #include <cjson/cJSON.h>
@@ -103,7 +103,7 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
         if (!q) return MHD_NO;
         q->s = s;
         q->conn = c;
-        q->t0 = g4v_now_s();
+        q->t0 = fe_now_s();
         *con_cls = q;
         pthread_mutex_lock(&s->mu);
         s->inflight++;
