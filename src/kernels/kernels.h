@@ -1,6 +1,9 @@
 /* kernels.h - the encoder's non-GEMM kernels: norms, 2D RoPE, GeGLU, attention, pooling and small
  * vector ops. Raw pointers and shapes only; no knowledge of models or files. The GEMM is in
- * gemm.h, the resize inner loops in resize.h, the choice of variant in dispatch.h.
+ * gemm.h, the resize inner loops in resize.h, the choice of variant in dispatch.h. The row and
+ * descriptor types are what a variant implements; the front ends that take the variant from a
+ * kernel table are at the top level of src/kernels (attention.c, rows.c), the variants in the
+ * ISA folders.
  *
  * Conventions shared by every kernel entry point (docs/ARCHITECTURE.md §3):
  *  - context first: the kernel table k (dispatch.h) when the call dispatches, then the thread
