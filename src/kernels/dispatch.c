@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The registry. Names start as variants.def spells them (C identifiers); names_once turns them
+/* The registry. Names start as variants.def spells them (C identifiers); fix_names turns them
  * into the user-visible spelling before anyone reads them. */
 static g4v_kernel_variant registry[] = {
 #define G4V_VARIANT(fam, name, req)                                                                \
-    {.family = (g4v_kernel_family)G4V_KF_BYNAME_##fam,                                            \
+    {.family = (g4v_kernel_family)G4V_KF_BYNAME_##fam,                                             \
      .isa = #name,                                                                                 \
      .needs = (req),                                                                               \
      .impl.fam = &g4v_##fam##_##name},

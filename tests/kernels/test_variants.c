@@ -1,7 +1,8 @@
 /* test_variants.c - the kernel registry and tables (kernels/dispatch.h), and every registered
  * variant of the per-row families against its family's portable variant.
  *
- *  - Registry: every family has a portable variant (needs == 0); for each of the 8 CPU feature
+ *  - Registry: every family has a portable variant (needs == 0); variant names are spelled
+ *    with '-', GEMM ones as the micro-kernel names itself; for each of the 8 CPU feature
  *    sets (16), the table holds the first registered variant whose needs the set covers (GEMM: all
  * of them, in order); g4v_kernels_current follows G4V_ISA.
  *  - Row families, every variant the CPU (or SIMDe) runs, on ragged lengths (1 .. 3075, around
@@ -92,6 +93,12 @@ static void test_registry(void) {
             if (v[i].needs & G4V_KERNEL_FAST_ONLY)
                 CHECK_MSG(t->use[v[i].family].attention != v[i].impl.attention,
                           "features %u: FAST-only %s in the PRECISE choice", feat, v[i].isa);
+    }
+    for (int i = 0; i < n; i++) { /* one spelling: lower case, '-' between parts */
+        CHECK_MSG(!strchr(v[i].isa, '_'), "variant name %s has a '_'", v[i].isa);
+        if (v[i].family == G4V_KF_GEMM)
+            CHECK_MSG(!strcmp(v[i].isa, v[i].impl.gemm->name),
+                      "GEMM variant %s calls itself %s", v[i].isa, v[i].impl.gemm->name);
     }
     CHECK(g4v_kernels_for(g4v_kernel_features()) == g4v_kernels_current());
     const char *isa = getenv("G4V_ISA");
