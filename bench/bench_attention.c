@@ -2,14 +2,13 @@
  *
  * usage: bench_attention [--L 576,2304] [--heads 12] [--kv-heads 12] [--head-dim 64]
  *                        [--threads 1] [--reps 5] [--variant NAME] [--row-major]
- * K and V are head-major ([Hkv][L][d], as the encoder writes them with g4v_split_heads; the split
- * is not timed); --row-major passes them as [L, Hkv*d] rows instead, which measures what the
+ * K and V are head-major ([Hkv][L][d], as the encoder writes them; the copy is not timed); --row-major passes them as [L, Hkv*d] rows instead, which measures what the
  * head-major layout buys. q is strided as the encoder leaves it ([L, H*d] rows); q, k and v are
  * random in [-2, 2) so the
  * softmax is neither flat nor one-hot. FLOPs are 4*L^2*H*d (docs/NUMERICS.md §7). Prints one
  * markdown row per (L, variant): median seconds of --reps runs after one warm-up, GFLOP/s, and the
  * ratio to the portable kernel measured in the same run. The bf16 variant runs twice: packing
- * K and V itself per task, and with them prepared once beforehand (g4v_attention_bf16_prepare_kv,
+ * K and V itself per task, and with them prepared once beforehand (its descriptor's prepare_kv,
  * not timed), which is how the encoder calls it.
  */
 #include "bench_gemm.h"
@@ -25,6 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* [L, heads*d] rows (row stride ld) copied head-major into dst [heads][L][d]. */
+static void split_heads(const float *src, size_t ld, float *dst, int L, int heads, int d) {
+    for (int r = 0; r < L; r++)
+        for (int h = 0; h < heads; h++)
+            memcpy(dst + ((size_t)h * L + r) * d, src + r * ld + (size_t)h * d,
+                   (size_t)d * sizeof(float));
+}
 
 static int parse_list(const char *s, int *out, int max) {
     int n = 0;
@@ -86,7 +93,7 @@ int main(int argc, char **argv) {
      * FAST-only ones (bf16 products, chosen for FAST models) too. */
     struct {
         const char *name;
-        g4v_attention_fn *fn;
+        const g4v_attention_kernel *kern;
     } vars[16];
     int nvars = 0, nreg;
     const g4v_kernel_variant *reg = g4v_kernel_variants(&nreg);
@@ -94,7 +101,7 @@ int main(int argc, char **argv) {
         if (reg[i].family == G4V_KF_ATTENTION &&
             !(reg[i].needs & ~(g4v_cpu_features() | G4V_KERNEL_FAST_ONLY))) {
             vars[nvars].name = reg[i].isa;
-            vars[nvars++].fn = reg[i].impl.attention;
+            vars[nvars++].kern = reg[i].impl.attention;
         }
     g4v_pool *pool = NULL;
     g4v_err err;
@@ -144,44 +151,44 @@ int main(int argc, char **argv) {
         if (!row_major) {
             float *hk = scr + (size_t)threads * g4v_attention_scratch_floats(d);
             float *hv = hk + (size_t)L * kvd;
-            g4v_split_heads(NULL, k, kvd, hk, (size_t)L, 0, (size_t)L, Hkv, d);
-            g4v_split_heads(NULL, v, kvd, hv, (size_t)L, 0, (size_t)L, Hkv, d);
+            split_heads(k, kvd, hk, L, Hkv, d);
+            split_heads(v, kvd, hv, L, Hkv, d);
             a.k = hk, a.v = hv, a.ldk = a.ldv = (size_t)d, a.hsk = a.hsv = (size_t)L * d;
         }
         double flop = 4.0 * L * (double)L * H * d, t_port = 0;
         for (int vi = 0; vi < nvars; vi++) {
             if (only && strcmp(only, vars[vi].name)) continue;
-            double t = time_variant(vars[vi].fn, pool, &a, reps);
+            const g4v_attention_kernel *kern = vars[vi].kern;
+            double t = time_variant(kern->run, pool, &a, reps);
             if (vi == 0) t_port = t;
             char ratio[32] = "-", pct[48] = "-"; /* no portable run with --variant */
             if (t_port > 0) snprintf(ratio, sizeof ratio, "%.2fx", t_port / t);
             const char *nm = vars[vi].name;
             double peak = !strcmp(nm, "avx2")            ? p256
                           : !strcmp(nm, "avx512")        ? p512
-                          : !strcmp(nm, "avx512_bf16dp") ? pdp
+                          : !strcmp(nm, "avx512-bf16dp") ? pdp
                                                          : 0;
             if (peak > 0)
                 snprintf(pct, sizeof pct, "%.0f%% of %.0f", 100 * flop / t * 1e-9 / peak, peak);
             printf("| %d | %d | %d | %d | %d | %s | %.4f | %.1f | %s | %s |\n", L, H, Hkv, d,
                    threads, nm, t, flop / t * 1e-9, pct, ratio);
             fflush(stdout);
-#if G4V_X86_KERNELS
-            if (vars[vi].fn != g4v_attention_avx512_bf16dp) continue;
+            if (!kern->prepare_kv) continue;
             /* again with K and V prepared once, outside the timing, as the encoder does once per
              * layer for all its query chunks */
-            void *kvp = g4v_malloc_large(g4v_attention_bf16_kv_bytes(L, Hkv, d));
+            void *kvp = g4v_malloc_large(kern->kv_bytes(L, Hkv, d));
             if (!kvp) continue;
-            g4v_attention_bf16_prepare_kv(pool, &a, 0, L, kvp);
+            kern->prepare_kv(pool, &a, 0, L, kvp);
             g4v_attn_args ap = a;
             ap.kv_prepared = kvp;
-            double tp = time_variant(vars[vi].fn, pool, &ap, reps);
+            double tp = time_variant(kern->run, pool, &ap, reps);
             if (t_port > 0) snprintf(ratio, sizeof ratio, "%.2fx", t_port / tp);
-            snprintf(pct, sizeof pct, "%.0f%% of %.0f", 100 * flop / tp * 1e-9 / peak, peak);
+            if (peak > 0)
+                snprintf(pct, sizeof pct, "%.0f%% of %.0f", 100 * flop / tp * 1e-9 / peak, peak);
             printf("| %d | %d | %d | %d | %d | %s, K/V prepared | %.4f | %.1f | %s | %s |\n", L, H,
                    Hkv, d, threads, nm, tp, flop / tp * 1e-9, pct, ratio);
             fflush(stdout);
             g4v_free_large(kvp);
-#endif
         }
         g4v_free_large(q), g4v_free_large(k), g4v_free_large(v), g4v_free_large(out);
         g4v_free_large(scr);

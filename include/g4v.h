@@ -198,7 +198,7 @@ typedef struct g4v_model_info {
     char kind[16];
     uint64_t max_video_frames;
     double max_video_seconds;
-    /* The kernel table this model runs ("features=0x.. gemm=avx512_bf16dp attention=... "):
+    /* The kernel table this model runs ("features=0x.. gemm=avx512-bf16dp attention=... "):
      * the CPU features it was chosen for and the variant of each kernel family. FAST outputs
      * are bit-reproducible only between machines that print the same table; PRECISE ones agree
      * to ~1e-6 across tables (docs/NUMERICS.md §6.3). G4V_ISA caps the choice. */

@@ -68,8 +68,8 @@ unsigned g4v_cpu_features(void) {
 
 const char *g4v_cpu_isa_name(void) {
     unsigned f = g4v_cpu_features();
-    if (f & G4V_CPU_AVX512BF16) return "avx512-bf16";
-    if (f & G4V_CPU_AVX512) return "avx512";
+    if (f & G4V_CPU_AVX512BF16) return "avx512";
+    if (f & G4V_CPU_AVX512) return "avx512-nobf16";
     if (f & G4V_CPU_AVX2) return "avx2";
     return "portable";
 }

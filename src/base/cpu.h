@@ -17,7 +17,9 @@ enum {
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */
 unsigned g4v_cpu_features(void);
 
-/* The best ISA level name after masking: "avx512-bf16", "avx512", "avx2" or "portable". */
+/* The ISA level after masking, named by the G4V_ISA value that gives it: "avx512" (AVX-512 with
+ * BF16), "avx512-nobf16", "avx2" or "portable". One vocabulary for the levels a user sets and
+ * the ones the library prints. */
 const char *g4v_cpu_isa_name(void);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "encoder_internal.h"
+#include "prepare.h"
 #include "kernels/dispatch.h"
 
 #include <limits.h>
@@ -33,65 +34,20 @@ struct g4v_embedder {
     float *vectors;                       /* one block holding every f32 vector above */
 };
 
-static int check_shape(const g4v_tensor *t, const char *name, int ndim, const int64_t *s,
-                       g4v_err *err) {
-    if (!t->data) return g4v_fail(err, G4V_ERR_MODEL, "embedder: tensor %s is missing", name);
-    int ok = t->ndim == ndim;
-    size_t count = 1;
-    for (int i = 0; ok && i < ndim; i++) {
-        ok = t->shape[i] == s[i];
-        count *= (size_t)s[i];
-    }
-    if (!ok || t->nbytes != count * g4v_dtype_size(t->dtype))
-        return g4v_fail(err, G4V_ERR_MODEL,
-                        "embedder: tensor %s: expected %d dimensions [%lld, ...] holding %zu "
-                        "values, found %d dimensions, %zu bytes",
-                        name, ndim, (long long)s[0], count, t->ndim, t->nbytes);
-    return G4V_OK;
-}
+#define WHO "embedder" /* the start of every message (prepare.h) */
 
+/* The embedder's own sizes, after those it shares with the tower (g4v_prep_check_config). */
 static int check_config(const g4v_vision_config *c, g4v_err *err) {
     if (c->kind != G4V_KIND_UNIFIED)
         return g4v_fail(err, G4V_ERR_ARG, "embedder: not a unified (gemma4_unified) checkpoint");
-    if (c->hidden_size <= 0 || c->patch_size <= 0 || c->pooling_kernel_size <= 0 ||
-        c->position_embedding_size <= 0 || c->text_hidden_size <= 0)
-        return g4v_fail(err, G4V_ERR_MODEL, "embedder: vision config has a non-positive size");
-    if (c->patch_size * c->pooling_kernel_size > 256 || c->hidden_size > (1 << 16) ||
-        c->text_hidden_size > (1 << 18))
+    int st = g4v_prep_check_config(WHO, c, err);
+    if (st) return st;
+    if (c->patch_size > 256 || c->patch_size * c->pooling_kernel_size > 256)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "embedder: vision config sizes out of range");
-    if (!(c->rms_norm_eps >= 0.0) || !(c->layer_norm_eps >= 0.0))
-        return g4v_fail(err, G4V_ERR_MODEL, "embedder: rms_norm_eps %g / layer norm eps %g invalid",
-                        c->rms_norm_eps, c->layer_norm_eps);
+    if (!(c->layer_norm_eps >= 0.0))
+        return g4v_fail(err, G4V_ERR_MODEL, "embedder: vision config layer_norm_eps %g is invalid",
+                        c->layer_norm_eps);
     return G4V_OK;
-}
-
-typedef struct {
-    g4v_embedder *e;
-    const g4v_tensor *t[2];
-    g4v_wmat **out[2];
-    const char *name[2];
-    g4v_math_mode mode[2];
-    int drop;
-    int status[2];
-    g4v_err errs[2];
-} pack_job;
-
-static void pack_task(void *arg, int i, int worker) {
-    (void)worker;
-    pack_job *j = arg;
-    const g4v_tensor *t = j->t[i];
-    j->status[i] = g4v_wmat_create(j->e->kernels, t->data, t->dtype, (int)t->shape[0],
-                                   (int)t->shape[1], j->mode[i], j->out[i], &j->errs[i]);
-    if (j->status[i])
-        g4v_err_prefix(&j->errs[i], "embedder: preparing %s: ", j->name[i]);
-    else if (j->drop)
-        g4v_tensor_drop_pages(t);
-}
-
-static const float *widen(const g4v_tensor *t, float *dst, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = g4v_tensor_get(t, (size_t)i);
-    return dst;
 }
 
 static int build(g4v_embedder *e, const g4v_checkpoint *ck, const g4v_encoder_opts *opts,
@@ -101,45 +57,42 @@ static int build(g4v_embedder *e, const g4v_checkpoint *ck, const g4v_encoder_op
     const int64_t sq[1] = {Q}, se[1] = {E}, sd[2] = {E, Q}, sp[3] = {P, 2, E};
     const int64_t sj[2] = {e->cfg.text_hidden_size, E};
     int st;
-    if ((st = check_shape(&u->ln1_w, "patch_ln1.weight", 1, sq, err)) ||
-        (st = check_shape(&u->ln1_b, "patch_ln1.bias", 1, sq, err)) ||
-        (st = check_shape(&u->dense_w, "patch_dense.weight", 2, sd, err)) ||
-        (st = check_shape(&u->dense_b, "patch_dense.bias", 1, se, err)) ||
-        (st = check_shape(&u->ln2_w, "patch_ln2.weight", 1, se, err)) ||
-        (st = check_shape(&u->ln2_b, "patch_ln2.bias", 1, se, err)) ||
-        (st = check_shape(&u->pos, "pos_embedding", 3, sp, err)) ||
-        (st = check_shape(&u->pos_norm_w, "pos_norm.weight", 1, se, err)) ||
-        (st = check_shape(&u->pos_norm_b, "pos_norm.bias", 1, se, err)) ||
-        (st = check_shape(&ck->embed_proj, "embedding_projection.weight", 2, sj, err)))
+    if ((st = g4v_prep_check_shape(WHO, &u->ln1_w, "patch_ln1.weight", -1, 1, sq, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->ln1_b, "patch_ln1.bias", -1, 1, sq, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->dense_w, "patch_dense.weight", -1, 2, sd, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->dense_b, "patch_dense.bias", -1, 1, se, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->ln2_w, "patch_ln2.weight", -1, 1, se, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->ln2_b, "patch_ln2.bias", -1, 1, se, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->pos, "pos_embedding", -1, 3, sp, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->pos_norm_w, "pos_norm.weight", -1, 1, se, err)) ||
+        (st = g4v_prep_check_shape(WHO, &u->pos_norm_b, "pos_norm.bias", -1, 1, se, err)) ||
+        (st = g4v_prep_check_shape(WHO, &ck->embed_proj, "embedding_projection.weight", -1, 2, sj,
+                                   err)))
         return st;
     e->vectors = g4v_malloc_array((size_t)(2 * Q + 5 * E), sizeof(float));
     if (!e->vectors) return g4v_fail(err, G4V_ERR_NOMEM, "embedder: out of memory");
     float *v = e->vectors;
-    e->ln1_w = widen(&u->ln1_w, v, Q);
-    e->ln1_b = widen(&u->ln1_b, v + Q, Q);
+    e->ln1_w = g4v_prep_widen(&u->ln1_w, v, Q);
+    e->ln1_b = g4v_prep_widen(&u->ln1_b, v + Q, Q);
     v += 2 * Q;
-    e->dense_b = widen(&u->dense_b, v, E);
-    e->ln2_w = widen(&u->ln2_w, v + E, E);
-    e->ln2_b = widen(&u->ln2_b, v + 2 * E, E);
-    e->pos_norm_w = widen(&u->pos_norm_w, v + 3 * E, E);
-    e->pos_norm_b = widen(&u->pos_norm_b, v + 4 * E, E);
+    e->dense_b = g4v_prep_widen(&u->dense_b, v, E);
+    e->ln2_w = g4v_prep_widen(&u->ln2_w, v + E, E);
+    e->ln2_b = g4v_prep_widen(&u->ln2_b, v + 2 * E, E);
+    e->pos_norm_w = g4v_prep_widen(&u->pos_norm_w, v + 3 * E, E);
+    e->pos_norm_b = g4v_prep_widen(&u->pos_norm_b, v + 4 * E, E);
     e->pos = u->pos;
 
-    pack_job j = {.e = e,
-                  .t = {&u->dense_w, &ck->embed_proj},
-                  .out = {&e->dense, &e->proj},
-                  .name = {"patch_dense", "embedding_projection"},
-                  /* the projection keeps f32 inputs in FAST mode, as the tower's does: it takes
-                   * FAST from 2.1e-3 to 1.3e-3 of relative error (docs/NUMERICS.md §9.5) */
-                  .mode = {e->mode, G4V_MATH_PRECISE},
-                  .drop = opts ? opts->drop_mapped_pages : 0};
-    g4v_pool_run(opts ? opts->pool : NULL, 2, pack_task, &j);
-    for (int i = 0; i < 2; i++)
-        if (j.status[i]) {
-            *err = j.errs[i];
-            return j.status[i];
-        }
-    return G4V_OK;
+    const g4v_prep_item items[2] = {
+        {.t = &u->dense_w, .mode = e->mode, .out = &e->dense, .name = "patch_dense", .layer = -1},
+        /* the projection keeps f32 inputs in FAST mode, as the tower's does: it takes FAST from
+         * 2.1e-3 to 1.3e-3 of relative error (docs/NUMERICS.md §9.5) */
+        {.t = &ck->embed_proj,
+         .mode = G4V_MATH_PRECISE,
+         .out = &e->proj,
+         .name = "embedding_projection",
+         .layer = -1}};
+    return g4v_prep_pack(WHO, e->kernels, NULL, opts ? opts->drop_mapped_pages : 0,
+                         opts ? opts->pool : NULL, items, 2, err);
 }
 
 int g4v_embedder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g4v_embedder **out,

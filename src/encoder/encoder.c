@@ -73,6 +73,28 @@ static const enc_segment *seg_of(const enc_buffers *b, size_t r) {
     return sg;
 }
 
+/* One image's share of a chunk: its rows [j0, j1) of the pass, inside the chunk. */
+typedef struct {
+    const enc_segment *sg;
+    size_t j0, j1;
+} chunk_part;
+
+/* Steps p to the next image with rows in the chunk [r0, r0 + n) (p->sg NULL: the first); 0 when
+ * the chunk is done. Never reads past the image that holds the chunk's last row. */
+static int next_part(const enc_buffers *b, size_t r0, size_t n, chunk_part *p) {
+    if (p->sg && p->j1 == r0 + n) return 0;
+    const enc_segment *sg = p->sg ? p->sg + 1 : seg_of(b, r0);
+    p->sg = sg;
+    p->j0 = sg->row0 > r0 ? sg->row0 : r0;
+    p->j1 = sg->row0 + sg->L < r0 + n ? sg->row0 + sg->L : r0 + n;
+    return 1;
+}
+
+/* The images a chunk's rows belong to, in order: the attention is block-diagonal (each image's
+ * queries attend to its own keys), so every step that touches keys works image by image. */
+#define FOR_EACH_IMAGE_IN_CHUNK(b, r0, n, part)                                                   \
+    for (chunk_part part = {0}; next_part(b, r0, n, &part);)
+
 /* Bytes of the attention's prepared form of an image's nk keys and values (0: none). */
 static size_t kv_prepared_bytes(const g4v_encoder *e, size_t nk) {
     return g4v_attention_kv_bytes(e->kernels, e->mode == G4V_MATH_FAST, (int)nk,
@@ -109,9 +131,9 @@ static void prepare_chunk(const g4v_encoder *e, const enc_buffers *b, g4v_pool *
                           size_t n) {
     const g4v_vision_config *c = &e->cfg;
     size_t kvd = (size_t)c->num_kv_heads * (size_t)c->head_dim;
-    for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
-        size_t j0 = sg->row0 > r0 ? sg->row0 : r0;
-        size_t j1 = sg->row0 + sg->L < r0 + n ? sg->row0 + sg->L : r0 + n;
+    FOR_EACH_IMAGE_IN_CHUNK(b, r0, n, part) {
+        const enc_segment *sg = part.sg;
+        size_t j0 = part.j0, j1 = part.j1;
         g4v_attn_args kv = {.k = b->k + (j0 - r0) * kvd,
                             .v = b->v + (j0 - r0) * kvd,
                             .nk = (int)(j1 - j0),
@@ -123,7 +145,6 @@ static void prepare_chunk(const g4v_encoder *e, const enc_buffers *b, g4v_pool *
                             .fast_math = e->mode == G4V_MATH_FAST};
         g4v_attention_prepare_kv(e->kernels, pool, &kv, (int)(j0 - sg->row0), (int)sg->L,
                                  (char *)b->kv_prepared + sg->kv_off);
-        if (j1 == r0 + n) break;
     }
 }
 
@@ -172,10 +193,9 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
         g4v_heads_post qp = {b->pos + 2 * r0, b->rope_cos, b->rope_sin, NULL, 0, 0};
         g4v_heads_norm(k, pool, b->q, qd, n, H, d, w->q_norm, eps, &qp); /* q_norm + RoPE */
         /* block-diagonal: the chunk's queries of each image attend to that image's keys */
-        for (const enc_segment *sg = seg_of(b, r0); sg->row0 < r0 + n; sg++) {
-            size_t q0 = sg->row0 > r0 ? sg->row0 : r0;
-            size_t q1 = sg->row0 + sg->L < r0 + n ? sg->row0 + sg->L : r0 + n;
-            g4v_attn_args at = attn_keys(e, b, sg, L);
+        FOR_EACH_IMAGE_IN_CHUNK(b, r0, n, part) {
+            size_t q0 = part.j0, q1 = part.j1;
+            g4v_attn_args at = attn_keys(e, b, part.sg, L);
             at.q = b->q + (q0 - r0) * qd;
             at.ldq = qd;
             at.nq = (int)(q1 - q0);
@@ -183,7 +203,6 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
             at.ldo = qd;
             at.scratch = b->attn_scratch;
             g4v_attention(k, pool, &at);
-            if (q1 == r0 + n) break;
         }
         g4v_gemm(pool, b->att, qd, w->lin[G4V_LIN_O], b->a, ld, n, &w->epi[G4V_LIN_O]);
         g4v_rmsnorm_add(k, pool, b->a, ld, h, ld, n, D, w->ln_post_attn, eps);

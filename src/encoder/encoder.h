@@ -64,7 +64,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
 void g4v_encoder_free(g4v_encoder *enc);
 const g4v_vision_config *g4v_encoder_config(const g4v_encoder *enc);
 
-/* The kernel path the encoder computes with, e.g. "features=0x1f gemm=avx512_bf16dp
+/* The kernel path the encoder computes with, e.g. "features=0x1f gemm=avx512-bf16dp
  * attention=avx512 ...": the CPU features its kernel table was built for and the variant chosen
  * per family. Two machines (or G4V_ISA settings) with the same path give the same bits; different
  * paths may differ in the last bits (docs/ARCHITECTURE.md §4). Written into buf (always

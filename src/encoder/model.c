@@ -4,6 +4,7 @@
  * checked again here, so a loader bug becomes an error message rather than an out-of-bounds read.
  * The position table stays in the (mapped) checkpoint: an image touches only a few of its rows. */
 #include "encoder_internal.h"
+#include "prepare.h"
 
 #include "base/alloc.h"
 #include "kernels/dispatch.h"
@@ -13,44 +14,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#define WHO "encoder" /* the start of every message (prepare.h) */
+
 static const char *const lin_names[G4V_LIN_COUNT] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                      "gate_proj", "up_proj", "down_proj"};
 
-/* Checks t has exactly the given shape (ndim entries of s). */
-static int check_shape(const g4v_tensor *t, const char *name, int layer, int ndim, const int64_t *s,
-                       g4v_err *err) {
-    char where[96];
-    if (layer >= 0)
-        snprintf(where, sizeof where, "layer %d %s", layer, name);
-    else
-        snprintf(where, sizeof where, "%s", name);
-    if (!t->data) return g4v_fail(err, G4V_ERR_MODEL, "encoder: tensor %s is missing", where);
-    int ok = t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++)
-        ok = t->shape[i] == s[i];
-    size_t count = 1;
-    for (int i = 0; ok && i < ndim; i++)
-        count *= (size_t)s[i];
-    if (ok && t->nbytes != count * g4v_dtype_size(t->dtype)) ok = 0;
-    if (!ok) {
-        char exp[96] = "", got[96] = "";
-        for (int i = 0; i < ndim; i++)
-            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", i ? "," : "",
-                     (long long)s[i]);
-        for (int i = 0; i < t->ndim && i < 4; i++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "",
-                     (long long)t->shape[i]);
-        return g4v_fail(err, G4V_ERR_MODEL,
-                        "encoder: tensor %s: expected shape [%s], found [%s] (%zu bytes)", where,
-                        exp, got, t->nbytes);
-    }
-    return G4V_OK;
-}
-
+/* The tower's own sizes, after those it shares with the embedder (g4v_prep_check_config). */
 static int check_config(const g4v_vision_config *c, g4v_err *err) {
-    if (c->hidden_size <= 0 || c->intermediate_size <= 0 || c->num_layers < 0 ||
-        c->num_heads <= 0 || c->num_kv_heads <= 0 || c->head_dim <= 0 || c->patch_size <= 0 ||
-        c->pooling_kernel_size <= 0 || c->position_embedding_size <= 0 || c->text_hidden_size <= 0)
+    int st = g4v_prep_check_config(WHO, c, err);
+    if (st) return st;
+    if (c->intermediate_size <= 0 || c->num_layers < 0 || c->num_heads <= 0 ||
+        c->num_kv_heads <= 0 || c->head_dim <= 0)
         return g4v_fail(err, G4V_ERR_MODEL, "encoder: vision config has a non-positive size");
     if (c->num_heads % c->num_kv_heads)
         return g4v_fail(err, G4V_ERR_MODEL,
@@ -63,106 +37,17 @@ static int check_config(const g4v_vision_config *c, g4v_err *err) {
                         "inside each half of a head)",
                         c->head_dim);
     if (c->patch_size > 64 || c->pooling_kernel_size > 64 || c->head_dim > 4096 ||
-        c->hidden_size > (1 << 16) || c->intermediate_size > (1 << 18) || c->num_heads > 4096 ||
-        c->text_hidden_size > (1 << 18))
+        c->intermediate_size > (1 << 18) || c->num_heads > 4096)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "encoder: vision config sizes out of range");
-    if (!(c->rope_theta > 0.0) || !(c->rms_norm_eps >= 0.0))
-        return g4v_fail(err, G4V_ERR_MODEL, "encoder: rope_theta %g / rms_norm_eps %g invalid",
-                        c->rope_theta, c->rms_norm_eps);
+    if (!(c->rope_theta > 0.0))
+        return g4v_fail(err, G4V_ERR_MODEL, "encoder: vision config rope_theta %g is invalid",
+                        c->rope_theta);
     return G4V_OK;
-}
-
-/* Copies a checked [n] tensor to f32 at dst. */
-static const float *widen(const g4v_tensor *t, float *dst, int n) {
-    for (int i = 0; i < n; i++)
-        dst[i] = g4v_tensor_get(t, (size_t)i);
-    return dst;
-}
-
-/* One weight matrix to pack (build collects them all, then packs them on the pool). */
-typedef struct {
-    const g4v_tensor *t;
-    g4v_math_mode mode;
-    g4v_wmat **out;
-    const char *name;
-    int layer;  /* -1 for the weights outside the layers */
-    int placed; /* 1: packed into the model's weight block at offset, else a block of its own */
-    size_t offset;
-} pack_item;
-
-typedef struct {
-    const g4v_encoder *e;
-    const pack_item *items;
-    int *status;
-    g4v_err *errs;
-} pack_job;
-
-/* Packs one weight; each task writes only its own wmat, status and message. */
-static void pack_task(void *arg, int i, int worker) {
-    (void)worker;
-    const pack_job *j = arg;
-    const pack_item *it = &j->items[i];
-    const g4v_tensor *t = it->t;
-    g4v_err *err = &j->errs[i];
-    void *storage = it->placed ? (char *)j->e->weights + it->offset : NULL;
-    int st = g4v_wmat_create_in(j->e->kernels, t->data, t->dtype, (int)t->shape[0],
-                                (int)t->shape[1], it->mode, storage, it->out, err);
-    if (!st && j->e->drop_mapped_pages) g4v_tensor_drop_pages(t);
-    if (st && it->layer >= 0)
-        g4v_err_prefix(err, "encoder: preparing layer %d %s: ", it->layer, it->name);
-    else if (st)
-        g4v_err_prefix(err, "encoder: preparing %s: ", it->name);
-    j->status[i] = st;
-}
-
-/* Gives every queued weight its place in one block (e->weights, huge pages): one rounding to
- * 2 MB for the model instead of one per weight. A weight whose size is unknown here (no kernel
- * fits it) is not placed, and packing it reports why. */
-static int place_weights(g4v_encoder *e, pack_item *items, int n, g4v_err *err) {
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        const g4v_tensor *t = items[i].t;
-        size_t b = g4v_wmat_packed_bytes(e->kernels, t->dtype, (int)t->shape[0], (int)t->shape[1],
-                                         items[i].mode);
-        size_t r = (b + 63) & ~(size_t)63;
-        if (r < b || total + r < total)
-            return g4v_fail(err, G4V_ERR_NOMEM, "encoder: the weights do not fit in memory");
-        items[i].placed = b > 0;
-        items[i].offset = total;
-        total += r;
-    }
-    e->weights = total ? g4v_malloc_large(total) : NULL;
-    if (total && !e->weights)
-        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %zu MB of weights",
-                        total >> 20);
-    return G4V_OK;
-}
-
-/* Packs every queued weight on the pool (NULL: this thread): the weights are independent, and
- * packing is mostly first touches of fresh pages, which parallelise. On failure, the message of
- * the first failing weight in queue order (the same whatever the thread count). */
-static int pack_all(const g4v_encoder *e, g4v_pool *pool, const pack_item *items, int n,
-                    g4v_err *err) {
-    int *status = g4v_calloc((size_t)n, sizeof *status);
-    g4v_err *errs = g4v_malloc_array((size_t)n, sizeof *errs);
-    if (!status || !errs) {
-        g4v_free(status);
-        g4v_free(errs);
-        return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory preparing %d weights", n);
-    }
-    pack_job job = {e, items, status, errs};
-    g4v_pool_run(pool, n, pack_task, &job);
-    int st = G4V_OK;
-    for (int i = 0; i < n && !st; i++)
-        if ((st = status[i])) *err = errs[i];
-    g4v_free(status);
-    g4v_free(errs);
-    return st;
 }
 
 /* Checks layer i's shapes, widens its vectors, sets its clamps and queues its seven matrices. */
 static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, float **vec,
-                         pack_item *queue, g4v_err *err) {
+                         g4v_prep_item *queue, g4v_err *err) {
     const g4v_vision_config *c = &e->cfg;
     int64_t D = c->hidden_size, I = c->intermediate_size, d = c->head_dim;
     int64_t qd = (int64_t)c->num_heads * d, kvd = (int64_t)c->num_kv_heads * d;
@@ -170,7 +55,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
                                               {I, D},  {I, D},   {D, I}};
     enc_layer *el = &e->layers[i];
     for (int j = 0; j < G4V_LIN_COUNT; j++) {
-        int st = check_shape(&w->lin[j], lin_names[j], i, 2, shapes[j], err);
+        int st = g4v_prep_check_shape(WHO, &w->lin[j], lin_names[j], i, 2, shapes[j], err);
         if (st) return st;
     }
     const g4v_tensor *vecs[6] = {&w->input_layernorm,
@@ -188,9 +73,9 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
     const float *dst[6];
     for (int j = 0; j < 6; j++) {
         int64_t n = j < 4 ? D : d;
-        int st = check_shape(vecs[j], vec_names[j], i, 1, &n, err);
+        int st = g4v_prep_check_shape(WHO, vecs[j], vec_names[j], i, 1, &n, err);
         if (st) return st;
-        dst[j] = widen(vecs[j], *vec, (int)n);
+        dst[j] = g4v_prep_widen(vecs[j], *vec, n);
         *vec += n;
     }
     el->ln_in = dst[0];
@@ -206,7 +91,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        queue[j] = (pack_item){&w->lin[j], e->mode, &el->lin[j], lin_names[j], i, 0, 0};
+        queue[j] = (g4v_prep_item){&w->lin[j], e->mode, &el->lin[j], lin_names[j], i, 0, 0};
     }
     return G4V_OK;
 }
@@ -217,14 +102,16 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
     int64_t pdim = 3 * (int64_t)c->patch_size * c->patch_size;
     int st;
     const int64_t s_in[2] = {D, pdim}, s_pos[3] = {2, P, D}, s_proj[2] = {c->text_hidden_size, D};
-    if ((st = check_shape(&ck->input_proj, "patch_embedder.input_proj", -1, 2, s_in, err)) ||
-        (st = check_shape(&ck->position_table, "patch_embedder.position_embedding_table", -1, 3,
-                          s_pos, err)) ||
-        (st =
-             check_shape(&ck->embed_proj, "embed_vision.embedding_projection", -1, 2, s_proj, err)))
+    if ((st = g4v_prep_check_shape(WHO, &ck->input_proj, "patch_embedder.input_proj", -1, 2, s_in,
+                                   err)) ||
+        (st = g4v_prep_check_shape(WHO, &ck->position_table,
+                                   "patch_embedder.position_embedding_table", -1, 3, s_pos, err)) ||
+        (st = g4v_prep_check_shape(WHO, &ck->embed_proj, "embed_vision.embedding_projection", -1, 2,
+                                   s_proj, err)))
         return st;
-    if (c->standardize && ((st = check_shape(&ck->std_bias, "std_bias", -1, 1, &D, err)) ||
-                           (st = check_shape(&ck->std_scale, "std_scale", -1, 1, &D, err))))
+    if (c->standardize &&
+        ((st = g4v_prep_check_shape(WHO, &ck->std_bias, "std_bias", -1, 1, &D, err)) ||
+         (st = g4v_prep_check_shape(WHO, &ck->std_scale, "std_scale", -1, 1, &D, err))))
         return st;
     if (c->num_layers > 0 && !ck->layers)
         return g4v_fail(err, G4V_ERR_MODEL, "encoder: checkpoint has no layer table");
@@ -235,7 +122,7 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
     if (!e->vectors || !e->layers)
         return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %d layers", c->num_layers);
     int nitems = c->num_layers * G4V_LIN_COUNT + 2;
-    pack_item *queue = g4v_malloc_array((size_t)nitems, sizeof *queue);
+    g4v_prep_item *queue = g4v_malloc_array((size_t)nitems, sizeof *queue);
     if (!queue)
         return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory for %d layers", c->num_layers);
     float *vec = e->vectors;
@@ -246,18 +133,20 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
             return st;
         }
     if (c->standardize) {
-        e->std_bias = widen(&ck->std_bias, vec, (int)D);
-        e->std_scale = widen(&ck->std_scale, vec + D, (int)D);
+        e->std_bias = g4v_prep_widen(&ck->std_bias, vec, D);
+        e->std_scale = g4v_prep_widen(&ck->std_scale, vec + D, D);
     }
     e->position_table = ck->position_table;
-    pack_item *tail = queue + (size_t)c->num_layers * G4V_LIN_COUNT;
-    tail[0] = (pack_item){&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, 0, 0};
+    g4v_prep_item *tail = queue + (size_t)c->num_layers * G4V_LIN_COUNT;
+    tail[0] = (g4v_prep_item){&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, 0, 0};
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
      * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
-    tail[1] = (pack_item){
+    tail[1] = (g4v_prep_item){
         &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1, 0, 0};
-    st = place_weights(e, queue, nitems, err);
-    if (!st) st = pack_all(e, pool, queue, nitems, err);
+    st = g4v_prep_place(WHO, e->kernels, queue, nitems, &e->weights, err);
+    if (!st)
+        st = g4v_prep_pack(WHO, e->kernels, e->weights, e->drop_mapped_pages, pool, queue, nitems,
+                           err);
     g4v_free(queue);
     return st;
 }

@@ -5,17 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static const g4v_kernel_variant registry[] = {
+/* The registry. Names start as variants.def spells them (C identifiers); fix_names turns them
+ * into the user-visible spelling before anyone reads them. */
+static g4v_kernel_variant registry[] = {
 #define G4V_VARIANT(fam, name, req)                                                                \
-    {.family = G4V_KF_FAMILY_##fam, .isa = #name, .needs = (req), .impl.fam = &g4v_##fam##_##name},
-#define G4V_KF_FAMILY_gemm G4V_KF_GEMM
-#define G4V_KF_FAMILY_attention G4V_KF_ATTENTION
-#define G4V_KF_FAMILY_geglu_row G4V_KF_GEGLU_ROW
-#define G4V_KF_FAMILY_rmsnorm_row G4V_KF_RMSNORM_ROW
-#define G4V_KF_FAMILY_rope_row G4V_KF_ROPE_ROW
-#define G4V_KF_FAMILY_add_row G4V_KF_ADD_ROW
-#define G4V_KF_FAMILY_resize G4V_KF_RESIZE
-#define G4V_KF_FAMILY_sha256_blocks G4V_KF_SHA256_BLOCKS
+    {.family = (g4v_kernel_family)G4V_KF_BYNAME_##fam,                                             \
+     .isa = #name,                                                                                 \
+     .needs = (req),                                                                               \
+     .impl.fam = &g4v_##fam##_##name},
 #include "variants.def"
 #undef G4V_VARIANT
 };
@@ -47,7 +44,24 @@ static void build(g4v_kernels *t, unsigned features) {
     }
 }
 
+/* One spelling for every name a user sees (kernel path, g4v info, bench, logs): ISA and form
+ * joined by '-', as G4V_ISA's values and the GEMM micro-kernels' names are. */
+static char names[NVARIANTS][32];
+
+static void fix_names(void) {
+    for (int i = 0; i < NVARIANTS; i++) {
+        size_t n = strlen(registry[i].isa);
+        for (size_t c = 0; c <= n && c < sizeof names[i]; c++)
+            names[i][c] = registry[i].isa[c] == '_' ? '-' : registry[i].isa[c];
+        names[i][sizeof names[i] - 1] = '\0';
+        registry[i].isa = names[i];
+    }
+}
+
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
 static void build_all(void) {
+    pthread_once(&names_once, fix_names);
     for (unsigned f = 0; f < NTABLES; f++)
         build(&tables[f], f);
 }
@@ -71,15 +85,18 @@ const g4v_kernels *g4v_kernels_current(void) {
 }
 
 const g4v_kernel_variant *g4v_kernel_variants(int *count) {
+    pthread_once(&names_once, fix_names);
     *count = NVARIANTS;
     return registry;
 }
 
 const char *g4v_kernel_family_name(g4v_kernel_family f) {
-    static const char *const names[G4V_KF_COUNT] = {"gemm",        "attention",    "geglu_row",
-                                                    "rmsnorm_row", "rope_row",     "add_row",
-                                                    "resize",      "sha256_blocks"};
-    return f >= 0 && f < G4V_KF_COUNT ? names[f] : "?";
+    static const char *const family_names[G4V_KF_COUNT] = {
+#define G4V_KF_NAME_(ID, name, impl) #name,
+        G4V_KERNEL_FAMILIES(G4V_KF_NAME_)
+#undef G4V_KF_NAME_
+    };
+    return f >= 0 && f < G4V_KF_COUNT ? family_names[f] : "?";
 }
 
 void g4v_kernel_path_of(const g4v_kernels *k, char *buf, size_t cap) {

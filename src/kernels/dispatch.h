@@ -21,15 +21,26 @@
  * (use_fast below); no feature set has this bit, so use[] never holds it. */
 #define G4V_KERNEL_FAST_ONLY (1u << 30)
 
-/* What a variant of each family is, as variants.def names it (g4v_<family>_impl). */
-typedef const g4v_gemm_kernel g4v_gemm_impl;
-typedef g4v_attention_fn g4v_attention_impl;
-typedef g4v_geglu_row_fn g4v_geglu_row_impl;
-typedef g4v_rmsnorm_row_fn g4v_rmsnorm_row_impl;
-typedef g4v_rope_row_fn g4v_rope_row_impl;
-typedef g4v_add_row_fn g4v_add_row_impl;
-typedef const g4v_resize_kernel g4v_resize_impl;
-typedef g4v_sha256_blocks_fn g4v_sha256_blocks_impl;
+/* The kernel families: the ONE place a family is declared. G4V_KERNEL_FAMILY(ID, name, impl)
+ * gives the family's enum suffix (G4V_KF_<ID>), its name (the member of g4v_kernel_impl, the
+ * first argument of its G4V_VARIANT lines in variants.def, its key in the kernel path line) and
+ * what a variant is (a descriptor or a row-function type; a variant object is declared as
+ * `extern <impl> g4v_<name>_<isa>`). The enum, the impl union, the registry's family of each
+ * variant and the family names are all generated from this list. */
+#define G4V_KERNEL_FAMILIES(X)                                                                     \
+    X(GEMM, gemm, const g4v_gemm_kernel)                                                           \
+    X(ATTENTION, attention, const g4v_attention_kernel)                                            \
+    X(GEGLU_ROW, geglu_row, g4v_geglu_row_fn)                                                      \
+    X(RMSNORM_ROW, rmsnorm_row, g4v_rmsnorm_row_fn)                                                \
+    X(ROPE_ROW, rope_row, g4v_rope_row_fn)                                                         \
+    X(ADD_ROW, add_row, g4v_add_row_fn)                                                            \
+    X(RESIZE, resize, const g4v_resize_kernel)                                                     \
+    X(SHA256_BLOCKS, sha256_blocks, g4v_sha256_blocks_fn)
+
+/* g4v_<name>_impl: what a variant of the family is. */
+#define G4V_KF_TYPEDEF_(ID, name, impl) typedef impl g4v_##name##_impl;
+G4V_KERNEL_FAMILIES(G4V_KF_TYPEDEF_)
+#undef G4V_KF_TYPEDEF_
 
 /* Declarations of every registered variant (defined in the ISA folders). */
 #define G4V_VARIANT(fam, name, req) extern g4v_##fam##_impl g4v_##fam##_##name;
@@ -37,33 +48,32 @@ typedef g4v_sha256_blocks_fn g4v_sha256_blocks_impl;
 #undef G4V_VARIANT
 
 typedef enum g4v_kernel_family {
-    G4V_KF_GEMM,
-    G4V_KF_ATTENTION,
-    G4V_KF_GEGLU_ROW,
-    G4V_KF_RMSNORM_ROW,
-    G4V_KF_ROPE_ROW,
-    G4V_KF_ADD_ROW,
-    G4V_KF_RESIZE,
-    G4V_KF_SHA256_BLOCKS,
-    G4V_KF_COUNT
+#define G4V_KF_ENUM_(ID, name, impl) G4V_KF_##ID,
+    G4V_KERNEL_FAMILIES(G4V_KF_ENUM_)
+#undef G4V_KF_ENUM_
+        G4V_KF_COUNT
 } g4v_kernel_family;
+
+/* The same values under the families' lower-case names, for macros that have only those
+ * (G4V_VARIANT's first argument). */
+enum {
+#define G4V_KF_BYNAME_(ID, name, impl) G4V_KF_BYNAME_##name = G4V_KF_##ID,
+    G4V_KERNEL_FAMILIES(G4V_KF_BYNAME_)
+#undef G4V_KF_BYNAME_
+};
 
 /* A variant's implementation; the member is named after its family. */
 typedef union g4v_kernel_impl {
-    g4v_gemm_impl *gemm;
-    g4v_attention_impl *attention;
-    g4v_geglu_row_impl *geglu_row;
-    g4v_rmsnorm_row_impl *rmsnorm_row;
-    g4v_rope_row_impl *rope_row;
-    g4v_add_row_impl *add_row;
-    g4v_resize_impl *resize;
-    g4v_sha256_blocks_impl *sha256_blocks;
+#define G4V_KF_MEMBER_(ID, name, impl) g4v_##name##_impl *name;
+    G4V_KERNEL_FAMILIES(G4V_KF_MEMBER_)
+#undef G4V_KF_MEMBER_
 } g4v_kernel_impl;
 
 /* One registered variant. */
 typedef struct g4v_kernel_variant {
     g4v_kernel_family family;
-    const char *isa; /* its name in variants.def, e.g. "avx512_bf16dp", "avx2", "portable" */
+    const char *isa; /* its user-visible name: variants.def's with '-' for '_', e.g.
+                        "avx512-bf16dp", "avx2", "portable-f32" (docs/ARCHITECTURE.md §3) */
     unsigned needs;  /* G4V_CPU_* bits it requires */
     g4v_kernel_impl impl;
 } g4v_kernel_variant;

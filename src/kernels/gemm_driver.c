@@ -190,6 +190,12 @@ static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
     }
 }
 
+/* No clamp, no GeGLU gate, no accumulate: Y = X Wᵀ. */
+g4v_gemm_epi g4v_gemm_epi_none(void) {
+    g4v_gemm_epi e = {-INFINITY, INFINITY, -INFINITY, INFINITY, 0, NULL, 0};
+    return e;
+}
+
 static int unbounded(float lo, float hi) {
     return lo == -INFINITY && hi == INFINITY;
 }

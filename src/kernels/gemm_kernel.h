@@ -108,7 +108,7 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat
  * Valid until the next call on the same thread (gemm_scratch.c). */
 void *g4v_gemm_scratch(size_t bytes);
 
-/* Portable helpers shared by the ISA files: the scalar A packer (any MR, KG, format), used for
+/* Shared by the ISA files (gemm_pack.c): the scalar A packer (any MR, KG, format), used for
  * the ragged tail of K by the vector packers too, and the scalar element preparation. */
 void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
                        int kg, int a_bf16, void *dst, const g4v_pack_opts *o);

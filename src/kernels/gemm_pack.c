@@ -7,6 +7,7 @@
  * bytes per element) because the contract multiplies by W exactly as stored. Panels are zero-padded
  * to whole tiles, so g4v_wmat_bytes can exceed N*K*size when N or K is not a multiple of the tile.
  * Packing is plain C and runs once per model; g4v_gemm (gemm_driver.c) does the per-call work.
+ * Also here: the scalar A packer every ISA's micro-kernel uses for what its vectors leave.
  */
 #include "gemm_kernel.h"
 
@@ -16,6 +17,31 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- the scalar A packer (gemm_kernel.h), shared by every ISA's pack_a for K's ragged tail ---- */
+
+static float prep(float v, const g4v_pack_opts *o) {
+    if (o->clamp) v = v < o->lo ? o->lo : v > o->hi ? o->hi : v;
+    return o->round ? g4v_round_bf16(v) : v;
+}
+
+void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
+                       int kg, int a_bf16, void *dst, const g4v_pack_opts *o) {
+    int prow = (rows + mr - 1) / mr * mr;
+    for (int r = 0; r < prow; r++) {
+        int kstart = r < rows ? k0 : 0;
+        size_t panel = (size_t)(r / mr) * (size_t)mr * (size_t)kpad;
+        for (int k = kstart; k < kpad; k++) {
+            float v = r < rows && k < klen ? prep(x[(size_t)r * ldx + (size_t)k], o) : 0.0f;
+            size_t at = panel + ((size_t)(k / kg) * (size_t)mr + (size_t)(r % mr)) * (size_t)kg +
+                        (size_t)(k % kg);
+            if (a_bf16)
+                ((uint16_t *)dst)[at] = g4v_f32_to_bf16(v);
+            else
+                ((float *)dst)[at] = v;
+        }
+    }
+}
 
 enum { MAX_DIM = 1 << 20 }; /* 1M rows or columns: far beyond any model, keeps sizes in range */
 

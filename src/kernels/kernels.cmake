@@ -1,7 +1,7 @@
 # kernels.cmake - the kernel layer's sources, one folder per instruction set, with the compiler
-# flags attached to the folder (docs/ARCHITECTURE.md §3). Top-level files (dispatch, GEMM driver
-# and packing, row splitting) are plain C for any CPU and are globbed by the top-level
-# CMakeLists.txt; here the ISA folders are added to g4v_obj_kernels.
+# flags attached to the folder (docs/ARCHITECTURE.md §3). Top-level files (dispatch, the front
+# ends every ISA goes through, GEMM driver and packing, row splitting) are plain C for any CPU and
+# are globbed by the top-level CMakeLists.txt; here the ISA folders are added to g4v_obj_kernels.
 #
 #   portable/        plain C, -ffp-contract=off: the specification in code; the GEMM reference and
 #                    the portable kernels must never fuse a multiply and an add, on any CPU

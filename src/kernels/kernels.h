@@ -1,6 +1,9 @@
 /* kernels.h - the encoder's non-GEMM kernels: norms, 2D RoPE, GeGLU, attention, pooling and small
  * vector ops. Raw pointers and shapes only; no knowledge of models or files. The GEMM is in
- * gemm.h, the resize inner loops in resize.h, the choice of variant in dispatch.h.
+ * gemm.h, the resize inner loops in resize.h, the choice of variant in dispatch.h. The row and
+ * descriptor types are what a variant implements; the front ends that take the variant from a
+ * kernel table are at the top level of src/kernels (attention.c, rows.c), the variants in the
+ * ISA folders.
  *
  * Conventions shared by every kernel entry point (docs/ARCHITECTURE.md §3):
  *  - context first: the kernel table k (dispatch.h) when the call dispatches, then the thread
@@ -40,7 +43,7 @@ typedef void g4v_rope_row_fn(float *row, int heads, int head_dim, const float *c
 /* y[i] += x[i] for i < n. */
 typedef void g4v_add_row_fn(const float *x, float *y, int n);
 
-/* ---- rmsnorm (portable/rmsnorm.c) ------------------------------------------------------------ */
+/* ---- rmsnorm (rows.c; the row kernels in portable/rmsnorm.c and the ISA folders) ------------ */
 
 /* RMSNorm over rows of n floats (docs/NUMERICS.md §3.1): y = x * (mean(x^2) + eps)^-0.5 [* w], the
  * weight applied directly (w, not 1 + w). w == NULL means no weight. Rows start ld floats apart
@@ -61,7 +64,7 @@ void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y,
 void g4v_layernorm(g4v_pool *pool, const float *x, float *y, size_t ld, size_t rows, int n,
                    const float *w, const float *b, float eps);
 
-/* ---- rope2d (portable/rope2d.c) -------------------------------------------------------------- */
+/* ---- rope2d (rope_table.c; the row kernels in portable/rope2d.c and the ISA folders) -------- */
 
 /* Tables for one spatial axis (docs/NUMERICS.md §4.5): for c = d/2 rotated channels per axis and
  * positions p in [0, npos): cos[p*(c/2) + j] = cos(p * inv_freq[j]), sin likewise, with
@@ -69,19 +72,12 @@ void g4v_layernorm(g4v_pool *pool, const float *x, float *y, size_t ld, size_t r
  * cos and sin each hold npos * (c/2) floats. Both axes share one table. */
 void g4v_rope2d_table(double theta, int head_dim, int npos, float *cos_t, float *sin_t);
 
-/* Rotates every head of x [L, heads * head_dim] (row stride ld) in place. Patch l sits at column
- * pos[2l] and row pos[2l+1] (each < npos of the table). Channels [0, d/2) rotate by the column,
- * [d/2, d) by the row; inside each half, channel t pairs with t + d/4 (rotate-half). head_dim must
- * be a multiple of 4. */
-void g4v_rope2d_apply(const g4v_kernels *k, g4v_pool *pool, float *x, size_t ld, const int32_t *pos,
-                      const float *cos_t, const float *sin_t, size_t L, int heads, int head_dim);
-
 /* ---- GeGLU (portable/geglu.c) ---------------------------------------------------------------- */
 
 /* tanh-form GELU ("gelu_pytorch_tanh") in f32. */
 float g4v_gelu_tanh(float x);
 
-/* ---- attention (portable/attention.c; SIMD variants in the ISA folders) ---------------------- */
+/* ---- attention (variants: portable/attention.c and the ISA folders) -------------------------- */
 
 typedef struct g4v_attn_args {
     const float *q; /* nq queries [nq, H*d], row stride ldq */
@@ -103,67 +99,63 @@ typedef struct g4v_attn_args {
                                 (g4v_attention_prepare_kv); same bits either way */
 } g4v_attn_args;
 
-/* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant implements. */
+/* Full bidirectional softmax(scale * Q Kᵀ) V per head, no mask: what a variant runs. */
 typedef void g4v_attention_fn(g4v_pool *pool, const g4v_attn_args *a);
 
-/* Floats of scratch one worker needs (multiply by g4v_pool_size for the whole buffer). */
+/* An attention variant (registered in variants.def like any other): what it runs, the scratch
+ * one pool worker needs for head_dim d, and, for a variant that reads K and V in a form of its
+ * own, the size of that form and its preparation (both NULL for one that reads them as they
+ * are). The preparation writes keys [j0, j0 + a->nk) of the form for nk_all keys into dst
+ * (64-byte aligned, kv_bytes(nk_all, Hkv, d) bytes), reading a->k, v (at key j0's row), ldk,
+ * ldv, hsk, hsv, Hkv, d, in parallel on pool; pieces that cover [0, nk_all) once, in any order,
+ * give the bytes of one call over all the keys. The front ends below route through it, so a
+ * new variant is its file plus its variants.def line. */
+typedef struct g4v_attention_kernel {
+    g4v_attention_fn *run;
+    size_t (*scratch_floats)(int d);
+    size_t (*kv_bytes)(int nk, int Hkv, int d);
+    void (*prepare_kv)(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all, void *dst);
+} g4v_attention_kernel;
+
+/* ---- attention front ends (attention.c) ------------------------------------------------------ */
+
+/* Floats of scratch one worker needs, for any registered variant (the largest of their
+ * scratch_floats): multiply by g4v_pool_size for the whole buffer. Every variant finds its
+ * worker's piece at a->scratch + worker * g4v_attention_scratch_floats(d). */
 size_t g4v_attention_scratch_floats(int d);
-
-/* Query register tiles of 48 per task of the bf16 attention (x86_avx512bf16/): each key tile it
- * rounds and packs to bf16 serves this many tiles (the f32 variants read K and V as they are). */
-#define G4V_ATTN_BF16_SUBTILES 8
-
-/* The bf16 attention's scratch per worker: per register tile the packed queries (d/2 + 1 words
- * x 48), the output [d][48] and m, l; one key tile's logits [64][48] and new max [48],
- * probability pairs [32][48], packed keys [64][d/2 + 1] and value pairs [32][d]; 64-byte
- * rounding of each piece. */
-static inline size_t g4v_attention_bf16_scratch_floats(int d) {
-    size_t dp2 = (size_t)(d + 1) / 2, rnd = 16;
-    size_t per_tile = 48 * dp2 + 48 * (size_t)d + 2 * 48 + 3 * rnd;
-    return G4V_ATTN_BF16_SUBTILES * per_tile + 64 * 48 + 48 + 32 * 48 + 64 * dp2 + 32 * (size_t)d +
-           5 * rnd + 16;
-}
-
-/* The bf16 variant's keys and values prepared once for all its calls over them: per kv head
- * the keys rounded to bf16 ([nk][d rounded up to even], a zero pad channel), then per kv head
- * the values as bf16 key pairs ([ceil(nk/2)][d] 32-bit words, a zero pad key). The bytes for nk
- * keys (rounded up to 64). The fill writes keys [j0, j0 + a->nk) of the form for nk_all keys in
- * dst (64-byte aligned), reading a->k, v (at key j0's row), ldk, ldv, hsk, hsv, Hkv, d, in
- * parallel on pool: j0 = 0, nk_all = a->nk prepares them all at once. Pieces may start and end at
- * odd keys (the value pair they split is written half by each); pieces that cover [0, nk_all)
- * once, in any order, give the bytes of one call over all the keys. */
-size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d);
-void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all,
-                                   void *dst);
 
 /* For callers that run several attention calls over the same keys (the encoder: one call per
  * chunk of queries): the bytes the variant of table k (its FAST choice with fast_math) needs
  * for nk keys in its own form, 0 when it reads K and V as they are (every f32 variant); then
- * g4v_attention_prepare_kv fills dst from a's keys and values once, and a->kv_prepared = dst
- * hands them to every call. The prepared form saves each task re-rounding and re-packing every
- * key of its head; the output bits do not change. */
+ * g4v_attention_prepare_kv fills dst from a's keys and values, and a->kv_prepared = dst hands
+ * them to every call. Keys [j0, j0 + a->nk) of the form for nk_all keys: a caller that computes
+ * its keys in chunks prepares each chunk while it is in cache and needs no f32 copy of all the
+ * keys. The prepared form saves each task re-rounding and re-packing every key of its head; the
+ * output bits do not change. */
 size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int Hkv, int d);
-/* Keys [j0, j0 + a->nk) of the form for nk_all keys (g4v_attention_bf16_prepare_kv): a caller
- * that computes its keys in chunks prepares each chunk while it is in cache and needs no f32
- * copy of all the keys. */
 void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a, int j0,
                               int nk_all, void *dst);
 
 /* Attention by the variant of table k (with a->fast_math, its FAST choice). Tiled over keys with
- * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_split_heads) for
- * speed: a tile of keys is then contiguous; the bits are the same in either layout. Logits,
+ * an online softmax, so memory is O(L*d) for any L. Give K and V head-major (g4v_heads_post.dst)
+ * for speed: a tile of keys is then contiguous; the bits are the same in either layout. Logits,
  * softmax and accumulation are f32 and never rounded; only a FAST-only variant rounds q, k, v and
  * the probabilities to bf16 for its products. Parallel over (head, query tile); each task writes
  * only its own output tile. */
 void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a);
 
-/* ---- fused row passes (fused_rows.c) ----------------------------------------------------------
- * Several row kernels in one pool dispatch, each row running exactly the kernels the separate
- * drivers run, in the same order: the same bits as the separate calls. */
+/* ---- fused row passes (rows.c) ----------------------------------------------------------------
+ * Several row kernels of table k in one pool dispatch, each row running them in a fixed order
+ * (one walk over the rows, each row still in L1 for the next kernel). */
 
-/* What g4v_heads_norm does after the norm: the 2D RoPE when pos is set (pos, cos_t, sin_t as in
- * g4v_rope2d_apply, pos pointing at row 0's pair), then the head-major copy when dst is set (dst,
- * L, row0 as in g4v_split_heads). */
+/* What g4v_heads_norm does after the norm: the 2D RoPE when pos is set, then the head-major copy
+ * when dst is set.
+ *  - RoPE: row r's patch sits at column pos[2r] and row pos[2r+1] (pos pointing at row 0's pair,
+ *    each below the npos of the g4v_rope2d_table that made cos_t, sin_t). Channels [0, d/2) of
+ *    every head rotate by the column, [d/2, d) by the row; inside each half, channel t pairs with
+ *    t + d/4 (rotate-half). d must be a multiple of 4.
+ *  - Head-major copy: row r goes to dst [heads][L][d] at dst[(h*L + row0 + r)*d + c], a copy,
+ *    the layout g4v_attention reads fastest. */
 typedef struct g4v_heads_post {
     const int32_t *pos;
     const float *cos_t, *sin_t;
@@ -172,31 +164,22 @@ typedef struct g4v_heads_post {
 } g4v_heads_post;
 
 /* x [rows, heads*d] (row stride ld), in place: RMSNorm of each head (weight w, may be NULL), then
- * post (may be NULL). = g4v_rmsnorm(rows*heads rows of d) + g4v_rope2d_apply + g4v_split_heads. */
+ * post (may be NULL). The norm part = g4v_rmsnorm over rows*heads rows of d. */
 void g4v_heads_norm(const g4v_kernels *k, g4v_pool *pool, float *x, size_t ld, size_t rows,
                     int heads, int d, const float *w, float eps, const g4v_heads_post *post);
 
-/* a = rmsnorm(a) [* w] in place, then h += a, per row of n floats (row strides lda, ldh).
- * = g4v_rmsnorm + g4v_add_rows. */
+/* a = rmsnorm(a) [* w] in place, then h[i] += a[i], per row of n floats (row strides lda, ldh):
+ * the block's post-norm and residual add. */
 void g4v_rmsnorm_add(const g4v_kernels *k, g4v_pool *pool, float *a, size_t lda, float *h,
                      size_t ldh, size_t rows, int n, const float *w, float eps);
 
 /* ---- pooling and element-wise ops (portable/avgpool.c, portable/vecops.c) --------------------
- * These run once per image on the N pooled rows (or are memory-bound adds): not dispatched. */
+ * These run once per image on the N pooled rows: plain C, not dispatched. */
 
 /* k x k average pooling of h [gh*gw, D] (row-major patch grid, row stride ld) into
  * out [(gh/k)*(gw/k), D] in row-major pooled-grid order: out[Y*(gw/k)+X] = sum over the block,
  * rows first, of h * f32(1/k^2), in f32. gh and gw must be multiples of k. */
 void g4v_avgpool(const float *h, size_t ld, float *out, int gh, int gw, int D, int k);
-
-/* y[i] += x[i] for rows x n (row strides ldx, ldy), by the add_row kernel of table k. */
-void g4v_add_rows(const g4v_kernels *k, g4v_pool *pool, const float *x, size_t ldx, float *y,
-                  size_t ldy, size_t rows, int n);
-
-/* Scatters rows [row0, row0 + rows) of src ([rows, heads*d], row stride ld) into head-major dst
- * ([heads][L][d]): dst[(h*L + row0 + r)*d + c] = src[r*ld + h*d + c]. A copy, not dispatched. */
-void g4v_split_heads(g4v_pool *pool, const float *src, size_t ld, float *dst, size_t L, size_t row0,
-                     size_t rows, int heads, int d);
 
 /* x[i] *= s for n floats. */
 void g4v_scale(float *x, size_t n, float s);

@@ -119,7 +119,7 @@ static void test_errors(g4v_checkpoint *ck) {
     ck->layers[1].lin[G4V_LIN_UP].shape[0] = I + 1;
     CHECK(g4v_encoder_create(ck, NULL, &enc, &err) == G4V_ERR_MODEL && enc == NULL);
     CHECK_CONTAINS(err.msg, "layer 1 up_proj");
-    CHECK_CONTAINS(err.msg, "expected shape [128,64]");
+    CHECK_CONTAINS(err.msg, "expected shape [128, 64]");
     ck->layers[1].lin[G4V_LIN_UP] = saved;
     ck->cfg.head_dim = 18;
     CHECK(g4v_encoder_create(ck, NULL, &enc, &err) != G4V_OK);

@@ -61,7 +61,7 @@ FAST_MEASURED_BF16_ATTENTION = {
     "tiny 144x96": 2.50e-3, "tiny 240x192": 1.93e-3, "tiny-oddk 144x96": 1.77e-3,
     "e4b-2layers 144x144": 1.90e-3, "31b-2layers 144x96": 2.05e-3,
 }
-BF16_ATTENTION = "avx512_bf16dp"
+BF16_ATTENTION = "avx512-bf16dp"
 FAST_MARGIN = 1.5
 
 

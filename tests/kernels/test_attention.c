@@ -46,7 +46,7 @@ static float frand(void) { /* uniform in [-1, 1) */
 
 typedef struct {
     const char *name;
-    g4v_attention_fn *fn;
+    const g4v_attention_kernel *kern;
     unsigned needs;
 } variant;
 
@@ -120,7 +120,7 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
         buf[i] = PAD;
     a.out = buf;
     a.scratch = scratch;
-    v->fn(pools[threads], &a);
+    v->kern->run(pools[threads], &a);
     float *out = malloc(sizeof(float) * (size_t)a.nq * qd);
     *pad_ok = 1;
     for (int i = 0; i < a.nq; i++) {
@@ -133,10 +133,20 @@ static float *run(const variant *v, g4v_attn_args a, int threads, float *scratch
 }
 
 /* The same attention through the layouts the encoder uses must give the same bits: K and V
- * head-major ([Hkv][nk][d], written by g4v_split_heads in two row ranges, as the encoder's chunks
- * do), K and V prepared once for the bf16 variant (g4v_attention_bf16_prepare_kv), and the
+ * head-major ([Hkv][nk][d], copied in two row ranges, as the encoder's chunks do), K and V
+ * prepared once for a variant with a form of its own (its descriptor's prepare_kv), and the
  * queries in two chunks that each attend to every key (the split falls inside a query tile when
  * L > 50). */
+/* Rows [row0, row0 + rows) of src [rows, heads*d] (row stride ld) copied into head-major
+ * dst [heads][L][d]: the layout g4v_heads_norm's post.dst writes. */
+static void split_heads(const float *src, size_t ld, float *dst, size_t L, size_t row0,
+                        size_t rows, int heads, int d) {
+    for (size_t r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++)
+            memcpy(dst + ((size_t)h * L + row0 + r) * d, src + r * ld + (size_t)h * d,
+                   (size_t)d * sizeof(float));
+}
+
 static void check_layouts(const variant *v, g4v_attn_args a, const float *want, float *scratch) {
     int L = a.nk, d = a.d, pad_ok;
     size_t qd = (size_t)a.H * d, hs = (size_t)L * d;
@@ -144,9 +154,8 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
     size_t half = (size_t)L / 2;
     for (int part = 0; part < 2; part++) {
         size_t r0 = part ? half : 0, n = part ? (size_t)L - half : half;
-        g4v_split_heads(pools[2], a.k + r0 * a.ldk, a.ldk, hm, (size_t)L, r0, n, a.Hkv, d);
-        g4v_split_heads(NULL, a.v + r0 * a.ldv, a.ldv, hm + (size_t)a.Hkv * hs, (size_t)L, r0, n,
-                        a.Hkv, d);
+        split_heads(a.k + r0 * a.ldk, a.ldk, hm, (size_t)L, r0, n, a.Hkv, d);
+        split_heads(a.v + r0 * a.ldv, a.ldv, hm + (size_t)a.Hkv * hs, (size_t)L, r0, n, a.Hkv, d);
     }
     g4v_attn_args b = a;
     b.k = hm, b.v = hm + (size_t)a.Hkv * hs, b.ldk = b.ldv = (size_t)d, b.hsk = b.hsv = hs;
@@ -155,15 +164,16 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
               "%s L=%d d=%d: head-major K/V differ from row-major", v->name, L, d);
     free(o);
     void *kvp = NULL;
-#if G4V_X86_KERNELS
-    if (v->fn == g4v_attention_avx512_bf16dp) {
+    CHECK_MSG(!v->kern->kv_bytes == !v->kern->prepare_kv,
+              "%s: a K/V form needs both its size and its preparation", v->name);
+    if (v->kern->prepare_kv) {
         /* K and V prepared once (as the encoder does per layer), the query chunks below reading
          * them: the same bits. The buffer starts as NaNs, so a piece the preparation leaves
          * unwritten (a pad channel or key) shows. */
-        size_t bytes = g4v_attention_bf16_kv_bytes(L, a.Hkv, d);
+        size_t bytes = v->kern->kv_bytes(L, a.Hkv, d);
         kvp = aligned_alloc(64, bytes);
         memset(kvp, 0xff, bytes);
-        g4v_attention_bf16_prepare_kv(pools[3], &b, 0, L, kvp);
+        v->kern->prepare_kv(pools[3], &b, 0, L, kvp);
         b.kv_prepared = kvp;
         o = run(v, b, 2, scratch, &pad_ok);
         CHECK_MSG(!memcmp(o, want, sizeof(float) * (size_t)L * qd),
@@ -172,7 +182,7 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
         g4v_attn_args rm = a; /* prepared from the row-major layout: the same form */
         void *kvr = aligned_alloc(64, bytes);
         memset(kvr, 0xff, bytes); /* the gaps between pieces stay as they were */
-        g4v_attention_bf16_prepare_kv(NULL, &rm, 0, L, kvr);
+        v->kern->prepare_kv(NULL, &rm, 0, L, kvr);
         CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: prepared K/V depend on the layout",
                   v->name, L, d);
         /* in pieces, as the encoder prepares each chunk of keys: cuts at odd and even keys
@@ -193,7 +203,7 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
             g4v_attn_args piece = a;
             piece.k = a.k + (size_t)j0 * a.ldk, piece.v = a.v + (size_t)j0 * a.ldv;
             piece.nk = j1 - j0;
-            g4v_attention_bf16_prepare_kv(c & 1 ? pools[2] : NULL, &piece, j0, L, kvr);
+            v->kern->prepare_kv(c & 1 ? pools[2] : NULL, &piece, j0, L, kvr);
         }
         CHECK_MSG(!memcmp(kvp, kvr, bytes), "%s L=%d d=%d: K/V prepared in pieces differ", v->name,
                   L, d);
@@ -205,7 +215,6 @@ static void check_layouts(const variant *v, g4v_attn_args a, const float *want, 
         free(o);
         free(kvr);
     }
-#endif
     int split = L / 2 + 7 < L ? L / 2 + 7 : L / 2;
     for (int part = 0; part < 2 && split > 0; part++) {
         g4v_attn_args c = b;

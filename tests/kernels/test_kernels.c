@@ -117,7 +117,8 @@ static void rope_ref(const float *in, double *out, int d, int x, int y, double t
     }
 }
 
-static void test_rope(g4v_pool *pool) {
+/* The portable rope_row kernel (table PT), row by row, against the formulas in double. */
+static void test_rope(void) {
     enum { L = 12, HEADS = 3, D = 72, GW = 4 };
     float x[L * HEADS * D], orig[L * HEADS * D], cs[GW * D / 4], sn[GW * D / 4];
     int32_t pos[2 * L];
@@ -126,7 +127,11 @@ static void test_rope(g4v_pool *pool) {
     fill(x, L * HEADS * D, 1.0f);
     memcpy(orig, x, sizeof x);
     g4v_rope2d_table(100.0, D, GW, cs, sn);
-    g4v_rope2d_apply(PT, pool, x, HEADS * D, pos, cs, sn, L, HEADS, D);
+    for (int l = 0; l < L; l++) {
+        size_t px = (size_t)pos[2 * l] * (D / 4), py = (size_t)pos[2 * l + 1] * (D / 4);
+        PT->use[G4V_KF_ROPE_ROW].rope_row(x + l * HEADS * D, HEADS, D, cs + px, sn + px, cs + py,
+                                          sn + py);
+    }
     double maxerr = 0, ref[D];
     for (int l = 0; l < L; l++)
         for (int h = 0; h < HEADS; h++) {
@@ -263,8 +268,7 @@ int main(void) {
     test_attention(p2, p3, 130, 3, 3, 72, 1.5f); /* several query and key tiles, ragged ends */
     test_attention(p2, p3, 200, 4, 1, 64, 4.0f); /* sharp softmax: logits up to ~ +-100s */
     test_attention(p2, p3, 70, 2, 2, 16, 25.0f); /* logits in the thousands: no overflow */
-    test_rope(NULL);
-    test_rope(p2);
+    test_rope();
     test_rmsnorm(p2);
     test_layernorm(p2);
     test_gelu();

@@ -1,7 +1,8 @@
 /* test_variants.c - the kernel registry and tables (kernels/dispatch.h), and every registered
  * variant of the per-row families against its family's portable variant.
  *
- *  - Registry: every family has a portable variant (needs == 0); for each of the 8 CPU feature
+ *  - Registry: every family has a portable variant (needs == 0); variant names are spelled
+ *    with '-', GEMM ones as the micro-kernel names itself; for each of the 8 CPU feature
  *    sets (16), the table holds the first registered variant whose needs the set covers (GEMM: all
  * of them, in order); g4v_kernels_current follows G4V_ISA.
  *  - Row families, every variant the CPU (or SIMDe) runs, on ragged lengths (1 .. 3075, around
@@ -12,9 +13,10 @@
  *        sum of squares may be summed in any order, everything after it is a fixed few roundings;
  *      geglu_row: within 2e-6 * max(|x|, 1e-3) * |up| (the measure of test_geglu).
  *  - sha256_blocks: every variant's state bit-identical to portable's on 1..9 random blocks.
- *  - The row drivers (g4v_rmsnorm, g4v_rope2d_apply, g4v_add_rows) give the same bits for 1 and
- *    2 threads and leave row padding alone; the fused passes (g4v_heads_norm, g4v_rmsnorm_add)
- *    give the separate drivers' bits.
+ *  - The row driver g4v_rmsnorm gives the same bits for 1 and 2 threads and leaves row padding
+ *    alone; the fused passes (g4v_heads_norm, g4v_rmsnorm_add), on 1 and 2 threads and in two
+ *    calls as the encoder's chunks make them, give the bits of their row kernels applied one
+ *    after the other over all rows (rope_rows, add_rows, split_heads below, written here).
  * A new variant registered in variants.def is picked up here with no change to this file.
  */
 #include "base/cpu.h"
@@ -91,6 +93,12 @@ static void test_registry(void) {
             if (v[i].needs & G4V_KERNEL_FAST_ONLY)
                 CHECK_MSG(t->use[v[i].family].attention != v[i].impl.attention,
                           "features %u: FAST-only %s in the PRECISE choice", feat, v[i].isa);
+    }
+    for (int i = 0; i < n; i++) { /* one spelling: lower case, '-' between parts */
+        CHECK_MSG(!strchr(v[i].isa, '_'), "variant name %s has a '_'", v[i].isa);
+        if (v[i].family == G4V_KF_GEMM)
+            CHECK_MSG(!strcmp(v[i].isa, v[i].impl.gemm->name),
+                      "GEMM variant %s calls itself %s", v[i].isa, v[i].impl.gemm->name);
     }
     CHECK(g4v_kernels_for(g4v_kernel_features()) == g4v_kernels_current());
     const char *isa = getenv("G4V_ISA");
@@ -270,7 +278,32 @@ static void test_sha256_variant(const g4v_kernel_variant *v) {
     }
 }
 
-/* The row drivers: same bits for 1 and 2 threads, row padding untouched. */
+/* The reference the fused passes must equal: each row kernel of table k over all rows, one after
+ * the other, on the calling thread. */
+static void rope_rows(const g4v_kernels *k, float *x, size_t ld, const int32_t *pos,
+                      const float *cs, const float *sn, size_t rows, int heads, int d) {
+    size_t q = (size_t)d / 4;
+    for (size_t r = 0; r < rows; r++) {
+        size_t px = (size_t)pos[2 * r], py = (size_t)pos[2 * r + 1];
+        k->use[G4V_KF_ROPE_ROW].rope_row(x + r * ld, heads, d, cs + px * q, sn + px * q,
+                                         cs + py * q, sn + py * q);
+    }
+}
+
+static void add_rows(const g4v_kernels *k, const float *x, size_t ldx, float *y, size_t ldy,
+                     size_t rows, int n) {
+    for (size_t r = 0; r < rows; r++)
+        k->use[G4V_KF_ADD_ROW].add_row(x + r * ldx, y + r * ldy, n);
+}
+
+static void split_heads(const float *src, size_t ld, float *dst, size_t rows, int heads, int d) {
+    for (size_t r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++)
+            memcpy(dst + ((size_t)h * rows + r) * d, src + r * ld + (size_t)h * d,
+                   (size_t)d * sizeof(float));
+}
+
+/* The row driver and the fused passes: same bits for 1 and 2 threads, row padding untouched. */
 static void test_drivers(g4v_pool *p2) {
     const g4v_kernels *k = g4v_kernels_current();
     enum { R = 301, N = 72, LD = 77, HEADS = 2, D = 36 };
@@ -290,28 +323,23 @@ static void test_drivers(g4v_pool *p2) {
         pos[2 * l] = l % 17, pos[2 * l + 1] = l / 17;
     float cs[32 * D / 4], sn[32 * D / 4];
     g4v_rope2d_table(100.0, D, 32, cs, sn);
-    g4v_rope2d_apply(k, NULL, y1, LD, pos, cs, sn, R, HEADS, D);
-    g4v_rope2d_apply(k, p2, y2, LD, pos, cs, sn, R, HEADS, D);
-    CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD), "g4v_rope2d_apply: 1 and 2 threads differ");
-    g4v_add_rows(k, NULL, x, LD, y1, LD, R, N);
-    g4v_add_rows(k, p2, x, LD, y2, LD, R, N);
-    CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD), "g4v_add_rows: 1 and 2 threads differ");
     int pad = 1;
     for (int r = 0; r < R; r++)
         for (int i = N; i < LD; i++)
             pad &= y1[(size_t)r * LD + i] == x[(size_t)r * LD + i];
-    CHECK_MSG(pad, "row drivers wrote into the row padding");
+    CHECK_MSG(pad, "g4v_rmsnorm wrote into the row padding");
 
-    /* The fused passes against the separate drivers, bit for bit, on 1 and 2 threads: per-head
-     * norm (+ RoPE) (+ head-major split), and norm + residual add. Rows are N = HEADS * D wide
-     * with padding (ld LD), as the encoder's q and k are not (they are dense): both work. */
+    /* The fused passes against their row kernels one after the other, bit for bit, on 1 and 2
+     * threads: per-head norm (+ RoPE) (+ head-major copy), and norm + residual add. Rows are
+     * N = HEADS * D wide with padding (ld LD), as the encoder's q and k are not (they are dense):
+     * both work. */
     float *s1 = malloc(sizeof(float) * R * N), *s2 = malloc(sizeof(float) * R * N);
     for (int variant = 0; variant < 3; variant++) {
         memcpy(y1, x, sizeof(float) * R * LD);
-        for (int r = 0; r < R; r++) /* separate drivers: norm each head, RoPE, split */
+        for (int r = 0; r < R; r++) /* one kernel at a time: norm each head, RoPE, copy */
             g4v_rmsnorm(k, NULL, y1 + (size_t)r * LD, y1 + (size_t)r * LD, D, HEADS, D, w, 1e-6f);
-        if (variant >= 1) g4v_rope2d_apply(k, NULL, y1, LD, pos, cs, sn, R, HEADS, D);
-        if (variant == 2) g4v_split_heads(NULL, y1, LD, s1, R, 0, R, HEADS, D);
+        if (variant >= 1) rope_rows(k, y1, LD, pos, cs, sn, R, HEADS, D);
+        if (variant == 2) split_heads(y1, LD, s1, R, HEADS, D);
         for (int t = 1; t <= 2; t++) {
             memcpy(y2, x, sizeof(float) * R * LD);
             memset(s2, 0, sizeof(float) * R * N);
@@ -325,7 +353,7 @@ static void test_drivers(g4v_pool *p2) {
             g4v_heads_norm(k, t == 2 ? p2 : NULL, y2 + 100 * LD, LD, R - 100, HEADS, D, w, 1e-6f,
                            &p1);
             CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD),
-                      "g4v_heads_norm (post %d, %d threads): differs from the separate drivers",
+                      "g4v_heads_norm (post %d, %d threads): differs from its row kernels",
                       variant, t);
             if (variant == 2)
                 CHECK_MSG(!memcmp(s1, s2, sizeof(float) * R * N),
@@ -336,14 +364,14 @@ static void test_drivers(g4v_pool *p2) {
     memcpy(s1, x, sizeof(float) * R * N); /* a residual stream to add into (ld N) */
     memcpy(s2, x, sizeof(float) * R * N);
     g4v_rmsnorm(k, NULL, y1, y1, LD, R, N, w, 1e-6f);
-    g4v_add_rows(k, NULL, y1, LD, s1, N, R, N);
+    add_rows(k, y1, LD, s1, N, R, N);
     for (int t = 1; t <= 2; t++) {
         memcpy(y2, x, sizeof(float) * R * LD);
         float *h = t == 1 ? s2 : malloc(sizeof(float) * R * N);
         if (t == 2) memcpy(h, x, sizeof(float) * R * N);
         g4v_rmsnorm_add(k, t == 2 ? p2 : NULL, y2, LD, h, N, R, N, w, 1e-6f);
         CHECK_MSG(!memcmp(y1, y2, sizeof(float) * R * LD) && !memcmp(s1, h, sizeof(float) * R * N),
-                  "g4v_rmsnorm_add (%d threads): differs from g4v_rmsnorm + g4v_add_rows", t);
+                  "g4v_rmsnorm_add (%d threads): differs from g4v_rmsnorm + add_row", t);
         if (t == 2) free(h);
     }
     free(s1), free(s2);

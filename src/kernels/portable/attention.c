@@ -4,7 +4,7 @@
  * keeping for each of its queries the running max m, the running sum l of exp(s - m) and the
  * unnormalised output O (the "online softmax"); when a new tile raises the max, l and O are
  * rescaled by exp(m_old - m_new). At the end out = O / l. Memory per worker is
- * g4v_attention_scratch_floats(d), independent of L, so L = 10,080 costs nothing extra.
+ * scratch_floats(d), independent of L, so L = 10,080 costs nothing extra.
  *
  * Everything is f32 and nothing is rounded to bf16: Gemma 4's scale-1 logits on RMS-normed q/k
  * are large (std ~ sqrt(d)) and the softmax is sharp, so rounding here would be amplified
@@ -17,7 +17,8 @@
  * S[j][i], O[c][i]), so every inner loop runs over the queries i of the tile with independent
  * sums. Each logit is still summed over c = 0..d-1 in order and each output over keys j in
  * order; the Q transpose happens once per task, not once per key tile.
- * g4v_attention runs the variant of the caller's kernel table (dispatch.h).
+ * This is the portable variant; g4v_attention (../attention.c) runs the one of the caller's
+ * kernel table (dispatch.h).
  */
 #include "kernels/dispatch.h"
 
@@ -25,18 +26,9 @@
 
 enum { BQ = 64, BK = 64 };
 
-/* Sized for the largest task of any variant: 96 queries for the f32 ones (the SIMD variants run
- * 4 x 24 or 2 x 48, this kernel 64), with per-query state, one key tile of logits and 64 bytes of
- * alignment slack; the bf16 variant's several register tiles and packed key tile
- * (kernels.h), where it can run. */
-size_t g4v_attention_scratch_floats(int d) {
-    enum { MAXQ = 96 };
-    size_t f32 = 2 * (size_t)MAXQ * (size_t)d + (size_t)BK * MAXQ + 3 * (size_t)MAXQ + 16;
-#if G4V_X86_KERNELS
-    size_t bf16 = g4v_attention_bf16_scratch_floats(d);
-    if (bf16 > f32) return bf16;
-#endif
-    return f32;
+/* Per worker: the task's qT and O [d][BQ], one key tile of logits S [BK][BQ], m, l and corr. */
+static size_t scratch_floats(int d) {
+    return 2 * (size_t)BQ * (size_t)d + (size_t)BK * BQ + 3 * (size_t)BQ;
 }
 
 typedef struct {
@@ -169,36 +161,12 @@ static void attn_task(void *varg, int task, int worker) {
     }
 }
 
-void g4v_attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
+static void attention_portable(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->nq <= 0 || a->nk <= 0) return;
     attn_job job = {a, (a->nq + BQ - 1) / BQ};
     g4v_pool_run(pool, a->H * job.q_tiles, attn_task, &job);
 }
 
-void g4v_attention(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a) {
-    (a->fast_math ? k->use_fast : k->use)[G4V_KF_ATTENTION].attention(pool, a);
-}
-
-/* Only the bf16 variant has a form of its own for K and V. */
-#if G4V_X86_KERNELS
-static int runs_bf16(const g4v_kernels *k, int fast_math) {
-    return (fast_math ? k->use_fast : k->use)[G4V_KF_ATTENTION].attention ==
-           g4v_attention_avx512_bf16dp;
-}
-#endif
-
-size_t g4v_attention_kv_bytes(const g4v_kernels *k, int fast_math, int nk, int Hkv, int d) {
-#if G4V_X86_KERNELS
-    if (runs_bf16(k, fast_math)) return g4v_attention_bf16_kv_bytes(nk, Hkv, d);
-#endif
-    (void)k, (void)fast_math, (void)nk, (void)Hkv, (void)d;
-    return 0;
-}
-
-void g4v_attention_prepare_kv(const g4v_kernels *k, g4v_pool *pool, const g4v_attn_args *a, int j0,
-                              int nk_all, void *dst) {
-#if G4V_X86_KERNELS
-    if (runs_bf16(k, a->fast_math)) g4v_attention_bf16_prepare_kv(pool, a, j0, nk_all, dst);
-#endif
-    (void)k, (void)pool, (void)a, (void)j0, (void)nk_all, (void)dst;
-}
+/* Reads K and V as they are: no prepared form. */
+const g4v_attention_kernel g4v_attention_portable = {.run = attention_portable,
+                                                     .scratch_floats = scratch_floats};

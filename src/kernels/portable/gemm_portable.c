@@ -1,4 +1,5 @@
-/* gemm_portable.c - the portable micro-kernels (plain C, any CPU) and the scalar A packer.
+/* gemm_portable.c - the portable micro-kernels (plain C, any CPU) and their A packer (the scalar
+ * one every ISA shares, gemm_pack.c).
  *
  * Two kernels: B as f32 (weights stored F16/F32) and B as bf16 pairs (BF16 weights kept at 2
  * bytes). Both sum k = 0, 1, ..., K-1 with a separate multiply and add, exactly like
@@ -13,29 +14,6 @@
 #include <string.h>
 
 enum { MR = 4, NR = 16, KG = 2 };
-
-static float prep(float v, const g4v_pack_opts *o) {
-    if (o->clamp) v = v < o->lo ? o->lo : v > o->hi ? o->hi : v;
-    return o->round ? g4v_round_bf16(v) : v;
-}
-
-void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
-                       int kg, int a_bf16, void *dst, const g4v_pack_opts *o) {
-    int prow = (rows + mr - 1) / mr * mr;
-    for (int r = 0; r < prow; r++) {
-        int kstart = r < rows ? k0 : 0;
-        size_t panel = (size_t)(r / mr) * (size_t)mr * (size_t)kpad;
-        for (int k = kstart; k < kpad; k++) {
-            float v = r < rows && k < klen ? prep(x[(size_t)r * ldx + (size_t)k], o) : 0.0f;
-            size_t at = panel + ((size_t)(k / kg) * (size_t)mr + (size_t)(r % mr)) * (size_t)kg +
-                        (size_t)(k % kg);
-            if (a_bf16)
-                ((uint16_t *)dst)[at] = g4v_f32_to_bf16(v);
-            else
-                ((float *)dst)[at] = v;
-        }
-    }
-}
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
                    const g4v_pack_opts *o) {

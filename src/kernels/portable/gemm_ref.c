@@ -5,11 +5,6 @@
 
 #include <math.h>
 
-g4v_gemm_epi g4v_gemm_epi_none(void) {
-    g4v_gemm_epi e = {-INFINITY, INFINITY, -INFINITY, INFINITY, 0, NULL, 0};
-    return e;
-}
-
 void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void *w, g4v_dtype dtype,
                   float *Y, size_t ldy, size_t m, int n, int k, g4v_math_mode mode,
                   const g4v_gemm_epi *epi) {

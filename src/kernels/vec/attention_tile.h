@@ -1,10 +1,10 @@
 /* attention_tile.h - the flash-attention kernel of the SIMD variants, written once over the
- * vector vocabulary of vec.h. An ISA file defines G4V_VEC_BITS and ATTENTION_TILE_NAME (the entry
- * point to define, with the g4v_attention_fn signature of kernels.h) and includes this header once:
+ * vector vocabulary of vec.h. An ISA file defines G4V_VEC_BITS and ATTENTION_TILE_NAME (the
+ * variant's g4v_attention_kernel descriptor to define, kernels.h) and includes this header once:
  * x86_avx2/attention_avx2.c (8-float ymm), x86_avx512/attention_avx512.c (16-float zmm).
  *
  * K and V are best given head-major (hsk = nk*d, ldk = d: a tile of keys is one contiguous block),
- * as the encoder writes them (g4v_split_heads): in a row-major [L, Hkv*d] layout the rows of one
+ * as the encoder writes them (g4v_heads_post.dst): in a row-major [L, Hkv*d] layout the rows of one
  * head sit 3 KB apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself.
  * Measured with bench_attention at L = 2304 on one Zen 3 core (AVX2): 45 GFLOP/s row-major, 61
  * head-major. Both layouts give the same bits.
@@ -191,7 +191,7 @@ typedef struct {
  * L2/L3 by NSUB (K and V of one head are 5 MB at L = 10,080). Every tile's arithmetic is what it
  * would be alone, so the tiling changes speed, never results.
  * Scratch per worker, 64-byte aligned floats: per tile qT, O [d][QB], m, l [QB]; one S [KB][QB]:
- * within g4v_attention_scratch_floats(d), sized for 96-query tasks. */
+ * tile_scratch_floats(d), within g4v_attention_scratch_floats(d). */
 static void attn_task(void *varg, int task, int worker) {
     const attn_job *job = varg;
     const g4v_attn_args *a = job->a;
@@ -248,7 +248,13 @@ static void attn_task(void *varg, int task, int worker) {
     }
 }
 
-void ATTENTION_TILE_NAME(g4v_pool *pool, const g4v_attn_args *a) {
+/* Per worker, 64-byte aligned floats: per register tile qT, O [d][QB], m, l [QB]; one S [KB][QB];
+ * and the slack for the alignment. */
+static size_t tile_scratch_floats(int d) {
+    return (size_t)NSUB * (2 * (size_t)QB * (size_t)d + 2 * (size_t)QB) + (size_t)KB * QB + 16;
+}
+
+static void tile_attention(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->nq <= 0 || a->nk <= 0) return;
     attn_job job = {.a = a,
                     .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
@@ -256,5 +262,9 @@ void ATTENTION_TILE_NAME(g4v_pool *pool, const g4v_attn_args *a) {
                     .head_v = a->hsv ? a->hsv : (size_t)a->d};
     g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
 }
+
+/* The variant's descriptor: reads K and V as they are (no prepared form). */
+const g4v_attention_kernel ATTENTION_TILE_NAME = {.run = tile_attention,
+                                                  .scratch_floats = tile_scratch_floats};
 
 #endif

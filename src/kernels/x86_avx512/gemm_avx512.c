@@ -14,21 +14,11 @@
 #include "kernels/dispatch.h"
 #include "kernels/gemm_kernel.h"
 #include "kernels/simd.h"
+#include "avx512.h"
 
 #include <stdint.h>
 
 enum { MR = 12, NR = 32, KG = 16 };
-
-/* Round each lane to the nearest bf16 (ties to even), as g4v_round_bf16; NaN stays a quiet NaN. */
-static inline __m512 round_bf16(__m512 v) {
-    __m512i u = _mm512_castps_si512(v);
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
-}
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst_,
                    const g4v_pack_opts *o) {
@@ -46,20 +36,6 @@ static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, voi
         }
     }
     g4v_pack_a_scalar(x, ldx, rows, full * KG, klen, kpad, MR, KG, 0, dst, o);
-}
-
-static inline void store_row(float *y, __m512 v0, __m512 v1, const g4v_ukr_epi *e) {
-    if (e->clamp) {
-        __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
-        v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
-        v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
-    }
-    if (e->accumulate) {
-        v0 = _mm512_add_ps(_mm512_loadu_ps(y), v0);
-        v1 = _mm512_add_ps(_mm512_loadu_ps(y + 16), v1);
-    }
-    _mm512_storeu_ps(y, v0);
-    _mm512_storeu_ps(y + 16, v1);
 }
 
 #define START                                                                                      \

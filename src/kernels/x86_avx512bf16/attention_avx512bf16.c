@@ -2,7 +2,7 @@
  * (vdpbf16ps), for FAST models only (registered with G4V_KERNEL_FAST_ONLY, dispatch.h).
  *
  * The online softmax of the f32 kernels (vec/attention_tile.h), tiled for this unit: a task is one
- * head and up to G4V_ATTN_BF16_SUBTILES (8) register tiles of 48 queries; keys come in tiles of 64,
+ * head and up to NSUB (8) register tiles of 48 queries; keys come in tiles of 64,
  * each rounded and packed once per task and then used by all its query tiles (packing per 96
  * queries cost ~7% of the kernel); the products run in blocks of 8 keys (Q Kᵀ) and 8 channels
  * (P V), 24 accumulators each. With these roundings, as flash-attention implementations do:
@@ -27,7 +27,7 @@
  * An odd head_dim gets a zero channel, an odd key count a zero key (p = 0, v = 0): both add exact
  * zeros. Each task writes only its own output tile: bits do not depend on the thread count.
  * A caller that runs several calls over the same keys (the encoder: one per chunk of queries)
- * prepares kb and vP once per layer (g4v_attention_bf16_prepare_kv, a->kv_prepared); a task
+ * prepares kb and vP once per layer (prepare_kv, the descriptor's K/V form, a->kv_prepared); a task
  * then reads its key tiles from there instead of packing them: the same words, the same bits.
  */
 #include "kernels/dispatch.h"
@@ -42,7 +42,9 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { QV = 3, QB = 16 * QV, NSUB = G4V_ATTN_BF16_SUBTILES, KB = 64, RBK = 8, RBC = 8 };
+/* QB queries per register tile, up to NSUB register tiles per task (each key tile it rounds and
+ * packs serves all of them), KB keys per key tile, RBK keys / RBC channels per product block. */
+enum { QV = 3, QB = 16 * QV, NSUB = 8, KB = 64, RBK = 8, RBC = 8 };
 enum { Q_PREFETCH = 8 }; /* query rows ahead that pack_queries asks the cache for */
 
 /* Logits are kept in log2 units (scale * log2(e) * q.k), so that p = 2^(s - m): the same softmax,
@@ -323,7 +325,7 @@ typedef struct {
     size_t head_k, head_v; /* kv head strides (a->hsk, a->hsv with 0 read as d) */
 } attn_job;
 
-/* The prepared form (g4v_attention_bf16_prepare_kv): what pack_keys and pack_values write per key
+/* The prepared form (prepare_kv): what pack_keys and pack_values write per key
  * tile, laid out for all nk keys of every kv head, so that a tile of it is the packed tile. */
 typedef struct {
     uint16_t *kb;            /* [Hkv][nk][dp] */
@@ -353,7 +355,7 @@ static kv_form kv_form_of(const void *base, int nk, int Hkv, int d) {
     return f;
 }
 
-size_t g4v_attention_bf16_kv_bytes(int nk, int Hkv, int d) {
+static size_t kv_bytes(int nk, int Hkv, int d) {
     kv_form f;
     size_t v_off, bytes;
     kv_layout(nk, Hkv, d, &f, &v_off, &bytes);
@@ -407,9 +409,17 @@ static void *take(float **p, size_t n) {
     return r;
 }
 
-/* Scratch per worker (within g4v_attention_scratch_floats(d), 64-byte aligned pieces): per
- * register tile qP [dp/2][QB] words, O [d][QB], m, l [QB]; one S [KB][QB], pP [KB/2][QB],
- * kb [KB][dp] bf16, vP [KB/2][d] words. */
+/* Scratch per worker (scratch_floats(d), 64-byte aligned pieces): per register tile qP [dp/2][QB]
+ * words, O [d][QB], m, l [QB]; one S [KB][QB], mnew [QB], pP [KB/2][QB], kb [KB][dp] bf16,
+ * vP [KB/2][d] words. Each piece is rounded up to 16 floats (take), plus the slack to align the
+ * start. */
+static size_t scratch_floats(int d) {
+    size_t dp2 = (size_t)(d + 1) / 2, rnd = 16;
+    size_t per_tile = QB * dp2 + QB * (size_t)d + 2 * QB + 3 * rnd;
+    return NSUB * per_tile + KB * QB + QB + (KB / 2) * QB + KB * dp2 + (KB / 2) * (size_t)d +
+           5 * rnd + 16;
+}
+
 static void attn_task(void *varg, int task, int worker) {
     const attn_job *job = varg;
     const g4v_attn_args *a = job->a;
@@ -478,8 +488,7 @@ static attn_job job_of(const g4v_attn_args *a) {
                       .head_v = a->hsv ? a->hsv : (size_t)a->d};
 }
 
-void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all,
-                                   void *dst) {
+static void prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all, void *dst) {
     if (a->nk <= 0) return;
     attn_job job = job_of(a);
     int j1 = j0 + a->nk, first = j0 / PREP_KEYS;
@@ -493,8 +502,17 @@ void g4v_attention_bf16_prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j
     g4v_pool_run(pool, a->Hkv * pj.blocks, prep_task, &pj);
 }
 
-void g4v_attention_avx512_bf16dp(g4v_pool *pool, const g4v_attn_args *a) {
+static void attention(g4v_pool *pool, const g4v_attn_args *a) {
     if (a->nq <= 0 || a->nk <= 0) return;
     attn_job job = job_of(a);
     g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
 }
+
+/* The prepared form: per kv head the keys rounded to bf16 ([nk][d rounded up to even], a zero pad
+ * channel), then per kv head the values as bf16 key pairs ([ceil(nk/2)][d] 32-bit words, a zero
+ * pad key). Pieces may start and end at odd keys (the value pair they split is written half by
+ * each). */
+const g4v_attention_kernel g4v_attention_avx512_bf16dp = {.run = attention,
+                                                          .scratch_floats = scratch_floats,
+                                                          .kv_bytes = kv_bytes,
+                                                          .prepare_kv = prepare_kv};

@@ -15,6 +15,7 @@
 #include "kernels/gemm_kernel.h"
 #include "kernels/simd.h"
 #include "bf16_round.h"
+#include "kernels/x86_avx512/avx512.h"
 
 #include <stdint.h>
 
@@ -35,20 +36,6 @@ static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, voi
         }
     }
     g4v_pack_a_scalar(x, ldx, rows, full * KG, klen, kpad, MR, KG, 1, dst, o);
-}
-
-static inline void store_row(float *y, __m512 v0, __m512 v1, const g4v_ukr_epi *e) {
-    if (e->clamp) {
-        __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
-        v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
-        v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
-    }
-    if (e->accumulate) {
-        v0 = _mm512_add_ps(_mm512_loadu_ps(y), v0);
-        v1 = _mm512_add_ps(_mm512_loadu_ps(y + 16), v1);
-    }
-    _mm512_storeu_ps(y, v0);
-    _mm512_storeu_ps(y + 16, v1);
 }
 
 static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,

@@ -1,13 +1,35 @@
-/* fused_rows.c - row passes that chain several row kernels in one pool dispatch: the encoder's
- * per-head norms with RoPE and the head-major split, and the post-norm with the residual add.
- * Each row runs the same row kernels, in the same order, as the separate drivers (g4v_rmsnorm,
- * g4v_rope2d_apply, g4v_split_heads, g4v_add_rows), so the bits are theirs; what changes is one
- * dispatch and one walk over the rows instead of two or three (fewer points where a thread waits
- * for the other, and each row is still in L1 for the next kernel). */
+/* rows.c - the row passes every ISA goes through: RMSNorm over rows, and the fused passes that
+ * chain several row kernels in one pool dispatch (the encoder's per-head norms with RoPE and the
+ * head-major copy; the post-norm with the residual add). Each takes the row kernels from the
+ * caller's table (dispatch.h) and gives every task whole rows, so the bits do not depend on the
+ * thread count; one dispatch and one walk over the rows instead of two or three means fewer
+ * points where a thread waits for the other, and each row is still in L1 for the next kernel. */
 #include "dispatch.h"
 #include "par_rows.h"
 
 #include <string.h>
+
+typedef struct {
+    const float *x;
+    float *y;
+    size_t ld;
+    int n;
+    const float *w;
+    float eps;
+    g4v_rmsnorm_row_fn *row;
+} norm_job;
+
+static void norm_rows(void *arg, size_t r0, size_t r1) {
+    const norm_job *j = arg;
+    for (size_t r = r0; r < r1; r++)
+        j->row(j->x + r * j->ld, j->y + r * j->ld, j->n, j->w, j->eps);
+}
+
+void g4v_rmsnorm(const g4v_kernels *k, g4v_pool *pool, const float *x, float *y, size_t ld,
+                 size_t rows, int n, const float *w, float eps) {
+    norm_job j = {x, y, ld, n, w, eps, k->use[G4V_KF_RMSNORM_ROW].rmsnorm_row};
+    g4v_par_rows(pool, rows, (size_t)n, norm_rows, &j);
+}
 
 typedef struct {
     float *x;
