@@ -200,7 +200,8 @@ bench-mlx: test-deps
 unified-long: test-deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target encode_tool g4v_cli
-	G4V_BUILD_DIR=$(BUILD) $(PYTHON) tests/encoder/test_unified_ref.py --long
+	G4V_BUILD_DIR=$(BUILD) G4V_BIN=$(BUILD)/g4v G4V_ENCODE_TOOL=$(BUILD)/tests/encoder/encode_tool \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -rfEs tests/encoder/test_unified_ref.py --arg=--long
 
 # make load: the HTTP service under load (scripts/load.sh): loopback only, LOAD_SECONDS per wrk run.
 LOAD_SECONDS ?= 10

@@ -69,7 +69,7 @@ def on_terminal(cmd):
     return out.decode(errors="replace")
 
 
-def main():
+def test_cli_encode():
     with tempfile.TemporaryDirectory() as tmp:
         ck = os.path.join(tmp, "tiny")
         pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "4", quiet=True)
@@ -297,8 +297,4 @@ def main():
               and "--json" in r.stdout and "@LIST" in r.stdout, "encode --help is complete")
         r = pyutil.g4v("--help")
         check(r.returncode == 0 and "encode" in r.stdout and "exit codes" in r.stdout, "g4v --help")
-    return pyutil.finish("test_cli_encode")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

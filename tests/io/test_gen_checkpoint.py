@@ -85,7 +85,7 @@ def bf16_nearest(x):
     return np.where(pick_hi, hi, lo).astype(np.uint16)
 
 
-def test_bf16():
+def check_bf16():
     sys.path.insert(0, os.path.join(SRC, "tools"))
     import gen_checkpoint as G
     rng = np.random.default_rng(0)
@@ -95,7 +95,7 @@ def test_bf16():
     check(np.array_equal(G.to_bf16(x), bf16_nearest(x)), "to_bf16 is not round-to-nearest-even")
 
 
-def test_layouts(tmp):
+def check_layouts(tmp):
     base = os.path.join(tmp, "a")
     gen(base, "--config", "tiny", "--seed", "9")
     ref = load_dir(base)
@@ -154,7 +154,7 @@ def test_layouts(tmp):
                 check(bf16_nearest(f32).tobytes() == ref[k][2], f"bf16 {k} != RNE(f32 values)")
 
 
-def test_tensors_and_config(tmp):
+def check_tensors_and_config(tmp):
     d = os.path.join(tmp, "t")
     gen(d, "--config", "tiny", "--seed", "3")
     cfg = json.load(open(os.path.join(d, "config.json")))
@@ -223,7 +223,7 @@ def test_tensors_and_config(tmp):
           "std_bias ~ N(0, 0.1^2)")
 
 
-def test_options(tmp):
+def check_options(tmp):
     d = os.path.join(tmp, "o")
     gen(d, "--config", "tiny", "--clipped", "0", "--standardize", "0", "--kv-heads", "1",
         "--layers", "3", "--no-decoys", "--seed", "3")
@@ -254,14 +254,10 @@ def test_options(tmp):
               f"{cfgname} config {got} (docs/NUMERICS.md §2.2: {want})")
 
 
-def main():
-    test_bf16()
+def test_gen_checkpoint():
+    check_bf16()
     with tempfile.TemporaryDirectory() as tmp:
-        test_layouts(tmp)
-        test_tensors_and_config(tmp)
-        test_options(tmp)
-    return pyutil.finish("test_gen_checkpoint")
+        check_layouts(tmp)
+        check_tensors_and_config(tmp)
+        check_options(tmp)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,9 +17,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyutil import check, finish, g4v  # noqa: E402
+import pyutil  # noqa: E402
+from pyutil import check, g4v  # noqa: E402
 
-FIX = sys.argv[1]
+FIX = pyutil.arg(1)
 
 
 def fingerprint(d, *extra):
@@ -46,7 +47,7 @@ def flip_byte(path, tensor, where=0.5):
         f.write(bytes([(v + 1) & 255]))
 
 
-def main():
+def test_fingerprint():
     by_dtype = {}
     for dt in ("bf16", "f16", "f32"):
         fps = {}
@@ -96,8 +97,4 @@ def main():
 
     r = g4v("info", "--model", os.path.join(FIX, "tiny_base"))
     check(f"fingerprint   {base}" in r.stdout, "g4v info (text) shows the fingerprint")
-    return finish("test_fingerprint")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

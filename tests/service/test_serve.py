@@ -30,7 +30,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyutil import BIN, SRC, check, finish, g4v, gen_checkpoint  # noqa: E402
+from pyutil import BIN, SRC, check, g4v, gen_checkpoint  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "examples"))
 import g4v_client  # noqa: E402
@@ -94,7 +94,7 @@ def st_tensor(body):
     return h, body[8 + n + b:8 + n + e]
 
 
-def main():
+def test_serve():
     tmp = tempfile.mkdtemp(prefix="g4v_serve_")
     servers = []
     try:
@@ -103,7 +103,6 @@ def main():
         for s in servers:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    return finish("test_serve")
 
 
 def run(tmp, servers):
@@ -346,6 +345,3 @@ def run(tmp, servers):
     r = g4v("serve", "--model", model, "--host", "no.such.host.invalid", "--port", "0")
     check(r.returncode == 4 and "--host" in r.stderr, f"unresolvable --host: exit 4 ({r.returncode} {r.stderr.strip()[-80:]})")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pyutil  # noqa: E402
 from pyutil import check, target_size  # noqa: E402
 
-TOOL = sys.argv[1]
+TOOL = pyutil.arg(1)
 
 
 def ffmpeg(*args):
@@ -337,7 +337,7 @@ def check_hostile(tmp, videos, ck):
     check(info is not None and info["total"] == n_ref, f"cut WebM: {n_ref} frames as PyAV ({err})")
 
 
-def main():
+def test_video_pyav():
     av.logging.set_level(av.logging.PANIC)  # swscale's notes on yuvj formats are not failures
     with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
         videos = make_videos(tmp)
@@ -357,8 +357,4 @@ def main():
         if check(api is not None, "the C API test is built (G4V_VIDEO_API_TEST)"):
             p = subprocess.run([api, ck, videos["h264.mp4"]], capture_output=True, text=True)
             check(p.returncode == 0, "test_video_api: " + (p.stdout + p.stderr).strip()[-800:])
-    return pyutil.finish("test_video_pyav")
 
-
-if __name__ == "__main__":
-    sys.exit(main())
