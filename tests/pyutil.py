@@ -15,7 +15,7 @@
   st_write(path, header, data)   a safetensors file (header padded to 8 bytes)
   st_load(path)          (header with __metadata__, data bytearray), for editing
   st_edit(path, fn)      fn(header, data bytearray) edits a file in place
-  st_bump_byte(path, tensor, where)   adds 1 to one byte inside a tensor's data
+  st_bump_byte(path, tensor, where, delta)   adds delta to one byte inside a tensor's data
 
 The tests are pytest modules: a test function may call check() many times (every check runs and
 is printed; tests/conftest.py fails the test if any failed) or plain assert. Scripts import it
@@ -176,8 +176,8 @@ def st_edit(path, fn):
     st_write(path, header, data)
 
 
-def st_bump_byte(path, tensor, where=0.5):
-    """Adds 1 (mod 256) to the byte at fraction where (0 first, 1 last) of tensor's data."""
+def st_bump_byte(path, tensor, where=0.5, delta=1):
+    """Adds delta (mod 256) to the byte at fraction where (0 first, 1 last) of tensor's data."""
     header, base = st_header(path)
     b, e = header[tensor]["data_offsets"]
     off = base + b + min(int((e - b) * where), e - b - 1)
@@ -185,4 +185,4 @@ def st_bump_byte(path, tensor, where=0.5):
         f.seek(off)
         v = f.read(1)[0]
         f.seek(off)
-        f.write(bytes([(v + 1) & 255]))
+        f.write(bytes([(v + delta) & 255]))

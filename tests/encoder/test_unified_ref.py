@@ -177,7 +177,6 @@ def cli_and_python(tmp, ck):
 def loader_cases(tmp, ck):
     """config.json and naming cases of the loader, through `g4v info` (exit 3: model error)."""
     import shutil
-    import struct
 
     def variant(name, edit_cfg=None, edit_header=None):
         d = os.path.join(tmp, "loader-" + name)
@@ -189,15 +188,7 @@ def loader_cases(tmp, ck):
             with open(os.path.join(d, "config.json"), "w") as f:
                 json.dump(cfg, f)
         if edit_header:
-            path = os.path.join(d, "model.safetensors")
-            with open(path, "rb") as f:
-                (n,) = struct.unpack("<Q", f.read(8))
-                header, data = json.loads(f.read(n)), f.read()
-            edit_header(header)
-            hb = json.dumps(header).encode()
-            hb += b" " * (-len(hb) % 8)
-            with open(path, "wb") as f:
-                f.write(struct.pack("<Q", len(hb)) + hb + data)
+            pyutil.st_edit(os.path.join(d, "model.safetensors"), lambda h, _: edit_header(h))
         return pyutil.g4v("info", "--model", d, "--json")
 
     def expect(name, r, code, text):

@@ -11,7 +11,6 @@ and gate/up, ordered; value scales; decoys; index.json consistency.
 import functools
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -28,16 +27,11 @@ SIZES = {"BF16": 2, "F16": 2, "F32": 4, "U32": 4}
 
 def read_st(path):
     """name -> (dtype, shape, raw bytes); checks the container as it goes."""
-    raw = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", raw[:8])
+    header, meta, data, n = pyutil.st_parse(open(path, "rb").read())
     check(n % 8 == 0, f"{path}: header length {n} not padded to 8")
-    header = json.loads(raw[8:8 + n])
-    check(header.get("__metadata__") == {"format": "pt"}, f"{path}: __metadata__")
-    data = raw[8 + n:]
+    check(meta == {"format": "pt"}, f"{path}: __metadata__")
     spans, out = [], {}
     for name, e in header.items():
-        if name == "__metadata__":
-            continue
         b, en = e["data_offsets"]
         count = int(np.prod(e["shape"], dtype=np.int64))
         check(en - b == count * SIZES[e["dtype"]], f"{path}: {name} length")

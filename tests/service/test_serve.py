@@ -19,7 +19,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
 from pyutil import BIN, SRC, check, g4v, gen_checkpoint  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "examples"))
@@ -88,10 +88,11 @@ class Server:
 
 
 def st_tensor(body):
-    (n,) = struct.unpack("<Q", body[:8])
-    h = json.loads(body[8:8 + n])
+    """(header, the bytes of tensor "features") of a safetensors response body."""
+    h, meta, data, _ = pyutil.st_parse(body)
+    h["__metadata__"] = meta
     b, e = h["features"]["data_offsets"]
-    return h, body[8 + n + b:8 + n + e]
+    return h, data[b:e]
 
 
 def test_serve():

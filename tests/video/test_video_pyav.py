@@ -21,7 +21,6 @@ argv[1]: the video_tool helper (tests/video/video_tool.c).
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -209,10 +208,7 @@ def check_cli(tmp, videos, refs, ck):
     st = os.path.join(tmp, "v.safetensors")
     p = pyutil.g4v("encode", "--model", ck, videos["short.mp4"], videos["mjpeg.avi"], "-o", st)
     check(p.returncode == 0, f"cli safetensors of two videos ({p.stderr.strip()})")
-    with open(st, "rb") as f:
-        raw = f.read()
-    (hl,) = struct.unpack("<Q", raw[:8])
-    meta = json.loads(raw[8:8 + hl]).get("__metadata__", {})
+    _, meta, _ = pyutil.st_read(st)
     check(meta.get("short.frames") == "10" and meta.get("short.frame_indices") ==
           ",".join(str(i) for i in range(10)), "cli safetensors: frames, frame_indices (short: all 10)")
     check(meta.get("mjpeg.frames") == "25", "cli safetensors: mjpeg 25 frames (fewer than 32)")
