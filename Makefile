@@ -286,7 +286,7 @@ bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS)
 # table, GEMM per ISA level and attention per variant against measured peaks, encoder seconds,
 # RSS and load time at 70/280/1120 tokens on 1 and 2 threads, accuracy of both modes against the
 # float64 reference, and the speed and memory targets with their floors at 100% of the measured
-# peak (bench/issue_targets.py). ~10 minutes on a 2-core Zen 4 (longer without AVX512-BF16);
+# peak (bench/check_speed_targets.py). ~10 minutes on a 2-core Zen 4 (longer without AVX512-BF16);
 # REPORT_QUICK=1 for a few minutes.
 bench-report: test-deps ## one markdown report of this machine (bench/report.sh; REPORT_QUICK=1)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
