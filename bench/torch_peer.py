@@ -39,8 +39,9 @@ def _argv_value(flag, default):
 # the plain libblas interface, so torch.set_num_threads does not reach it; OpenBLAS takes its
 # thread count from the environment when it loads, and otherwise uses every core (a "1-thread"
 # peer then ran its matmuls on 2 threads, above the 1-core peak). --blas-threads (default
-# --threads) sets it apart from torch's own threads: on 2 cores, torch 1 + OpenBLAS 2 avoids
-# torch's idle OpenMP threads competing with OpenBLAS's and was measured faster at small budgets.
+# --threads) sets it apart from torch's own threads, so the peer can also run as torch 1 +
+# OpenBLAS 2: torch's OpenMP threads then do not compete with OpenBLAS's for the 2 cores
+# (bench/RESULTS.md, Run 3, gives both configurations and counts the faster as the peer's).
 os.environ["OPENBLAS_NUM_THREADS"] = _argv_value("--blas-threads", _argv_value("--threads", "1"))
 
 import numpy as np  # noqa: E402  (after the thread count is in the environment)
