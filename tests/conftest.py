@@ -5,8 +5,9 @@ tests/CMakeLists.txt, g4v_add_py_test).
                 tests read them with pyutil.arg(i)
   check()       pyutil.check records a failure and goes on, so one test reports every check it
                 makes; a test that recorded a failure fails here even if it returned normally
-  no test run   a session in which nothing passed fails (exit 5), so a file that collects nothing,
-                or skips everything, cannot pass under ctest
+  no test run   a session in which nothing passed fails: exit 77 when tests were skipped (CTest
+                counts it as skipped where the test sets SKIP_RETURN_CODE 77, as a failure
+                elsewhere), 5 when nothing was collected
 """
 import os
 import sys
@@ -41,8 +42,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    # pytest's status 5 covers "collected nothing"; this also catches a run where every test
-    # was skipped, which pytest reports as success.
+    # pytest's status 5 covers "collected nothing"; a run where every test was skipped, which
+    # pytest reports as success, exits 77 (skipped for CTest only where the test allows it).
     rep = session.config.pluginmanager.get_plugin("terminalreporter")
     if rep is not None and exitstatus == 0 and not rep.stats.get("passed"):
-        session.exitstatus = 5
+        session.exitstatus = 77 if rep.stats.get("skipped") else 5
