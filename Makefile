@@ -1,64 +1,33 @@
-# Thin wrapper around CMake so that a new user types one command.
-#   make            configure + build (build/)
-#   make test       install test dependencies, build, run every test CI runs (~40 min): ctest,
-#                   the portable-path rerun, asan, tsan, fuzz-smoke, hf-parity
-#   make check      install, build, run the default ctest suite only (a few minutes)
-#   make install    install, build, and install libg4v, g4v.h, the g4v tool and the Python
-#                   package gemma4_vision under PREFIX (default /usr/local)
-#   make demo       install, build, encode an image end to end with `g4v encode`; without
-#                   MODEL=DIR a synthetic e4b checkpoint (random weights, real layout, ~340 MB)
-#                   is generated into build/demo-model once (outputs not meaningful); IMAGE=FILE
-#   make asan       unit + hostile-input tests under ASan + UBSan with allocation-failure
-#                   injection (build-asan/)
-#   make tsan       the API tests (concurrent contexts on one model) under ThreadSanitizer
-#   make fault      hostile-input tests: allocation-failure sweeps, bombs, fuzz regressions
-#                   under ASan + UBSan with fault injection (build-fault/)
-#   make soak       2 threads x own contexts on one model for SOAK_SECONDS (600): outputs vs a
-#                   serial run, bad inputs, the RSS curve; then the same through g4v serve over
-#                   HTTP with concurrent and disconnecting clients; make soak-tsan under TSan
-#   make coverage   line and branch coverage per file of src/io and src/image over the unit
-#                   tests + fuzz corpora replays (clang, build-cov/)
-#   make load       g4v serve under wrk on 127.0.0.1 (bounded: LOAD_SECONDS per run, default 10):
-#                   requests/s, p50/p99 latency, errors; the service's overhead per request
-#   make hf-parity  transformers itself as the reference (tests/hf, docs/NUMERICS.md §10): a pinned
-#                   torch + torchvision + transformers venv (scripts/hf-env.sh; ~5.6 GB once, then
-#                   cached), Hugging Face's Gemma 4 modules and processors against ours: every
-#                   vision variant in float32 and bf16, both image processors on real photos,
-#                   prompts and video (~15 min); HF_QUICK=1 for the small shapes only
-#   make bench-mlx  the mlx-vlm peer on mlx[cpu] beside ours (accuracy, encode seconds)
-#   make chat-test  scripts/build-llama.sh (llama.cpp's libllama + libmtmd, pinned release, built
-#                   once into ~/.cache/g4v-llama, ~5-8 min), then g4v chat's tests (ctest -L chat:
-#                   bit-identical to libmtmd, the CLI end to end; ~5 min on 2 cores)
-#   make chat-demo  g4v chat on a SYNTHETIC Gemma 4 text model + vision model (random weights,
-#                   real tokenizer and layout; answers are gibberish): the whole path, no downloads
-#                   but npm's; LM=FILE.gguf MODEL=DIR IMAGE=FILE PROMPT=TEXT for real ones
-#   make fuzz       build the libFuzzer targets (clang, build-fuzz/) and fuzz each for SECONDS
-#                   (default 60; FUZZ_TARGETS picks some); make fuzz-smoke: FUZZ_SMOKE_SECONDS
-#                   (60) each, 2 at a time; make fuzz-merge: fold what they found into fuzz/grown
-#                   (minimized, committed; fuzz/CAMPAIGNS.md logs the campaigns)
+# Thin wrapper around CMake so that a new user types one command: make demo, make test.
+# `make help` lists every target with one line (the "## " comment on its rule line);
+# docs/TESTING.md says what the test targets run.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: chat-test chat-demo hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
+.PHONY: help chat-test chat-demo hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
 
-all: build
+all: build ## configure + build into build/ (the default)
 
-deps:
+help: ## this list
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## /\1\t/' | \
+	  awk -F'\t' '{ printf "  make %-14s %s\n", $$1, $$2 }'
+
+deps: ## install the build dependencies from Debian (scripts/install-deps.sh)
 	scripts/install-deps.sh
 
-test-deps:
+test-deps: ## install the build + test dependencies
 	scripts/install-deps.sh --test
 
-bench-deps:
+bench-deps: ## install the benchmark peers too (PyTorch, OpenBLAS, oneDNN)
 	scripts/install-deps.sh --bench
 
-load-deps:
+load-deps: ## install wrk too, for make load
 	scripts/install-deps.sh --load
 
-build:
+build: ## configure + build into $(BUILD) (CMAKE_FLAGS, JOBS)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
@@ -67,7 +36,7 @@ build:
 # they are left out of that run), the unit + hostile-input tests under ASan/UBSan
 # with allocation-failure injection, the API threads test under TSan, and a short fuzz run.
 # make check: the default suite alone (a few minutes).
-test: check
+test: check ## everything CI runs (~25-35 min): check, chat-test, asan, tsan, fuzz-smoke, hf-parity
 	$(MAKE) chat-test
 	cd $(BUILD) && G4V_ISA=portable ctest --output-on-failure -j $(JOBS) -L 'unit|encoder' -FA '.*' \
 	  -E '_simde$$'
@@ -76,14 +45,14 @@ test: check
 	$(MAKE) fuzz-smoke
 	$(MAKE) hf-parity
 
-check: test-deps
+check: test-deps ## build with -Werror and run the default ctest suite (a few minutes)
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE chat $(CTEST_FLAGS)
 
 # make chat-test: g4v chat against llama.cpp (docs/CHAT.md §5). scripts/build-llama.sh prints the
 # install prefix (a cached build is reused); g4v is configured against it and the chat tests run.
-chat-test: test-deps
+chat-test: test-deps ## build llama.cpp once, then g4v chat's tests (ctest -L chat)
 	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src \
 	  $(CMAKE_FLAGS); \
@@ -100,7 +69,7 @@ chat-test: test-deps
 LM ?=
 PROMPT ?= Describe this image in one sentence.
 CHAT_DEMO ?= $(BUILD)/chat-demo
-chat-demo: test-deps
+chat-demo: test-deps ## build, then encode an image with g4v encode (MODEL=DIR IMAGE=FILE, else synthetic) ## g4v chat on synthetic models (LM=, MODEL=, IMAGE=, PROMPT= for real ones)
 	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
 	cmake -S . -B $(BUILD) -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src $(CMAKE_FLAGS); \
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli; \
@@ -155,7 +124,7 @@ demo: test-deps
 	  echo "demo:       numbers are NOT meaningful embeddings. Use make demo MODEL=DIR [IMAGE=FILE]."; \
 	fi
 
-# make install: the library, header, CLI, CMake/pkg-config files and the gemma4_vision Python
+# make install: ## install libg4v, g4v.h, g4v and the Python package under PREFIX (/usr/local) the library, header, CLI, CMake/pkg-config files and the gemma4_vision Python
 # package (into lib/python3.X/dist-packages under PREFIX, where Debian's python3 finds it for
 # /usr/local and /usr). Then checks that the installed package imports and loads the library.
 PREFIX ?= /usr/local
@@ -173,7 +142,7 @@ install:
 # ends with "N passed, M failed". HF_QUICK=1: the small shapes and one real one (a few minutes).
 HF_QUICK ?=
 HF_OUT ?= $(BUILD)/hf-parity
-hf-parity: test-deps
+hf-parity: test-deps ## against transformers itself in a pinned venv (HF_QUICK=1 for small shapes)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli image_tool
 	@set -e; py=$$(scripts/hf-env.sh | tail -1); q=$${HF_QUICK:+--quick}; mkdir -p $(HF_OUT); \
@@ -186,7 +155,7 @@ hf-parity: test-deps
 # make bench-mlx: the mlx-vlm peer (bench/mlx_peer.py) on mlx's CPU backend beside ours, in one
 # run: accuracy against float64 and encode seconds, e4b at 256 tokens (MLX_CKPT, MLX_IMAGE).
 MLX_CKPT ?= $(HF_OUT)/ckpt/e4b-peer
-bench-mlx: test-deps
+bench-mlx: test-deps ## the mlx-vlm peer beside ours: accuracy and encode seconds
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli
 	@set -e; py=$$(scripts/hf-env.sh --mlx | tail -1); hpy=$$(scripts/hf-env.sh | tail -1); \
@@ -197,26 +166,27 @@ bench-mlx: test-deps
 
 # make unified-long: the 12B unified embedder against the float64 reference at the full target
 # sizes of budgets 70, 280 and 1120 (the default suite runs budget 70 only). About a minute.
-unified-long: test-deps
+unified-long: test-deps ## the 12B unified embedder against float64 at full budgets 70/280/1120
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target encode_tool g4v_cli
-	G4V_BUILD_DIR=$(BUILD) $(PYTHON) tests/encoder/test_unified_ref.py --long
+	G4V_BUILD_DIR=$(BUILD) G4V_BIN=$(BUILD)/g4v G4V_ENCODE_TOOL=$(BUILD)/tests/encoder/encode_tool \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -rfEs tests/encoder/test_unified_ref.py --arg=--long
 
 # make load: the HTTP service under load (scripts/load.sh): loopback only, LOAD_SECONDS per wrk run.
 LOAD_SECONDS ?= 10
-load: load-deps
+load: load-deps ## g4v serve under wrk on 127.0.0.1 (LOAD_SECONDS per run)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli
 	PYTHON=$(PYTHON) scripts/load.sh $(BUILD) $(LOAD_SECONDS)
 
-asan: test-deps
+asan: test-deps ## unit + hostile-input tests under ASan + UBSan with fault injection (build-asan/)
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_FAULT_INJECTION=ON \
 	  -DG4V_WERROR=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L 'unit|fault'
 
 # The public API's tests (incl. N threads over one shared model) under ThreadSanitizer.
-tsan: test-deps
+tsan: test-deps ## the API thread tests under ThreadSanitizer (build-tsan/)
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
 	cmake --build build-tsan -j $(JOBS) --target test_api_threads test_json_race
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan
@@ -226,7 +196,7 @@ tsan: test-deps
 # (RelWithDebInfo) so the sweeps stay fast.
 FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_gguf_replay fuzz_config_replay \
 	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_video_replay fuzz_serve_replay
-fault: test-deps
+fault: test-deps ## allocation-failure sweeps, bombs, fuzz replays under ASan (build-fault/)
 	cmake -S . -B build-fault -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_SANITIZE=ON \
 	  -DG4V_FAULT_INJECTION=ON -DG4V_WERROR=ON
 	cmake --build build-fault -j $(JOBS) --target $(FAULT_TESTS)
@@ -237,28 +207,28 @@ SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_PARALLEL ?= 2
 FUZZ_TARGETS ?=
-fuzz-build: test-deps
+fuzz-build: test-deps ## build the libFuzzer targets (clang, build-fuzz/)
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DG4V_SANITIZE=ON -DG4V_FUZZ=ON -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link
 	cmake --build build-fuzz -j $(JOBS) --target g4v_fuzz
 
-fuzz: fuzz-build
+fuzz: fuzz-build ## fuzz each target for SECONDS (60; FUZZ_TARGETS picks some)
 	fuzz/run_fuzz.sh build-fuzz $(SECONDS) $(FUZZ_PARALLEL) $(FUZZ_TARGETS)
 
 # After `make fuzz`: fold the working corpora into fuzz/grown (minimized; commit it) so the next
 # campaign, anywhere, continues from there (fuzz/merge_corpus.sh).
-fuzz-merge: fuzz-build
+fuzz-merge: fuzz-build ## fold the fuzzing corpora into fuzz/grown (minimized, committed)
 	fuzz/merge_corpus.sh build-fuzz $(FUZZ_TARGETS)
 
 # The CI run: every target for FUZZ_SMOKE_SECONDS, FUZZ_PARALLEL at a time (6 targets, 2 at a
 # time: 3 rounds, ~3 min at 60 s).
-fuzz-smoke: fuzz-build
+fuzz-smoke: fuzz-build ## every fuzz target for FUZZ_SMOKE_SECONDS (60), 2 at a time
 	fuzz/run_fuzz.sh build-fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_PARALLEL)
 
 # Line and branch coverage per file of src/io and src/image over the unit tests, the fuzz
 # corpora replays and the allocation-failure sweep (clang source-based coverage, build-cov/;
 # scripts/coverage.sh; ~5 min on 2 cores).
-coverage: test-deps
+coverage: test-deps ## line and branch coverage of src/io and src/image (build-cov/)
 	PYTHON=$(PYTHON) scripts/coverage.sh build-cov $(JOBS)
 
 # make soak: one shared model, SOAK_THREADS threads with their own contexts, a mixed stream of
@@ -272,7 +242,7 @@ SOAK_HTTP_SECONDS ?= $(SOAK_SECONDS)
 SOAK_TSAN_SECONDS ?= 60
 SOAK_THREADS ?= 2
 SOAK_FIXTURES = $(BUILD)/soak-fixtures
-soak: test-deps
+soak: test-deps ## SOAK_SECONDS (600) of mixed load on one model, then through g4v serve
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target soak g4v_cli
 	@[ -f $(SOAK_FIXTURES)/tiny/config.json ] || $(PYTHON) tests/api/make_fixtures.py $(SOAK_FIXTURES)
@@ -280,7 +250,7 @@ soak: test-deps
 	$(PYTHON) scripts/soak_http.py --g4v $(BUILD)/g4v --fixtures $(SOAK_FIXTURES) \
 	  --seconds $(SOAK_HTTP_SECONDS)
 
-soak-tsan: test-deps
+soak-tsan: test-deps ## the library soak under ThreadSanitizer (SOAK_TSAN_SECONDS)
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
 	cmake --build build-tsan -j $(JOBS) --target soak
 	@[ -f build-tsan/soak-fixtures/tiny/config.json ] || \
@@ -288,7 +258,7 @@ soak-tsan: test-deps
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/soak/soak build-tsan/soak-fixtures \
 	  $(SOAK_TSAN_SECONDS) $(SOAK_THREADS) --no-rss-check
 
-clean:
+clean: ## remove every build directory
 	rm -rf $(BUILD) build-asan build-tsan build-fault build-fuzz build-cov
 
 # make bench: whole-encoder table (bench/bench_encoder.c) vs the PyTorch peer (bench/torch_peer.py)
@@ -302,7 +272,7 @@ BENCH_MODEL ?= $(BUILD)/bench-e4b
 BENCH_ARGS ?=
 BENCH_PEER ?= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
   LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread $(PYTHON) bench/torch_peer.py
-bench: bench-deps
+bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target bench_encoder
 	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \
@@ -343,9 +313,9 @@ bench-chat: test-deps
 # table, GEMM per ISA level and attention per variant against measured peaks, encoder seconds,
 # RSS and load time at 70/280/1120 tokens on 1 and 2 threads, accuracy of both modes against the
 # float64 reference, and the speed and memory targets with their floors at 100% of the measured
-# peak (bench/issue_targets.py). ~10 minutes on a 2-core Zen 4 (longer without AVX512-BF16);
+# peak (bench/check_speed_targets.py). ~10 minutes on a 2-core Zen 4 (longer without AVX512-BF16);
 # REPORT_QUICK=1 for a few minutes.
-bench-report: test-deps
+bench-report: test-deps ## one markdown report of this machine (bench/report.sh; REPORT_QUICK=1)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	BUILD=$(BUILD) PYTHON=$(PYTHON) BENCH_MODEL=$(BENCH_MODEL) bench/report.sh
@@ -356,7 +326,7 @@ bench-report: test-deps
 # than native: about an hour on 2 cores. ACC_BF16_CASES overrides the cases.
 ACC_BF16_CASES ?= e4b:16:768x768 e4b:2:768x768:qk=2 31b:2:768x768 31b:2:768x768:qk=2 \
   e4b:2:1680x1536 31b:2:1680x1536
-accuracy-bf16: test-deps
+accuracy-bf16: test-deps ## the AVX512-BF16 paths emulated through SIMDe against float64 (~1 h)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target encode_tool encode_tool_simde
 	$(PYTHON) bench/accuracy.py --encode-tool $(BUILD)/tests/encoder/encode_tool \
@@ -371,7 +341,7 @@ BENCH_PY_LAYERS ?= 4
 BENCH_PY_MODEL ?= $(BUILD)/bench-e2b-l$(BENCH_PY_LAYERS)
 BENCH_PY_IMAGES ?= $(BUILD)/bench-images
 BENCH_PY_ARGS ?= --tokens 140
-bench-python: test-deps
+bench-python: test-deps ## bulk encoding on Dask against a loop of g4v encode
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	@model="$(MODEL)"; if [ -z "$$model" ]; then model=$(BENCH_PY_MODEL); \

@@ -1,5 +1,5 @@
 /* bench_peak.c - the instruction peaks of this CPU on N threads at once, as one machine-readable
- * line: what bench/issue_targets.py divides by to say how far a measured time is from the
+ * line: what bench/check_speed_targets.py divides by to say how far a measured time is from the
  * arithmetic limit (the same measurement bench_gemm, bench_attention and bench_encoder print).
  *
  * usage: bench_peak [--threads N]   (default 1)

@@ -5,7 +5,7 @@
 # the encoder's shapes against the measured instruction peaks for every ISA level the CPU runs
 # (G4V_ISA caps), each attention variant, whole-encoder seconds / GFLOP/s / % of peak / peak RSS /
 # load time at several budgets on 1 and 2 threads (synthetic e4b), the speed and memory targets
-# of the AVX-512 work with their floors (bench/issue_targets.py), and the distance of both modes
+# of the AVX-512 work with their floors (bench/check_speed_targets.py), and the distance of both modes
 # to the float64 reference. Meant to be run as is on a machine we cannot reach otherwise (an
 # AVX-512 BF16 one, say) and pasted into bench/RESULTS.md. REPORT_QUICK=1 runs small budgets and
 # skips the 1120-token points (a few minutes instead of ~10 on a 2-core Zen 4; longer on a CPU
@@ -55,9 +55,9 @@ echo "## Encoder (bench_encoder, synthetic e4b, FAST)"
 echo
 "$BUILD"/bench/bench_encoder --model "$MODEL" --budgets "$BUDGETS" --threads 1,2 --reps 3 --reps-large 1
 echo
-echo "## The issue targets (bench/issue_targets.py: limit, measurement, floor at 100% of the peak)"
+echo "## The speed targets (bench/check_speed_targets.py: limit, measurement, floor at 100% of the peak)"
 echo
-"$PYTHON" bench/issue_targets.py --build "$BUILD" --model "$MODEL" --work "$WORK" \
+"$PYTHON" bench/check_speed_targets.py --build "$BUILD" --model "$MODEL" --work "$WORK" \
   $([ "${REPORT_QUICK:-0}" = 1 ] && echo --quick)
 echo
 echo "## Accuracy against the float64 reference (bench/accuracy.py)"

@@ -22,7 +22,6 @@ import json
 import math
 import os
 import statistics
-import struct
 import sys
 import time
 
@@ -40,13 +39,17 @@ def _argv_value(flag, default):
 # the plain libblas interface, so torch.set_num_threads does not reach it; OpenBLAS takes its
 # thread count from the environment when it loads, and otherwise uses every core (a "1-thread"
 # peer then ran its matmuls on 2 threads, above the 1-core peak). --blas-threads (default
-# --threads) sets it apart from torch's own threads: on 2 cores, torch 1 + OpenBLAS 2 avoids
-# torch's idle OpenMP threads competing with OpenBLAS's and was measured faster at small budgets.
+# --threads) sets it apart from torch's own threads, so the peer can also run as torch 1 +
+# OpenBLAS 2: torch's OpenMP threads then do not compete with OpenBLAS's for the 2 cores
+# (bench/RESULTS.md, Run 3, gives both configurations and counts the faster as the peer's).
 os.environ["OPENBLAS_NUM_THREADS"] = _argv_value("--blas-threads", _argv_value("--threads", "1"))
 
 import numpy as np  # noqa: E402  (after the thread count is in the environment)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import pyutil  # noqa: E402  (the safetensors header reader the tests share)
 
 
 def load_tensors(path):
@@ -61,9 +64,7 @@ def load_tensors(path):
         files.append(os.path.join(path, "model.safetensors"))
     out = {}
     for fn in files:
-        with open(fn, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(n))
+        header, base = pyutil.st_header(fn)
         for name, e in header.items():
             if name == "__metadata__":
                 continue
@@ -73,7 +74,7 @@ def load_tensors(path):
             b, en = e["data_offsets"]
             dt = {"BF16": np.uint16, "F16": np.float16, "F32": np.float32}[e["dtype"]]
             cnt = int(np.prod(e["shape"], dtype=np.int64))
-            raw = np.fromfile(fn, dtype=dt, count=cnt, offset=8 + n + b)
+            raw = np.fromfile(fn, dtype=dt, count=cnt, offset=base + b)
             if e["dtype"] == "BF16":
                 t = torch.from_numpy(raw.view(np.int16).copy()).view(torch.bfloat16)
             else:

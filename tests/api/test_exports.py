@@ -1,6 +1,6 @@
 """test_exports.py - libg4v.so exports exactly the functions include/g4v.h declares with G4V_API.
 
-usage: test_exports.py LIBG4V_SO G4V_H
+Arguments (pyutil.arg): LIBG4V_SO G4V_H.
 
 The header's declarations are parsed (every `G4V_API <type> name(`, comments removed); the
 library's defined dynamic symbols come from `nm -D --defined-only`. Any name on one side only
@@ -9,9 +9,13 @@ symbol the library exports without declaring it (a leak of an internal name into
 header's static inline helpers are not G4V_API and are not exported. docs/API.md gives the
 count this test prints.
 """
+import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyutil import arg  # noqa: E402
 
 
 def header_functions(path):
@@ -39,11 +43,8 @@ def library_functions(path):
     return names
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    lib, hdr = sys.argv[1], sys.argv[2]
+def test_exports():
+    lib, hdr = arg(1), arg(2)
     declared = header_functions(hdr)
     exported = library_functions(lib)
     dup = sorted({n for n in declared if declared.count(n) > 1})
@@ -59,13 +60,5 @@ def main():
                      ", ".join(only_lib))
     if len(declared) < 10:
         fails.append(f"only {len(declared)} G4V_API declarations parsed from {hdr}: parser broken?")
-    for f in fails:
-        print("FAIL:", f)
-    if fails:
-        return 1
+    assert not fails, "\n".join(fails)
     print(f"test_exports: {len(declared)} functions declared in g4v.h = exported by libg4v.so")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""test_chat_cli.py FIXTURES - `g4v chat` end to end on the synthetic models (make_fixtures.py):
-deterministic answers with --seed/--temp 0, the --json report (token counts, feature-cache hits),
+"""test_chat_cli.py (pytest --arg=FIXTURES) - `g4v chat` end to end on the synthetic models
+(make_fixtures.py): deterministic answers with --seed/--temp 0, the --json report (token counts, feature-cache hits),
 a multi-turn conversation on stdin that survives a bad image, and the errors (exit codes and
 messages) for a wrong or mismatched model, a prompt over the context and an unreadable image."""
 import json
@@ -8,9 +8,12 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+from pyutil import check  # noqa: E402
+
 G4V = os.environ.get("G4V_BIN", "g4v")
-FX = sys.argv[1]
-fails = 0
+FX = pyutil.arg(1)
 
 
 def fx(n):
@@ -23,103 +26,95 @@ def chat(*args, stdin=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def check(cond, what):
-    global fails
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails += 1
-
-
 E2B = ["--lm", fx("lm-e2b.gguf"), "--model", fx("vis-e2b")]
 Q = ["-p", "Describe the image.", "--max-tokens", "12", "--json"]
 
-# 1. deterministic, greedy and sampled
-runs = [chat(*E2B, "--image", fx("img1.png"), *Q, "--temp", "0", "--seed", "1") for _ in range(2)]
-for rc, out, err in runs:
-    check(rc == 0, f"greedy run exits 0 ({rc}: {err.strip()[-200:]})")
-j = [json.loads(out) for _, out, _ in runs]
-strip = [{k: v for k, v in x.items() if k != "timings"} for x in j]
-for x in strip:
-    for m in x["media"]:
-        m.pop("seconds")
-check(strip[0] == strip[1], "two greedy runs give the same JSON (timings aside)")
-r = j[0]
-check(r["ok"] and r["tokens"]["generated"] >= 1, "an answer was generated")
-check(r["media"][0]["tokens"] == 256 and r["tokens"]["image_rows"] == 256,
-      "768x768 at budget 280: 256 soft tokens fed")
-check(r["tokens"]["prompt"] == r["tokens"]["prompt_text"] + 256, "prompt = text tokens + rows")
-check(r["model"]["template"] == "gemma4" and r["model"]["image_attention_bidirectional"] is False,
-      "e2b width: Gemma 4 turn format, causal image attention")
-check(r["cache"] == {"hits": 0, "misses": 1} and r["media"][0]["cache_hit"] is False,
-      "first sight of an image: a cache miss")
-s = [chat(*E2B, "--image", fx("img1.png"), *Q, "--temp", "0.9", "--seed", "7") for _ in range(2)]
-check(s[0][0] == 0 and json.loads(s[0][1])["text"] == json.loads(s[1][1])["text"],
-      "sampled (temp 0.9, seed 7) twice: the same answer")
 
-# 2. a repeated image comes from the feature cache
-rc, out, err = chat(*E2B, "--image", fx("img1.png"), "--image", fx("img1.png"), *Q, "--temp", "0")
-r = json.loads(out) if rc == 0 else {}
-check(rc == 0 and r["cache"] == {"hits": 1, "misses": 1} and
-      [m["cache_hit"] for m in r["media"]] == [False, True] and r["tokens"]["image_rows"] == 512,
-      "the same image twice in a prompt: the second from the cache")
+def test_chat_cli():
+    # 1. deterministic, greedy and sampled
+    runs = [chat(*E2B, "--image", fx("img1.png"), *Q, "--temp", "0", "--seed", "1") for _ in range(2)]
+    for rc, out, err in runs:
+        check(rc == 0, f"greedy run exits 0 ({rc}: {err.strip()[-200:]})")
+    j = [json.loads(out) for _, out, _ in runs]
+    strip = [{k: v for k, v in x.items() if k != "timings"} for x in j]
+    for x in strip:
+        for m in x["media"]:
+            m.pop("seconds")
+    check(strip[0] == strip[1], "two greedy runs give the same JSON (timings aside)")
+    r = j[0]
+    check(r["ok"] and r["tokens"]["generated"] >= 1, "an answer was generated")
+    check(r["media"][0]["tokens"] == 256 and r["tokens"]["image_rows"] == 256,
+          "768x768 at budget 280: 256 soft tokens fed")
+    check(r["tokens"]["prompt"] == r["tokens"]["prompt_text"] + 256, "prompt = text tokens + rows")
+    check(r["model"]["template"] == "gemma4" and r["model"]["image_attention_bidirectional"] is False,
+          "e2b width: Gemma 4 turn format, causal image attention")
+    check(r["cache"] == {"hits": 0, "misses": 1} and r["media"][0]["cache_hit"] is False,
+          "first sight of an image: a cache miss")
+    s = [chat(*E2B, "--image", fx("img1.png"), *Q, "--temp", "0.9", "--seed", "7") for _ in range(2)]
+    check(s[0][0] == 0 and json.loads(s[0][1])["text"] == json.loads(s[1][1])["text"],
+          "sampled (temp 0.9, seed 7) twice: the same answer")
 
-# 3. a conversation on stdin: a bad image refuses its turn only; the KV cache is kept
-conv = "\n".join(["/image " + fx("img1.png"), "What is this?", "/image " + fx("bad.jpg"),
-                  "And this one?", "/image " + fx("img1.png"), "/image " + fx("img2.png"),
-                  "Compare them.", "/quit", "never sent"]) + "\n"
-rc, out, err = chat(*E2B, "--json", "--temp", "0", "--max-tokens", "6", stdin=conv)
-lines = [json.loads(x) for x in out.splitlines() if x.strip()]
-check(len(lines) == 3, f"three turns reported ({len(lines)})")
-if len(lines) == 3:
-    a, b, c = lines
-    check(a["ok"] and not b["ok"] and c["ok"], "turn 2 (bad image) refused, turns 1 and 3 answered")
-    check("bad.jpg" in b.get("error", ""), "the refusal names the file")
-    check(c["tokens"]["context_used"] == a["tokens"]["context_used"] + c["tokens"]["prompt"] +
-          c["tokens"]["generated"] - (1 if c["stop"] == "end_of_turn" else 0) or
-          c["tokens"]["context_used"] > a["tokens"]["context_used"] + 500,
-          "turn 3 continues the KV cache of turn 1")
-    check(c["media"][0]["cache_hit"] is True and c["media"][1]["cache_hit"] is False,
-          "turn 3: img1 from the cache, img2 encoded")
-check(rc == 0, f"the conversation exits 0 ({rc})")
-check("bad.jpg" in err, "the refused turn's error on stderr")
+    # 2. a repeated image comes from the feature cache
+    rc, out, err = chat(*E2B, "--image", fx("img1.png"), "--image", fx("img1.png"), *Q, "--temp", "0")
+    r = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and r["cache"] == {"hits": 1, "misses": 1} and
+          [m["cache_hit"] for m in r["media"]] == [False, True] and r["tokens"]["image_rows"] == 512,
+          "the same image twice in a prompt: the second from the cache")
 
-# streaming text mode
-rc, out, err = chat(*E2B, "--image", fx("img1.png"), "-p", "Hi", "--max-tokens", "4", "--temp", "0")
-check(rc == 0 and out.endswith("\n"), "streaming mode prints the answer")
+    # 3. a conversation on stdin: a bad image refuses its turn only; the KV cache is kept
+    conv = "\n".join(["/image " + fx("img1.png"), "What is this?", "/image " + fx("bad.jpg"),
+                      "And this one?", "/image " + fx("img1.png"), "/image " + fx("img2.png"),
+                      "Compare them.", "/quit", "never sent"]) + "\n"
+    rc, out, err = chat(*E2B, "--json", "--temp", "0", "--max-tokens", "6", stdin=conv)
+    lines = [json.loads(x) for x in out.splitlines() if x.strip()]
+    check(len(lines) == 3, f"three turns reported ({len(lines)})")
+    if len(lines) == 3:
+        a, b, c = lines
+        check(a["ok"] and not b["ok"] and c["ok"], "turn 2 (bad image) refused, turns 1 and 3 answered")
+        check("bad.jpg" in b.get("error", ""), "the refusal names the file")
+        check(c["tokens"]["context_used"] == a["tokens"]["context_used"] + c["tokens"]["prompt"] +
+              c["tokens"]["generated"] - (1 if c["stop"] == "end_of_turn" else 0) or
+              c["tokens"]["context_used"] > a["tokens"]["context_used"] + 500,
+              "turn 3 continues the KV cache of turn 1")
+        check(c["media"][0]["cache_hit"] is True and c["media"][1]["cache_hit"] is False,
+              "turn 3: img1 from the cache, img2 encoded")
+    check(rc == 0, f"the conversation exits 0 ({rc})")
+    check("bad.jpg" in err, "the refused turn's error on stderr")
 
-# 4. the other variants: bidirectional tower with a video, unified embedder
-rc, out, err = chat("--lm", fx("lm-31b.gguf"), "--model", fx("vis-31b"), "--video", fx("clip.mp4"),
-                    "--image", fx("img2.png"), *Q, "--temp", "0")
-r = json.loads(out) if rc == 0 else {}
-check(rc == 0 and r["model"]["image_attention_bidirectional"] is True and
-      r["media"][0]["frames"] == 20 and r["media"][0]["tokens"] == 20 * 63 and
-      r["media"][1]["tokens"] == 252, "31B-like: video (20 frames x 63) + image, bidirectional")
-# the same video twice: the second time every frame comes from the feature cache
-rc, out, err = chat("--lm", fx("lm-31b.gguf"), "--model", fx("vis-31b"), "--video", fx("clip.mp4"),
-                    "--video", fx("clip.mp4"), "--frames", "4", *Q, "--temp", "0")
-r = json.loads(out) if rc == 0 else {}
-check(rc == 0 and r["media"][0]["cache_hit"] is False and r["media"][1]["cache_hit"] is True and
-      r["cache"] == {"hits": 4, "misses": 4}, "a repeated video's frames come from the cache")
-rc, out, err = chat("--lm", fx("lm-12b.gguf"), "--model", fx("vis-12b"), "--image", fx("img1.png"),
-                    *Q, "--temp", "0")
-r = json.loads(out) if rc == 0 else {}
-check(rc == 0 and r["model"]["vision_kind"] == "unified" and
-      r["model"]["image_attention_bidirectional"] is True, "12B-like: unified, bidirectional")
+    # streaming text mode
+    rc, out, err = chat(*E2B, "--image", fx("img1.png"), "-p", "Hi", "--max-tokens", "4", "--temp", "0")
+    check(rc == 0 and out.endswith("\n"), "streaming mode prints the answer")
 
-# 5. errors: exit code and message, no crash
-cases = [
-    (["--lm", fx("mmproj-e2b.gguf"), "--model", fx("vis-e2b")], 3, "mmproj"),
-    (["--lm", fx("lm-llama.gguf"), "--model", fx("vis-e2b")], 3, "not a Gemma 4 text model"),
-    (["--lm", fx("lm-31b.gguf"), "--model", fx("vis-e2b")], 3, "1536 floats"),
-    (["--lm", fx("nope.gguf"), "--model", fx("vis-e2b")], 3, "nope.gguf"),
-    (E2B + ["--image", fx("img1.png"), "--ctx", "256"], 2, "does not fit in the context"),
-    (E2B + ["--image", fx("bad.jpg")], 2, "bad.jpg"),
-    (E2B + ["--tokens", "300"], 1, "unsupported token budget"),
-    (["--model", fx("vis-e2b")], 1, "--lm"),
-]
-for args, want, msg in cases:
-    rc, out, err = chat(*args, "-p", "Hi", "--max-tokens", "2")
-    check(rc == want and msg in err, f"error exit {want} with '{msg}' (got {rc}: {err.strip()[-160:]})")
+    # 4. the other variants: bidirectional tower with a video, unified embedder
+    rc, out, err = chat("--lm", fx("lm-31b.gguf"), "--model", fx("vis-31b"), "--video", fx("clip.mp4"),
+                        "--image", fx("img2.png"), *Q, "--temp", "0")
+    r = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and r["model"]["image_attention_bidirectional"] is True and
+          r["media"][0]["frames"] == 20 and r["media"][0]["tokens"] == 20 * 63 and
+          r["media"][1]["tokens"] == 252, "31B-like: video (20 frames x 63) + image, bidirectional")
+    # the same video twice: the second time every frame comes from the feature cache
+    rc, out, err = chat("--lm", fx("lm-31b.gguf"), "--model", fx("vis-31b"), "--video", fx("clip.mp4"),
+                        "--video", fx("clip.mp4"), "--frames", "4", *Q, "--temp", "0")
+    r = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and r["media"][0]["cache_hit"] is False and r["media"][1]["cache_hit"] is True and
+          r["cache"] == {"hits": 4, "misses": 4}, "a repeated video's frames come from the cache")
+    rc, out, err = chat("--lm", fx("lm-12b.gguf"), "--model", fx("vis-12b"), "--image", fx("img1.png"),
+                        *Q, "--temp", "0")
+    r = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and r["model"]["vision_kind"] == "unified" and
+          r["model"]["image_attention_bidirectional"] is True, "12B-like: unified, bidirectional")
 
-print(f"{fails} failed")
-sys.exit(1 if fails else 0)
+    # 5. errors: exit code and message, no crash
+    cases = [
+        (["--lm", fx("mmproj-e2b.gguf"), "--model", fx("vis-e2b")], 3, "mmproj"),
+        (["--lm", fx("lm-llama.gguf"), "--model", fx("vis-e2b")], 3, "not a Gemma 4 text model"),
+        (["--lm", fx("lm-31b.gguf"), "--model", fx("vis-e2b")], 3, "1536 floats"),
+        (["--lm", fx("nope.gguf"), "--model", fx("vis-e2b")], 3, "nope.gguf"),
+        (E2B + ["--image", fx("img1.png"), "--ctx", "256"], 2, "does not fit in the context"),
+        (E2B + ["--image", fx("bad.jpg")], 2, "bad.jpg"),
+        (E2B + ["--tokens", "300"], 1, "unsupported token budget"),
+        (["--model", fx("vis-e2b")], 1, "--lm"),
+    ]
+    for args, want, msg in cases:
+        rc, out, err = chat(*args, "-p", "Hi", "--max-tokens", "2")
+        check(rc == want and msg in err, f"error exit {want} with '{msg}' (got {rc}: {err.strip()[-160:]})")

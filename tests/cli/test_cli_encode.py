@@ -11,7 +11,6 @@ JSON header, raw little-endian data).
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -25,24 +24,7 @@ from pyutil import check, target_size  # noqa: E402
 import reference  # noqa: E402
 
 
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, t in header.items():
-        a, b = t["data_offsets"]
-        if t["dtype"] == "F32":
-            arr = np.frombuffer(data[a:b], dtype="<f4")
-        elif t["dtype"] == "BF16":
-            arr = (np.frombuffer(data[a:b], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            raise ValueError(t["dtype"])
-        out[name] = arr.reshape(t["shape"])
-    return out, meta, n
+read_safetensors = pyutil.st_tensors  # ({name: float32 array}, metadata, header length)
 
 
 def g4v(*args):
@@ -69,7 +51,7 @@ def on_terminal(cmd):
     return out.decode(errors="replace")
 
 
-def main():
+def test_cli_encode():
     with tempfile.TemporaryDirectory() as tmp:
         ck = os.path.join(tmp, "tiny")
         pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "4", quiet=True)
@@ -297,8 +279,4 @@ def main():
               and "--json" in r.stdout and "@LIST" in r.stdout, "encode --help is complete")
         r = pyutil.g4v("--help")
         check(r.returncode == 0 and "encode" in r.stdout and "exit codes" in r.stdout, "g4v --help")
-    return pyutil.finish("test_cli_encode")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

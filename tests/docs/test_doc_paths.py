@@ -7,16 +7,19 @@ with one of the repository's top-level folders and look like a file (an extensio
 (a trailing slash), and fails on each that is not in the tree. Paths inside other projects
 (llama.cpp's, transformers') are written without our folder names, so they do not match.
 
-usage: test_doc_paths.py [REPO_ROOT]
+usage: pytest test_doc_paths.py [--arg=REPO_ROOT]
 """
 import os
 import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
+
+def test_doc_paths():
+    root = pyutil.arg(1) if pyutil.ARGS else os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "..", "..")
     root = os.path.abspath(root)
     files = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True,
@@ -37,8 +40,4 @@ def main():
     for s in stale:
         print(f"stale path: {s}")
     print(f"test_doc_paths: {checked - len(stale)} passed, {len(stale)} failed")
-    return 1 if stale else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not stale, f"{len(stale)} stale paths: {stale}"

@@ -113,10 +113,8 @@ def case(tmp, name, ck, w, h, modes=("precise", "fast"), seed=0, check_threads=F
             pyutil.check(np.array_equal(c, c1), f"{name} {w}x{h} {mode}: 1 and 2 threads agree")
 
 
-def main():
-    if not os.path.exists(TOOL):
-        print(f"encode_tool not found at {TOOL}")
-        return 1
+def test_encoder_ref():
+    assert os.path.exists(TOOL), f"encode_tool not found at {TOOL}"
     with tempfile.TemporaryDirectory() as tmp:
         tiny = os.path.join(tmp, "tiny")
         gen(tiny, "--config", "tiny", "--seed", "1")
@@ -138,8 +136,4 @@ def main():
         gen(big, "--config", "31b", "--layers", "2", "--seed", "4", "--no-decoys", "--shards", "2",
             "--dtype", "f32")
         case(tmp, "31b-2layers", big, 144, 96, seed=40)
-    return pyutil.finish("test_encoder_ref")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

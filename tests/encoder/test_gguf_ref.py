@@ -166,7 +166,7 @@ def cli_checks(tmp, g):
           "the audio part (keys, a Q4_K tensor) is skipped")
 
 
-def main():
+def test_gguf_ref():
     measured = []
     with tempfile.TemporaryDirectory() as tmp:
         tiny = None
@@ -178,8 +178,4 @@ def main():
     print("\nrel RMSE against float64 (GGUF; safetensors bf16 in brackets):")
     for config, mode, t, e, b in measured:
         print(f"  {config:13s} {mode:8s} {t:5s} {e:.3e}  [{b:.3e}]")
-    return pyutil.finish("test_gguf_ref")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -51,7 +51,7 @@ TOL = {"precise": 2.6e-6, "fast": 2.5e-3}
 S = 48
 
 
-def test_image(w, h, seed):
+def make_image(w, h, seed):
     """uint8 [h, w, 3] at a target size, patch kinds cycling noise / flat / +-1 / gradient."""
     rng = np.random.default_rng(seed)
     img = np.empty((h, w, 3), dtype=np.uint8)
@@ -82,7 +82,7 @@ def run_c(ck, img, out, mode, threads=2, chunk=None):
 
 
 def case(tmp, name, ck, w, h, seed, modes=("precise", "fast"), extra=None):
-    img = test_image(w, h, seed)
+    img = make_image(w, h, seed)
     for b in (70, 140, 280, 560, 1120):  # the big cases are the full target size of a budget
         if max(w, h) > 240 and pyutil.target_size(h, w, b) == (h, w):
             print(f"     {w}x{h} is the target size at budget {b}: {(w // S) * (h // S)} tokens")
@@ -124,7 +124,7 @@ def cli_and_python(tmp, ck):
     features match Pillow's resize + the reference, the span has N image tokens."""
     from PIL import Image
     rng = np.random.default_rng(7)
-    src = test_image(528, 528, 5)[:512, :512]
+    src = make_image(528, 528, 5)[:512, :512]
     src[::7] = rng.integers(0, 256, src[::7].shape)  # some texture across patch borders
     png = os.path.join(tmp, "cli.png")
     Image.fromarray(src).save(png)
@@ -177,7 +177,6 @@ def cli_and_python(tmp, ck):
 def loader_cases(tmp, ck):
     """config.json and naming cases of the loader, through `g4v info` (exit 3: model error)."""
     import shutil
-    import struct
 
     def variant(name, edit_cfg=None, edit_header=None):
         d = os.path.join(tmp, "loader-" + name)
@@ -189,15 +188,7 @@ def loader_cases(tmp, ck):
             with open(os.path.join(d, "config.json"), "w") as f:
                 json.dump(cfg, f)
         if edit_header:
-            path = os.path.join(d, "model.safetensors")
-            with open(path, "rb") as f:
-                (n,) = struct.unpack("<Q", f.read(8))
-                header, data = json.loads(f.read(n)), f.read()
-            edit_header(header)
-            hb = json.dumps(header).encode()
-            hb += b" " * (-len(hb) % 8)
-            with open(path, "wb") as f:
-                f.write(struct.pack("<Q", len(hb)) + hb + data)
+            pyutil.st_edit(os.path.join(d, "model.safetensors"), lambda h, _: edit_header(h))
         return pyutil.g4v("info", "--model", d, "--json")
 
     def expect(name, r, code, text):
@@ -233,10 +224,8 @@ def loader_cases(tmp, ck):
     expect("a tower model", pyutil.g4v("info", "--model", tower, "--json"), 0, '"kind":\t"tower"')
 
 
-def main():
-    if not os.path.exists(TOOL):
-        print(f"encode_tool not found at {TOOL}")
-        return 1
+def test_unified_ref():
+    assert os.path.exists(TOOL), f"encode_tool not found at {TOOL}"
     with tempfile.TemporaryDirectory() as tmp:
         tiny = os.path.join(tmp, "utiny")
         gen(tiny, "--config", "unified-tiny", "--seed", "1")
@@ -254,7 +243,7 @@ def main():
                  extra=same_bits if i == 4 else None)
 
         # every spelling and layout: same bits, same fingerprint
-        img = test_image(144, 96, 3)
+        img = make_image(144, 96, 3)
         ipath = os.path.join(tmp, "layout.npy")
         np.save(ipath, img)
         base = run_c(tiny, ipath, os.path.join(tmp, "o.npy"), "precise")
@@ -285,13 +274,9 @@ def main():
         check(info.get("kind") == "unified" and info.get("variant") == "12b",
               f"g4v info 12b: kind unified, variant 12b (got {info.get('kind')}, {info.get('variant')})")
         case(tmp, "12b", big, 480, 336, seed=30)
-        if "--long" in sys.argv[1:]:
+        if "--long" in pyutil.ARGS:
             case(tmp, "12b", big, 768, 768, seed=31)
             case(tmp, "12b", big, 1584, 1584, seed=32)
         cli_and_python(tmp, tiny)
         loader_cases(tmp, tiny)
-    return pyutil.finish("test_unified_ref")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

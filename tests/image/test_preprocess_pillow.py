@@ -7,7 +7,7 @@ mode conversions, EXIF/XMP orientation 0-9 (JPEG, PNG eXIf, PNG XMP, WebP) and E
 JPEG variants, PNG depths/colour types/interlace, WebP, GIF, BMP, every budget, tall images in
 both resize orders, and the streaming path. Files Pillow refuses must be refused too (exit 2).
 Tolerance: 0 differing bytes. A mismatch prints the first differing pixel.
-usage: test_preprocess_pillow.py [-k SUBSTRING] [--keep]
+usage: pytest test_preprocess_pillow.py [--arg=only=SUBSTRING] [--arg=--keep]
 """
 import concurrent.futures
 import io
@@ -20,7 +20,8 @@ import time
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402  (also puts tests/image on sys.path)
 import pillow_ref as ref  # noqa: E402
 
 G4V = os.environ.get("G4V_BIN", "g4v")
@@ -668,9 +669,10 @@ def run_case(c, idx, keep):
     return msg
 
 
-def main():
-    keep = "--keep" in sys.argv
-    filt = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else ""
+def test_preprocess_pillow():
+    argv = pyutil.ARGS
+    keep = "--keep" in argv
+    filt = next((a[len("only="):] for a in argv if a.startswith("only=")), "")
     for build in (build_modes, build_exif, build_jpeg, build_png, build_webp, build_gif,
                   build_bmp, build_tiff, build_budgets, build_tall, build_order13, build_stream):
         build()
@@ -704,8 +706,4 @@ def main():
                 failures += 1
     total = sum(n for _, n in groups.values())
     print(f"all: {total - failures}/{total} identical ({time.time() - t0:.1f} s)")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not failures, f"{failures} of {total} cases differ from Pillow (printed above)"

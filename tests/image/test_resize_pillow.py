@@ -6,7 +6,7 @@ orders (Pillow >= 12.2 is emulated with two box resizes in Pillow 9.4, docs/PREP
 Contents: noise, gradient, hard edges, gradient + noise, blurred noise. The C side (image_tool
 resize, argv[1]) also checks that its portable kernels and its bottom-up streaming path give the
 same bytes. Tolerance: 0. A mismatch prints the first differing pixel.
-usage: test_resize_pillow.py IMAGE_TOOL
+usage: pytest test_resize_pillow.py --arg=IMAGE_TOOL
 """
 import os
 import struct
@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402  (also puts tests/image on sys.path)
 import pillow_ref as ref  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -93,8 +94,8 @@ def build():
                           (ow, oh), order))
 
 
-def main():
-    tool = sys.argv[1]
+def test_resize_pillow():
+    tool = pyutil.arg(1)
     build()
     t0 = time.time()
     inputs = []
@@ -104,9 +105,7 @@ def main():
         inputs.append(a)
         blob += struct.pack("<5I", w, h, ow, oh, {"9": 0, "12.2": 1, "13": 3}[order]) + a.tobytes()
     r = subprocess.run([tool, "resize"], input=bytes(blob), capture_output=True)
-    if r.returncode:
-        print(r.stderr.decode())
-        return 1
+    assert r.returncode == 0, r.stderr.decode()
     out = memoryview(r.stdout)
     pos, groups, fails = 0, {}, 0
     kinds = {}
@@ -146,8 +145,4 @@ def main():
             print(f"FAIL: no case distinguishes the Pillow {order} order from Pillow 9's")
             fails += 1
     print(f"all: {len(CASES) - fails}/{len(CASES)} identical ({time.time() - t0:.1f} s)")
-    return 1 if fails else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not fails, f"{fails} of {len(CASES)} cases differ from Pillow (printed above)"

@@ -3,7 +3,7 @@
 corrupted checkpoint per validation error, plus manifest.json describing what each must give.
 
 Usage: io_cases.py OUTDIR   (the ctest fixture "io_fixtures"; test_checkpoint.c and
-test_info_cli.py both read OUTDIR/manifest.json).
+tests/cli/test_cli_info.py both read OUTDIR/manifest.json).
 
 Good cases come from tools/gen_checkpoint.py; their expectations (config fields, parameter count,
 bytes, a crc32 of every vision tensor's bytes, the clip values) are computed here from the
@@ -27,6 +27,9 @@ import gen_checkpoint as G  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_cases  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+
 LIN = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
 
@@ -36,30 +39,11 @@ def gen(out, *args):
     G.main([out, *args])
 
 
-# ---- raw safetensors editing (independent of the generator's writer) ----------------------------
+# ---- raw safetensors editing (independent of the generator's writer: tests/pyutil.py) -----------
 
-def read_st(path):
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
-    return header, bytearray(data)
-
-
-def write_st(path, header, data, raw=None, length=None):
-    hb = raw if raw is not None else json.dumps(header).encode()
-    if raw is None:
-        hb += b" " * (-len(hb) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb) if length is None else length))
-        f.write(hb)
-        f.write(data)
-
-
-def edit_st(path, fn):
-    h, d = read_st(path)
-    fn(h, d)
-    write_st(path, h, d)
+read_st = pyutil.st_load
+write_st = pyutil.st_write
+edit_st = pyutil.st_edit
 
 
 def edit_json(path, fn):

@@ -11,7 +11,6 @@ and gate/up, ordered; value scales; decoys; index.json consistency.
 import functools
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -28,16 +27,11 @@ SIZES = {"BF16": 2, "F16": 2, "F32": 4, "U32": 4}
 
 def read_st(path):
     """name -> (dtype, shape, raw bytes); checks the container as it goes."""
-    raw = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", raw[:8])
+    header, meta, data, n = pyutil.st_parse(open(path, "rb").read())
     check(n % 8 == 0, f"{path}: header length {n} not padded to 8")
-    header = json.loads(raw[8:8 + n])
-    check(header.get("__metadata__") == {"format": "pt"}, f"{path}: __metadata__")
-    data = raw[8 + n:]
+    check(meta == {"format": "pt"}, f"{path}: __metadata__")
     spans, out = [], {}
     for name, e in header.items():
-        if name == "__metadata__":
-            continue
         b, en = e["data_offsets"]
         count = int(np.prod(e["shape"], dtype=np.int64))
         check(en - b == count * SIZES[e["dtype"]], f"{path}: {name} length")
@@ -85,7 +79,7 @@ def bf16_nearest(x):
     return np.where(pick_hi, hi, lo).astype(np.uint16)
 
 
-def test_bf16():
+def check_bf16():
     sys.path.insert(0, os.path.join(SRC, "tools"))
     import gen_checkpoint as G
     rng = np.random.default_rng(0)
@@ -95,7 +89,7 @@ def test_bf16():
     check(np.array_equal(G.to_bf16(x), bf16_nearest(x)), "to_bf16 is not round-to-nearest-even")
 
 
-def test_layouts(tmp):
+def check_layouts(tmp):
     base = os.path.join(tmp, "a")
     gen(base, "--config", "tiny", "--seed", "9")
     ref = load_dir(base)
@@ -154,7 +148,7 @@ def test_layouts(tmp):
                 check(bf16_nearest(f32).tobytes() == ref[k][2], f"bf16 {k} != RNE(f32 values)")
 
 
-def test_tensors_and_config(tmp):
+def check_tensors_and_config(tmp):
     d = os.path.join(tmp, "t")
     gen(d, "--config", "tiny", "--seed", "3")
     cfg = json.load(open(os.path.join(d, "config.json")))
@@ -223,7 +217,7 @@ def test_tensors_and_config(tmp):
           "std_bias ~ N(0, 0.1^2)")
 
 
-def test_options(tmp):
+def check_options(tmp):
     d = os.path.join(tmp, "o")
     gen(d, "--config", "tiny", "--clipped", "0", "--standardize", "0", "--kv-heads", "1",
         "--layers", "3", "--no-decoys", "--seed", "3")
@@ -254,14 +248,10 @@ def test_options(tmp):
               f"{cfgname} config {got} (docs/NUMERICS.md §2.2: {want})")
 
 
-def main():
-    test_bf16()
+def test_gen_checkpoint():
+    check_bf16()
     with tempfile.TemporaryDirectory() as tmp:
-        test_layouts(tmp)
-        test_tensors_and_config(tmp)
-        test_options(tmp)
-    return pyutil.finish("test_gen_checkpoint")
+        check_layouts(tmp)
+        check_tensors_and_config(tmp)
+        check_options(tmp)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,9 @@
 """gemma4_vision.bulk on a real Dask LocalCluster with worker processes: every image's tensor
 bit-identical to `g4v encode` of the same file, one manifest row per input (a bad image in the
 middle is a row with its error), the model loaded once per worker, a rerun that encodes nothing
-(and a partial one that redoes only the missing shard), a worker process killed mid-run with no
-image lost or doubled, and the command line (inputs as directory, glob and @list; exit codes)."""
+(and a partial one that redoes only the missing shard), a shard writer killed mid-write (the
+resumed run rewrites that shard whole), a worker process killed mid-run with no image lost or
+doubled, and the command line (inputs as directory, glob and @list; exit codes)."""
 import json
 import logging
 import os
@@ -167,6 +168,82 @@ def test_resume(client, tiny, dataset, tmp_path, monkeypatch):
     other = bulk.encode([dataset], tiny, out, tokens=140, client=client, shard_size=4,
                         progress=False)
     assert other.encoded == first.images and other.resumed == 0
+
+
+# Run in a child process: bulk.encode on an in-process cluster (threads), so the shard writer
+# runs here, with open() wrapped so that the process SIGKILLs itself while writing shard 1's data
+# (its header and half of its first tensor written): a writer killed between writing a shard
+# and publishing it.
+KILL_WRITER = r"""
+import builtins, os, signal, sys
+from distributed import Client, LocalCluster
+from gemma4_vision import bulk
+
+data, model, out = sys.argv[1:4]
+real_open = builtins.open
+
+
+class Dies:
+    def __init__(self, f):
+        self.f, self.writes = f, 0
+
+    def write(self, b):
+        self.writes += 1
+        if self.writes == 3:  # length, header, then the first tensor's bytes
+            b = memoryview(b).cast("B")
+            self.f.write(b[:len(b) // 2])
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.f.write(b)
+
+    def __getattr__(self, k):
+        return getattr(self.f, k)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return self.f.__exit__(*a)
+
+
+def dying_open(path, mode="r", *a, **k):
+    f = real_open(path, mode, *a, **k)
+    if "w" in mode and "shard-00001" in os.path.basename(str(path)):
+        return Dies(f)
+    return f
+
+
+builtins.open = dying_open
+cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+bulk.encode([data], model, out, tokens=70, client=Client(cluster), shard_size=4, progress=False)
+print("not killed")
+"""
+
+
+def test_writer_killed_before_publishing(client, tiny, dataset, tmp_path):
+    """A shard writer killed mid-write leaves no shard that a resumed run takes as done: the
+    resumed run rewrites it, and every shard is whole and every image as the CLI encodes it."""
+    out = str(tmp_path / "out")
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", KILL_WRITER, dataset, tiny, out], env=env,
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stdout, r.stderr[-2000:])
+    assert os.path.exists(os.path.join(out, "shard-00000.safetensors"))
+    s = bulk.encode([dataset], tiny, out, tokens=70, client=client, shard_size=4,
+                    progress=False)
+    assert (s.images, s.failed) == (13, 1)
+    assert s.resumed == 4, "only shard 0 was complete when the writer died"
+    shards = sorted(n for n in os.listdir(out) if n.startswith("shard-"))
+    assert len(shards) == 4 and not [n for n in os.listdir(out) if ".tmp-" in n]
+    for n in shards:  # each file ends where its header says its last tensor ends
+        path = os.path.join(out, n)
+        header, base = st.read_header(path)
+        end = max((e["data_offsets"][1] for k, e in header.items() if k != "__metadata__"),
+                  default=0)
+        assert os.path.getsize(path) == base + end, n
+    ref = cli_reference(tiny, [dataset], str(tmp_path), "--tokens", "70")
+    check_against_cli(out, ref, 13, bad={"img005b.png"})
 
 
 def test_worker_killed_mid_run(tiny, tmp_path):

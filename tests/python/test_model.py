@@ -91,6 +91,30 @@ def test_encode_batch_matches_encode(model, images):
     assert "image 1" in str(e.value)
 
 
+def test_results_own_their_arrays(model, tiny, tmp_path):
+    """Two different images of one size, encoded one after the other (and as a batch) and all
+    kept: their features (float32 and bf16) differ, and each equals a fresh encode of its image
+    by a second model (no result shares memory with another or with the library's buffers)."""
+    rng = np.random.default_rng(21)
+    pics = [rng.integers(0, 256, (96, 144, 3), dtype=np.uint8) for _ in range(2)]
+    kept = [model.encode(a, tokens=70, bf16=True) for a in pics]
+    kept += model.encode_batch(pics, tokens=70, bf16=True)
+    paths = []
+    for i, a in enumerate(pics):
+        paths.append(str(tmp_path / f"same-size-{i}.png"))
+        Image.fromarray(a).save(paths[-1])
+    kept += [model.encode(p, tokens=70, bf16=True) for p in paths]
+    with g4.Model(tiny, threads=1) as fresh_model:
+        fresh = [fresh_model.encode(a, tokens=70, bf16=True) for a in pics]
+    for k, r in enumerate(kept):
+        i = k % 2
+        assert not np.shares_memory(r.features, kept[k ^ 1].features), k
+        assert not (r.features == kept[k ^ 1].features).all(), f"result {k}: same as its pair"
+        assert not (r.features_bf16 == kept[k ^ 1].features_bf16).all(), k
+        assert same_bits(r.features, fresh[i].features), f"result {k}: not image {i}'s features"
+        assert same_bits(r.features_bf16, fresh[i].features_bf16), k
+
+
 def test_bf16_and_precise_match_cli(tiny, images, tmp_path):
     p = images[2]
     with g4.Model(tiny, threads=2, precise=True, budget=140) as m:

@@ -4,10 +4,11 @@ venv installs it, imports the package from its site-packages and encodes images 
 bit as the g4v CLI of this build), and without its libg4v.so the package still imports and says
 on use what is missing. `pip install <repository>` is checked the same way.
 
-Needs PyPI (build and scikit-build-core, pinned in pyproject.toml); exits 77 (CTest: skipped)
-when pip cannot reach it. The wheel's CMake build directory is kept in the build tree, so a rerun
-recompiles only what changed. Environment (set by CTest): G4V_SOURCE_DIR, G4V_BUILD_DIR,
-G4V_BIN, G4V_WHEEL_WORK (a folder for the venvs; kept between runs)."""
+Needs PyPI (build and scikit-build-core, pinned in pyproject.toml); skipped when pip cannot
+reach it (pytest skip; tests/conftest.py then exits 77, CTest's SKIP_RETURN_CODE). The wheel's
+CMake build directory is kept in the build tree, so a rerun recompiles only what changed.
+Environment (set by CTest): G4V_SOURCE_DIR, G4V_BUILD_DIR, G4V_BIN, G4V_WHEEL_WORK (a folder for
+the venvs; kept between runs)."""
 import glob
 import json
 import os
@@ -18,20 +19,16 @@ import tempfile
 import zipfile
 
 import numpy as np
+import pytest
 from PIL import Image
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyutil import check  # noqa: E402
 
 SRC = os.environ["G4V_SOURCE_DIR"]
 BIN = os.environ["G4V_BIN"]
 WORK = os.environ["G4V_WHEEL_WORK"]
 BUILD_PIN = "build==1.2.2.post1"
-SKIP = 77
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def run(cmd, timeout=300, **kw):
@@ -52,8 +49,7 @@ def venv(path, system_site=False):
     r = run([sys.executable, "-m", "venv", *(["--system-site-packages"] if system_site else []),
              path])
     if r.returncode:
-        print(f"SKIP: python3 -m venv does not work: {r.stderr.strip()[-300:]}")
-        sys.exit(SKIP)
+        pytest.skip(f"python3 -m venv does not work: {r.stderr.strip()[-300:]}")
     return os.path.join(path, "bin", "python")
 
 
@@ -85,11 +81,11 @@ def probe(py, ck, images, cwd):
     return json.loads(r.stdout.splitlines()[-1]), ""
 
 
-def main():
+def test_wheel():
     os.makedirs(WORK, exist_ok=True)
     tmp = tempfile.mkdtemp(dir=WORK, prefix="run-")
     try:
-        return body(tmp)
+        body(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -100,23 +96,21 @@ def body(tmp):
     r = run([bpy, "-m", "pip", "install", "-q", "--disable-pip-version-check", BUILD_PIN],
             timeout=180)
     if r.returncode:
-        print(f"SKIP: pip cannot install {BUILD_PIN} (no PyPI?): {r.stderr.strip()[-300:]}")
-        return SKIP
+        pytest.skip(f"pip cannot install {BUILD_PIN} (no PyPI?): {r.stderr.strip()[-300:]}")
     dist = os.path.join(tmp, "dist")
     env = clean_env(CMAKE_BUILD_PARALLEL_LEVEL="2")
     r = run([bpy, "-m", "build", "--wheel", "-o", dist, "-C",
              "build-dir=" + os.path.join(WORK, "cmake-build"), SRC], timeout=600, env=env)
     if r.returncode and ("Could not find a version" in r.stderr + r.stdout or
                          "NewConnectionError" in r.stderr + r.stdout):
-        print("SKIP: the isolated build environment cannot reach PyPI")
-        return SKIP
+        pytest.skip("the isolated build environment cannot reach PyPI")
     check(r.returncode == 0, "python3 -m build --wheel: " + (r.stderr + r.stdout)[-800:]
           if r.returncode else "python3 -m build --wheel")
     wheels = glob.glob(os.path.join(dist, "*.whl"))
     check(len(wheels) == 1 and wheels[0].endswith("-py3-none-linux_x86_64.whl"),
           f"one py3-none-linux_x86_64 wheel ({[os.path.basename(w) for w in wheels]})")
     if not wheels:
-        return 1
+        return
     names = set(zipfile.ZipFile(wheels[0]).namelist())
     want = {"gemma4_vision/" + n for n in ("__init__.py", "_errors.py", "_lib.py", "bulk.py",
                                            "model.py", "safetensors.py", "py.typed",
@@ -174,9 +168,3 @@ def body(tmp):
                   "pip install" in r.stdout and "G4V_LIBRARY" in r.stdout,
                   f"without libg4v.so: import works and use says what is missing "
                   f"({(r.stdout + r.stderr).strip()[-400:]})")
-    print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,10 +23,12 @@ Usage: reference.py CHECKPOINT_DIR IMAGE -o OUT.npy [--f32] [--dump DIR]
 import argparse
 import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402  (the safetensors header reader)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,10 +60,7 @@ class Checkpoint:
             self._read_header(fn)
 
     def _read_header(self, fn):
-        with open(fn, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(n))
-        base = 8 + n
+        header, base = pyutil.st_header(fn)
         for name, e in header.items():
             if name == "__metadata__":
                 continue

@@ -5,21 +5,23 @@ The same weights in every layout the loader reads (one file, 1 or 3 shards, an o
 Hugging Face or mlx names; clip scalars as [] or [1]; text weights absent, undecodable or in
 between) give one fingerprint; a different dtype, the precise mode, a changed configuration value
 that matters, or one changed byte of one vision tensor give another; a changed byte of a text
-tensor and changed token ids do not.
+tensor and changed token ids do not. Every vision tensor counts: one changed byte in any one
+of them (the first and the last byte of the first and last in name order, the last byte of each
+other) changes the fingerprint, on a tower checkpoint and on a unified (12B-style) one.
 
 Usage: test_fingerprint.py IO_FIXTURES (tests/io/io_cases.py's output).
 """
 import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyutil import check, finish, g4v  # noqa: E402
+import pyutil  # noqa: E402
+from pyutil import check, g4v  # noqa: E402
 
-FIX = sys.argv[1]
+FIX = pyutil.arg(1)
 
 
 def fingerprint(d, *extra):
@@ -33,20 +35,10 @@ def fingerprint(d, *extra):
     return fp
 
 
-def flip_byte(path, tensor, where=0.5):
-    """Adds 1 to one byte inside tensor's data (by the safetensors header, not our loader)."""
-    with open(path, "r+b") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        h = json.loads(f.read(n))
-        b, e = h[tensor]["data_offsets"]
-        off = 8 + n + b + int((e - b) * where)
-        f.seek(off)
-        v = f.read(1)[0]
-        f.seek(off)
-        f.write(bytes([(v + 1) & 255]))
+flip_byte = pyutil.st_bump_byte  # adds 1 to one byte of a tensor, by the header alone
 
 
-def main():
+def test_fingerprint():
     by_dtype = {}
     for dt in ("bf16", "f16", "f32"):
         fps = {}
@@ -96,8 +88,46 @@ def main():
 
     r = g4v("info", "--model", os.path.join(FIX, "tiny_base"))
     check(f"fingerprint   {base}" in r.stdout, "g4v info (text) shows the fingerprint")
-    return finish("test_fingerprint")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def each_tensor_counts(d, st, names, label):
+    """Changes one byte of each tensor in turn (and back); each change must give a fingerprint
+    of its own. names: the file's tensor names of the vision tensors."""
+    base = fingerprint(d)
+    seen = {base}
+    order = sorted(names)
+    spots = [(n, 1.0) for n in order] + [(order[0], 0.0), (order[-1], 0.0)]
+    missed = []
+    for name, where in spots:
+        pyutil.st_bump_byte(st, name, where)
+        fp = fingerprint(d)
+        pyutil.st_bump_byte(st, name, where, delta=-1)
+        if fp is None or fp in seen:
+            missed.append(f"{name} ({'first' if where == 0 else 'last'} byte)")
+        seen.add(fp)
+    check(fingerprint(d) == base, f"{label}: the bytes restored, the fingerprint is back")
+    check(not missed, f"{label}: each of {len(spots)} one-byte changes over {len(order)} tensors "
+          f"gives its own fingerprint (first {order[0]}, last {order[-1]}; missed: {missed})")
+
+
+def test_every_tensor_counts(tmp_path):
+    # the tower: the vision tensors the generator's expectations list (decoys and text excluded)
+    d = str(tmp_path / "tower")
+    shutil.copytree(os.path.join(FIX, "tiny_base"), d)
+    with open(os.path.join(FIX, "tiny_base.expect.json")) as f:
+        vision = json.load(f)["tensors"]
+    st = os.path.join(d, "model.safetensors")
+    header, _ = pyutil.st_header(st)
+    names = [n for n in header if n.removeprefix("model.") in vision]
+    check(len(names) == len(vision), f"tower: {len(vision)} vision tensors found in the file")
+    each_tensor_counts(d, st, names, "tower tiny")
+    # the unified embedder (no decoys: every vision tensor in the file is the model's)
+    u = str(tmp_path / "unified")
+    pyutil.gen_checkpoint(u, "--config", "unified-tiny", "--seed", "1", "--no-decoys", quiet=True)
+    st = os.path.join(u, "model.safetensors")
+    header, _ = pyutil.st_header(st)
+    names = [n for n in header if n != "__metadata__" and "language_model" not in n
+             and "audio" not in n]
+    check(len(names) >= 3, f"unified: {len(names)} vision tensors")
+    each_tensor_counts(u, st, names, "unified tiny")
+

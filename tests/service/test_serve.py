@@ -19,7 +19,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,8 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyutil import BIN, SRC, check, finish, g4v, gen_checkpoint  # noqa: E402
+import pyutil  # noqa: E402
+from pyutil import BIN, SRC, check, g4v, gen_checkpoint  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "examples"))
 import g4v_client  # noqa: E402
@@ -88,13 +88,14 @@ class Server:
 
 
 def st_tensor(body):
-    (n,) = struct.unpack("<Q", body[:8])
-    h = json.loads(body[8:8 + n])
+    """(header, the bytes of tensor "features") of a safetensors response body."""
+    h, meta, data, _ = pyutil.st_parse(body)
+    h["__metadata__"] = meta
     b, e = h["features"]["data_offsets"]
-    return h, body[8 + n + b:8 + n + e]
+    return h, data[b:e]
 
 
-def main():
+def test_serve():
     tmp = tempfile.mkdtemp(prefix="g4v_serve_")
     servers = []
     try:
@@ -103,7 +104,6 @@ def main():
         for s in servers:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    return finish("test_serve")
 
 
 def run(tmp, servers):
@@ -346,6 +346,3 @@ def run(tmp, servers):
     r = g4v("serve", "--model", model, "--host", "no.such.host.invalid", "--port", "0")
     check(r.returncode == 4 and "--host" in r.stderr, f"unresolvable --host: exit 4 ({r.returncode} {r.stderr.strip()[-80:]})")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyutil import BIN, check, finish, gen_checkpoint  # noqa: E402
+from pyutil import BIN, check, gen_checkpoint  # noqa: E402
 
 CODES = [200, 400, 404, 405, 406, 413, 415, 422, 429, 500, 503]
 BUCKETS = ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
@@ -59,7 +59,7 @@ def get(port, path):
         c.close()
 
 
-def main():
+def test_metrics():
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "tiny")
         gen_checkpoint(model, "--config", "tiny", "--seed", "3", quiet=True)
@@ -71,7 +71,7 @@ def main():
             m = re.search(r"http://127\.0\.0\.1:(\d+)", p.stdout.readline())
             check(m is not None, "the server starts and prints its address")
             if not m:
-                return finish("test_serve_metrics")
+                return
             port = int(m.group(1))
             get(port, "/nope")  # one 404, counted before /metrics is read
             st, ctype, text = get(port, "/metrics")
@@ -107,8 +107,3 @@ def main():
         check(values.get("g4v_queue_capacity") == "7" and values.get("g4v_contexts") == "2"
               and values.get("g4v_requests_in_flight") == "1",
               "gauges: --queue, --contexts, this request in flight")
-    return finish("test_serve_metrics")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

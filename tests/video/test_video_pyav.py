@@ -2,8 +2,8 @@
 """test_video_pyav.py - video input against PyAV (Debian's python3-av) and the image path.
 
 Videos are made at test time with Debian's ffmpeg (H.264/MP4 with B-frames, VP9/WebM,
-MJPEG/AVI, FFV1/MKV at an odd size, a variable frame rate, fewer than 32 frames, and with
-PyAV's muxer one packet more than frames; then, at 32 frames only, 10-bit 4:2:2, 4:4:4 at an
+MJPEG/AVI, FFV1/MKV at an odd size, a variable frame rate, fewer than 32 frames, NTSC's
+29.97 (30000/1001) fps, and with PyAV's muxer one packet more than frames; then, at 32 frames only, 10-bit 4:2:2, 4:4:4 at an
 odd size, planar RGB, PNG, MPEG-2/TS, HEVC, AV1) into a temporary directory. For each, with 32 and other frame counts:
   - the frame count equals the number of frames PyAV decodes;
   - fps equals frames / (max(pts + duration) - min(pts)) over PyAV's demuxed packets;
@@ -16,12 +16,12 @@ tokens per frame (the target-size rule, recomputed here) and the prompt text are
 safetensors metadata; and tests/video/test_video_api.c (the C API) on the same model and
 video. Hostile inputs: truncated, garbage, audio only, a video stream with no
 frame, declared size / duration / frame count over the limits.
-argv[1]: the video_tool helper (tests/video/video_tool.c).
+--arg: the video_tool helper (tests/video/video_tool.c).
 """
 import json
+import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pyutil  # noqa: E402
 from pyutil import check, target_size  # noqa: E402
 
-TOOL = sys.argv[1]
+TOOL = pyutil.arg(1)
 
 
 def ffmpeg(*args):
@@ -64,6 +64,8 @@ def make_videos(d):
            "setpts='if(lt(N,20),N*0.02,0.4+(N-20)*0.1)/TB'", "-fps_mode", "vfr", *h264,
            os.path.join(d, "vfr.mp4"))
     ffmpeg("-f", "lavfi", "-i", src % ("80x60", 10, 1), "-c:v", "mpeg4", os.path.join(d, "short.mp4"))
+    # NTSC's 30000/1001 (29.97) fps: a rate that is not an integer, 60 frames over 2.002 s
+    ffmpeg("-f", "lavfi", "-i", src % ("64x48", "30000/1001", 2), *h264, os.path.join(d, "ntsc.mp4"))
     # a stream with one packet more than it has frames: packet 7 is replaced by a bare MPEG-4
     # VOP start code, which decodes to nothing (the frame count is then the decoded one)
     ffmpeg("-f", "lavfi", "-i", src % ("64x48", 10, 2), "-c:v", "mpeg4", "-bf", "0",
@@ -80,7 +82,8 @@ def make_videos(d):
                 p = e
             p.stream = s
             out.mux(p)
-    names = ["h264.mp4", "vp9.webm", "mjpeg.avi", "odd.mkv", "vfr.mp4", "short.mp4", "holes.mkv"]
+    names = ["h264.mp4", "vp9.webm", "mjpeg.avi", "odd.mkv", "vfr.mp4", "short.mp4", "holes.mkv",
+             "ntsc.mp4"]
     return {n: os.path.join(d, n) for n in names}
 
 
@@ -171,7 +174,7 @@ def check_decode(videos, refs, counts=(32, 8, 1, 100)):
 
 
 def check_cli(tmp, videos, refs, ck):
-    for name in ("h264.mp4", "odd.mkv", "vfr.mp4", "holes.mkv"):
+    for name in ("h264.mp4", "odd.mkv", "vfr.mp4", "holes.mkv", "ntsc.mp4"):
         path = videos[name]
         frames, fps = refs[name]
         n = 6
@@ -185,8 +188,21 @@ def check_cli(tmp, videos, refs, ck):
         th, tw = target_size(h, w, 70)
         per = (th // 48) * (tw // 48)
         check([f["index"] for f in j["frames"]] == idx, f"cli {name}: json frame indices")
-        check([f["timestamp"] for f in j["frames"]] == [i / fps for i in idx],
-              f"cli {name}: timestamps == index / fps")
+        stamps = [f["timestamp"] for f in j["frames"]]
+        if name == "ntsc.mp4":
+            # cJSON prints a number with 15 significant digits when that reads back within one
+            # ulp (1.001 for 30 / 29.97... = 1.0010000000000001), so the JSON is checked to one
+            # ulp here and the metadata's %.17g timestamps bit for bit below. An fps rounded to
+            # 30 is off by 0.1%, far outside either.
+            check(all(abs(a - i / fps) <= math.ulp(i / fps) for a, i in zip(stamps, idx))
+                  and len(stamps) == len(idx), f"cli {name}: timestamps == index / fps (1 ulp)")
+            st = os.path.join(tmp, "ntsc.safetensors")
+            p = pyutil.g4v("encode", "--model", ck, path, "--frames", str(n), "-o", st)
+            meta = pyutil.st_read(st)[1] if p.returncode == 0 else {}
+            check([float(x) for x in meta.get("ntsc.timestamps", "").split(",") if x] ==
+                  [i / fps for i in idx], f"cli {name}: safetensors timestamps == index / fps")
+        else:
+            check(stamps == [i / fps for i in idx], f"cli {name}: timestamps == index / fps")
         check([f["mmss"] for f in j["frames"]] == [mmss(i / fps) for i in idx], f"cli {name}: MM:SS")
         check(all(f["tokens"] == per for f in j["frames"]) and j["tokens"] == per * len(idx),
               f"cli {name}: {per} tokens per frame ({tw}x{th} at budget 70)")
@@ -209,10 +225,7 @@ def check_cli(tmp, videos, refs, ck):
     st = os.path.join(tmp, "v.safetensors")
     p = pyutil.g4v("encode", "--model", ck, videos["short.mp4"], videos["mjpeg.avi"], "-o", st)
     check(p.returncode == 0, f"cli safetensors of two videos ({p.stderr.strip()})")
-    with open(st, "rb") as f:
-        raw = f.read()
-    (hl,) = struct.unpack("<Q", raw[:8])
-    meta = json.loads(raw[8:8 + hl]).get("__metadata__", {})
+    _, meta, _ = pyutil.st_read(st)
     check(meta.get("short.frames") == "10" and meta.get("short.frame_indices") ==
           ",".join(str(i) for i in range(10)), "cli safetensors: frames, frame_indices (short: all 10)")
     check(meta.get("mjpeg.frames") == "25", "cli safetensors: mjpeg 25 frames (fewer than 32)")
@@ -337,7 +350,7 @@ def check_hostile(tmp, videos, ck):
     check(info is not None and info["total"] == n_ref, f"cut WebM: {n_ref} frames as PyAV ({err})")
 
 
-def main():
+def test_video_pyav():
     av.logging.set_level(av.logging.PANIC)  # swscale's notes on yuvj formats are not failures
     with tempfile.TemporaryDirectory(dir=os.getcwd()) as tmp:
         videos = make_videos(tmp)
@@ -345,6 +358,8 @@ def main():
         for n, (frames, fps) in refs.items():
             print(f"     {n}: {len(frames)} frames {frames[0].shape[1]}x{frames[0].shape[0]}, "
                   f"{fps:.6g} fps")
+        fps = refs["ntsc.mp4"][1]
+        check(abs(fps - 30000 / 1001) < 1e-6, f"ntsc.mp4: {fps!r} fps from the packets (29.97)")
         check_decode(videos, refs)
         formats = make_format_videos(tmp)
         check_decode(formats, {n: pyav_reference(p) for n, p in formats.items()}, counts=(32,))
@@ -357,8 +372,4 @@ def main():
         if check(api is not None, "the C API test is built (G4V_VIDEO_API_TEST)"):
             p = subprocess.run([api, ck, videos["h264.mp4"]], capture_output=True, text=True)
             check(p.returncode == 0, "test_video_api: " + (p.stdout + p.stderr).strip()[-800:])
-    return pyutil.finish("test_video_pyav")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_cmd_encode.py - `g4v encode` end to end: PNG -> soft tokens against Pillow + the float64 reference.
+"""test_cli_encode_ref.py - `g4v encode` end to end: PNG -> soft tokens against Pillow + the float64 reference.
 
 The expected output is computed independently: the target size from the rule of
 docs/PREPROCESSING.md §5, the resize by Pillow's BICUBIC (the canonical resampler), then
@@ -25,7 +25,7 @@ def g4v(*args):
     return pyutil.g4v("encode", *args)
 
 
-def main():
+def test_cli_encode_ref():
     with tempfile.TemporaryDirectory() as tmp:
         ck = os.path.join(tmp, "tiny")
         pyutil.gen_checkpoint(ck, "--config", "tiny", "--seed", "9")
@@ -87,8 +87,4 @@ def main():
             r = g4v(*args)
             check(r.returncode == want and (want == 0 or r.stderr.strip()),
                   f"{name}: exit {want} with a message (got {r.returncode}: {r.stderr.strip()[:120]})")
-    return pyutil.finish("test_cmd_encode")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""issue_targets.py - the speed and memory targets of the AVX-512 work, measured on this machine,
-as a markdown table with each target's limit, the measurement, the floor (the same FLOPs at 100%
+"""check_speed_targets.py - the speed and memory targets of the AVX-512 work, measured on this
+machine, as a markdown table with each target's limit, the measurement, the floor (the same FLOPs at 100%
 of the instruction peak measured in the same run) and a verdict.
 
-usage: issue_targets.py --build DIR --model DIR --work DIR [--quick]
+usage: check_speed_targets.py --build DIR --model DIR --work DIR [--quick]
 
 The targets (synthetic e4b, FAST, 2 cores): a 768x768 image (256 tokens) encoded in <= 1.5 s on
 2 threads and <= 2.6 s on 1, the whole `g4v encode` process of one 768x768 PNG <= 1.8 s, a
@@ -33,7 +33,7 @@ BUDGETS = (70, 140, 280, 560, 1120)
 def run(cmd, env=None):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode:
-        sys.exit(f"issue_targets: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+        sys.exit(f"check_speed_targets: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
     return p
 
 
@@ -63,7 +63,7 @@ def process_run(build, model, png, threads, tokens):
     err = p.stderr.read().decode(errors="replace")
     p.stderr.close()
     if status:
-        sys.exit(f"issue_targets: g4v encode {png} failed: {err.strip()}")
+        sys.exit(f"check_speed_targets: g4v encode {png} failed: {err.strip()}")
     return wall, ru.ru_maxrss * 1024 / 1e6  # ru_maxrss is in KiB
 
 

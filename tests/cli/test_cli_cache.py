@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_cache.py - `g4v encode --cache DIR`: the persistent feature cache.
+"""test_cli_cache.py - `g4v encode --cache DIR`: the persistent feature cache.
 
 Miss then hit, with bytes identical to an uncached encode (f32 and bf16, file and raw .npy
 inputs); every part of the key (budget, EXIF choice, mode, model) makes a different entry; two
@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyutil import BIN, check, finish, g4v, gen_checkpoint  # noqa: E402
+from pyutil import BIN, check, g4v, gen_checkpoint  # noqa: E402
 
 
 def encode(model, cache, img, out, *extra):
@@ -42,13 +42,12 @@ def entries(cache):
     return out
 
 
-def main():
+def test_cli_cache():
     tmp = tempfile.mkdtemp(prefix="g4v_cache_")
     try:
         run(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return finish("test_cache")
 
 
 def run(tmp):
@@ -188,6 +187,3 @@ def run(tmp):
     r = g4v("encode", "--model", model, imgs[0], "-o", out, "--cache", os.path.join(blocker, "sub"))
     check(r.returncode == 4 and "cache directory" in r.stderr, f"unusable cache directory: exit 4 with a message ({r.stderr.strip()})")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""test_info_cli.py - `g4v info` on the io fixtures (io_cases.py), through the real CLI.
+"""test_cli_info.py - `g4v info` on the io fixtures (io_cases.py), through the real CLI.
 
-usage: test_info_cli.py FIXTURE_DIR   (env G4V_BIN: the g4v binary)
+usage: ctest -R test_io_info_cli (pytest test_cli_info.py --arg=FIXTURE_DIR; env G4V_BIN: the g4v binary)
 Good checkpoints: `--json` field by field against the generator's expectations (config, counts,
 bytes, dtype census, naming, source, token ids, budgets), and the text form of one. Bad ones:
 exit status 3 (model error) and the expected message on stderr, nothing on stdout. Usage errors:
@@ -108,10 +108,8 @@ def usage():
           and "exit codes" in r.stdout, f"--help: {r.returncode} {r.stdout!r}")
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: test_info_cli.py FIXTURE_DIR")
-    fx = sys.argv[1]
+def test_cli_info():
+    fx = pyutil.arg(1)
     m = json.load(open(os.path.join(fx, "manifest.json")))
     for c in m["good"]:
         good(c)
@@ -120,9 +118,5 @@ def main():
     text_form(fx)
     usage()
     n = len(m["good"]) + len(m["bad"])
-    print(f"test_info_cli: {n} checkpoints")
-    return pyutil.finish("test_info_cli")
+    print(f"test_cli_info: {n} checkpoints")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

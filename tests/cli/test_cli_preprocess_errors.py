@@ -1,8 +1,8 @@
-"""test_preprocess_errors.py - `g4v preprocess` on bad input and bad usage: exit codes, messages,
+"""test_cli_preprocess_errors.py - `g4v preprocess` on bad input and bad usage: exit codes, messages,
 no partial outputs, limits refused fast and without allocating.
 
 Exit codes (tools/g4v/cli.h): 1 usage, 2 input (bad image, unsupported format or budget, over a
-limit), 4 cannot write. Each check prints a line; any failure makes the script exit 1.
+limit), 4 cannot write. Each check prints a line; any failure fails the test.
 """
 import io
 import os
@@ -16,12 +16,12 @@ import zlib
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402  (also puts tests/image on sys.path)
 import pillow_ref as ref  # noqa: E402
 
 G4V = os.environ.get("G4V_BIN", "g4v")
 TMP = tempfile.mkdtemp(prefix="g4v-img-err-")
-FAILS = []
 
 
 def write(name, data):
@@ -47,9 +47,7 @@ def run(args, measure=False):
 
 
 def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}" + (f": {detail}" if detail and not ok else ""))
-    if not ok:
-        FAILS.append(name)
+    pyutil.check(ok, name + (f": {detail}" if detail and not ok else ""))
 
 
 def expect(name, args, code, *needles):
@@ -78,7 +76,7 @@ def jpeg_with_size(jpeg, w, h):
     return jpeg[:i + 5] + struct.pack(">HH", h, w) + jpeg[i + 9:]
 
 
-def main():
+def test_cli_preprocess_errors():
     rng = np.random.default_rng(3)
     a = ref.content("photo", 120, 160, rng)
     im = Image.fromarray(a)
@@ -170,10 +168,3 @@ def main():
     check("success writes all outputs", rc == 0 and len(outputs(out)) == 3, msg)
     left = [f for f in os.listdir(TMP) if ".tmp-" in f]
     check("no temporary files left", not left, str(left))
-
-    print(f"{len(FAILS)} failed")
-    return 1 if FAILS else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
