@@ -69,7 +69,7 @@ chat-test: test-deps ## build llama.cpp once, then g4v chat's tests (ctest -L ch
 LM ?=
 PROMPT ?= Describe this image in one sentence.
 CHAT_DEMO ?= $(BUILD)/chat-demo
-chat-demo: test-deps ## build, then encode an image with g4v encode (MODEL=DIR IMAGE=FILE, else synthetic) ## g4v chat on synthetic models (LM=, MODEL=, IMAGE=, PROMPT= for real ones)
+chat-demo: test-deps ## g4v chat on synthetic models (LM=, MODEL=, IMAGE=, PROMPT= for real ones)
 	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
 	cmake -S . -B $(BUILD) -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src $(CMAKE_FLAGS); \
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli; \
@@ -99,7 +99,7 @@ chat-demo: test-deps ## build, then encode an image with g4v encode (MODEL=DIR I
 MODEL ?=
 IMAGE ?=
 DEMO_OUT ?= $(BUILD)/demo-out.npy
-demo: test-deps
+demo: test-deps ## build, then encode an image with g4v encode (MODEL=DIR IMAGE=FILE, else synthetic)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 	@set -e; model="$(MODEL)"; image="$(IMAGE)"; \
@@ -272,7 +272,7 @@ BENCH_MODEL ?= $(BUILD)/bench-e4b
 BENCH_ARGS ?=
 BENCH_PEER ?= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
   LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread $(PYTHON) bench/torch_peer.py
-bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS)
+bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS), then bench-chat
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target bench_encoder
 	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \
@@ -290,7 +290,7 @@ bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS)
 # $(CHAT_BENCH)), the vision model is a synthetic e2b tower as an F16 mmproj, the image 768x768.
 CHAT_BENCH ?= $(BUILD)/bench-chat
 CHAT_BENCH_REPS ?= 5
-bench-chat: test-deps
+bench-chat: test-deps ## time to first token: g4v chat vs llama-mtmd-cli, same files (BENCH_CHAT=0 skips)
 	@set -e; prefix=$$(scripts/build-llama.sh --bench | tail -1); \
 	src=$$(scripts/build-llama.sh | tail -1)/src; \
 	cmake -S . -B $(BUILD)-chatbench -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$src $(CMAKE_FLAGS); \

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define G4V_VERSION_MAJOR 0
-#define G4V_VERSION_MINOR 1
+#define G4V_VERSION_MINOR 2
 #define G4V_VERSION_PATCH 0
 
 #if defined(G4V_BUILDING_LIBRARY)

@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
 
 
 def library_version() -> str:
-    """The version of the libg4v actually loaded ("0.1.0")."""
+    """The version of the libg4v actually loaded ("0.2.0")."""
     return _lib.lib.g4v_version().decode()
 
 

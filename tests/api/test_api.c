@@ -36,7 +36,7 @@ static float *copy_out(const g4v_result *r) {
 }
 
 static void test_basics(void) {
-    CHECK(!strcmp(g4v_version(), "0.1.0"));
+    CHECK(!strcmp(g4v_version(), "0.2.0"));
     CHECK(!strcmp(g4v_status_name(G4V_ERR_MODEL), "G4V_ERR_MODEL"));
     CHECK(!strcmp(g4v_status_name(999), "G4V_ERR_UNKNOWN"));
     g4v_model_options mo;

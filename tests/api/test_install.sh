@@ -33,5 +33,5 @@ cmake --build "$T/b3" >/dev/null
 run "CMake + pkg-config g4v.pc" "$T/b3/splice"
 cc -o "$T/splice_cc" "$SRC/examples/splice.c" $(pkg-config --cflags --libs g4v) -lm
 run "cc \$(pkg-config --cflags --libs g4v)" "$T/splice_cc"
-"$P/bin/g4v" --version | grep -q "g4v 0.1.0"
+"$P/bin/g4v" --version | grep -q "g4v 0.2.0"
 echo "test_install: all passed"
