@@ -5,9 +5,8 @@
  *
  * K and V are best given head-major (hsk = nk*d, ldk = d: a tile of keys is one contiguous block),
  * as the encoder writes them (g4v_heads_post.dst): in a row-major [L, Hkv*d] layout the rows of one
- * head sit 3 KB apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself.
- * Measured with bench_attention at L = 2304 on one Zen 3 core (AVX2): 45 GFLOP/s row-major, 61
- * head-major. Both layouts give the same bits.
+ * head sit 3 KB apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself
+ * (bench_attention measures both layouts). Both layouts give the same bits.
  *
  * A task is (head, 96 consecutive queries) as NSUB register tiles of QB = 3 vectors of queries
  * (4 x 24 with AVX2, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with the online

@@ -4,10 +4,10 @@
  * includes this header once (x86_avx2/geglu_avx2.c).
  *
  * Uses 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3), with the
- * polynomial exp of vec_exp.h: one exp and one division per vector instead of a libm tanhf call
- * per element (tanhf was ~17% of an e4b encode). The identity has no cancellation for negative x
- * (1 + tanh(u) does), so it is at least as close to the float64 GELU as the portable kernel;
- * test_geglu measures both. For very negative x, exp saturates at e^88 and the result is a tiny
+ * polynomial exp of vec_exp.h: one exp and one division per vector instead of a scalar libm
+ * tanhf call per element. The identity has no cancellation for negative x (1 + tanh(u) does),
+ * so it is at least as close to the float64 GELU as the portable kernel; test_geglu measures
+ * both. For very negative x, exp saturates at e^88 and the result is a tiny
  * number of the right sign instead of the exact ~0, far below the f32 resolution of anything it
  * is added to. Every operation is per lane, so all widths give the same bits.
  */

@@ -2,9 +2,9 @@
  * (vdpbf16ps), for FAST models only (registered with G4V_KERNEL_FAST_ONLY, dispatch.h).
  *
  * The online softmax of the f32 kernels (vec/attention_tile.h), tiled for this unit: a task is one
- * head and up to NSUB (8) register tiles of 48 queries; keys come in tiles of 64,
- * each rounded and packed once per task and then used by all its query tiles (packing per 96
- * queries cost ~7% of the kernel); the products run in blocks of 8 keys (Q Kᵀ) and 8 channels
+ * head and up to NSUB (8) register tiles of 48 queries; keys come in tiles of 64, each rounded
+ * and packed once per task and then used by all its query tiles (not once per query tile, which
+ * would repeat the work NSUB times); the products run in blocks of 8 keys (Q Kᵀ) and 8 channels
  * (P V), 24 accumulators each. With these roundings, as flash-attention implementations do:
  *  - k and v are rounded to bf16 (nearest even) when a key tile is packed, q when a task packs its
  *    queries, after multiplying them by scale * log2(e): q.k is then the logit in log2 units, so
@@ -66,8 +66,8 @@ static inline const float *padded16(const float *x, int n, float t[16]) {
  * polynomial for 2^f, f = x - round(x) in [-1/2, 1/2], is enough: 2.7e-6 relative error (fitted
  * for relative error, evaluated in f32), 4 FMAs where the f32 kernels' expf spends 11 multiplies
  * and FMAs on the pipes vdpbf16ps needs; vrndscaleps and vscalefps take n = round(x) out and put
- * 2^n back in one instruction each (1.8% faster than the shift-and-add of the exponent bits,
- * same bits). x must be finite: a very negative x gives 0 or a subnormal, which the bf16
+ * 2^n back in one instruction each (fewer instructions than a shift-and-add of the exponent
+ * bits, same bits). x must be finite: a very negative x gives 0 or a subnormal, which the bf16
  * conversion flushes to 0 (a key that far below the tile's largest term adds nothing). */
 static inline __m512 exp2_nonpos(__m512 x) {
     __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -97,7 +97,7 @@ static void pack_queries(const float *q0, size_t ldq, int d, int nq, float qscal
     for (int i = 0; i < QB; i++) {
         const float *q = q0 + (size_t)i * ldq;
         /* The rows are a head's slice of [L, H d] rows, ldq apart: each is a miss the hardware
-         * prefetcher does not foresee (4.6% of the kernel's samples sat on this load), so the
+         * prefetcher does not foresee (profiles show the kernel waiting on this load), so the
          * row Q_PREFETCH ahead is asked for now. */
         if (i + Q_PREFETCH < nq)
             for (int c = 0; c < d; c += 16)
