@@ -26,4 +26,10 @@ void fe_utf8_sanitize(char *s);
 int fe_parse_int(const char *s, long long lo, long long hi, long long *out);
 int fe_parse_double(const char *s, double lo, double hi, double *out);
 
+/* The shortest decimal text (%.15g, %.16g or %.17g) that reads back as exactly v, for JSON numbers
+ * a program compares with what it computes (cJSON's own printing settles for 15 digits when they
+ * read back within an epsilon: 1.001 for 1.0010000000000001). Non-finite v gives "null", which
+ * JSON can hold. Returns buf. */
+char *fe_format_double(char *buf, size_t cap, double v);
+
 #endif

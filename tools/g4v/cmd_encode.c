@@ -579,15 +579,17 @@ static void print_video_json(const char *path, const g4v_video_result *r, int st
         cJSON_AddNumberToObject(o, "dim", r->dim);
         cJSON_AddNumberToObject(o, "budget", r->budget);
         cJSON_AddNumberToObject(o, "total_frames", (double)r->total_frames);
-        cJSON_AddNumberToObject(o, "fps", r->fps);
-        cJSON_AddNumberToObject(o, "duration", r->duration);
+        char num[32]; /* fps, duration and timestamps exactly (fe_format_double) */
+        cJSON_AddRawToObject(o, "fps", fe_format_double(num, sizeof num, r->fps));
+        cJSON_AddRawToObject(o, "duration", fe_format_double(num, sizeof num, r->duration));
         cJSON_AddStringToObject(o, "codec", r->codec);
         cJSON_AddStringToObject(o, "container", r->container);
         cJSON *frames = cJSON_AddArrayToObject(o, "frames");
         for (int i = 0; frames && i < r->n_frames; i++) {
             cJSON *f = cJSON_CreateObject();
             cJSON_AddNumberToObject(f, "index", (double)r->frames[i].index);
-            cJSON_AddNumberToObject(f, "timestamp", r->frames[i].timestamp);
+            cJSON_AddRawToObject(f, "timestamp",
+                                 fe_format_double(num, sizeof num, r->frames[i].timestamp));
             cJSON_AddStringToObject(f, "mmss", r->frames[i].mmss);
             cJSON_AddNumberToObject(f, "tokens", r->frames[i].n_tokens);
             cJSON_AddItemToArray(frames, f);
