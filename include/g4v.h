@@ -137,6 +137,11 @@ typedef struct g4v_model_options {
                          g4v_model_load returns (costs their size in RAM: 340 MB for e4b) */
     int resize;       /* G4V_RESIZE_PILLOW (0, default) or G4V_RESIZE_TORCHVISION: the default
                          resize of every encode on this model (images and video frames) */
+    int metadata_only; /* 0 (default): a model that encodes. 1: check the checkpoint as a load
+                          does (config, every tensor's shape) without packing the weights:
+                          g4v_model_get_info, _fingerprint and _plan work, g4v_ctx_create
+                          refuses (G4V_ERR_ARG). What `g4v info` uses: a fraction of the time
+                          and memory of a full load. */
 } g4v_model_options;
 
 /* Every g4v_X_options_init(opts) is an inline call of the exported g4v_X_options_init_sized(opts,

@@ -51,7 +51,8 @@ class ModelOptions(ctypes.Structure):
                 # video input (g4v.h "Video"): must mirror the C struct, which init fills whole
                 ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
                 ("read_weights", c_int),
-                ("resize", c_int)]  # RESIZE_PILLOW / RESIZE_TORCHVISION
+                ("resize", c_int),  # RESIZE_PILLOW / RESIZE_TORCHVISION
+                ("metadata_only", c_int)]
 
 
 class DtypeCount(ctypes.Structure):

@@ -25,6 +25,12 @@ g4v_status g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g
         st = g4v_fail(&err, G4V_ERR_ARG, "g4v_ctx_create: model and out must not be NULL");
         goto fail;
     }
+    if (model->opts.metadata_only) {
+        st = g4v_fail(&err, G4V_ERR_ARG,
+                      "g4v_ctx_create: the model was loaded with metadata_only (no weights packed); "
+                      "load it without that option to encode");
+        goto fail;
+    }
     g4v_ctx_options o;
     memset(&o, 0, sizeof o);
     if ((st = g4v_api_read_opts(&o, sizeof o, opts, "g4v_ctx_options", &err))) goto fail;

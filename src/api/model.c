@@ -101,6 +101,9 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
                         o->resize);
     if (o->read_weights != 0 && o->read_weights != 1)
         return g4v_fail(err, G4V_ERR_ARG, "read_weights must be 0 or 1, found %d", o->read_weights);
+    if (o->metadata_only != 0 && o->metadata_only != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "metadata_only must be 0 or 1, found %d",
+                        o->metadata_only);
     if (o->max_dimension < 0)
         return g4v_fail(err, G4V_ERR_ARG, "max_dimension must be positive, found %d",
                         o->max_dimension);
@@ -142,9 +145,11 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
      * weights are packed by one thread per CPU; without threads (g4v_pool_create failed), by
      * this one. */
     g4v_pool *packers = NULL;
-    if (g4v_pool_create(0, &packers, NULL)) packers = NULL;
+    if (!o.metadata_only && g4v_pool_create(0, &packers, NULL)) packers = NULL;
     g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE : G4V_MATH_FAST,
-                           .drop_mapped_pages = !o.read_weights, /* a heap copy must stay */
+                           /* a heap copy must stay; nothing packed, nothing to drop */
+                           .drop_mapped_pages = !o.read_weights && !o.metadata_only,
+                           .check_only = o.metadata_only,
                            .pool = packers};
     if (!(st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)))
         st = m->ck->cfg.kind == G4V_KIND_UNIFIED ? g4v_embedder_create(m->ck, &eo, &m->emb, &err)

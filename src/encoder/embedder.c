@@ -91,6 +91,7 @@ static int build(g4v_embedder *e, const g4v_checkpoint *ck, const g4v_encoder_op
          .out = &e->proj,
          .name = "embedding_projection",
          .layer = -1}};
+    if (opts && opts->check_only) return G4V_OK;
     return g4v_prep_pack(WHO, e->kernels, NULL, opts ? opts->drop_mapped_pages : 0,
                          opts ? opts->pool : NULL, items, 2, err);
 }

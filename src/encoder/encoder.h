@@ -46,6 +46,10 @@ typedef struct g4v_encoder_opts {
      * g4v_checkpoint_open (read-only file mappings); tensors in ordinary memory would be zeroed.
      * 0 (default): leave the tensors alone. */
     int drop_mapped_pages;
+    /* 1: check the config and every tensor's shape, but pack no weights: the result can report
+     * its kernel path and nothing else (g4v_model_options.metadata_only). 0 (default): a full
+     * model. */
+    int check_only;
     /* Rows per chunk of the forward pass's row-wise work (0: the default, 1024). Bounds the
      * workspace at any image size; the output is bit-identical for every value. */
     int chunk_rows;

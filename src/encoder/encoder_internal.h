@@ -18,6 +18,7 @@ struct g4v_encoder {
     g4v_math_mode mode;
     const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
     int drop_mapped_pages;      /* g4v_encoder_opts.drop_mapped_pages */
+    int check_only;             /* g4v_encoder_opts.check_only: no weight is packed */
     int chunk_rows;             /* g4v_encoder_opts.chunk_rows, default applied (>= 1) */
     size_t batch_rows;          /* g4v_encoder_opts.batch_rows, default applied (>= 1) */
     g4v_tensor position_table;  /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */

@@ -143,8 +143,8 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
      * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
     tail[1] = (g4v_prep_item){
         &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1, 0, 0};
-    st = g4v_prep_place(WHO, e->kernels, queue, nitems, &e->weights, err);
-    if (!st)
+    st = e->check_only ? G4V_OK : g4v_prep_place(WHO, e->kernels, queue, nitems, &e->weights, err);
+    if (!st && !e->check_only)
         st = g4v_prep_pack(WHO, e->kernels, e->weights, e->drop_mapped_pages, pool, queue, nitems,
                            err);
     g4v_free(queue);
@@ -165,6 +165,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     e->cfg = ck->cfg;
     e->mode = mode;
     e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
+    e->check_only = opts ? opts->check_only : 0;
     /* 1024 rows: e4b's MLP gate and up for one chunk are then 25 MB, the GEMMs stay efficient */
     e->chunk_rows = opts && opts->chunk_rows > 0 ? opts->chunk_rows : 1024;
     e->batch_rows = opts && opts->batch_rows > 0 ? opts->batch_rows : 8192;

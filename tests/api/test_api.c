@@ -140,6 +140,28 @@ static void test_info_plan(void) {
     CHECK(g4v_model_plan(model, 150, 100, 0, NULL, NULL, &n, NULL, 0) == G4V_OK && n == 260);
     CHECK(g4v_model_plan(model, 150, 100, 100, &tw, &th, &n, NULL, 0) == G4V_ERR_ARG);
     CHECK(g4v_model_plan(model, 0, 100, 280, &tw, &th, &n, NULL, 0) == G4V_ERR_ARG);
+
+    /* metadata_only: the same info, fingerprint and plan as the full load, no encoding */
+    char path[1024], msg[512], fa[80], fb[80];
+    snprintf(path, sizeof path, "%s/tiny", dir);
+    g4v_model_options_init(&mo);
+    mo.metadata_only = 1;
+    g4v_model *meta = NULL;
+    REQUIRE(g4v_model_load(path, &mo, &meta, msg, sizeof msg) == G4V_OK);
+    g4v_model_info mi;
+    CHECK(g4v_model_get_info(meta, &mi, NULL, 0) == G4V_OK && mi.param_count == info.param_count &&
+          mi.weight_bytes == info.weight_bytes && !strcmp(mi.variant, info.variant) &&
+          !strcmp(mi.kernels, info.kernels) && mi.num_layers == info.num_layers);
+    CHECK(g4v_model_fingerprint(model, fa, sizeof fa, NULL, 0) == G4V_OK &&
+          g4v_model_fingerprint(meta, fb, sizeof fb, NULL, 0) == G4V_OK && !strcmp(fa, fb));
+    CHECK(g4v_model_plan(meta, 150, 100, 280, &tw, &th, &n, NULL, 0) == G4V_OK && n == 260);
+    g4v_ctx *mc = (g4v_ctx *)1;
+    CHECK(g4v_ctx_create(meta, NULL, &mc, msg, sizeof msg) == G4V_ERR_ARG && mc == NULL);
+    CHECK_CONTAINS(msg, "metadata_only");
+    g4v_model_free(meta);
+    mo.metadata_only = 2;
+    CHECK(g4v_model_load(path, &mo, &meta, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK_CONTAINS(msg, "metadata_only");
 }
 
 /* The limits set at load are in force and reported by g4v_model_get_info: max_file_bytes refuses

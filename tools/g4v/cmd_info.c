@@ -233,10 +233,12 @@ int cmd_info(int argc, char **argv) {
         return G4V_EXIT_USAGE;
     }
     /* The model as `g4v encode` loads it (the default options; --precise: precise mode, whose
-     * fingerprint differs). Loading validates every vision tensor against config.json. */
+     * fingerprint differs), every vision tensor checked against config.json, but with no weight
+     * packed (metadata_only): info needs the checks, not the packed matrices. */
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.precise = id.precise;
+    mo.metadata_only = 1;
     char msg[1024];
     g4v_model *m = NULL;
     int st = g4v_model_load(dir, &mo, &m, msg, sizeof msg);
