@@ -2,13 +2,13 @@
 #define _GNU_SOURCE /* nftw, mkdtemp */
 #include "chat_session.h"
 #include "chat_error.h"
+#include "frontend.h"
 
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "chat_prefill.h"
@@ -33,12 +33,6 @@ struct chat_session {
     int n_embd, n_ctx, n_batch, threads, non_causal, turns;
     llama_pos n_past;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void chat_options_init(chat_options *o) {
     memset(o, 0, sizeof *o);
@@ -320,7 +314,7 @@ static int encode_failed(const chat_session *s, int st, char *err, size_t errsz)
 
 static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
                         char *err, size_t errsz) {
-    double t0 = now_s();
+    double t0 = g4v_now_s();
     ms->is_video = m->is_video;
     if (!m->is_video) {
         g4v_encode_options eo;
@@ -368,7 +362,7 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         ms->height = r.height;
         ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
     }
-    ms->seconds = now_s() - t0;
+    ms->seconds = g4v_now_s() - t0;
     return CHAT_OK;
 oom:
     seterr(err, errsz, "out of memory");
@@ -478,7 +472,7 @@ int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
         goto out;
     }
     /* 3. prefill, as libmtmd would */
-    double t1 = now_s();
+    double t1 = g4v_now_s();
     llama_pos past0 = s->n_past;
     if (chat_decode_chunks(s->lctx, &ch, s->non_causal, s->n_batch, &s->n_past, err, errsz)) {
         llama_memory_seq_rm(llama_get_memory(s->lctx), 0, past0, -1);
@@ -486,7 +480,7 @@ int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
         rc = CHAT_ERR_INTERNAL;
         goto out;
     }
-    r->prefill_s = now_s() - t1;
+    r->prefill_s = g4v_now_s() - t1;
     s->turns++;
     rendered = 0; /* the turn is in the conversation now */
 
@@ -510,7 +504,7 @@ out:
 int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_turn_result *r,
                           char *err, size_t errsz) {
     int rc = CHAT_OK;
-    double t0 = now_s() - r->encode_s - r->prefill_s;
+    double t0 = g4v_now_s() - r->encode_s - r->prefill_s;
     char *ans = NULL;
     struct llama_batch one = {0};
     /* 4. the answer */
@@ -520,12 +514,12 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     if (!ans || !one.token) goto oom;
     ans[0] = 0;
     r->stop = "max_tokens";
-    double t2 = now_s();
+    double t2 = g4v_now_s();
     llama_sampler_reset(s->smpl);
     for (int k = 0; s->o.max_tokens <= 0 || k < s->o.max_tokens; k++) {
         llama_token tok = llama_sampler_sample(s->smpl, s->lctx, -1);
         r->n_generated++;
-        if (k == 0) r->ttft_s = now_s() - t0; /* from the turn's start: encode + prefill + 1 */
+        if (k == 0) r->ttft_s = g4v_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
         if (llama_vocab_is_eog(s->vocab, tok)) {
             r->stop = "end_of_turn";
             break;
@@ -562,7 +556,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
         }
         s->n_past++;
     }
-    r->generate_s = now_s() - t2;
+    r->generate_s = g4v_now_s() - t2;
     r->text = ans;
     r->text_len = alen;
     ans = NULL;

@@ -233,7 +233,7 @@ static char *utf8_copy(const char *s, size_t n) {
     if (!d) return NULL;
     memcpy(d, s, n);
     d[n] = 0;
-    fe_utf8_sanitize(d);
+    g4v_utf8_sanitize(d);
     return d;
 }
 
