@@ -47,6 +47,8 @@ static server *create(const g4v_service_options *o) {
 static int setup(server *s) {
     g4v_service_options *a = &s->a;
     char msg[1024];
+    int st = svc_auth_setup(s); /* first: a bad key is a usage error, found before the model loads */
+    if (st) return st;
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = a->tokens;
@@ -54,7 +56,7 @@ static int setup(server *s) {
     mo.apply_exif = !a->no_exif;
     mo.resize = a->resize;
     if (a->max_body > mo.max_file_bytes) mo.max_file_bytes = a->max_body;
-    int st = g4v_model_load(a->model, &mo, &s->model, msg, sizeof msg);
+    st = g4v_model_load(a->model, &mo, &s->model, msg, sizeof msg);
     if (st) {
         fprintf(stderr, "g4v serve: model %s: %s\n", a->model, msg);
         return model_failure(st);
@@ -109,6 +111,7 @@ static void teardown(server *s) {
     free(s->workers);
     g4v_cache_close(s->cache);
     g4v_model_free(s->model);
+    svc_auth_free(s);
     pthread_cond_destroy(&s->idle);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);
@@ -161,16 +164,21 @@ int g4v_service_run(const g4v_service_options *o) {
     if (!s) return G4V_SERVICE_ERR_INTERNAL;
     int rc = setup(s);
     char where[128] = "";
-    int fd = rc ? -1 : svc_listen(s->a.host, s->a.port, where, sizeof where);
+    int loopback = 0;
+    int fd = rc ? -1 : svc_listen(s->a.host, s->a.port, where, sizeof where, &loopback);
     if (!rc && fd < 0) rc = G4V_SERVICE_ERR_LISTEN;
+    if (!rc && svc_auth_may_listen(s, loopback, where)) { /* closed before serving anyone */
+        close(fd);
+        rc = G4V_SERVICE_ERR_USAGE;
+    }
     if (!rc && svc_daemon_start(s, fd, where)) rc = G4V_SERVICE_ERR_INTERNAL;
     if (rc) {
         teardown(s);
         return rc;
     }
-    printf("g4v serve: listening on %s (%d contexts x %d threads, queue %d%s%s)\n", where,
+    printf("g4v serve: listening on %s (%d contexts x %d threads, queue %d%s%s%s)\n", where,
            s->nworkers, s->threads, s->a.queue, s->cache ? ", cache " : "",
-           s->cache ? s->a.cache : "");
+           s->cache ? s->a.cache : "", s->api_key ? ", API key required" : "");
     fflush(stdout);
     int sig = 0;
     while (sigwait(&stop, &sig)) {

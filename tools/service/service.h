@@ -26,6 +26,15 @@ typedef struct g4v_service_options {
     int resize;        /* the default G4V_RESIZE_* */
     unsigned long long max_body;        /* largest body accepted, else 413 */
     unsigned long long cache_max_bytes; /* 0: the cache's default */
+    /* Access control (service_auth.c): the key from --api-key, or from the first line of
+     * --api-key-file, or else from the environment variable G4V_API_KEY; none: no key needed,
+     * and then a non-loopback --host is refused unless insecure_no_auth. */
+    const char *api_key;
+    const char *api_key_file;
+    int insecure_no_auth;
+    /* HTTP limits (service_listen.c): bytes of request line and headers, open connections */
+    int max_header_bytes;
+    int max_connections;
 } g4v_service_options;
 
 /* How the service ends; the values are `g4v serve`'s exit codes (listed in its --help). */

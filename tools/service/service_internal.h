@@ -19,6 +19,7 @@
 
 #include "g4v.h"
 #include "service.h"
+#include "service_auth.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -32,7 +33,7 @@
 
 /* Sizes of the metrics' tables (service_metrics.c): the status codes counted one by one (any
  * other counts as "other") and the latency histogram's buckets (and +Inf). */
-#define SVC_NCODES 11
+#define SVC_NCODES 12
 #define SVC_NBUCKETS 15
 
 typedef struct request request;
@@ -48,6 +49,8 @@ struct g4v_service {
     char fingerprint[G4V_FINGERPRINT_HEX];
     g4v_model_info info;
     struct MHD_Daemon *daemon;
+    unsigned char *api_key; /* SVC_KEY_MAX bytes, the key then zeros; NULL: no key (service_auth.c) */
+    size_t api_key_len;
 
     pthread_mutex_t mu; /* everything below */
     pthread_cond_t work, idle;
@@ -105,11 +108,11 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
 void svc_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                    enum MHD_RequestTerminationCode toe);
 
-/* service_listen.c: a listening socket on host:port, its URL into where; -1 (printed) on
- * failure. Then libmicrohttpd on it (fd >= 0: epoll and a thread pool, as g4v serve runs) or
+/* service_listen.c: a listening socket on host:port, its URL into where and whether it is a
+ * loopback address into *loopback; -1 (printed) on failure. Then libmicrohttpd on it (fd >= 0: epoll and a thread pool, as g4v serve runs) or
  * with no listening socket (fd < 0: poll, connections from g4v_service_add_connection).
  * 0 ok, -1 (printed). */
-int svc_listen(const char *host, int port, char *where, size_t cap);
+int svc_listen(const char *host, int port, char *where, size_t cap, int *loopback);
 int svc_daemon_start(server *s, int fd, const char *where);
 
 #endif

@@ -1,7 +1,8 @@
-/* service_listen.c - the sockets: the listening socket on --host/--port (with the warning when
- * it is reachable from other machines), libmicrohttpd started on it (its own polling thread and
- * --http-threads accepting and parsing; epoll), or started with no listening socket for an
- * embedder that hands it connections (poll, so a half-close is seen at once). */
+/* service_listen.c - the sockets: the listening socket on --host/--port (and whether other
+ * machines can reach it, for the rule of service_auth.c), libmicrohttpd started on it (its own
+ * polling thread and --http-threads accepting and parsing; epoll) with the HTTP limits
+ * (--max-header-bytes, --max-connections, --timeout), or started with no listening socket for
+ * an embedder that hands it connections (poll, so a half-close is seen at once). */
 #include "service_internal.h"
 
 #include <arpa/inet.h>
@@ -13,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int svc_listen(const char *host, int port, char *where, size_t cap) {
+int svc_listen(const char *host, int port, char *where, size_t cap, int *loopback) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -49,6 +50,7 @@ int svc_listen(const char *host, int port, char *where, size_t cap) {
     socklen_t sl = sizeof ss;
     char addr[INET6_ADDRSTRLEN] = "?";
     int bound = port;
+    *loopback = 0; /* unknown counts as reachable */
     if (!getsockname(fd, (struct sockaddr *)&ss, &sl)) {
         if (ss.ss_family == AF_INET6) {
             struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
@@ -61,14 +63,9 @@ int svc_listen(const char *host, int port, char *where, size_t cap) {
             bound = ntohs(a4->sin_port);
             snprintf(where, cap, "http://%s:%d", addr, bound);
         }
-        int loopback = ss.ss_family == AF_INET6
-                           ? IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr)
-                           : (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
-        if (!loopback)
-            fprintf(stderr,
-                    "g4v serve: warning: listening on %s, reachable from other machines; "
-                    "the service has no authentication and no TLS\n",
-                    addr);
+        *loopback = ss.ss_family == AF_INET6
+                        ? IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr)
+                        : (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
     }
     return fd;
 }
@@ -80,7 +77,9 @@ int svc_daemon_start(server *s, int fd, const char *where) {
             flags, 0, NULL, NULL, svc_handle, s, MHD_OPTION_LISTEN_SOCKET, fd,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->a.http_threads,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->a.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-            (unsigned)1000, MHD_OPTION_NOTIFY_COMPLETED, svc_completed, s, MHD_OPTION_END);
+            (unsigned)s->a.max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)s->a.max_header_bytes, MHD_OPTION_NOTIFY_COMPLETED, svc_completed, s,
+            MHD_OPTION_END);
         if (!s->daemon) {
             fprintf(stderr, "g4v serve: libmicrohttpd could not start on %s\n", where);
             close(fd);
@@ -96,6 +95,7 @@ int svc_daemon_start(server *s, int fd, const char *where) {
                      MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, svc_handle, s,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->a.timeout_s,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)s->a.max_header_bytes,
                                  MHD_OPTION_NOTIFY_COMPLETED, svc_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "g4v serve: libmicrohttpd could not start without a listening socket\n");

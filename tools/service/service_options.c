@@ -22,19 +22,23 @@ static void usage(FILE *f) {
         "       format Accept asks for (application/json with base64 features, the default;\n"
         "       application/x-npy; application/x-safetensors), with prompt ids, grid and sizes\n"
         "  GET  /v1/info     the model, its fingerprint, budgets and the service's limits\n"
-        "  GET  /health      200 \"ok\" while serving\n"
+        "  GET  /health      200 \"ok\" while serving (the one endpoint open without the key)\n"
         "  GET  /metrics     Prometheus text: requests by status, latency, queue, cache\n"
         "\n"
         "  --model DIR          checkpoint directory or mmproj .gguf file (required)\n"
-        "  --host ADDR          address to listen on (default 127.0.0.1: this machine only;\n"
-        "                       the service has no authentication and no TLS)\n"
+        "  --host ADDR          address to listen on (default 127.0.0.1: this machine only);\n"
+        "                       one other machines can reach needs an API key (no TLS: put a\n"
+        "                       TLS proxy in front)\n"
         "  --port N             TCP port (default 8080; 0 picks a free one, printed at start)\n"
         "  --contexts K         encodes run at once, one g4v context each (default 1)\n"
         "  --threads N          compute threads per context (default: CPUs / K, at least 1)\n"
         "  --queue Q            complete requests that may wait for a context; more are\n"
         "                       answered 429 at once (default 16)\n"
         "  --http-threads N     threads parsing HTTP (default 2)\n"
-        "  --max-body-bytes N   largest image accepted, else 413 (default 67108864)\n"
+        "  --max-body-bytes N   largest request body accepted, else 413 (default 67108864)\n"
+        "  --max-header-bytes N request line and headers: memory per connection for them,\n"
+        "                       else 431 (default 32768)\n"
+        "  --max-connections N  connections open at once, more are refused (default 1000)\n"
         "  --timeout S          close a connection idle for S seconds, e.g. a client that\n"
         "                       stalls mid-request (default 30)\n"
         "  --drain-seconds S    on SIGTERM, wait at most S seconds for request bodies still\n"
@@ -48,10 +52,19 @@ static void usage(FILE *f) {
         "  --cache DIR          feature cache shared with `g4v encode --cache` and other\n"
         "                       servers (identical bytes on a hit)\n"
         "  --cache-max-bytes N  cache size bound, LRU eviction (default 1073741824)\n"
+        "\n"
+        "Access (docs/SERVICE.md, \"Security\"): with a key, every endpoint but /health needs\n"
+        "`Authorization: Bearer KEY`, else 401.\n"
+        "  --api-key-file FILE  the key: the file's one line (keep it chmod 600)\n"
+        "  --api-key KEY        the key itself (visible to other users in `ps`: prefer the\n"
+        "                       file, or the environment variable " SVC_API_KEY_ENV ", read when\n"
+        "                       neither option is given)\n"
+        "  --insecure-no-auth   allow a --host other machines can reach without a key\n"
+        "\n"
         "  -h, --help           this help\n"
         "\n"
         "SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.\n"
-        "exit codes: 0 ok, 1 usage, 3 model, 4 cannot listen or open the cache, 5 internal\n",
+        "exit codes: 0 ok, 1 usage (also: a reachable --host without a key), 3 model, 4 cannot listen or open the cache, 5 internal\n",
         G4V_DEFAULT_BUDGET);
 }
 
@@ -66,6 +79,8 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->drain_s = 30;
     a->tokens = G4V_DEFAULT_BUDGET;
     a->max_body = 64ull << 20;
+    a->max_header_bytes = 32768; /* libmicrohttpd's own default */
+    a->max_connections = 1000;
 }
 
 int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
@@ -84,6 +99,8 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         {"--drain-seconds", 0, 86400, offsetof(g4v_service_options, drain_s), 0},
         {"--tokens", 1, 1000000, offsetof(g4v_service_options, tokens), 0},
         {"--max-body-bytes", 1, 1ll << 40, offsetof(g4v_service_options, max_body), 1},
+        {"--max-header-bytes", 4096, 1 << 24, offsetof(g4v_service_options, max_header_bytes), 0},
+        {"--max-connections", 1, 100000, offsetof(g4v_service_options, max_connections), 0},
         {"--cache-max-bytes", 1, 1ll << 62, offsetof(g4v_service_options, cache_max_bytes), 1},
     };
     for (int i = 1; i < argc; i++) {
@@ -114,6 +131,12 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
             a->host = argv[++i];
         else if (!strcmp(s, "--cache") && has_val)
             a->cache = argv[++i];
+        else if (!strcmp(s, "--api-key") && has_val)
+            a->api_key = argv[++i];
+        else if (!strcmp(s, "--api-key-file") && has_val)
+            a->api_key_file = argv[++i];
+        else if (!strcmp(s, "--insecure-no-auth"))
+            a->insecure_no_auth = 1;
         else if (!strcmp(s, "--precise"))
             a->precise = 1;
         else if (!strcmp(s, "--no-exif"))
@@ -138,6 +161,10 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
     char msg[128];
     if (g4v_budget_check(a->tokens, msg, sizeof msg)) {
         fprintf(stderr, "g4v serve: --tokens: %s\n", msg);
+        return G4V_SERVICE_ERR_USAGE;
+    }
+    if (a->api_key && a->api_key_file) {
+        fprintf(stderr, "g4v serve: give the key once: --api-key or --api-key-file, not both\n");
         return G4V_SERVICE_ERR_USAGE;
     }
     if (a->cache_max_bytes && !a->cache) {

@@ -1,5 +1,5 @@
 /* service_routes.c - the endpoints: which path and method go where (POST /v1/encode; GET
- * /v1/info, /health, /metrics; 404 and 405 otherwise), the bodies of the GET endpoints, and the
+ * /v1/info, /health, /metrics; 404 and 405 otherwise; 401 first without the API key), the bodies of the GET endpoints, and the
  * life of one request across libmicrohttpd's calls (headers in, body pieces, body complete,
  * resumed with a worker's answer, completed). A new endpoint starts here. */
 #include "frontend.h"
@@ -42,6 +42,9 @@ static char *info_json(server *s, size_t *len) {
         cJSON_AddNumberToObject(sv, "contexts", s->nworkers);
         cJSON_AddNumberToObject(sv, "queue", s->a.queue);
         cJSON_AddNumberToObject(sv, "max_body_bytes", (double)s->a.max_body);
+        cJSON_AddNumberToObject(sv, "max_header_bytes", s->a.max_header_bytes);
+        cJSON_AddNumberToObject(sv, "max_connections", s->a.max_connections);
+        cJSON_AddBoolToObject(sv, "api_key", s->api_key != NULL);
         cJSON_AddNumberToObject(sv, "timeout_seconds", s->a.timeout_s);
         cJSON_AddBoolToObject(sv, "cache", s->cache != NULL);
     }
@@ -56,6 +59,8 @@ static char *info_json(server *s, size_t *len) {
 static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *url,
                              const char *method) {
     server *s = q->s;
+    /* Before anything else, even a 404: without the key nothing about the server is told. */
+    if (strcmp(url, "/health") && !svc_auth_allows(s, c)) return svc_auth_refuse(q);
     int is_get = !strcmp(method, MHD_HTTP_METHOD_GET),
         is_post = !strcmp(method, MHD_HTTP_METHOD_POST);
     if (!strcmp(url, "/v1/encode")) {
