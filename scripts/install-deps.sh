@@ -4,7 +4,8 @@
 #   install-deps.sh          build
 #   install-deps.sh --python build + what the Python package needs at run time (make install):
 #                            numpy, and Dask distributed for bulk encoding
-#   install-deps.sh --test   build + tests (make test)
+#   install-deps.sh --test   build + tests (make test), and the OpenAI client for Node (npm
+#                            `openai`, pinned) that tests/service use, under ~/.cache/g4v-node
 #   install-deps.sh --load   build + tests + wrk (make load: the HTTP service under load)
 #   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
 #                            OpenBLAS for bench/torch_peer.py, oneDNN for bench_gemm. Note that
@@ -19,6 +20,8 @@ TEST_PKGS="$TEST_PKGS llvm time"
 # with ninja (C++: build-essential). npm only when there is none (a Node.js from elsewhere may
 # bring its own, which Debian's npm package would conflict with)
 TEST_PKGS="$TEST_PKGS git ninja-build"
+# the clients tests/service/test_serve_auth.py and test_serve_openai.py call g4v serve with
+TEST_PKGS="$TEST_PKGS curl"
 PYTHON_PKGS="python3 python3-numpy python3-distributed"
 LOAD_PKGS="wrk"
 BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
@@ -40,11 +43,17 @@ for p in $want; do
 done
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
-    exit 0
+else
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "install-deps: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-echo "install-deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+# npm's packages go to the calling user's cache, not root's: no sudo here
+# (exit 75: the registry cannot be reached; the tests that need the client then say so and skip)
+case "${1:-}" in
+    --test|--load|--bench) rc=0; "$(dirname "$0")/install-node-client.sh" >/dev/null || rc=$?
+        [ "$rc" = 0 ] || [ "$rc" = 75 ] || exit "$rc" ;;
+esac
