@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: help chat-test chat-demo hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
+.PHONY: help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
 
 all: build ## configure + build into build/ (the default)
 
@@ -178,6 +178,16 @@ load: load-deps ## g4v serve under wrk on 127.0.0.1 (LOAD_SECONDS per run)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli
 	PYTHON=$(PYTHON) scripts/load.sh $(BUILD) $(LOAD_SECONDS)
+
+# make load-chat: g4v serve --lm under concurrent streaming chats (scripts/load_chat.sh; the
+# OpenAI client for Node): requests/s, time to first token p50/p99, errors. Loopback only, synthetic
+# models; LOAD_SECONDS per run, LOAD_STREAMS chats at once.
+LOAD_STREAMS ?= 4
+load-chat: test-deps ## g4v serve --lm under LOAD_STREAMS concurrent streaming chats (openai-node)
+	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
+	cmake -S . -B $(BUILD) -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src $(CMAKE_FLAGS); \
+	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli; \
+	PYTHON=$(PYTHON) scripts/load_chat.sh $(BUILD) $$prefix $(LOAD_SECONDS) $(LOAD_STREAMS)
 
 asan: test-deps ## unit + hostile-input tests under ASan + UBSan with fault injection (build-asan/)
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DG4V_SANITIZE=ON -DG4V_FAULT_INJECTION=ON \
