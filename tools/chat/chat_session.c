@@ -92,8 +92,8 @@ void chat_session_close(chat_session *s) {
     if (s->lm) llama_model_free(s->lm);
     chat_template_free(&s->tmpl);
     g4v_ctx_free(s->vctx);
-    g4v_cache_close(s->cache);
-    g4v_model_free(s->vm);
+    if (!s->o.cache) g4v_cache_close(s->cache);
+    if (!s->o.vision_model) g4v_model_free(s->vm);
     if (s->cache_private && s->cache_dir[0])
         nftw(s->cache_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(s);
@@ -137,7 +137,11 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     g4v_model_options_init(&mo);
     mo.budget = s->o.budget;
     mo.precise = o->precise;
-    int st = g4v_model_load(o->vision_path, &mo, &s->vm, msg, sizeof msg);
+    int st = 0;
+    if (o->vision_model)
+        s->vm = o->vision_model;
+    else
+        st = g4v_model_load(o->vision_path, &mo, &s->vm, msg, sizeof msg);
     if (st) {
         seterr(err, errsz, "vision model: %s", msg);
         rc = st == G4V_ERR_ARG ? CHAT_ERR_USAGE : CHAT_ERR_MODEL;
@@ -152,7 +156,9 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         rc = CHAT_ERR_INTERNAL;
         goto fail;
     }
-    if (o->cache_dir) {
+    if (o->cache) {
+        s->cache = o->cache;
+    } else if (o->cache_dir) {
         snprintf(s->cache_dir, sizeof s->cache_dir, "%s", o->cache_dir);
     } else {
         const char *tmp = getenv("TMPDIR");
@@ -166,7 +172,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         }
         s->cache_private = 1;
     }
-    if (g4v_cache_open(s->cache_dir, NULL, &s->cache, msg, sizeof msg)) {
+    if (!o->cache && g4v_cache_open(s->cache_dir, NULL, &s->cache, msg, sizeof msg)) {
         seterr(err, errsz, "feature cache: %s", msg);
         rc = CHAT_ERR_USAGE;
         goto fail;
@@ -224,6 +230,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     /* a whole image (or frame) in one decode call and one ubatch: needed for bidirectional
      * attention over its rows (docs/CHAT.md §3) */
     int rows_max = s->o.budget > s->o.video_budget ? s->o.budget : s->o.video_budget;
+    if (s->o.max_budget > rows_max) rows_max = s->o.max_budget;
     s->n_batch = rows_max > 512 ? rows_max : 512;
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)s->n_ctx;
@@ -321,7 +328,8 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         g4v_encode_options_init(&eo);
         eo.budget = s->o.budget;
         g4v_result r;
-        int st = g4v_encode_file(s->vctx, m->path, &eo, &r);
+        int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
+                         : g4v_encode_file(s->vctx, m->path, &eo, &r);
         if (st) return encode_failed(s, st, err, errsz);
         size_t n = (size_t)r.n_tokens * (size_t)r.dim;
         e->rows = malloc(n * sizeof(float));
@@ -337,6 +345,10 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         ms->height = r.height;
         ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
     } else {
+        if (m->data) {
+            seterr(err, errsz, "%s: a video is read from a file, not from memory", m->path);
+            return CHAT_ERR_INPUT;
+        }
         g4v_video_options vo;
         g4v_video_options_init(&vo);
         vo.budget = s->o.video_budget;
@@ -578,6 +590,88 @@ int chat_session_turn(chat_session *s, const chat_media *media, int n_media, con
     int rc = chat_session_prefill(s, media, n_media, text, r, err, errsz);
     if (rc) return rc;
     return chat_session_generate(s, emit, user, r, err, errsz);
+}
+
+int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz) {
+    int budget = o->budget ? o->budget : s->o.budget;
+    char msg[160];
+    if (g4v_budget_check(budget, msg, sizeof msg)) {
+        seterr(err, errsz, "%s", msg);
+        return CHAT_ERR_USAGE;
+    }
+    if (budget > s->n_batch) { /* a whole image must fit one decode call (docs/CHAT.md §3) */
+        seterr(err, errsz, "a budget of %d soft tokens is above this session's limit of %d",
+               budget, s->n_batch);
+        return CHAT_ERR_USAGE;
+    }
+    chat_options n = s->o;
+    n.system = o->system;
+    n.temp = o->temp;
+    n.top_k = o->top_k;
+    n.top_p = o->top_p;
+    n.seed = o->seed;
+    n.max_tokens = o->max_tokens;
+    n.budget = budget;
+    struct llama_sampler *smpl = make_sampler(&n);
+    if (!smpl) {
+        seterr(err, errsz, "cannot create the sampler");
+        return CHAT_ERR_INTERNAL;
+    }
+    llama_sampler_free(s->smpl);
+    s->smpl = smpl;
+    s->o = n;
+    llama_memory_clear(llama_get_memory(s->lctx), true);
+    s->n_past = 0;
+    s->turns = 0;
+    chat_template_reset(&s->tmpl);
+    return CHAT_OK;
+}
+
+int chat_session_feed_answer(chat_session *s, const char *text, char *err, size_t errsz) {
+    int len = (int)strlen(text);
+    int n = -llama_tokenize(s->vocab, text, len, NULL, 0, false, false);
+    if (n < 0) n = 0;
+    llama_token *tok = malloc((size_t)(n > 0 ? n : 1) * sizeof *tok);
+    if (!tok) {
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    if (n > 0 && llama_tokenize(s->vocab, text, len, tok, n, false, false) != n) {
+        free(tok);
+        seterr(err, errsz, "cannot tokenize an earlier answer");
+        return CHAT_ERR_INTERNAL;
+    }
+    if (s->n_past + n + 1 > s->n_ctx) {
+        free(tok);
+        seterr(err, errsz,
+               "the conversation does not fit in the context: an earlier answer of %d tokens "
+               "after %d positions, %d in all",
+               n, (int)s->n_past, s->n_ctx);
+        return CHAT_ERR_INPUT;
+    }
+    for (int i = 0; i < n; i += s->n_batch) {
+        int m = n - i < s->n_batch ? n - i : s->n_batch;
+        struct llama_batch b = llama_batch_get_one(tok + i, m);
+        llama_pos *pos = malloc((size_t)m * sizeof *pos);
+        if (!pos) {
+            free(tok);
+            seterr(err, errsz, "out of memory");
+            return CHAT_ERR_INTERNAL;
+        }
+        for (int k = 0; k < m; k++) pos[k] = s->n_past + k;
+        b.pos = pos;
+        int d = llama_decode(s->lctx, b);
+        free(pos);
+        if (d) {
+            free(tok);
+            seterr(err, errsz, "llama_decode failed on an earlier answer (%d)", d);
+            return CHAT_ERR_INTERNAL;
+        }
+        s->n_past += m;
+    }
+    free(tok);
+    chat_template_answer(&s->tmpl, text);
+    return CHAT_OK;
 }
 
 struct llama_context *chat_session_llama_context(chat_session *s) { return s->lctx; }

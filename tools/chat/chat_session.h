@@ -33,6 +33,10 @@ typedef struct chat_options {
     const char *cache_dir;   /* feature cache; NULL = a private temporary one */
     int precise;             /* 1: libg4v's PRECISE mode (f32 GEMM inputs) */
     int verbose;             /* 1: let llama.cpp log to stderr */
+    struct g4v_model *vision_model; /* borrowed instead of loading vision_path, or NULL */
+    struct g4v_cache *cache;        /* borrowed instead of opening cache_dir, or NULL */
+    int max_budget;          /* largest budget chat_session_restart may ask for (it sizes the
+                                decode batch); 0 = budget */
 } chat_options;
 
 void chat_options_init(chat_options *o);
@@ -40,8 +44,10 @@ void chat_options_init(chat_options *o);
 typedef struct chat_session chat_session;
 
 typedef struct chat_media {
-    const char *path;
+    const char *path;  /* the file, or only a name for messages when data is set */
     int is_video;
+    const void *data;  /* an image's bytes in memory (g4v serve's data: URIs), or NULL */
+    size_t size;
 } chat_media;
 
 typedef struct chat_media_stat {
@@ -90,6 +96,17 @@ int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
                          const char *text, chat_turn_result *r, char *err, size_t errsz);
 int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_turn_result *r,
                           char *err, size_t errsz);
+
+/* A new conversation on the same models and context (g4v serve: one per request): forgets
+ * every turn and takes o's per-conversation settings -- system, temp, top_k, top_p, seed,
+ * max_tokens, budget (0: the session's) -- the rest of o is ignored. CHAT_OK, or CHAT_ERR_USAGE
+ * for a budget that is not one of G4V_BUDGETS or above the session's max_budget. */
+int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz);
+
+/* Feeds an earlier answer of the model (an assistant message of a replayed conversation) after
+ * the last user turn without sampling, as if the model had said it. CHAT_OK, CHAT_ERR_INPUT
+ * (over the context) or CHAT_ERR_INTERNAL. */
+int chat_session_feed_answer(chat_session *s, const char *text, char *err, size_t errsz);
 
 /* For tests: the libllama objects and the position count. */
 struct llama_context *chat_session_llama_context(chat_session *s);

@@ -178,6 +178,14 @@ int chat_template_answer(chat_template *t, const char *answer) {
     return push_msg(t, "assistant", answer);
 }
 
+void chat_template_reset(chat_template *t) {
+    for (int i = 0; i < t->n_msgs; i++) {
+        free((char *)t->msgs[i].role);
+        free((char *)t->msgs[i].content);
+    }
+    t->n_msgs = 0;
+}
+
 void chat_template_undo_user(chat_template *t) {
     if (t->builtin || t->n_msgs == 0) return;
     if (strcmp(t->msgs[t->n_msgs - 1].role, "user")) return;

@@ -43,6 +43,9 @@ char *chat_template_user_turn(chat_template *t, const char *system, const char *
 /* Records the model's answer to the last user turn (generic templates re-render history). */
 int chat_template_answer(chat_template *t, const char *answer);
 
+/* Forgets the whole conversation (the format stays). */
+void chat_template_reset(chat_template *t);
+
 /* Forgets the last user turn (a turn refused after chat_template_user_turn). */
 void chat_template_undo_user(chat_template *t);
 

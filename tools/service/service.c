@@ -6,6 +6,7 @@
  * SIGTERM or SIGINT: stop accepting connections, finish every request already received (up to
  * --drain-seconds for bodies still arriving), then return G4V_SERVICE_OK.
  */
+#include "chat_service.h"
 #include "frontend.h"
 #include "service_internal.h"
 
@@ -99,11 +100,12 @@ static int setup(server *s) {
         g4v_ctx_set_cache(s->ctx[i], s->cache);
         if (svc_worker_start(s, i)) return G4V_SERVICE_ERR_INTERNAL;
     }
-    return G4V_SERVICE_OK;
+    return a->lm ? svc_lm_start(s) : G4V_SERVICE_OK;
 }
 
 /* Everything setup made (the daemon already stopped), and s itself. */
 static void teardown(server *s) {
+    svc_lm_stop(s);
     svc_workers_stop(s);
     for (int i = 0; s->ctx && i < s->a.contexts; i++)
         g4v_ctx_free(s->ctx[i]);
@@ -145,7 +147,7 @@ long g4v_service_wait_idle(g4v_service *s, double seconds) {
     until.tv_sec += (time_t)seconds + ns / 1000000000L;
     until.tv_nsec = ns % 1000000000L;
     pthread_mutex_lock(&s->mu);
-    while (s->inflight || s->queued || s->busy)
+    while (s->inflight || s->queued || s->busy || s->chat_active)
         if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) break;
     long inflight = s->inflight;
     pthread_mutex_unlock(&s->mu);
@@ -194,7 +196,7 @@ int g4v_service_run(const g4v_service_options *o) {
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += s->a.drain_s;
     int timed_out = 0;
-    while (s->queued || s->busy || (s->inflight && !timed_out))
+    while (s->queued || s->busy || s->chat_active || (s->inflight && !timed_out))
         timed_out = pthread_cond_timedwait(&s->idle, &s->mu, &deadline) == ETIMEDOUT || timed_out;
     long left = s->inflight;
     pthread_mutex_unlock(&s->mu);

@@ -35,6 +35,16 @@ typedef struct g4v_service_options {
     /* HTTP limits (service_listen.c): bytes of request line and headers, open connections */
     int max_header_bytes;
     int max_connections;
+    /* the chat endpoint (docs/SERVICE.md, "Chat"): only with --lm */
+    const char *lm;          /* --lm: Gemma 4 text model GGUF, or NULL */
+    const char *allow_files; /* --allow-files: image paths allowed under this directory */
+    int lm_slots;            /* conversations at once, one libllama context each */
+    int lm_threads;          /* threads per slot; 0: CPUs / slots, at least 1 */
+    int lm_ctx;              /* context tokens per slot */
+    int max_queue;           /* chat requests that may wait for a slot before 429 */
+    int request_timeout_s;   /* a chat request's limit from arrival to its last token */
+    int max_messages;        /* messages per chat request */
+    int max_images;          /* images per chat request */
 } g4v_service_options;
 
 /* How the service ends; the values are `g4v serve`'s exit codes (listed in its --help). */

@@ -61,9 +61,11 @@ struct g4v_service {
     uint64_t hist[SVC_NBUCKETS + 1];
     double lat_sum;
     uint64_t lat_count, encodes, hits, misses;
+    struct lm_pool *lm; /* --lm: the chat endpoint's slots (chat_service.h), or NULL */
+    int chat_active;    /* chat requests admitted and not yet completed (SIGTERM waits) */
 };
 
-enum { REQ_OTHER, REQ_ENCODE };
+enum { REQ_OTHER, REQ_ENCODE, REQ_CHAT };
 enum { ST_RECEIVING, ST_QUEUED, ST_DONE, ST_ANSWERED };
 
 struct request {
@@ -77,6 +79,7 @@ struct request {
     struct MHD_Response *resp; /* built by a worker */
     int code;
     request *next;
+    struct chat_job *chat; /* REQ_CHAT once admitted (chat_service.h) */
 };
 
 /* service_metrics.c */

@@ -3,6 +3,7 @@
  * and their order are an interface (dashboards, tests/service/test_serve.py): add, never rename.
  * The counters live in the server under its mutex (service_internal.h); svc_record counts one
  * answer, svc_metrics_text prints them all. */
+#include "chat_service.h"
 #include "service_internal.h"
 
 #include <stdio.h>
@@ -41,7 +42,7 @@ void svc_record(server *s, int code, double seconds, int encode) {
 }
 
 char *svc_metrics_text(server *s, size_t *len) {
-    size_t cap = 8192;
+    size_t cap = 16384;
     char *b = malloc(cap);
     if (!b) return NULL;
     size_t n = 0;
@@ -92,6 +93,7 @@ char *svc_metrics_text(server *s, size_t *len) {
     METRIC("g4v_cache_evictions_total", "counter",
            "Cache entries removed to stay under the size bound.", cs.evictions);
     METRIC("g4v_cache_errors_total", "counter", "Failed cache writes or scans.", cs.errors);
+    n += svc_chat_metrics_text(s, b + n, n < cap ? cap - n : 0);
 #undef METRIC
 #undef OUT
     if (n >= cap) { /* cannot happen with the fixed set above; never send a cut text */

@@ -54,6 +54,27 @@ static void usage(FILE *f) {
         "                       servers (identical bytes on a hit)\n"
         "  --cache-max-bytes N  cache size bound, LRU eviction (default 1073741824)\n"
         "\n"
+        "Chat (docs/SERVICE.md, \"Chat\"), with --lm: the OpenAI-compatible API\n"
+        "  POST /v1/chat/completions  messages with text and image_url parts (data: URIs;\n"
+        "                       file paths only under --allow-files), stream, max_tokens,\n"
+        "                       temperature, top_p, seed, stop; \"g4v\": {\"tokens\": N}\n"
+        "  GET  /v1/models      the language model's name\n"
+        "  --lm FILE            Gemma 4 text model (GGUF) run by libllama; --model is its\n"
+        "                       vision model\n"
+        "  --lm-slots K         conversations answered at once, one libllama context each\n"
+        "                       (default 1)\n"
+        "  --lm-threads N       threads per slot (default: CPUs / K, at least 1)\n"
+        "  --lm-ctx N           context tokens per slot: the longest conversation, prompt\n"
+        "                       and answer (default 8192)\n"
+        "  --max-queue Q        chat requests that may wait for a slot; more get 429 with\n"
+        "                       Retry-After (default 8)\n"
+        "  --request-timeout S  a chat request's limit from arrival to its last token; the\n"
+        "                       answer ends there (default 600)\n"
+        "  --max-messages N     messages per chat request (default 64)\n"
+        "  --max-images N       images per chat request (default 16)\n"
+        "  --allow-files DIR    image_url may name files (file:// or a plain path) whose real\n"
+        "                       path is inside DIR; without it, paths are refused (403)\n"
+        "\n"
         "Access (docs/SERVICE.md, \"Security\"): with a key, every endpoint but /health needs\n"
         "`Authorization: Bearer KEY`, else 401.\n"
         "  --api-key-file FILE  the key: the file's one line (keep it chmod 600)\n"
@@ -82,6 +103,12 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->max_body = 64ull << 20;
     a->max_header_bytes = 32768; /* libmicrohttpd's own default */
     a->max_connections = 1000;
+    a->lm_slots = 1;
+    a->lm_ctx = 8192;
+    a->max_queue = 8;
+    a->request_timeout_s = 600;
+    a->max_messages = 64;
+    a->max_images = 16;
 }
 
 int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
@@ -103,6 +130,13 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         {"--max-header-bytes", 4096, 1 << 24, offsetof(g4v_service_options, max_header_bytes), 0},
         {"--max-connections", 1, 100000, offsetof(g4v_service_options, max_connections), 0},
         {"--cache-max-bytes", 1, 1ll << 62, offsetof(g4v_service_options, cache_max_bytes), 1},
+        {"--lm-slots", 1, 64, offsetof(g4v_service_options, lm_slots), 0},
+        {"--lm-threads", 1, 4096, offsetof(g4v_service_options, lm_threads), 0},
+        {"--lm-ctx", 256, 1 << 20, offsetof(g4v_service_options, lm_ctx), 0},
+        {"--max-queue", 0, 100000, offsetof(g4v_service_options, max_queue), 0},
+        {"--request-timeout", 1, 86400, offsetof(g4v_service_options, request_timeout_s), 0},
+        {"--max-messages", 1, 100000, offsetof(g4v_service_options, max_messages), 0},
+        {"--max-images", 0, 1000, offsetof(g4v_service_options, max_images), 0},
     };
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -138,6 +172,10 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
             a->api_key_file = argv[++i];
         else if (!strcmp(s, "--insecure-no-auth"))
             a->insecure_no_auth = 1;
+        else if (!strcmp(s, "--lm") && has_val)
+            a->lm = argv[++i];
+        else if (!strcmp(s, "--allow-files") && has_val)
+            a->allow_files = argv[++i];
         else if (!strcmp(s, "--precise"))
             a->precise = 1;
         else if (!strcmp(s, "--no-exif"))
@@ -166,6 +204,10 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
     }
     if (a->api_key && a->api_key_file) {
         fprintf(stderr, "g4v serve: give the key once: --api-key or --api-key-file, not both\n");
+        return G4V_SERVICE_ERR_USAGE;
+    }
+    if (a->allow_files && !a->lm) {
+        fprintf(stderr, "g4v serve: --allow-files is for the chat endpoint: it needs --lm\n");
         return G4V_SERVICE_ERR_USAGE;
     }
     if (a->cache_max_bytes && !a->cache) {

@@ -2,6 +2,7 @@
  * /v1/info, /health, /metrics; 404 and 405 otherwise; 401 first without the API key), the bodies of the GET endpoints, and the
  * life of one request across libmicrohttpd's calls (headers in, body pieces, body complete,
  * resumed with a worker's answer, completed). A new endpoint starts here. */
+#include "chat_service.h"
 #include "frontend.h"
 #include "service_internal.h"
 
@@ -72,6 +73,14 @@ static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *u
         }
         return svc_begin_encode(q, c);
     }
+    if (s->lm && !strcmp(url, "/v1/chat/completions")) { /* --lm: chat_routes.c */
+        if (!is_post)
+            return svc_answer_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, "G4V_ERR_ARG",
+                                    "%s /v1/chat/completions: use POST", method);
+        q->kind = REQ_CHAT;
+        return svc_chat_begin(q, c);
+    }
+    if (s->lm && !strcmp(url, "/v1/models") && is_get) return svc_models(q);
     int known = !strcmp(url, "/health") || !strcmp(url, "/v1/info") || !strcmp(url, "/metrics");
     if (!known)
         return svc_answer_error(q, MHD_HTTP_NOT_FOUND, "G4V_ERR_ARG",
@@ -115,7 +124,7 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
         pthread_mutex_unlock(&s->mu);
         return route(q, c, url, method);
     }
-    if (q->kind != REQ_ENCODE || q->state == ST_ANSWERED) { /* answered already: drop the rest */
+    if (q->kind == REQ_OTHER || q->state == ST_ANSWERED) { /* answered already: drop the rest */
         *upload_size = 0;
         return MHD_YES;
     }
@@ -124,7 +133,8 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
         *upload_size = 0;
         return r;
     }
-    if (q->state == ST_RECEIVING) return svc_finish_encode(q);
+    if (q->state == ST_RECEIVING)
+        return q->kind == REQ_CHAT ? svc_chat_finish(q) : svc_finish_encode(q);
     if (q->state == ST_DONE) {
         struct MHD_Response *resp = q->resp;
         q->resp = NULL;
@@ -140,6 +150,7 @@ void svc_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     request *q = *con_cls;
     if (!q) return;
     *con_cls = NULL;
+    svc_chat_completed(q);
     if (q->resp) MHD_destroy_response(q->resp);
     free(q->body);
     free(q);

@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""test_chat_serve.py (pytest --arg=FIXTURES) - `g4v serve --lm`: the OpenAI-compatible chat
+endpoint on the synthetic models (make_fixtures.py), with plain HTTP clients against servers this
+test starts on 127.0.0.1.
+
+Answers identical to `g4v chat` for the same seed, prompt and image (text and token counts),
+streamed or not; two images across two messages; an image sent again in a later turn read from
+the feature cache (metrics); GET /v1/models; 429 with Retry-After when the slot and the queue are
+taken; a client that hangs up mid-stream frees its slot at once; paths outside --allow-files
+(and any path without it) refused 403; a data: URI that is not an image refused 400 while the
+server keeps serving; the limits (messages, images, context) each with its own code; SIGTERM
+during a stream finishes the stream, then exit 0."""
+import base64
+import http.client
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyutil  # noqa: E402
+from pyutil import check  # noqa: E402
+
+G4V = os.environ.get("G4V_BIN", "g4v")
+FX = pyutil.arg(1)
+
+
+def fx(n):
+    return os.path.join(FX, n)
+
+
+def data_uri(path, mime="image/png"):
+    return f"data:{mime};base64," + base64.b64encode(open(path, "rb").read()).decode()
+
+
+class Server:
+    def __init__(self, tmp, name, *args):
+        self.err_path = os.path.join(tmp, name + ".stderr")
+        self.err = open(self.err_path, "w")
+        self.p = subprocess.Popen([G4V, "serve", "--port", "0", "--model", fx("vis-e2b"), "--lm",
+                                   fx("lm-e2b.gguf"), "--lm-threads", "1", "--threads", "1", *args],
+                                  stdout=subprocess.PIPE, stderr=self.err, text=True)
+        line = self.p.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if not m:
+            raise RuntimeError(f"server did not start: {line!r} {open(self.err_path).read()}")
+        self.port = int(m.group(1))
+
+    def conn(self, timeout=300):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None):
+        c = self.conn()
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+                headers = {"Content-Type": "application/json", **(headers or {})}
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def chat(self, body):
+        st, h, raw = self.request("POST", "/v1/chat/completions", body)
+        try:
+            return st, h, json.loads(raw)
+        except ValueError:
+            return st, h, {"raw": raw}
+
+    def stream(self, body, stop_after=None):
+        """(status, events, connection, response) of a streamed chat: events parsed as JSON or
+        "[DONE]"; with stop_after=N it returns after N events, the response still open."""
+        c = self.conn()
+        c.request("POST", "/v1/chat/completions", body=json.dumps({**body, "stream": True}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        if r.status != 200:
+            return r.status, [json.loads(r.read())], c, r
+        return 200, read_events(r, stop_after), c, r
+
+    def metrics(self):
+        _, _, body = self.request("GET", "/metrics")
+        out = {}
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def wait_metric(self, name, value, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.metrics().get(name) == value:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.err.close()
+        return self.p.returncode
+
+
+def g4v_chat(*args):
+    p = subprocess.run([G4V, "chat", "--threads", "1", "--lm", fx("lm-e2b.gguf"), "--model",
+                        fx("vis-e2b"), "--json", *args], capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"g4v chat exits 0 ({p.stderr.strip()[-200:]})")
+    return json.loads(p.stdout)
+
+
+def read_events(r, stop_after=None):
+    """The server-sent events of response r up to [DONE] (or stop_after events)."""
+    events = []
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if line.startswith(b"data: "):
+            d = line[6:].strip()
+            events.append("[DONE]" if d == b"[DONE]" else json.loads(d))
+            if d == b"[DONE]" or (stop_after and len(events) >= stop_after):
+                break
+    return events
+
+
+def user(text, *images):
+    return {"role": "user", "content": [*({"type": "image_url", "image_url": {"url": u}}
+                                          for u in images), {"type": "text", "text": text}]}
+
+
+def content_of(events):
+    return "".join(e["choices"][0]["delta"].get("content", "") for e in events
+                   if e != "[DONE]" and e["choices"])
+
+
+def test_chat_serve():
+    tmp = tempfile.mkdtemp(prefix="g4v_chat_serve_")
+    allowed = os.path.join(tmp, "allowed")
+    os.makedirs(allowed)
+    os.symlink(fx("img1.png"), os.path.join(allowed, "link-out.png"))  # resolves outside
+    with open(os.path.join(allowed, "img2.png"), "wb") as f:
+        f.write(open(fx("img2.png"), "rb").read())
+    servers = []
+    try:
+        run(tmp, allowed, servers)
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def run(tmp, allowed, servers):
+    s = Server(tmp, "main", "--lm-slots", "1", "--max-queue", "0", "--allow-files", allowed,
+               "--max-images", "3", "--max-messages", "6")
+    servers.append(s)
+    img1 = data_uri(fx("img1.png"))
+
+    # 1. GET /v1/models
+    st, _, body = s.request("GET", "/v1/models")
+    m = json.loads(body) if st == 200 else {}
+    check(st == 200 and m.get("object") == "list" and m["data"][0]["id"] == "lm-e2b.gguf",
+          f"GET /v1/models names the language model ({st} {body[:200]!r})")
+
+    # 2. identical to g4v chat: greedy and sampled, non-streamed and streamed
+    for temp, seed in (("0", 1), ("0.9", 7)):
+        ref = g4v_chat("--image", fx("img1.png"), "-p", "Describe the image.", "--max-tokens", "12",
+                       "--temp", temp, "--seed", str(seed))
+        req = {"model": "any", "messages": [user("Describe the image.", img1)], "max_tokens": 12,
+               "temperature": float(temp), "seed": seed}
+        st, _, r = s.chat(req)
+        ok = st == 200 and r.get("object") == "chat.completion"
+        check(ok, f"temp {temp}: POST /v1/chat/completions answers 200 ({st} {str(r)[:300]})")
+        if ok:
+            u = r["usage"]
+            check(r["choices"][0]["message"]["content"] == ref["text"],
+                  f"temp {temp}: the same text as g4v chat ({r['choices'][0]['message']['content']!r}"
+                  f" vs {ref['text']!r})")
+            check(u["completion_tokens"] == ref["tokens"]["generated"] and
+                  u["prompt_tokens"] == ref["tokens"]["prompt"] and
+                  u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"],
+                  f"temp {temp}: the same token counts as g4v chat ({u} vs {ref['tokens']})")
+            check(u["prompt_tokens_details"]["image_tokens"] == 256 and r["g4v"]["image_tokens"] == 256,
+                  "usage counts the image's 256 soft tokens")
+            check(r["choices"][0]["finish_reason"] ==
+                  ("stop" if ref["stop"] == "end_of_turn" else "length"), "finish_reason")
+        st, ev, c, _ = s.stream({**req, "stream_options": {"include_usage": True}})
+        c.close()
+        check(st == 200 and ev and ev[-1] == "[DONE]", f"temp {temp}: the stream ends with [DONE]")
+        if st == 200 and len(ev) >= 3:
+            check(ev[0]["object"] == "chat.completion.chunk" and
+                  ev[0]["choices"][0]["delta"].get("role") == "assistant", "first chunk: the role")
+            check(content_of(ev) == ref["text"], f"temp {temp}: streamed text = g4v chat's "
+                  f"({content_of(ev)!r} vs {ref['text']!r})")
+            fin = [e for e in ev[:-1] if e["choices"] and e["choices"][0]["finish_reason"]]
+            usage = [e["usage"] for e in ev[:-1] if "usage" in e]
+            check(len(fin) == 1 and usage and usage[0]["completion_tokens"] == ref["tokens"]["generated"]
+                  and usage[0]["prompt_tokens"] == ref["tokens"]["prompt"],
+                  f"temp {temp}: one finish chunk and the usage chunk with g4v chat's counts")
+
+    # 3. two images across two messages; an image of an earlier turn comes from the cache
+    from PIL import Image
+    fresh = os.path.join(tmp, "fresh.png")
+    Image.new("RGB", (640, 480), (12, 200, 77)).save(fresh)
+    m0 = s.metrics()
+    st, _, r = s.chat({"messages": [user("What is this?", data_uri(fresh))], "max_tokens": 4,
+                       "temperature": 0})
+    m1 = s.metrics()
+    check(st == 200 and r["g4v"]["images_encoded"] == 1 and r["g4v"]["images_cached"] == 0 and
+          m1["g4v_chat_images_encoded_total"] == m0["g4v_chat_images_encoded_total"] + 1,
+          f"a new image is encoded ({st} {str(r)[:200]})")
+    answer = r["choices"][0]["message"]["content"] if st == 200 else "x"
+    st, _, r = s.chat({"messages": [user("What is this?", data_uri(fresh)),
+                                    {"role": "assistant", "content": answer},
+                                    user("And this one?", data_uri(fx("img2.png")))],
+                       "max_tokens": 4, "temperature": 0})
+    m2 = s.metrics()
+    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 192 + 252,
+          f"two images across two messages: both fed ({st} {str(r)[:300]})")
+    check(st == 200 and r["g4v"]["images_cached"] >= 1 and
+          m2["g4v_chat_images_cached_total"] >= m1["g4v_chat_images_cached_total"] + 1 and
+          m2["g4v_chat_images_encoded_total"] <= m1["g4v_chat_images_encoded_total"] + 1,
+          "the first turn's image in the second request: from the cache, not encoded again")
+    check(st == 200 and r["usage"]["prompt_tokens"] > 192 + 252 + 10, "prompt counts every turn")
+
+    # 4. files: outside --allow-files refused, inside served; data: that is not an image
+    for url, code, what in (("file:///etc/passwd", "file_not_allowed", "a file outside"),
+                            ("file://" + fx("img1.png"), "file_not_allowed", "a fixture outside"),
+                            (os.path.join(allowed, "link-out.png"), "file_not_allowed",
+                             "a symlink out of the directory"),
+                            (allowed + "/../allowed/../../etc/passwd", "file_not_allowed", "../")):
+        st, _, r = s.chat({"messages": [user("Hi", url)], "max_tokens": 2})
+        check(st == 403 and r.get("error", {}).get("code") == code and
+              "/etc" not in r["error"]["message"], f"{what}: 403 {code} ({st} {str(r)[:200]})")
+    st, _, r = s.chat({"messages": [user("Hi", "file://" + os.path.join(allowed, "img2.png"))],
+                       "max_tokens": 2, "temperature": 0})
+    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 252,
+          f"a file under --allow-files is served ({st} {str(r)[:200]})")
+    for url, what in (("data:text/plain;base64,aGVsbG8gd29ybGQ=", "text/plain"),
+                      ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(),
+                       "garbage bytes labelled image/png"),
+                      ("data:image/png;base64,@@@", "not base64")):
+        st, _, r = s.chat({"messages": [user("Hi", url)], "max_tokens": 2})
+        check(st == 400 and r.get("error", {}).get("code") == "invalid_image" and
+              r["error"]["type"] == "invalid_request_error", f"data: URI, {what}: 400 invalid_image "
+              f"({st} {str(r)[:200]})")
+    st, _, _ = s.request("GET", "/health")
+    st2, _, r = s.chat({"messages": [user("Still there?")], "max_tokens": 2})
+    check(st == 200 and st2 == 200, "after the refusals the server keeps serving")
+
+    # 5. the limits, each with its code
+    for body, code in (({"messages": [user("x", img1, img1, img1, img1)]}, "too_many_images"),
+                       ({"messages": [user("x")] * 7}, "too_many_messages"),
+                       ({"messages": [user("word " * 9000)]}, "context_length_exceeded"),
+                       ({"messages": []}, "invalid_messages"),
+                       ({"messages": [{"role": "assistant", "content": "x"}]}, "invalid_messages"),
+                       ({"messages": [user("x")], "g4v": {"tokens": 300}}, "invalid_budget"),
+                       ({"messages": [user("x", "https://example.com/a.png")]}, "invalid_image_url")):
+        st, _, r = s.chat({**body, "max_tokens": 2})
+        check(st == 400 and r.get("error", {}).get("code") == code, f"limit: 400 {code} "
+              f"({st} {str(r)[:200]})")
+    st, _, raw = s.request("POST", "/v1/chat/completions", b"{not json")
+    check(st == 400 and json.loads(raw)["error"]["code"] == "invalid_json", "bad JSON: 400")
+    st, _, r = s.chat({"messages": [user("Hi", img1)], "max_tokens": 2, "temperature": 0,
+                       "g4v": {"tokens": 70}})
+    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 64,
+          f"\"g4v\": {{\"tokens\": 70}}: the image at budget 70 ({st} {str(r)[:200]})")
+
+    # 6. one slot, no queue: 429 while a stream runs; its client hangs up; the slot is free at once
+    long = {"messages": [user("Tell me a long story.")], "max_tokens": 4000, "temperature": 1.0,
+            "seed": 3}
+    st, ev, c, _ = s.stream(long, stop_after=3)
+    check(st == 200 and s.wait_metric("g4v_chat_slots_busy", 1), "a long stream holds the slot")
+    st, h, r = s.chat({"messages": [user("Me too")], "max_tokens": 2})
+    check(st == 429 and h.get("Retry-After") == "1" and r["error"]["code"] == "queue_full",
+          f"slot and queue taken: 429 queue_full with Retry-After ({st} {h.get('Retry-After')})")
+    cancelled = s.metrics()["g4v_chat_cancelled_total"]
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    t0 = time.time()
+    freed = s.wait_metric("g4v_chat_slots_busy", 0, timeout=10)
+    t_free = time.time() - t0
+    check(freed and t_free < 2.0, f"the client hung up: the slot is free in {t_free:.3f} s")
+    t0 = time.time()
+    st, _, r = s.chat({"messages": [user("Next")], "max_tokens": 2, "temperature": 0})
+    check(st == 200 and time.time() - t0 < 30, f"the next request is answered at once ({st})")
+    check(s.metrics()["g4v_chat_cancelled_total"] == cancelled + 1, "the hang-up is counted")
+
+    # 7. paths refused on a server without --allow-files
+    s2 = Server(tmp, "nofiles")
+    servers.append(s2)
+    st, _, r = s2.chat({"messages": [user("Hi", os.path.join(allowed, "img2.png"))]})
+    check(st == 403 and r["error"]["code"] == "files_not_allowed",
+          f"no --allow-files: every path refused 403 ({st} {str(r)[:200]})")
+
+    # 8. SIGTERM during a stream: the stream is finished, then the server exits 0
+    st, ev, c, resp = s2.stream({"messages": [user("Count.")], "max_tokens": 40, "temperature": 1.0,
+                           "seed": 5}, stop_after=2)
+    check(st == 200, "a stream started")
+    s2.p.send_signal(signal.SIGTERM)
+    rest = read_events(resp)
+    c.close()
+    fin = [e for e in rest if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"]]
+    check(rest and rest[-1] == "[DONE]" and len(fin) == 1,
+          f"SIGTERM: the stream in flight is finished ({len(rest)} more events)")
+    check(s2.p.wait(timeout=120) == 0, "then the server exits 0")

@@ -1,0 +1,422 @@
+/* chat_request.c - an OpenAI chat.completions request body into a chat_job: the messages
+ * (system/developer first, then user and assistant; text parts and image_url parts), the
+ * sampling parameters, stream, stop, and our extension "g4v": {"tokens": N}. Images come as
+ * data: URIs (base64, decoded here) or, only under --allow-files DIR, as file:// URLs or plain
+ * paths whose realpath lies inside DIR. Every refusal names what was wrong and carries its own
+ * code (docs/SERVICE.md, "Chat errors"); nothing here touches a model. */
+#define _GNU_SOURCE /* realpath */
+#include "chat_service.h"
+#include "frontend.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void chat_fail_set(chat_fail *f, int http, const char *type, const char *code, const char *fmt,
+                   ...) {
+    f->http = http;
+    f->type = type;
+    f->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+    va_end(ap);
+}
+
+#define BAD(code, ...) chat_fail_set(f, 400, "invalid_request_error", code, __VA_ARGS__)
+
+void chat_job_unref(chat_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left) return;
+    for (int t = 0; t < j->n_turns; t++) {
+        for (int i = 0; i < j->turns[t].n_img; i++) {
+            free(j->turns[t].img[i].data);
+            free(j->turns[t].img[i].path);
+        }
+        free(j->turns[t].img);
+        free(j->turns[t].text);
+    }
+    free(j->turns);
+    free(j->system);
+    for (int i = 0; i < j->n_stop; i++)
+        free(j->stop[i]);
+    free(j->out);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+const char *chat_model_id(const server *s) {
+    const char *slash = strrchr(s->a.lm, '/');
+    return slash ? slash + 1 : s->a.lm;
+}
+
+static int b64_value(int c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+}
+
+/* Standard or URL-safe base64, padding optional; NULL if any other character appears. */
+static unsigned char *b64_decode(const char *s, size_t n, size_t *out_n) {
+    while (n && s[n - 1] == '=')
+        n--;
+    unsigned char *o = malloc(n / 4 * 3 + 3);
+    if (!o) return NULL;
+    size_t k = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64_value((unsigned char)s[i]);
+        if (v < 0) {
+            free(o);
+            return NULL;
+        }
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out_n = k;
+    return o;
+}
+
+/* A file:// URL's path with %XX decoded (malloc'ed), or a plain path copied. */
+static char *url_path(const char *u) {
+    if (!strncmp(u, "file://", 7)) u += 7;
+    size_t n = strlen(u);
+    char *p = malloc(n + 1), *d = p;
+    if (!p) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned hi, lo;
+        if (u[i] == '%' && i + 2 < n + 0 && sscanf(u + i + 1, "%1x%1x", &hi, &lo) == 2) {
+            *d++ = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            *d++ = u[i];
+        }
+    }
+    *d = 0;
+    return p;
+}
+
+/* One image_url into img: 0, or -1 with f filled. */
+static int take_image(server *s, const char *url, int index, chat_image *img, chat_fail *f) {
+    snprintf(img->name, sizeof img->name, "image %d", index + 1);
+    if (!strncmp(url, "data:", 5)) {
+        const char *comma = strchr(url, ',');
+        if (!comma) {
+            BAD("invalid_image_url", "%s: a data: URI without a comma", img->name);
+            return -1;
+        }
+        size_t hl = (size_t)(comma - url);
+        if (hl < 12 || strncmp(comma - 7, ";base64", 7)) {
+            BAD("invalid_image_url", "%s: the data: URI must be base64 (data:image/...;base64,...)",
+                img->name);
+            return -1;
+        }
+        if (strncmp(url + 5, "image/", 6)) {
+            BAD("invalid_image", "%s: the data: URI's media type is not image/* (%.*s)",
+                img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
+            return -1;
+        }
+        img->data = b64_decode(comma + 1, strlen(comma + 1), &img->size);
+        if (!img->data || !img->size) {
+            BAD("invalid_image", "%s: the data: URI is not valid base64 or is empty", img->name);
+            return -1;
+        }
+        return 0;
+    }
+    if (strstr(url, "://") && strncmp(url, "file://", 7)) {
+        BAD("invalid_image_url",
+            "%s: this server does not fetch URLs; send the image as a data: URI "
+            "(data:image/png;base64,...)",
+            img->name);
+        return -1;
+    }
+    if (!s->a.allow_files) {
+        chat_fail_set(f, 403, "permission_error", "files_not_allowed",
+                      "%s: file paths are refused; send a data: URI, or start the server with "
+                      "--allow-files DIR",
+                      img->name);
+        return -1;
+    }
+    char *p = url_path(url);
+    char dir[PATH_MAX], real[PATH_MAX];
+    int ok = p && realpath(s->a.allow_files, dir) && realpath(p, real);
+    size_t dl = ok ? strlen(dir) : 0;
+    /* inside DIR after every symlink is resolved, never DIR itself */
+    ok = ok && !strncmp(real, dir, dl) && (real[dl] == '/' || (dl == 1 && dir[0] == '/')) &&
+         real[dl + (dl > 1)] != 0;
+    free(p);
+    if (!ok) {
+        chat_fail_set(f, 403, "permission_error", "file_not_allowed",
+                      "%s: not a file under the directory this server allows (--allow-files)",
+                      img->name);
+        return -1;
+    }
+    img->path = strdup(real);
+    if (!img->path) {
+        chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static char *append_text(char *acc, const char *t) {
+    size_t a = acc ? strlen(acc) : 0, b = strlen(t);
+    char *r = realloc(acc, a + b + 2);
+    if (!r) {
+        free(acc);
+        return NULL;
+    }
+    if (a) r[a++] = '\n'; /* parts and merged messages: one per line */
+    memcpy(r + a, t, b + 1);
+    return r;
+}
+
+/* One message's content (a string, or an array of parts) into turn t. */
+static int take_content(server *s, chat_job *j, const cJSON *content, int role, int mi,
+                        chat_turn_in *t, chat_fail *f) {
+    if (cJSON_IsNull(content) && role == CHAT_ROLE_ASSISTANT) return 0;
+    if (cJSON_IsString(content)) {
+        if (!(t->text = append_text(t->text, content->valuestring))) goto oom;
+        return 0;
+    }
+    if (!cJSON_IsArray(content)) {
+        BAD("invalid_content", "messages[%d].content: a string or an array of parts", mi);
+        return -1;
+    }
+    int pi = 0;
+    for (const cJSON *p = content->child; p; p = p->next, pi++) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const char *ty = cJSON_IsString(type) ? type->valuestring : "";
+        if (!strcmp(ty, "text")) {
+            const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
+            if (!cJSON_IsString(tx)) {
+                BAD("invalid_content", "messages[%d].content[%d]: a text part needs \"text\"", mi,
+                    pi);
+                return -1;
+            }
+            if (!(t->text = append_text(t->text, tx->valuestring))) goto oom;
+        } else if (!strcmp(ty, "image_url")) {
+            if (role != CHAT_ROLE_USER) {
+                BAD("invalid_content", "messages[%d]: images only in user messages", mi);
+                return -1;
+            }
+            const cJSON *iu = cJSON_GetObjectItemCaseSensitive(p, "image_url");
+            const cJSON *url = cJSON_IsObject(iu) ? cJSON_GetObjectItemCaseSensitive(iu, "url") : iu;
+            if (!cJSON_IsString(url)) {
+                BAD("invalid_image_url", "messages[%d].content[%d]: image_url needs a \"url\"",
+                    mi, pi);
+                return -1;
+            }
+            if (j->n_images >= s->a.max_images) {
+                BAD("too_many_images",
+                    "more than %d images in one request (this server's --max-images)",
+                    s->a.max_images);
+                return -1;
+            }
+            chat_image *im = realloc(t->img, (size_t)(t->n_img + 1) * sizeof *im);
+            if (!im) goto oom;
+            t->img = im;
+            memset(&im[t->n_img], 0, sizeof *im);
+            t->n_img++;
+            if (take_image(s, url->valuestring, j->n_images, &im[t->n_img - 1], f)) return -1;
+            j->n_images++;
+        } else {
+            BAD("invalid_content",
+                "messages[%d].content[%d]: part type '%.40s' is not served (text, image_url)", mi,
+                pi, ty);
+            return -1;
+        }
+    }
+    return 0;
+oom:
+    chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+    return -1;
+}
+
+static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f) {
+    if (!cJSON_IsArray(msgs) || !msgs->child) {
+        BAD("invalid_messages", "\"messages\" must be a non-empty array");
+        return -1;
+    }
+    int n = cJSON_GetArraySize(msgs);
+    if (n > s->a.max_messages) {
+        BAD("too_many_messages", "%d messages: above this server's limit of %d (--max-messages)",
+            n, s->a.max_messages);
+        return -1;
+    }
+    j->turns = calloc((size_t)n, sizeof *j->turns);
+    if (!j->turns) {
+        chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+        return -1;
+    }
+    int mi = 0, seen_turn = 0;
+    for (const cJSON *m = msgs->child; m; m = m->next, mi++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        const char *r = cJSON_IsString(role) ? role->valuestring : "";
+        if (!strcmp(r, "system") || !strcmp(r, "developer")) {
+            if (seen_turn) {
+                BAD("invalid_messages", "messages[%d]: a %s message only before the first user "
+                                        "message", mi, r);
+                return -1;
+            }
+            chat_turn_in tmp = {0};
+            tmp.text = j->system;
+            if (take_content(s, j, content, CHAT_ROLE_ASSISTANT, mi, &tmp, f)) {
+                j->system = tmp.text;
+                return -1;
+            }
+            j->system = tmp.text;
+            continue;
+        }
+        int ro = !strcmp(r, "user") ? CHAT_ROLE_USER : !strcmp(r, "assistant") ? CHAT_ROLE_ASSISTANT : -1;
+        if (ro < 0) {
+            BAD("invalid_messages", "messages[%d]: role '%.40s' is not served (system, developer, "
+                                    "user, assistant)", mi, r);
+            return -1;
+        }
+        if (!seen_turn && ro == CHAT_ROLE_ASSISTANT) {
+            BAD("invalid_messages", "messages[%d]: the conversation must start with a user "
+                                    "message", mi);
+            return -1;
+        }
+        seen_turn = 1;
+        /* consecutive messages of one role are one turn */
+        if (!j->n_turns || j->turns[j->n_turns - 1].role != ro) j->turns[j->n_turns++].role = ro;
+        if (take_content(s, j, content, ro, mi, &j->turns[j->n_turns - 1], f)) return -1;
+    }
+    if (!j->n_turns || j->turns[j->n_turns - 1].role != CHAT_ROLE_USER) {
+        BAD("invalid_messages", "the last message must be a user message");
+        return -1;
+    }
+    for (int t = 0; t < j->n_turns; t++)
+        if (!j->turns[t].text && !(j->turns[t].text = strdup(""))) {
+            chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+            return -1;
+        }
+    return 0;
+}
+
+/* A number field in [lo, hi] into *v (absent or null: untouched). */
+static int take_number(const cJSON *o, const char *name, double lo, double hi, double *v,
+                       chat_fail *f) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!x || cJSON_IsNull(x)) return 0;
+    if (!cJSON_IsNumber(x) || x->valuedouble < lo || x->valuedouble > hi) {
+        BAD("invalid_parameter", "\"%s\" must be a number from %g to %g", name, lo, hi);
+        return -1;
+    }
+    *v = x->valuedouble;
+    return 0;
+}
+
+static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
+    double v;
+    v = j->max_tokens;
+    if (take_number(o, "max_tokens", 1, s->a.lm_ctx, &v, f) ||
+        take_number(o, "max_completion_tokens", 1, s->a.lm_ctx, &v, f))
+        return -1;
+    j->max_tokens = (int)v;
+    v = j->temperature;
+    if (take_number(o, "temperature", 0, 2, &v, f)) return -1;
+    j->temperature = (float)v;
+    v = j->top_p;
+    if (take_number(o, "top_p", 0, 1, &v, f)) return -1;
+    j->top_p = (float)v;
+    v = j->seed;
+    if (take_number(o, "seed", 0, 4294967295.0, &v, f)) return -1;
+    j->seed = (uint32_t)v;
+    v = 1;
+    if (take_number(o, "n", 1, 1, &v, f)) return -1;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "stream");
+    if (x && !cJSON_IsNull(x) && !cJSON_IsBool(x)) {
+        BAD("invalid_parameter", "\"stream\" must be true or false");
+        return -1;
+    }
+    j->stream = cJSON_IsTrue(x);
+    x = cJSON_GetObjectItemCaseSensitive(o, "stream_options");
+    if (cJSON_IsObject(x))
+        j->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "include_usage"));
+    x = cJSON_GetObjectItemCaseSensitive(o, "stop");
+    if (x && !cJSON_IsNull(x)) {
+        const cJSON *one = cJSON_IsString(x) ? x : NULL;
+        const cJSON *it = one ? one : (cJSON_IsArray(x) ? x->child : NULL);
+        if (!one && !cJSON_IsArray(x)) {
+            BAD("invalid_stop", "\"stop\" must be a string or an array of strings");
+            return -1;
+        }
+        for (; it; it = one ? NULL : it->next) {
+            if (!cJSON_IsString(it) || !it->valuestring[0] ||
+                strlen(it->valuestring) > CHAT_MAX_STOP_LEN || j->n_stop >= CHAT_MAX_STOP) {
+                BAD("invalid_stop", "\"stop\": at most %d non-empty strings of at most %d bytes",
+                    CHAT_MAX_STOP, CHAT_MAX_STOP_LEN);
+                return -1;
+            }
+            if (!(j->stop[j->n_stop++] = strdup(it->valuestring))) return -1;
+        }
+    }
+    x = cJSON_GetObjectItemCaseSensitive(o, "g4v");
+    if (x && !cJSON_IsNull(x)) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "tokens");
+        char msg[160];
+        if (!cJSON_IsObject(x) || (t && (!cJSON_IsNumber(t) || t->valuedouble != (int)t->valuedouble ||
+                                         g4v_budget_check((int)t->valuedouble, msg, sizeof msg)))) {
+            BAD("invalid_budget", "\"g4v\": {\"tokens\": N} with N one of " SVC_BUDGETS);
+            return -1;
+        }
+        if (t) j->budget = (int)t->valuedouble;
+    }
+    return 0;
+}
+
+chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f) {
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        BAD("invalid_json", "the body is not a JSON object");
+        return NULL;
+    }
+    chat_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        cJSON_Delete(o);
+        chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    j->refs = 1;
+    j->s = s;
+    j->fd = -1;
+    /* the defaults: Gemma 4's generation_config.json, as g4v chat */
+    j->temperature = 1.0f;
+    j->top_k = 64;
+    j->top_p = 0.95f;
+    j->seed = 0xFFFFFFFFu; /* a random seed */
+    j->max_tokens = 1024 < s->a.lm_ctx ? 1024 : s->a.lm_ctx;
+    j->created = (long)time(NULL);
+    static unsigned long counter;
+    snprintf(j->id, sizeof j->id, "chatcmpl-%lx%lx", (unsigned long)j->created,
+             __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+    if (take_messages(s, j, cJSON_GetObjectItemCaseSensitive(o, "messages"), f) ||
+        take_params(s, j, o, f)) {
+        cJSON_Delete(o);
+        chat_job_unref(j);
+        return NULL;
+    }
+    cJSON_Delete(o);
+    return j;
+}

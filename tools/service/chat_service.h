@@ -1,0 +1,147 @@
+/* chat_service.h - what the files of the chat endpoint share (docs/SERVICE.md, "Chat"): one
+ * chat job (an OpenAI chat.completions request as parsed, and its life while it waits, runs on a
+ * language-model slot and streams), and the functions of each file:
+ *   chat_request.c  the request's JSON -> a chat_job (messages, images, sampling, limits)
+ *   chat_routes.c   POST /v1/chat/completions and GET /v1/models through libmicrohttpd
+ *   chat_sse.c      the answer as JSON or as server-sent events, and the streaming response
+ *   lm_slots.c      the slots (one chat_session each), their queue and workers
+ *   chat_metrics.c  the chat lines of GET /metrics
+ * Only lm_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
+ *
+ * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
+ * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
+ * job->mu guards what they share (the stream's bytes, gone, suspended). */
+#ifndef G4V_CHAT_SERVICE_H
+#define G4V_CHAT_SERVICE_H
+
+#include "service_internal.h"
+
+#include <stdint.h>
+
+/* The limits of one chat request (docs/SERVICE.md, "Chat limits"), each answered with its own
+ * error code. */
+#define CHAT_MAX_STOP 4       /* stop strings (as OpenAI) */
+#define CHAT_MAX_STOP_LEN 64  /* bytes per stop string */
+
+/* One image of a message: the bytes of a data: URI, or a file under --allow-files. */
+typedef struct chat_image {
+    unsigned char *data; /* malloc'ed, or NULL for a file */
+    size_t size;
+    char *path; /* the resolved file (realpath), or NULL */
+    char name[48]; /* "image N" for messages */
+} chat_image;
+
+enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT };
+
+/* A turn of the replayed conversation: consecutive user messages are merged into one. */
+typedef struct chat_turn_in {
+    int role;
+    char *text;
+    chat_image *img;
+    int n_img;
+} chat_turn_in;
+
+/* What a refused request is answered: {"error": {"message", "type", "code"}}. */
+typedef struct chat_fail {
+    int http;
+    const char *type; /* "invalid_request_error", "server_error", ... */
+    const char *code; /* e.g. "too_many_images"; documented in docs/SERVICE.md */
+    char msg[600];
+} chat_fail;
+
+typedef struct chat_job chat_job;
+struct chat_job {
+    /* the request */
+    char *system;
+    chat_turn_in *turns;
+    int n_turns, n_images;
+    int max_tokens, top_k, budget, stream, include_usage;
+    float temperature, top_p;
+    uint32_t seed;
+    char *stop[CHAT_MAX_STOP];
+    int n_stop;
+    char id[48];
+    long created;
+
+    /* its life */
+    pthread_mutex_t mu;
+    int refs;
+    server *s;
+    request *q; /* valid while the queue holds the connection suspended */
+    struct MHD_Connection *conn;
+    int fd;          /* the client's socket, polled for a hang-up while generating */
+    double t0;       /* arrival */
+    int gone;        /* libmicrohttpd completed the request (the client hung up, or done) */
+    int suspended;   /* the stream reader waits for bytes with the connection suspended */
+    char *out;       /* the stream's bytes: out_sent of out_len handed to libmicrohttpd */
+    size_t out_len, out_cap, out_sent;
+    int out_done, out_error;
+    chat_job *next;
+};
+
+/* The language model's slots and queue (lm_slots.c); the queue and the counters under the
+ * server's mutex, like the encode queue's. */
+typedef struct lm_pool {
+    int n;       /* slots running */
+    void **sess; /* a chat_session each (tools/chat) */
+    pthread_t *th;
+    int threads;
+    chat_job *head, *tail;
+    int queued, busy, exit;
+    pthread_cond_t work;
+    g4v_cache *cache; /* shared by the slots: --cache, or a private one */
+    char cache_dir[512];
+    int cache_private;
+    /* for /metrics */
+    uint64_t requests, rejected, cancelled, timeouts, failed;
+    uint64_t prompt_tokens, gen_tokens, images_encoded, images_cached;
+    double prefill_s, gen_s;
+    uint64_t ttft_hist[SVC_NBUCKETS + 1], ttft_count;
+    double ttft_sum;
+} lm_pool;
+
+/* chat_request.c: parses body into a new job (refs 1), or fills f and returns NULL. */
+chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f);
+void chat_job_unref(chat_job *j);
+const char *chat_model_id(const server *s); /* the name /v1/models and answers give */
+
+/* chat_routes.c */
+enum MHD_Result svc_chat_begin(request *q, struct MHD_Connection *c);
+enum MHD_Result svc_chat_finish(request *q);
+enum MHD_Result svc_models(request *q);
+void svc_chat_completed(request *q); /* the request is over: drop its hold on the job */
+enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
+struct MHD_Response *chat_error_response(const chat_fail *f);
+void chat_fail_set(chat_fail *f, int http, const char *type, const char *code, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
+
+/* chat_sse.c */
+typedef struct chat_usage {
+    int prompt_tokens, completion_tokens, image_tokens, images_encoded, images_cached;
+    const char *finish_reason; /* "stop" or "length" */
+    const char *stop;          /* ours: "end_of_turn", "stop_string", "max_tokens", ... */
+    double ttft_s, prefill_s, generate_s;
+} chat_usage;
+/* The non-streamed answer's JSON (malloc'ed), text sanitized to UTF-8. */
+char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
+                           size_t *len);
+/* Streaming: the response whose bytes come from job->out (takes a reference on j). */
+struct MHD_Response *chat_stream_response(chat_job *j);
+/* Appends one chunk: role only (first), a piece of content, or the end (finish + usage +
+ * [DONE]); wakes the connection. 0, or -1 when the client is gone. */
+int chat_stream_role(chat_job *j);
+int chat_stream_text(chat_job *j, const char *text, size_t n);
+int chat_stream_end(chat_job *j, const chat_usage *u);
+void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
+/* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */
+size_t chat_utf8_safe_len(const char *text, size_t n);
+
+/* lm_slots.c */
+int svc_lm_start(server *s);           /* 0, or a G4V_SERVICE_ERR_* (printed) */
+void svc_lm_stop(server *s);           /* after the queue is empty */
+enum MHD_Result svc_lm_enqueue(request *q, chat_job *j);
+
+/* chat_metrics.c: appends the chat metrics at b (cap bytes); returns the length it needed. */
+size_t svc_chat_metrics_text(server *s, char *b, size_t cap);
+
+#endif

@@ -1,0 +1,224 @@
+/* chat_sse.c - the chat answer as clients expect it: one chat.completion JSON object, or
+ * server-sent events (each `data: {chat.completion.chunk}` and a blank line; first the role,
+ * then the content in pieces, then the finish reason, the usage when stream_options asks for it,
+ * and `data: [DONE]`). JSON must be UTF-8 while tokens may end inside a character, so a stream
+ * holds back an incomplete sequence until the next piece, and stray bytes become '?' (as
+ * `g4v chat --json` prints them): the pieces joined equal the non-streamed content.
+ *
+ * The streaming response reads job->out: a slot's worker appends under job->mu; libmicrohttpd's
+ * reader copies out what is there, and when nothing is, suspends the connection (returning 0,
+ * as libmicrohttpd asks) until the worker appends and resumes it. */
+#include "chat_service.h"
+#include "frontend.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t chat_utf8_safe_len(const char *text, size_t n) {
+    /* the last lead byte among the final 3 bytes, if its sequence is not complete yet */
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = (unsigned char)text[n - k];
+        if ((c & 0xC0) == 0x80) continue; /* a continuation byte: look further back */
+        size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
+        return need > k ? n - k : n;
+    }
+    return n;
+}
+
+static char *sanitized(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    g4v_utf8_sanitize(d);
+    return d;
+}
+
+static void add_usage(cJSON *o, const chat_usage *u) {
+    cJSON *us = cJSON_AddObjectToObject(o, "usage");
+    cJSON_AddNumberToObject(us, "prompt_tokens", u->prompt_tokens);
+    cJSON_AddNumberToObject(us, "completion_tokens", u->completion_tokens);
+    cJSON_AddNumberToObject(us, "total_tokens", u->prompt_tokens + u->completion_tokens);
+    cJSON *d = cJSON_AddObjectToObject(us, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    cJSON_AddNumberToObject(d, "image_tokens", u->image_tokens);
+    /* ours: what the images cost and where the time went */
+    cJSON *g = cJSON_AddObjectToObject(o, "g4v");
+    cJSON_AddNumberToObject(g, "image_tokens", u->image_tokens);
+    cJSON_AddNumberToObject(g, "images_encoded", u->images_encoded);
+    cJSON_AddNumberToObject(g, "images_cached", u->images_cached);
+    cJSON_AddStringToObject(g, "stop", u->stop);
+    cJSON_AddNumberToObject(g, "time_to_first_token_s", u->ttft_s);
+    cJSON_AddNumberToObject(g, "prefill_s", u->prefill_s);
+    cJSON_AddNumberToObject(g, "generate_s", u->generate_s);
+}
+
+static cJSON *envelope(const chat_job *j, const char *object) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    cJSON_AddStringToObject(o, "model", chat_model_id(j->s));
+    return o;
+}
+
+char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
+                           size_t *len) {
+    cJSON *o = envelope(j, "chat.completion");
+    char *t = sanitized(text, n), *out = NULL;
+    if (!o || !t) goto done;
+    cJSON *ch = cJSON_AddArrayToObject(o, "choices");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(ch, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON *m = cJSON_AddObjectToObject(c, "message");
+    cJSON_AddStringToObject(m, "role", "assistant");
+    cJSON_AddStringToObject(m, "content", t);
+    cJSON_AddStringToObject(c, "finish_reason", u->finish_reason);
+    add_usage(o, u);
+    out = cJSON_PrintUnformatted(o);
+    if (out) *len = strlen(out);
+done:
+    free(t);
+    cJSON_Delete(o);
+    return out;
+}
+
+/* Appends "data: TEXT\n\n" and wakes the reader. -1 when the client is gone. */
+static int push(chat_job *j, const char *text) {
+    size_t n = strlen(text) + 9; /* "data: " text "\n\n" and snprintf's NUL */
+    pthread_mutex_lock(&j->mu);
+    if (j->gone) {
+        pthread_mutex_unlock(&j->mu);
+        return -1;
+    }
+    if (j->out_len + n > j->out_cap) {
+        size_t cap = j->out_cap ? j->out_cap : 4096;
+        while (cap < j->out_len + n)
+            cap *= 2;
+        char *b = realloc(j->out, cap);
+        if (!b) {
+            pthread_mutex_unlock(&j->mu);
+            return -1;
+        }
+        j->out = b;
+        j->out_cap = cap;
+    }
+    snprintf(j->out + j->out_len, n, "data: %s\n\n", text);
+    j->out_len += n - 1;
+    if (j->suspended) {
+        j->suspended = 0;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return 0;
+}
+
+static int push_chunk(chat_job *j, const char *role, const char *content, size_t n,
+                      const char *finish) {
+    cJSON *o = envelope(j, "chat.completion.chunk");
+    char *t = content ? sanitized(content, n) : NULL, *s = NULL;
+    int rc = -1;
+    if (!o || (content && !t)) goto done;
+    cJSON *ch = cJSON_AddArrayToObject(o, "choices");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(ch, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON *d = cJSON_AddObjectToObject(c, "delta");
+    if (role) cJSON_AddStringToObject(d, "role", role);
+    if (t) cJSON_AddStringToObject(d, "content", t);
+    if (finish)
+        cJSON_AddStringToObject(c, "finish_reason", finish);
+    else
+        cJSON_AddNullToObject(c, "finish_reason");
+    if ((s = cJSON_PrintUnformatted(o))) rc = push(j, s);
+done:
+    cJSON_free(s);
+    free(t);
+    cJSON_Delete(o);
+    return rc;
+}
+
+int chat_stream_role(chat_job *j) { return push_chunk(j, "assistant", "", 0, NULL); }
+
+int chat_stream_text(chat_job *j, const char *text, size_t n) {
+    return n ? push_chunk(j, NULL, text, n, NULL) : 0;
+}
+
+int chat_stream_end(chat_job *j, const chat_usage *u) {
+    if (push_chunk(j, NULL, NULL, 0, u->finish_reason)) return -1;
+    if (j->include_usage) {
+        cJSON *o = envelope(j, "chat.completion.chunk");
+        char *s = NULL;
+        if (o) {
+            cJSON_AddArrayToObject(o, "choices");
+            add_usage(o, u);
+            s = cJSON_PrintUnformatted(o);
+        }
+        int rc = s ? push(j, s) : -1;
+        cJSON_free(s);
+        cJSON_Delete(o);
+        if (rc) return -1;
+    }
+    if (push(j, "[DONE]")) return -1;
+    pthread_mutex_lock(&j->mu);
+    j->out_done = 1;
+    if (j->suspended) {
+        j->suspended = 0;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return 0;
+}
+
+void chat_stream_abort(chat_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->out_done = j->out_error = 1;
+    if (j->suspended) {
+        j->suspended = 0;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    chat_job *j = cls;
+    pthread_mutex_lock(&j->mu);
+    ssize_t r;
+    if (j->out_sent < j->out_len) {
+        size_t n = j->out_len - j->out_sent;
+        if (n > max) n = max;
+        memcpy(buf, j->out + j->out_sent, n);
+        j->out_sent += n;
+        r = (ssize_t)n;
+    } else if (j->out_done) {
+        r = j->out_error ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+    } else { /* nothing yet: wait, suspended, for the worker's next piece */
+        j->suspended = 1;
+        MHD_suspend_connection(j->conn);
+        r = 0;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return r;
+}
+
+static void reader_free(void *cls) { chat_job_unref(cls); }
+
+struct MHD_Response *chat_stream_response(chat_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->refs++;
+    pthread_mutex_unlock(&j->mu);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, j, reader_free);
+    if (!r) {
+        chat_job_unref(j);
+        return NULL;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    return r;
+}
