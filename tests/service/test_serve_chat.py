@@ -59,6 +59,8 @@ def request(model, image, temp, seed, top_p=None):
     return req
 
 
+# One thread for the language model, as g4v_chat: ggml's sums, and so a sampled answer, may
+# change with the thread count.
 def test_serve_chat():
     openai_node.node_path()  # installs the client, or skips when npm cannot be reached
     r = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
@@ -67,7 +69,7 @@ def test_serve_chat():
     s = None
     try:
         s = Server(tmp, "chat", "--model", fx("vis-e2b"), "--lm", fx("lm-e2b.gguf"), "--threads", "1",
-                   "--api-key", KEY, "--max-body-bytes", str(BODY_LIMIT))
+                   "--lm-threads", "1", "--api-key", KEY, "--max-body-bytes", str(BODY_LIMIT))
         run(s, tmp)
         check(s.stop() == 0, "SIGTERM: exit 0")
     finally:

@@ -33,7 +33,7 @@
 
 /* Sizes of the metrics' tables (service_metrics.c): the status codes counted one by one (any
  * other counts as "other") and the latency histogram's buckets (and +Inf). */
-#define SVC_NCODES 12
+#define SVC_NCODES 13
 #define SVC_NBUCKETS 15
 
 typedef struct request request;
