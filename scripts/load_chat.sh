@@ -21,7 +21,7 @@ PY=${PYTHON:-/usr/bin/python3}
 G4V="$BUILD/g4v"
 D="$BUILD/load-chat"
 mkdir -p "$D"
-"$G4V" serve --help | grep -q -- '--lm' || { echo "load-chat: $G4V serve has no --lm (built without libllama?)"; exit 1; }
+case "$("$G4V" serve --help)" in *--lm*) ;; *) echo "load-chat: $G4V serve has no --lm (built without libllama?)"; exit 1 ;; esac
 [ -f "$D/lm.gguf" ] || $PY tools/gen_lm_gguf.py "$D/lm.gguf" --config e2b --gguf-py "$PREFIX/src/gguf-py" \
     --vocab "$PREFIX/src/models/ggml-vocab-gemma-4.gguf"
 [ -f "$D/vision/config.json" ] || $PY tools/gen_checkpoint.py "$D/vision" --config tiny --text-hidden 1536 >/dev/null
@@ -47,7 +47,7 @@ for mode in distinct same; do
     echo "== $STREAMS concurrent streaming chats for ${SECONDS_} s, images $mode"
     node scripts/load_chat.cjs "$URL" "$KEY" "$MODEL" "$D/image.bmp" "$STREAMS" "$SECONDS_" 16 "$mode" || fail=1
 done
-curl -s -H "Authorization: Bearer $KEY" "$URL/metrics" | grep -E '^g4v_(chat|lm|http_requests_total\{code="(200|429)"\}|images?_)' || true
+curl -s -H "Authorization: Bearer $KEY" "$URL/metrics" | grep -E '^g4v_(chat_[a-z_]*(total|per_second|sum|count)|http_requests_total\{code="(200|429)"\}) ' || true
 kill -TERM "$PID"
 wait "$PID" || { echo "load-chat: server exit $?"; fail=1; }
 [ "$fail" = 0 ] && echo "load-chat: ok (0 errors)" || { echo "load-chat: FAILED (see above)"; exit 1; }
