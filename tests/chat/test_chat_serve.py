@@ -212,7 +212,7 @@ def run(tmp, allowed, servers):
     # 3. two images across two messages; an image of an earlier turn comes from the cache
     from PIL import Image
     fresh = os.path.join(tmp, "fresh.png")
-    Image.new("RGB", (640, 480), (12, 200, 77)).save(fresh)
+    Image.new("RGB", (768, 768), (12, 200, 77)).save(fresh)
     m0 = s.metrics()
     st, _, r = s.chat({"messages": [user("What is this?", data_uri(fresh))], "max_tokens": 4,
                        "temperature": 0})
@@ -226,13 +226,13 @@ def run(tmp, allowed, servers):
                                     user("And this one?", data_uri(fx("img2.png")))],
                        "max_tokens": 4, "temperature": 0})
     m2 = s.metrics()
-    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 192 + 252,
+    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 256 + 252,
           f"two images across two messages: both fed ({st} {str(r)[:300]})")
     check(st == 200 and r["g4v"]["images_cached"] >= 1 and
           m2["g4v_chat_images_cached_total"] >= m1["g4v_chat_images_cached_total"] + 1 and
           m2["g4v_chat_images_encoded_total"] <= m1["g4v_chat_images_encoded_total"] + 1,
           "the first turn's image in the second request: from the cache, not encoded again")
-    check(st == 200 and r["usage"]["prompt_tokens"] > 192 + 252 + 10, "prompt counts every turn")
+    check(st == 200 and r["usage"]["prompt_tokens"] > 256 + 252 + 10, "prompt counts every turn")
 
     # 4. files: outside --allow-files refused, inside served; data: that is not an image
     for url, code, what in (("file:///etc/passwd", "file_not_allowed", "a file outside"),

@@ -200,6 +200,7 @@ static int replay(server *s, chat_session *cs, chat_job *j, chat_usage *u, chat_
     return 0;
 }
 
+/* Counts the request for /metrics and frees its slot, before its answer is released. */
 static void count(server *s, const chat_usage *u, const char *why, int ok) {
     lm_pool *p = s->lm;
     pthread_mutex_lock(&s->mu);
@@ -225,6 +226,9 @@ static void count(server *s, const chat_usage *u, const char *why, int ok) {
     }
     if (why && !strcmp(why, "client_gone")) p->cancelled++;
     if (why && !strcmp(why, "timeout")) p->timeouts++;
+    p->busy--; /* the session is done with: a client that sends its next request as soon as
+                  it has this answer must find the slot free */
+    pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -232,29 +236,29 @@ static void run(server *s, chat_session *cs, chat_job *j) {
     chat_fail f;
     chat_usage u = {0};
     if (client_gone(j)) { /* hung up while waiting: nobody to answer */
-        reply(s, j, 499, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
         count(s, &u, "client_gone", 0);
+        reply(s, j, 499, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
         return;
     }
     double deadline = j->t0 + s->a.request_timeout_s;
     if (g4v_now_s() > deadline) {
         chat_fail_set(&f, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "timeout",
                       "waited more than --request-timeout %d s for a slot", s->a.request_timeout_s);
-        reply_fail(s, j, &f);
         count(s, &u, "timeout", 0);
+        reply_fail(s, j, &f);
         return;
     }
     if (replay(s, cs, j, &u, &f)) {
-        reply_fail(s, j, &f);
         count(s, &u, NULL, 0);
+        reply_fail(s, j, &f);
         return;
     }
     if (j->stream) {
         struct MHD_Response *r = chat_stream_response(j);
         if (!r) {
             chat_fail_set(&f, 500, "server_error", "out_of_memory", "out of memory");
-            reply_fail(s, j, &f);
             count(s, &u, NULL, 0);
+            reply_fail(s, j, &f);
             return;
         }
         reply(s, j, MHD_HTTP_OK, r);
@@ -277,12 +281,13 @@ static void run(server *s, chat_session *cs, chat_job *j) {
     chat_turn_result_free(&r);
     int gone = g.why && !strcmp(g.why, "client_gone");
     if (rc && !gone) session_fail(&f, rc, err);
+    count(s, &u, g.why, !rc && !gone);
     if (j->stream) {
         if (gone || rc) {
             chat_stream_abort(j);
         } else {
             chat_stream_text(j, g.text + g.sent, g.len - g.sent);
-            if (chat_stream_end(j, &u)) gone = 1;
+            chat_stream_end(j, &u);
         }
     } else if (gone) {
         reply(s, j, 499, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
@@ -294,7 +299,6 @@ static void run(server *s, chat_session *cs, chat_job *j) {
         reply(s, j, MHD_HTTP_OK, body ? svc_buffer_response(body, len, "application/json") : NULL);
     }
     free(g.text);
-    count(s, &u, gone ? "client_gone" : g.why, !rc && !gone);
 }
 
 typedef struct slot_arg {
@@ -321,12 +325,8 @@ static void *slot_main(void *arg) {
         p->queued--;
         p->busy++;
         pthread_mutex_unlock(&s->mu);
-        run(s, a.cs, j);
+        run(s, a.cs, j); /* frees the slot (count) before it answers */
         chat_job_unref(j);
-        pthread_mutex_lock(&s->mu);
-        p->busy--;
-        pthread_cond_broadcast(&s->idle);
-        pthread_mutex_unlock(&s->mu);
     }
     return NULL;
 }
