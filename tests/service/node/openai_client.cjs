@@ -1,6 +1,6 @@
 // openai_client.cjs - the official OpenAI client for Node (npm `openai`) against `g4v serve`, for
-// tests/service/test_serve_openai.py and scripts/load_chat.cjs's neighbour tests. One JSON spec
-// in argv[2] says what to do; one JSON object per result is printed on stdout, one line each.
+// tests/service/test_serve_openai.py and test_serve_chat.py. One JSON spec in argv[2] says what
+// to do; one JSON object per result is printed on stdout, one line each.
 //   {"op": "info", "url", "key"}      GET /v1/info through the client (the encode server)
 //   {"op": "models", "url", "key"}    client.models.list()
 //   {"op": "chat", "url", "key", "request": {...}}          chat.completions.create
