@@ -273,6 +273,7 @@ def run(tmp, servers):
     rc, err = usage("--host", "0.0.0.0", env=noenv)
     check(rc == 1 and "refusing --host 0.0.0.0 without an API key" in err and "--api-key-file" in err
           and "--insecure-no-auth" in err, f"--host 0.0.0.0 without a key: refused, saying what to do ({rc} {err.strip()[-200:]})")
+    check("fingerprint" not in err, "refused before the model loads")
     s4 = Server(tmp, "open", "--model", model, "--host", "0.0.0.0", "--insecure-no-auth", env=noenv)
     servers.append(s4)
     check(s4.request("GET", "/v1/info")[0] == 200, "--host 0.0.0.0 --insecure-no-auth: serves without a key")

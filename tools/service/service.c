@@ -48,8 +48,13 @@ static server *create(const g4v_service_options *o) {
 static int setup(server *s) {
     g4v_service_options *a = &s->a;
     char msg[1024];
-    int st = svc_auth_setup(s); /* first: a bad key is a usage error, found before the model loads */
+    /* first, before the models load (seconds): a bad key, or a reachable --host without one */
+    int st = svc_auth_setup(s);
     if (st) return st;
+    if (!s->api_key && !a->insecure_no_auth && a->host && !svc_host_is_loopback(a->host)) {
+        svc_auth_may_listen(s, 0, a->host); /* says why and what to do */
+        return G4V_SERVICE_ERR_USAGE;
+    }
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = a->tokens;

@@ -116,6 +116,9 @@ void svc_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  * with no listening socket (fd < 0: poll, connections from g4v_service_add_connection).
  * 0 ok, -1 (printed). */
 int svc_listen(const char *host, int port, char *where, size_t cap, int *loopback);
+/* 1 if every address host resolves to is a loopback one (or it does not resolve: svc_listen
+ * says so), for refusing a reachable --host before the models load. */
+int svc_host_is_loopback(const char *host);
 int svc_daemon_start(server *s, int fd, const char *where);
 
 #endif

@@ -14,6 +14,26 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static int is_loopback(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return sa->sa_family == AF_INET &&
+           (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+}
+
+int svc_host_is_loopback(const char *host) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    if (getaddrinfo(host, "0", &hints, &res)) return 1; /* svc_listen reports it */
+    int all = 1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        all &= is_loopback(ai->ai_addr);
+    freeaddrinfo(res);
+    return all;
+}
+
 int svc_listen(const char *host, int port, char *where, size_t cap, int *loopback) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -63,9 +83,7 @@ int svc_listen(const char *host, int port, char *where, size_t cap, int *loopbac
             bound = ntohs(a4->sin_port);
             snprintf(where, cap, "http://%s:%d", addr, bound);
         }
-        *loopback = ss.ss_family == AF_INET6
-                        ? IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr)
-                        : (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+        *loopback = is_loopback((struct sockaddr *)&ss);
     }
     return fd;
 }
