@@ -141,9 +141,9 @@ int svc_auth_may_listen(const server *s, int loopback, const char *addr) {
     }
     fprintf(stderr,
             "g4v serve: refusing --host %s without an API key: it is reachable from other "
-            "machines. Give a key (--api-key-file FILE, or the environment variable " SVC_API_KEY_ENV
-            "), or listen on 127.0.0.1, or add --insecure-no-auth to serve anyone who can reach "
-            "it\n",
+            "machines. Give a key (--api-key-file FILE, or the environment variable "
+            SVC_API_KEY_ENV "), or listen on 127.0.0.1, or add --insecure-no-auth to serve anyone "
+            "who can reach it\n",
             s->a.host);
     return -1;
 }

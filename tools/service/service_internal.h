@@ -49,7 +49,7 @@ struct g4v_service {
     char fingerprint[G4V_FINGERPRINT_HEX];
     g4v_model_info info;
     struct MHD_Daemon *daemon;
-    unsigned char *api_key; /* SVC_KEY_MAX bytes, the key then zeros; NULL: no key (service_auth.c) */
+    unsigned char *api_key; /* SVC_KEY_MAX bytes, zero-padded; NULL: no key (service_auth.c) */
     size_t api_key_len;
 
     pthread_mutex_t mu; /* everything below */
@@ -112,8 +112,9 @@ void svc_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                    enum MHD_RequestTerminationCode toe);
 
 /* service_listen.c: a listening socket on host:port, its URL into where and whether it is a
- * loopback address into *loopback; -1 (printed) on failure. Then libmicrohttpd on it (fd >= 0: epoll and a thread pool, as g4v serve runs) or
- * with no listening socket (fd < 0: poll, connections from g4v_service_add_connection).
+ * loopback address into *loopback; -1 (printed) on failure. Then libmicrohttpd on it (fd >= 0:
+ * epoll and a thread pool, as g4v serve runs) or with no listening socket (fd < 0: poll,
+ * connections from g4v_service_add_connection).
  * 0 ok, -1 (printed). */
 int svc_listen(const char *host, int port, char *where, size_t cap, int *loopback);
 /* 1 if every address host resolves to is a loopback one (or it does not resolve: svc_listen

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 static int is_loopback(const struct sockaddr *sa) {
-    if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
     return sa->sa_family == AF_INET &&
            (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
 }

@@ -86,7 +86,8 @@ static void usage(FILE *f) {
         "  -h, --help           this help\n"
         "\n"
         "SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.\n"
-        "exit codes: 0 ok, 1 usage (also: a reachable --host without a key), 3 model, 4 cannot listen or open the cache, 5 internal\n",
+        "exit codes: 0 ok, 1 usage (also: a reachable --host without a key), 3 model,\n"
+        "4 cannot listen or open the cache, 5 internal\n",
         G4V_DEFAULT_BUDGET);
 }
 

@@ -1,7 +1,8 @@
 /* service_routes.c - the endpoints: which path and method go where (POST /v1/encode; GET
- * /v1/info, /health, /metrics; 404 and 405 otherwise; 401 first without the API key), the bodies of the GET endpoints, and the
- * life of one request across libmicrohttpd's calls (headers in, body pieces, body complete,
- * resumed with a worker's answer, completed). A new endpoint starts here. */
+ * /v1/info, /health, /metrics; 404 and 405 otherwise; 401 first without the API key), the
+ * bodies of the GET endpoints, and the life of one request across libmicrohttpd's calls (headers
+ * in, body pieces, body complete, resumed with a worker's answer, completed). A new endpoint
+ * starts here. */
 #include "chat_service.h"
 #include "frontend.h"
 #include "service_internal.h"
