@@ -151,8 +151,9 @@ def test_chat_serve():
     allowed = os.path.join(tmp, "allowed")
     os.makedirs(allowed)
     os.symlink(fx("img1.png"), os.path.join(allowed, "link-out.png"))  # resolves outside
-    with open(os.path.join(allowed, "img2.png"), "wb") as f:
-        f.write(open(fx("img2.png"), "rb").read())
+    for n in ("img2.png", "clip.mp4"):
+        with open(os.path.join(allowed, n), "wb") as f:
+            f.write(open(fx(n), "rb").read())
     servers = []
     try:
         run(tmp, allowed, servers)
@@ -247,6 +248,14 @@ def run(tmp, allowed, servers):
                        "max_tokens": 2, "temperature": 0})
     check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 252,
           f"a file under --allow-files is served ({st} {str(r)[:200]})")
+    ref = g4v_chat("--video", fx("clip.mp4"), "-p", "What happens?", "--max-tokens", "3", "--temp", "0")
+    st, _, r = s.chat({"messages": [{"role": "user", "content": [
+        {"type": "video_url", "video_url": {"url": "file://" + os.path.join(allowed, "clip.mp4")}},
+        {"type": "text", "text": "What happens?"}]}], "max_tokens": 3, "temperature": 0})
+    check(st == 200 and r["usage"]["prompt_tokens"] == ref["tokens"]["prompt"] and
+          r["usage"]["prompt_tokens_details"]["image_tokens"] == ref["tokens"]["image_rows"] and
+          r["choices"][0]["message"]["content"] == ref["text"],
+          f"a video_url part under --allow-files: as g4v chat --video ({st} {str(r)[:200]})")
     for url, what in (("data:text/plain;base64,aGVsbG8gd29ybGQ=", "text/plain"),
                       ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(),
                        "garbage bytes labelled image/png"),

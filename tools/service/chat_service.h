@@ -29,6 +29,7 @@ typedef struct chat_image {
     size_t size;
     char *path; /* the resolved file (realpath), or NULL */
     char name[48]; /* "image N" for messages */
+    int is_video;  /* a video_url part: a file only */
 } chat_image;
 
 enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT };
