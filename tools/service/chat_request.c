@@ -3,7 +3,7 @@
  * sampling parameters, stream, stop, and our extension "g4v": {"tokens": N}. Images come as
  * data: URIs (base64, decoded here) or, only under --allow-files DIR, as file:// URLs or plain
  * paths whose realpath lies inside DIR. Every refusal names what was wrong and carries its own
- * code (docs/SERVICE.md, "Chat errors"); nothing here touches a model. */
+ * code (docs/CHAT_API.md, "Errors"); nothing here touches a model. */
 #define _GNU_SOURCE /* realpath */
 #include "chat_service.h"
 #include "frontend.h"

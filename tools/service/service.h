@@ -26,7 +26,7 @@ typedef struct g4v_service_options {
     int resize;        /* the default G4V_RESIZE_* */
     unsigned long long max_body;        /* largest body accepted, else 413 */
     unsigned long long cache_max_bytes; /* 0: the cache's default */
-    /* the chat endpoint (docs/SERVICE.md, "Chat"): only with --lm */
+    /* the chat endpoint (docs/CHAT_API.md): only with --lm */
     const char *lm;          /* --lm: Gemma 4 text model GGUF, or NULL */
     const char *allow_files; /* --allow-files: image paths allowed under this directory */
     int lm_slots;            /* conversations at once, one libllama context each */
