@@ -205,7 +205,8 @@ tsan: test-deps ## the API thread tests under ThreadSanitizer (build-tsan/)
 # decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised
 # (RelWithDebInfo) so the sweeps stay fast.
 FAULT_TESTS = test_fault_bombs test_fault_alloc fuzz_safetensors_replay fuzz_gguf_replay fuzz_config_replay \
-	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_video_replay fuzz_serve_replay
+	fuzz_index_replay fuzz_image_replay fuzz_encode_replay fuzz_video_replay fuzz_serve_replay \
+	fuzz_chat_request_replay
 fault: test-deps ## allocation-failure sweeps, bombs, fuzz replays under ASan (build-fault/)
 	cmake -S . -B build-fault -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_SANITIZE=ON \
 	  -DG4V_FAULT_INJECTION=ON -DG4V_WERROR=ON

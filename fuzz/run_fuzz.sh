@@ -29,7 +29,7 @@ shift 3 2>/dev/null || shift $#
 SRC=$(cd "$(dirname "$0")" && pwd)
 BIN=$B/fuzz-bin
 W=$B/fuzz-work
-TARGETS=${*:-safetensors config index gguf image encode video serve}
+TARGETS=${*:-safetensors config index gguf image encode video serve chat_request}
 LOG=${FUZZ_LOG:-$SRC/campaigns.tsv}
 
 # per-target options: dictionary and input size cap (bytes)

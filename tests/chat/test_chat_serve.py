@@ -151,8 +151,9 @@ def test_chat_serve():
     allowed = os.path.join(tmp, "allowed")
     os.makedirs(allowed)
     os.symlink(fx("img1.png"), os.path.join(allowed, "link-out.png"))  # resolves outside
-    with open(os.path.join(allowed, "img2.png"), "wb") as f:
-        f.write(open(fx("img2.png"), "rb").read())
+    for n in ("img2.png", "clip.mp4"):
+        with open(os.path.join(allowed, n), "wb") as f:
+            f.write(open(fx(n), "rb").read())
     servers = []
     try:
         run(tmp, allowed, servers)
@@ -247,6 +248,14 @@ def run(tmp, allowed, servers):
                        "max_tokens": 2, "temperature": 0})
     check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 252,
           f"a file under --allow-files is served ({st} {str(r)[:200]})")
+    ref = g4v_chat("--video", fx("clip.mp4"), "-p", "What happens?", "--max-tokens", "3", "--temp", "0")
+    st, _, r = s.chat({"messages": [{"role": "user", "content": [
+        {"type": "video_url", "video_url": {"url": "file://" + os.path.join(allowed, "clip.mp4")}},
+        {"type": "text", "text": "What happens?"}]}], "max_tokens": 3, "temperature": 0})
+    check(st == 200 and r["usage"]["prompt_tokens"] == ref["tokens"]["prompt"] and
+          r["usage"]["prompt_tokens_details"]["image_tokens"] == ref["tokens"]["image_rows"] and
+          r["choices"][0]["message"]["content"] == ref["text"],
+          f"a video_url part under --allow-files: as g4v chat --video ({st} {str(r)[:200]})")
     for url, what in (("data:text/plain;base64,aGVsbG8gd29ybGQ=", "text/plain"),
                       ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(),
                        "garbage bytes labelled image/png"),
@@ -296,15 +305,37 @@ def run(tmp, allowed, servers):
     st, _, r = s.chat({"messages": [user("Next")], "max_tokens": 2, "temperature": 0})
     check(st == 200 and time.time() - t0 < 30, f"the next request is answered at once ({st})")
     check(s.metrics()["g4v_chat_cancelled_total"] == cancelled + 1, "the hang-up is counted")
+    # the same for a non-streamed answer: its connection is suspended, only the socket tells
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    body = json.dumps(long).encode()
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    check(s.wait_metric("g4v_chat_slots_busy", 1), "a long non-streamed answer holds the slot")
+    time.sleep(0.3)
+    sock.close()
+    t0 = time.time()
+    freed = s.wait_metric("g4v_chat_slots_busy", 0, timeout=10)
+    t_free = time.time() - t0
+    check(freed and t_free < 2.0, f"its client hung up: the slot is free in {t_free:.3f} s")
+    check(s.metrics()["g4v_chat_cancelled_total"] == cancelled + 2, "that hang-up is counted too")
 
     # 7. paths refused on a server without --allow-files
-    s2 = Server(tmp, "nofiles")
+    s2 = Server(tmp, "nofiles", "--drain-seconds", "0", "--request-timeout", "4")
     servers.append(s2)
     st, _, r = s2.chat({"messages": [user("Hi", os.path.join(allowed, "img2.png"))]})
     check(st == 403 and r["error"]["code"] == "files_not_allowed",
           f"no --allow-files: every path refused 403 ({st} {str(r)[:200]})")
 
-    # 8. SIGTERM during a stream: the stream is finished, then the server exits 0
+    # 8. --request-timeout: the answer ends there, finish_reason "length"
+    t0 = time.time()
+    st, _, r = s2.chat({"messages": [user("Go on and on.")], "max_tokens": 4000, "temperature": 1.0,
+                        "seed": 9})
+    check(st == 200 and r["g4v"]["stop"] == "timeout" and r["choices"][0]["finish_reason"] == "length"
+          and time.time() - t0 < 8, f"--request-timeout 4: stopped at the limit ({st} "
+          f"{time.time() - t0:.1f} s {str(r.get('g4v'))[:200]})")
+    check(s2.metrics()["g4v_chat_timeouts_total"] == 1, "the timeout is counted")
+
+    # 9. SIGTERM during a stream (--drain-seconds 0: that bounds bodies still arriving, not answers): the stream is finished, then the server exits 0
     st, ev, c, resp = s2.stream({"messages": [user("Count.")], "max_tokens": 40, "temperature": 1.0,
                            "seed": 5}, stop_after=2)
     check(st == 200, "a stream started")

@@ -3,7 +3,7 @@
  * sampling parameters, stream, stop, and our extension "g4v": {"tokens": N}. Images come as
  * data: URIs (base64, decoded here) or, only under --allow-files DIR, as file:// URLs or plain
  * paths whose realpath lies inside DIR. Every refusal names what was wrong and carries its own
- * code (docs/SERVICE.md, "Chat errors"); nothing here touches a model. */
+ * code (docs/CHAT_API.md, "Errors"); nothing here touches a model. */
 #define _GNU_SOURCE /* realpath */
 #include "chat_service.h"
 #include "frontend.h"
@@ -111,9 +111,14 @@ static char *url_path(const char *u) {
     return p;
 }
 
-/* One image_url into img: 0, or -1 with f filled. */
+/* One image_url (or video_url) into img: 0, or -1 with f filled. */
 static int take_image(server *s, const char *url, int index, chat_image *img, chat_fail *f) {
-    snprintf(img->name, sizeof img->name, "image %d", index + 1);
+    snprintf(img->name, sizeof img->name, "%s %d", img->is_video ? "video" : "image", index + 1);
+    if (!strncmp(url, "data:", 5) && img->is_video) {
+        BAD("invalid_video_url", "%s: a video is read from a file under --allow-files, not from "
+            "a data: URI", img->name);
+        return -1;
+    }
     if (!strncmp(url, "data:", 5)) {
         const char *comma = strchr(url, ',');
         if (!comma) {
@@ -210,16 +215,17 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
                 return -1;
             }
             if (!(t->text = append_text(t->text, tx->valuestring))) goto oom;
-        } else if (!strcmp(ty, "image_url")) {
+        } else if (!strcmp(ty, "image_url") || !strcmp(ty, "video_url")) {
+            int video = ty[0] == 'v';
             if (role != CHAT_ROLE_USER) {
                 BAD("invalid_content", "messages[%d]: images only in user messages", mi);
                 return -1;
             }
-            const cJSON *iu = cJSON_GetObjectItemCaseSensitive(p, "image_url");
+            const cJSON *iu = cJSON_GetObjectItemCaseSensitive(p, ty);
             const cJSON *url = cJSON_IsObject(iu) ? cJSON_GetObjectItemCaseSensitive(iu, "url") : iu;
             if (!cJSON_IsString(url)) {
-                BAD("invalid_image_url", "messages[%d].content[%d]: image_url needs a \"url\"",
-                    mi, pi);
+                BAD("invalid_image_url", "messages[%d].content[%d]: %s needs a \"url\"", mi, pi,
+                    ty);
                 return -1;
             }
             if (j->n_images >= s->a.max_images) {
@@ -233,11 +239,13 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
             t->img = im;
             memset(&im[t->n_img], 0, sizeof *im);
             t->n_img++;
+            im[t->n_img - 1].is_video = video;
             if (take_image(s, url->valuestring, j->n_images, &im[t->n_img - 1], f)) return -1;
             j->n_images++;
         } else {
             BAD("invalid_content",
-                "messages[%d].content[%d]: part type '%.40s' is not served (text, image_url)", mi,
+                "messages[%d].content[%d]: part type '%.40s' is not served (text, image_url, "
+                "video_url)", mi,
                 pi, ty);
             return -1;
         }

@@ -1,4 +1,4 @@
-/* chat_service.h - what the files of the chat endpoint share (docs/SERVICE.md, "Chat"): one
+/* chat_service.h - what the files of the chat endpoint share (docs/CHAT_API.md): one
  * chat job (an OpenAI chat.completions request as parsed, and its life while it waits, runs on a
  * language-model slot and streams), and the functions of each file:
  *   chat_request.c  the request's JSON -> a chat_job (messages, images, sampling, limits)
@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-/* The limits of one chat request (docs/SERVICE.md, "Chat limits"), each answered with its own
+/* The limits of one chat request (docs/CHAT_API.md, "Limits"), each answered with its own
  * error code. */
 #define CHAT_MAX_STOP 4       /* stop strings (as OpenAI) */
 #define CHAT_MAX_STOP_LEN 64  /* bytes per stop string */
@@ -29,6 +29,7 @@ typedef struct chat_image {
     size_t size;
     char *path; /* the resolved file (realpath), or NULL */
     char name[48]; /* "image N" for messages */
+    int is_video;  /* a video_url part: a file only */
 } chat_image;
 
 enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT };

@@ -180,6 +180,7 @@ static int replay(server *s, chat_session *cs, chat_job *j, chat_usage *u, chat_
             m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
             m[i].data = ti->img[i].data;
             m[i].size = ti->img[i].size;
+            m[i].is_video = ti->img[i].is_video;
         }
         chat_turn_result r;
         rc = chat_session_prefill(cs, m, ti->n_img, ti->text, &r, err, sizeof err);

@@ -35,7 +35,7 @@ typedef struct g4v_service_options {
     /* HTTP limits (service_listen.c): bytes of request line and headers, open connections */
     int max_header_bytes;
     int max_connections;
-    /* the chat endpoint (docs/SERVICE.md, "Chat"): only with --lm */
+    /* the chat endpoint (docs/CHAT_API.md): only with --lm */
     const char *lm;          /* --lm: Gemma 4 text model GGUF, or NULL */
     const char *allow_files; /* --allow-files: image paths allowed under this directory */
     int lm_slots;            /* conversations at once, one libllama context each */

@@ -54,7 +54,7 @@ static void usage(FILE *f) {
         "                       servers (identical bytes on a hit)\n"
         "  --cache-max-bytes N  cache size bound, LRU eviction (default 1073741824)\n"
         "\n"
-        "Chat (docs/SERVICE.md, \"Chat\"), with --lm: the OpenAI-compatible API\n"
+        "Chat (docs/CHAT_API.md), with --lm: the OpenAI-compatible API\n"
         "  POST /v1/chat/completions  messages with text and image_url parts (data: URIs;\n"
         "                       file paths only under --allow-files), stream, max_tokens,\n"
         "                       temperature, top_p, seed, stop; \"g4v\": {\"tokens\": N}\n"

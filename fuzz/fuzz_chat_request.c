@@ -1,0 +1,55 @@
+/* fuzz_chat_request.c - the input is the body of a POST /v1/chat/completions (docs/CHAT_API.md),
+ * parsed by the chat endpoint's real parser (tools/service/chat_request.c) into a chat job, as
+ * `g4v serve --lm` does before anything reaches a model. No model is loaded: the parser sees only
+ * the server's options (2 images, 4 messages, a 4096-token context; no --allow-files, so no path
+ * reaches the file system). Checks: whatever the bytes, no crash, leak or hang; a refusal has a
+ * status of 400/403/413/500, a type, a code and a message; an accepted job keeps the limits (at
+ * most 2 images, a conversation that ends with a user turn, budgets and stop strings as
+ * documented) and every image has bytes. */
+#include "chat_service.h"
+#include "fuzz_common.h"
+
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static server s;
+    static int init;
+    if (!init) {
+        g4v_service_options_init(&s.a);
+        s.a.model = "vision";
+        s.a.lm = "models/lm.gguf";
+        s.a.max_images = 2;
+        s.a.max_messages = 4;
+        s.a.lm_ctx = 4096;
+        init = 1;
+    }
+    chat_fail f;
+    memset(&f, 0, sizeof f);
+    chat_job *j = chat_request_parse(&s, (const char *)data, size, &f);
+    if (!j) {
+        FZ_ASSERT(f.http == 400 || f.http == 403 || f.http == 413 || f.http == 500,
+                  "refusal status %d", f.http);
+        FZ_ASSERT(f.type && f.code && f.msg[0], "a refusal without type, code or message");
+        return 0;
+    }
+    FZ_ASSERT(j->n_images <= 2, "%d images accepted over the limit 2", j->n_images);
+    FZ_ASSERT(j->n_turns >= 1 && j->turns[j->n_turns - 1].role == CHAT_ROLE_USER,
+              "a conversation that does not end with a user turn");
+    FZ_ASSERT(j->max_tokens >= 1 && j->max_tokens <= 4096, "max_tokens %d", j->max_tokens);
+    FZ_ASSERT(j->n_stop <= CHAT_MAX_STOP, "%d stop strings", j->n_stop);
+    FZ_ASSERT(j->budget == 0 || j->budget == 70 || j->budget == 140 || j->budget == 280 ||
+                  j->budget == 560 || j->budget == 1120,
+              "budget %d", j->budget);
+    int n = 0;
+    for (int t = 0; t < j->n_turns; t++) {
+        FZ_ASSERT(j->turns[t].text != NULL, "turn %d without text", t);
+        for (int i = 0; i < j->turns[t].n_img; i++, n++) {
+            const chat_image *im = &j->turns[t].img[i];
+            FZ_ASSERT(!im->path && im->data && im->size, "image %d: no bytes, or a path", n);
+            fz_touch(im->data, im->size);
+        }
+    }
+    FZ_ASSERT(n == j->n_images, "%d images counted, %d in the turns", j->n_images, n);
+    chat_job_unref(j);
+    return 0;
+}
