@@ -12,7 +12,6 @@ server keeps serving; the limits (messages, images, context) each with its own c
 during a stream finishes the stream, then exit 0."""
 import base64
 import http.client
-import io
 import json
 import os
 import re

@@ -22,6 +22,13 @@ int g4v_utf8_valid(const char *s, size_t n);
  * (JSON must be UTF-8; paths and client text may not be). */
 void g4v_utf8_sanitize(char *s);
 
+/* libg4v's one JSON parse (src/io/json_file.c, linked from the static library, not compiled
+ * again: it holds the lock that keeps cJSON's global error state race-free, and there must be
+ * one lock): cJSON's length-bounded parse (end: where it stopped) under that lock. g4v serve's
+ * chat requests are parsed here while the library may parse a model's JSON in another thread. */
+struct cJSON;
+struct cJSON *g4v_json_parse_text(const char *text, size_t n, const char **end);
+
 /* The one number parser of the front ends: the whole of s as a base-10 integer in [lo, hi]
  * (fe_parse_int) or a finite decimal number in [lo, hi] (fe_parse_double) into *out. 0 on
  * success, -1 (*out untouched) for empty text, trailing characters, overflow or out of range. */

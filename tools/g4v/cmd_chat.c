@@ -85,8 +85,7 @@ static int add_media(chat_args *a, const char *path, int is_video) {
         a->media = v;
         a->cap_media = cap;
     }
-    a->media[a->n_media].path = path;
-    a->media[a->n_media].is_video = is_video;
+    a->media[a->n_media] = (chat_media){.path = path, .is_video = is_video};
     a->n_media++;
     return 0;
 }

@@ -82,6 +82,11 @@ static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *u
         return svc_chat_begin(q, c);
     }
     if (s->lm && !strcmp(url, "/v1/models") && is_get) return svc_models(q);
+    if (!s->lm && (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/models")))
+        return svc_answer_error(q, MHD_HTTP_NOT_FOUND, "G4V_ERR_ARG",
+                                "%s: this server has no language model (start g4v serve with "
+                                "--lm LM.gguf; docs/CHAT_API.md)",
+                                url);
     int known = !strcmp(url, "/health") || !strcmp(url, "/v1/info") || !strcmp(url, "/metrics");
     if (!known)
         return svc_answer_error(q, MHD_HTTP_NOT_FOUND, "G4V_ERR_ARG",
