@@ -62,7 +62,9 @@ echo
 if [ "${BENCH_LLAMA:-1}" = 0 ]; then
   echo "Skipped (BENCH_LLAMA=0)."
 else
-  PYTHON="$PYTHON" bench/llama_peer.sh "$BUILD" "$MODEL" 1,2 "$([ "${REPORT_QUICK:-0}" = 1 ] && echo 1 || echo 3)"
+  PYTHON="$PYTHON" bench/llama_peer.sh "$BUILD" "$MODEL" 1,2 \
+    "$([ "${REPORT_QUICK:-0}" = 1 ] && echo 1 || echo 3)" ||
+    echo "The llama.cpp peer could not run (its messages above); the rest of the report follows."
 fi
 echo
 echo "## The speed targets (bench/check_speed_targets.py: limit, measurement, floor at 100% of the peak)"
