@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-report bench-python install unified-long accuracy-bf16
+.PHONY: help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16
 
 all: build ## configure + build into build/ (the default)
 
@@ -278,12 +278,13 @@ clean: ## remove every build directory
 # installs the peers (Debian's python3-torch and libopenblas0-pthread, libdnnl-dev for bench_gemm;
 # never needed by the tests). OpenBLAS is loaded for the peer via LD_LIBRARY_PATH, and the
 # environment's OpenBLAS caps are unset for it (bench/README.md, "The PyTorch peer").
-# Without torch the peer columns read "-".
+# Without torch the peer columns read "-". Then bench-llama (llama.cpp's encoder on the same
+# checkpoint; BENCH_LLAMA=0 skips it) and bench-chat (BENCH_CHAT=0 skips it).
 BENCH_MODEL ?= $(BUILD)/bench-e4b
 BENCH_ARGS ?=
 BENCH_PEER ?= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
   LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread $(PYTHON) bench/torch_peer.py
-bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS), then bench-chat
+bench: bench-deps ## whole-encoder table vs PyTorch (BENCH_ARGS), then bench-llama, bench-chat
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target bench_encoder
 	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \
@@ -292,7 +293,22 @@ bench: bench-deps ## whole-encoder table against the PyTorch peer (BENCH_ARGS), 
 	@peer=""; if $(PYTHON) -c "import torch" 2>/dev/null; then peer="$(BENCH_PEER)"; \
 	  else echo "bench: python3-torch not installed: no peer columns"; fi; \
 	  $(BUILD)/bench/bench_encoder --model $(BENCH_MODEL) $(BENCH_ARGS) $${peer:+--peer "$$peer"}
+	@if [ "$(BENCH_LLAMA)" != 0 ]; then $(MAKE) bench-llama; fi
 	@if [ "$(BENCH_CHAT)" != 0 ]; then $(MAKE) bench-chat; fi
+
+# make bench-llama (part of make bench; BENCH_LLAMA=0 leaves it out): llama.cpp's gemma4v encoder
+# (llama-mtmd-cli, native build of scripts/build-llama.sh --bench, ~10 min once) against ours on
+# the same synthetic checkpoint ($(BENCH_MODEL), converted to a bf16 mmproj GGUF) and a 768x768
+# PNG, alternately in the same run, 1 and 2 threads; prints the ratio (bench/llama_peer.sh).
+BENCH_LLAMA_THREADS ?= 1,2
+BENCH_LLAMA_REPS ?= 3
+bench-llama: test-deps ## ours vs llama.cpp's gemma4v encoder, same checkpoint (BENCH_LLAMA=0 skips)
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target g4v_cli
+	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \
+	  $(PYTHON) tools/gen_checkpoint.py $(BENCH_MODEL) --config e4b --seed 0; fi
+	@uptime
+	PYTHON=$(PYTHON) bench/llama_peer.sh $(BUILD) $(BENCH_MODEL) $(BENCH_LLAMA_THREADS) $(BENCH_LLAMA_REPS)
 
 # make bench-chat (part of make bench; BENCH_CHAT=0 leaves it out): time to first token of
 # g4v chat against llama.cpp's own llama-mtmd-cli on the same files (bench/chat_ttft.py,
@@ -329,7 +345,7 @@ bench-chat: test-deps ## time to first token: g4v chat vs llama-mtmd-cli, same f
 bench-report: test-deps ## one markdown report of this machine (bench/report.sh; REPORT_QUICK=1)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
-	BUILD=$(BUILD) PYTHON=$(PYTHON) BENCH_MODEL=$(BENCH_MODEL) bench/report.sh
+	BUILD=$(BUILD) PYTHON=$(PYTHON) BENCH_MODEL=$(BENCH_MODEL) BENCH_LLAMA=$(BENCH_LLAMA) bench/report.sh
 
 # make accuracy-bf16: FAST on the AVX512_BF16 kernels (bf16 GEMM and attention), emulated through
 # SIMDe so it runs on any x86-64, against the native FAST and the float64 reference: e4b and the

@@ -12,6 +12,7 @@
  * not timed), which is how the encoder calls it.
  */
 #include "bench_gemm.h"
+#include "bench_peaks.h"
 #include "bench_util.h"
 
 #include "base/alloc.h"
@@ -89,6 +90,7 @@ int main(int argc, char **argv) {
                 "bench_attention: need H %% Hkv == 0, d a multiple of 4, positive counts\n");
         return 2;
     }
+    bench_require_isa("bench_attention");
     /* Every registered attention variant the CPU runs, portable first (the ratio's base); the
      * FAST-only ones (bf16 products, chosen for FAST models) too. */
     struct {
@@ -109,12 +111,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_attention: cannot start %d threads: %s\n", threads, err.msg);
         return 1;
     }
-    /* the instruction peaks each variant multiplies with, measured here (best of 3) */
-    double p256, p512, pdp;
-    bench_peaks_best(pool, threads, 3, &p256, &p512, &pdp);
-    printf("Peaks measured on %d thread(s): FMA ymm %.0f, FMA zmm %.0f, vdpbf16ps %.0f GFLOP/s "
-           "(0: not on this CPU)\n\n",
-           threads, p256, p512, pdp);
+    /* the instruction peaks each variant multiplies with, the shared table (bench_peaks.h) */
+    bench_peaks pk;
+    if (bench_peaks_measure(&pk, &threads, 1, 5)) return 1;
+    double p256 = bench_peaks_get(&pk, threads, BENCH_FMA_YMM),
+           p512 = bench_peaks_get(&pk, threads, BENCH_FMA_ZMM),
+           pdp = bench_peaks_get(&pk, threads, BENCH_DPBF16);
+    bench_peaks_print(&pk, stdout);
+    printf("\n");
     printf("| L | H | Hkv | d | threads | variant | median s (%d reps) | GFLOP/s | %% of peak | "
            "vs portable |\n",
            reps);

@@ -10,12 +10,14 @@
  * budgets >= 560), median reported. The image is random RGB already at the square target size
  * for the budget, so g4v_encode_rgb's resize is a same-size pass (a few ms at most).
  * FLOPs as docs/NUMERICS.md §7: 2L(4D^2 + 3DI) per layer + 4L^2 Hd attention + 2L(3p^2)D + 2NDT.
- * The FMA peak (bench_gemm_peak.c) is measured before each thread count's rows, in the same run.
+ * The peaks (the shared table, bench_peaks.h: best of 5 per thread count, round-robin) are
+ * measured once, for all the thread counts, before the first point; each row divides by the peak
+ * of its own thread count.
  * --peer CMD is run once per thread count as `CMD --model DIR --threads T --budgets ...
  * --sides ... --reps ...` and its "peer budget=B dtype=X ... median_s=S" lines are joined into
  * the table; "-" where the peer was not run or failed.
  */
-#include "bench_gemm.h"
+#include "bench_peaks.h"
 #include "bench_util.h"
 
 #include "base/pool.h"
@@ -167,29 +169,24 @@ int main(int argc, char **argv) {
     printf("bench_encoder: %s, %s mode, ISA %s, %ld online CPUs\n", dir,
            precise ? "PRECISE" : "FAST", getenv("G4V_ISA") ? getenv("G4V_ISA") : "auto",
            sysconf(_SC_NPROCESSORS_ONLN));
+    bench_require_isa("bench_encoder");
+    bench_peaks pk;
+    if (bench_peaks_measure(&pk, threads, nt, 5)) return 1;
+    bench_peaks_print(&pk, stderr);
+    if (pk.suspect) printf("\nWARNING: the peaks measured inconsistently (busy machine).\n");
     for (int ti = 0; ti < nt; ti++) {
-        int T = threads[ti], width = 0;
-        g4v_pool *pool = NULL;
-        if (g4v_pool_create(T, &pool, NULL)) return 1;
-        double peak = 0, peak_dp = 0;
-        for (int k = 0; k < 3; k++) { /* best of 3 short runs */
-            double p = bench_peak_fma(pool, T, &width), q = bench_peak_dpbf16(pool, T);
-            if (p > peak) peak = p;
-            if (q > peak_dp) peak_dp = q;
-        }
-        g4v_pool_destroy(pool);
+        int T = threads[ti];
+        int width = bench_peaks_get(&pk, T, BENCH_FMA_ZMM) > 0 ? 512 : 256;
+        double peak = bench_peaks_get(&pk, T, width == 512 ? BENCH_FMA_ZMM : BENCH_FMA_YMM),
+               peak_dp = bench_peaks_get(&pk, T, BENCH_DPBF16);
         /* FAST mode multiplies with vdpbf16ps where the CPU has it: that is the peak to meet */
         int use_dp = peak_dp > 0 && !precise;
         double peak_used = use_dp ? peak_dp : peak;
         char dp_txt[64] = "not available on this CPU (no AVX512-BF16)";
         if (peak_dp > 0) snprintf(dp_txt, sizeof dp_txt, "%.0f GFLOP/s", peak_dp);
-        fprintf(stderr,
-                "bench_encoder: %d thread(s), measured peaks (best of 3): FMA %d-bit %.0f "
-                "GFLOP/s, vdpbf16ps %s\n",
-                T, width, peak, dp_txt);
-        printf("\nPeaks measured for %d thread(s) in this run: FMA (%d-bit) %.0f GFLOP/s; "
-               "vdpbf16ps %s.\n\n",
-               T, width, peak, dp_txt);
+        printf("\nPeaks measured for %d thread(s) in this run (best of %d): FMA (%d-bit) %.0f "
+               "GFLOP/s; vdpbf16ps %s.\n\n",
+               T, pk.rounds, width, peak, dp_txt);
         printf(
             "| budget | tokens | L | thr | ours s (median/reps) | GFLOP/s | %% of peak | s at 100%% "
             "of peak | peak RSS MB | load s | torch bf16 s | torch f32 s | torch bf16 / ours | "

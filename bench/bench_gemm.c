@@ -2,17 +2,19 @@
  *
  *   bench_gemm [--m M] [--reps R] [--mode fast|precise]
  *
- * Measures, in the same process: FMA and vdpbf16ps throughput peaks for 1 and 2 threads; then
- * for each shape (M x K -> N with M = L = 2304 patches, i.e. 256 soft tokens) and 1 and 2
- * threads, our g4v_gemm (BF16 weights, f32 X; the kernel g4v_wmat_create picks) and oneDNN's
- * matmul (weights prepacked; bf16 where oneDNN has a native kernel, and f32). The machine is
- * shared, so each repetition runs peak, ours, oneDNN bf16 and oneDNN f32 back to back, and the
- * table reports the median of each: ratios come from the same conditions. "% peak" divides by
- * the peak of the instruction our kernel is built on (vdpbf16ps for avx512-bf16dp, else FMA at
- * the widest width), the same number for the oneDNN columns. Our time includes clamping and
+ * Measures, in the same process: FMA and vdpbf16ps throughput peaks for 1 and 2 threads (the
+ * shared table, bench_peaks.h: best of 5 per thread count, taken before any oneDNN thread
+ * exists); then for each shape (M x K -> N with M = L = 2304 patches, i.e. 256 soft tokens) and
+ * 1 and 2 threads, our g4v_gemm (BF16 weights, f32 X; the kernel g4v_wmat_create picks) and
+ * oneDNN's matmul (weights prepacked; bf16 where oneDNN has a native kernel, and f32). The
+ * machine is shared, so each repetition runs ours, oneDNN bf16 and oneDNN f32 back to back, and
+ * the table reports the median of each: ratios come from the same conditions. "% peak" divides
+ * by the peak, at the row's thread count, of the instruction our kernel is built on (vdpbf16ps
+ * for avx512-bf16dp, else FMA at the widest width), the same number for the oneDNN columns. Our time includes clamping and
  * rounding X to bf16 while packing; oneDNN's src is already bf16 (its best configuration).
  */
 #include "bench_gemm.h"
+#include "bench_peaks.h"
 #include "bench_util.h"
 
 #include "base/cpu.h"
@@ -61,12 +63,16 @@ int main(int argc, char **argv) {
     g4v_pool *pools[3] = {NULL, NULL, NULL};
     for (int t = 1; t <= 2; t++)
         if (g4v_pool_create(t, &pools[t], NULL) != G4V_OK) return 1;
+    bench_require_isa("bench_gemm");
     int width = 0;
     bench_peak_fma(pools[1], 1, &width); /* warm up clocks; learn the vector width */
+    bench_peaks pk;
+    if (bench_peaks_measure(&pk, (const int[]){1, 2}, 2, 5)) return 1;
     printf("cpu: %s, FMA %d-bit, mode %s, M = %d, medians of %d interleaved runs\n",
            g4v_cpu_isa_name(), width, mode == G4V_MATH_FAST ? "FAST" : "PRECISE", m, reps);
-    printf("peak = the instruction our kernel uses (vdpbf16ps for avx512-bf16dp, else FMA), "
-           "measured between runs\n\n");
+    bench_peaks_print(&pk, stdout);
+    printf("peak = the instruction our kernel uses (vdpbf16ps for avx512-bf16dp, else FMA) at "
+           "the row's thread count (T)\n\n");
     printf("%-16s %2s %-14s %8s %8s %6s | %9s %6s | %9s %6s | %s\n", "shape MxK->N", "T", "ours",
            "peak", "GFLOP/s", "%peak", "dnnl-bf16", "%peak", "dnnl-f32", "%peak", "ours/best dnnl");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -92,18 +98,21 @@ int main(int argc, char **argv) {
             const char *ib, *iff;
             bench_dnnl *db = bench_dnnl_create(m, n, k, 1, t, &ib);
             bench_dnnl *df = bench_dnnl_create(m, n, k, 0, t, &iff);
-            double pk[MAX_REPS], to[MAX_REPS], tb[MAX_REPS], tf[MAX_REPS];
+            double to[MAX_REPS], tb[MAX_REPS], tf[MAX_REPS];
             time_ours(pools[t], x, m, k, W, y, n); /* warm-up: scratch, first touch of Y */
             for (int r = 0; r < reps; r++) {
-                /* oneDNN's OpenMP threads spin for a while after each call: measured right after
-                 * them, the 2-thread peak read as the 1-thread one. Let them go to sleep. */
+                /* oneDNN's OpenMP threads spin for a while after each call and would take a core
+                 * from ours: let them go to sleep */
                 nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
-                pk[r] = dp ? bench_peak_dpbf16(pools[t], t) : bench_peak_fma(pools[t], t, &width);
                 to[r] = time_ours(pools[t], x, m, k, W, y, n);
                 tb[r] = db ? bench_dnnl_run(db) : 0;
                 tf[r] = df ? bench_dnnl_run(df) : 0;
             }
-            double peak = bench_median(pk, reps), ours = flops / bench_median(to, reps) * 1e-9;
+            double peak = bench_peaks_get(&pk, t,
+                                          dp            ? BENCH_DPBF16
+                                          : width == 512 ? BENCH_FMA_ZMM
+                                                         : BENCH_FMA_YMM);
+            double ours = flops / bench_median(to, reps) * 1e-9;
             double gb = db ? flops / bench_median(tb, reps) * 1e-9 : 0;
             double gf = df ? flops / bench_median(tf, reps) * 1e-9 : 0;
             char shape[32];

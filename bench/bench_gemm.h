@@ -10,9 +10,7 @@ double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits);
 double bench_peak_dpbf16(g4v_pool *pool, int threads);
 /* FMA on vectors of `bits` (256 or 512) bits; 0 when the CPU lacks them. */
 double bench_peak_fma_bits(g4v_pool *pool, int threads, int bits);
-/* The best of `rounds` measurements of each: FMA ymm, FMA zmm, vdpbf16ps (0 where absent). */
-void bench_peaks_best(g4v_pool *pool, int threads, int rounds, double *fma_ymm, double *fma_zmm,
-                      double *dpbf16);
+/* (The table the benchmarks divide by, best of N per thread count, is bench_peaks.h.) */
 
 /* oneDNN matmul Y[M,N] = X[M,K]·W[K,N] with weights prepacked once (format_tag any), src in
  * bf16 or f32, f32 dst, on `threads` OpenMP threads. create returns NULL when oneDNN is not built

@@ -4,7 +4,7 @@
  * zmm FMA and vdpbf16ps, as measured on Zen 5, docs/ARCHITECTURE.md §3; 12 for ymm FMA, all 16
  * registers minus operands) for a fixed number of iterations; GFLOP/s = total FLOPs / wall time.
  * Functions carry their own target attributes, so this file needs no ISA flags. Each measurement is
- * short so that bench_gemm.c can repeat it between GEMM runs and see the same machine load.
+ * short so that the shared table (bench_peaks.c) can take the best of several per thread count.
  */
 #include "bench_gemm.h"
 #include "bench_util.h"
@@ -119,16 +119,4 @@ double bench_peak_fma(g4v_pool *pool, int threads, int *width_bits) {
 double bench_peak_dpbf16(g4v_pool *pool, int threads) {
     if (!(g4v_cpu_features() & G4V_CPU_AVX512BF16)) return 0.0;
     return run(pool, threads, dp_zmm, (double)(ITERS / 4) * 24 * 64);
-}
-
-void bench_peaks_best(g4v_pool *pool, int threads, int rounds, double *fma_ymm, double *fma_zmm,
-                      double *dpbf16) {
-    *fma_ymm = *fma_zmm = *dpbf16 = 0;
-    for (int r = 0; r < rounds; r++) { /* a peak is the best the machine gave */
-        double a = bench_peak_fma_bits(pool, threads, 256),
-               b = bench_peak_fma_bits(pool, threads, 512), c = bench_peak_dpbf16(pool, threads);
-        *fma_ymm = a > *fma_ymm ? a : *fma_ymm;
-        *fma_zmm = b > *fma_zmm ? b : *fma_zmm;
-        *dpbf16 = c > *dpbf16 ? c : *dpbf16;
-    }
 }

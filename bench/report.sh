@@ -4,7 +4,9 @@
 # Prints, measured in one run: the CPU and its flags, the kernel table chosen for it, the GEMM on
 # the encoder's shapes against the measured instruction peaks for every ISA level the CPU runs
 # (G4V_ISA caps), each attention variant, whole-encoder seconds / GFLOP/s / % of peak / peak RSS /
-# load time at several budgets on 1 and 2 threads (synthetic e4b), the speed and memory targets
+# load time at several budgets on 1 and 2 threads (synthetic e4b), llama.cpp's gemma4v encoder on
+# the same checkpoint beside ours (bench/llama_peer.sh; BENCH_LLAMA=0 skips it, the first run
+# builds llama.cpp natively, ~10 min), the speed and memory targets
 # of the AVX-512 work with their floors (bench/check_speed_targets.py), and the distance of both modes
 # to the float64 reference. Meant to be run as is on a machine we cannot reach otherwise (an
 # AVX-512 BF16 one, say) and pasted into bench/RESULTS.md. REPORT_QUICK=1 runs small budgets and
@@ -54,6 +56,16 @@ echo
 echo "## Encoder (bench_encoder, synthetic e4b, FAST)"
 echo
 "$BUILD"/bench/bench_encoder --model "$MODEL" --budgets "$BUDGETS" --threads 1,2 --reps 3 --reps-large 1
+echo
+echo "## llama.cpp's gemma4v encoder beside ours (bench/llama_peer.sh, same checkpoint and image)"
+echo
+if [ "${BENCH_LLAMA:-1}" = 0 ]; then
+  echo "Skipped (BENCH_LLAMA=0)."
+else
+  PYTHON="$PYTHON" bench/llama_peer.sh "$BUILD" "$MODEL" 1,2 \
+    "$([ "${REPORT_QUICK:-0}" = 1 ] && echo 1 || echo 3)" ||
+    echo "The llama.cpp peer could not run (its messages above); the rest of the report follows."
+fi
 echo
 echo "## The speed targets (bench/check_speed_targets.py: limit, measurement, floor at 100% of the peak)"
 echo

@@ -161,7 +161,9 @@ static inline void g4v_model_options_init(g4v_model_options *opts) {
  * and errbuf (if not NULL, errbuf_size > 0) receives a message naming the file/tensor and cause.
  * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT (over
  * max_header_bytes, max_config_bytes or max_tensor_count), G4V_ERR_UNSUPPORTED (e.g. quantized
- * safetensors weights, a GGUF tensor type other than those four), G4V_ERR_ARG, G4V_ERR_NOMEM. */
+ * safetensors weights, a GGUF tensor type other than those four), G4V_ERR_ARG (also for an
+ * environment variable G4V_ISA that is not auto, avx512, avx512-nobf16, avx2 or portable; the
+ * same from g4v_ctx_create and g4v_preprocess_file), G4V_ERR_NOMEM. */
 G4V_API g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts,
                                   g4v_model **out, char *errbuf, size_t errbuf_size);
 

@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/cpu.h"
 
 #include <string.h>
 
@@ -31,6 +32,8 @@ g4v_status g4v_ctx_create(const g4v_model *model, const g4v_ctx_options *opts, g
                       "load it without that option to encode");
         goto fail;
     }
+    /* the model chose its kernels at load; its ctx runs resize and SHA-256 kernels chosen now */
+    if ((st = g4v_cpu_isa_check(&err))) goto fail;
     g4v_ctx_options o;
     memset(&o, 0, sizeof o);
     if ((st = g4v_api_read_opts(&o, sizeof o, opts, "g4v_ctx_options", &err))) goto fail;

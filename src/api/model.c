@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/cpu.h"
 #include "base/budget.h"
 
 #include <string.h>
@@ -123,6 +124,8 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
         goto fail;
     }
     if ((st = resolve_options(opts, &o, &err))) goto fail;
+    /* the kernel table is chosen here for the model's life: a mistyped G4V_ISA stops it */
+    if ((st = g4v_cpu_isa_check(&err))) goto fail;
     g4v_model *m = g4v_calloc(1, sizeof *m);
     if (!m) {
         st = g4v_fail(&err, G4V_ERR_NOMEM, "out of memory allocating the model");

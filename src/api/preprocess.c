@@ -5,6 +5,7 @@
 
 #include "base/alloc.h"
 #include "base/budget.h"
+#include "base/cpu.h"
 #include "io/fsutil.h"
 
 #include <stdio.h>
@@ -89,6 +90,7 @@ g4v_status g4v_preprocess_file(const char *path, const g4v_preprocess_options *o
         goto fail;
     }
     if ((st = resolve(opts, &io, &budget, &err))) goto fail;
+    if ((st = g4v_cpu_isa_check(&err))) goto fail; /* the resize kernels follow G4V_ISA */
     if ((st = g4v_read_file(path, UINT64_MAX, "none", &bytes, &n, &err))) goto fail;
     if (!(b = g4v_calloc(1, sizeof *b))) {
         st = g4v_fail(&err, G4V_ERR_NOMEM, "out of memory");

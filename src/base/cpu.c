@@ -1,6 +1,8 @@
 /* cpu.c - CPUID feature detection with an environment override (G4V_ISA). */
 #include "cpu.h"
 
+#include "error.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,14 +44,30 @@ static unsigned detect(void) {
 }
 #endif
 
-static unsigned mask_from_env(void) {
-    const char *isa = getenv("G4V_ISA");
-    if (!isa || !*isa) return ~0u;
-    if (!strcmp(isa, "avx512")) return ~0u;
+/* The cap each accepted G4V_ISA value puts on the detected features; -1: not a known value. */
+static long long mask_of(const char *isa) {
+    if (!isa || !*isa || !strcmp(isa, "auto") || !strcmp(isa, "avx512")) return ~0u;
     /* AVX-512 without the bf16 dot-product kernels: FAST with f32 attention at AVX-512 speed */
     if (!strcmp(isa, "avx512-nobf16")) return ~(unsigned)G4V_CPU_AVX512BF16;
     if (!strcmp(isa, "avx2")) return G4V_CPU_AVX2 | G4V_CPU_SHA;
-    return 0; /* "portable" or anything unknown: the safe choice */
+    if (!strcmp(isa, "portable")) return 0;
+    return -1;
+}
+
+static unsigned mask_from_env(void) {
+    long long m = mask_of(getenv("G4V_ISA"));
+    /* unknown: the safe choice for code that does not check; the model and context creators
+     * refuse it first (g4v_cpu_isa_check), so a typo cannot silently run 8x slower */
+    return m < 0 ? 0u : (unsigned)m;
+}
+
+int g4v_cpu_isa_check(g4v_err *err) {
+    const char *isa = getenv("G4V_ISA");
+    if (mask_of(isa) >= 0) return G4V_OK;
+    return g4v_fail(err, G4V_ERR_ARG,
+                    "G4V_ISA=\"%.64s\" is not a known instruction-set level; accepted values: "
+                    "%s (unset or empty: auto)",
+                    isa, G4V_CPU_ISA_VALUES);
 }
 
 unsigned g4v_cpu_features(void) {

@@ -196,6 +196,7 @@ static void attention_block(const g4v_encoder *e, const enc_layer *w, const enc_
         FOR_EACH_IMAGE_IN_CHUNK(b, r0, n, part) {
             size_t q0 = part.j0, q1 = part.j1;
             g4v_attn_args at = attn_keys(e, b, part.sg, L);
+            at.fast_math &= !w->sharp; /* docs/NUMERICS.md §6.5 */
             at.q = b->q + (q0 - r0) * qd;
             at.ldq = qd;
             at.nq = (int)(q1 - q0);
@@ -279,7 +280,7 @@ static int run_pass(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool,
                     const g4v_encoder_image *im, size_t n, float *out, g4v_err *err) {
     const g4v_vision_config *c = &e->cfg;
     int p = c->patch_size, k = c->pooling_kernel_size;
-    enc_shape sh = {0, 0, n, 1, 0};
+    enc_shape sh = {0, 0, n, 1, 0, e->any_sharp};
     for (size_t i = 0; i < n; i++) {
         int gw = im[i].width / p, gh = im[i].height / p;
         sh.rows += (size_t)gw * gh;
@@ -304,7 +305,14 @@ static int run_pass(const g4v_encoder *e, g4v_workspace *ws, g4v_pool *pool,
     g4v_rope2d_table(c->rope_theta, c->head_dim, sh.max_side, b.rope_cos, b.rope_sin);
     patch_embed(e, &b, pool, sh.rows);
     for (int i = 0; i < c->num_layers; i++) {
-        attention_block(e, &e->layers[i], &b, pool, sh.rows);
+        /* a sharp layer's f32 attention reads the f32 keys and values; the others the prepared
+         * form alone (docs/NUMERICS.md §6.5) */
+        enc_buffers lb = b;
+        if (b.kv_prepared && e->layers[i].sharp)
+            lb.kv_prepared = NULL;
+        else if (b.kv_prepared)
+            lb.keys = lb.values = NULL;
+        attention_block(e, &e->layers[i], &lb, pool, sh.rows);
         mlp_block(e, &e->layers[i], &b, pool, sh.rows);
     }
     pool_and_embed(e, &b, pool, n, sh.tokens, out);

@@ -88,6 +88,15 @@ void g4v_workspace_free(g4v_workspace *ws);
 int g4v_encoder_run(const g4v_encoder *enc, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
                     int width, int height, size_t stride, float *out, g4v_err *err);
 
+/* docs/NUMERICS.md §6.5, sharp attention. A layer's logits are sums over a head's d dimensions of
+ * q_i k_i q_norm_i k_norm_i with q and k RMS-normed (unit RMS): for unrelated q and k their
+ * standard deviation is sqrt(sum_i (q_norm_i k_norm_i)^2), g4v_attention_sharpness. Above
+ * G4V_SHARP_LOGIT_STD a FAST model runs that layer's q, k and v projections and its attention in
+ * f32 (synthetic checkpoints: ~1.0 with the generator's default norms, ~4 with --qk-scale 2). */
+#define G4V_SHARP_LOGIT_STD 2.0
+double g4v_attention_sharpness(const float *q_norm, const float *k_norm, int d);
+int g4v_attention_is_sharp(const float *q_norm, const float *k_norm, int d);
+
 /* One image of a batch: RGB8 at its target size, rows stride bytes apart. */
 typedef struct g4v_encoder_image {
     const uint8_t *rgb;

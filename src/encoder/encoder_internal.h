@@ -11,6 +11,9 @@ typedef struct enc_layer {
     const float *ln_in, *ln_post_attn; /* [D] block norms, as w (docs/NUMERICS.md §3.1) */
     const float *ln_pre_ff, *ln_post_ff;
     const float *q_norm, *k_norm; /* [d] per-head norms */
+    /* FAST only: its attention is sharp (docs/NUMERICS.md §6.5): q, k, v projections and the
+     * attention run in f32 */
+    int sharp;
 } enc_layer;
 
 struct g4v_encoder {
@@ -19,6 +22,7 @@ struct g4v_encoder {
     const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
     int drop_mapped_pages;      /* g4v_encoder_opts.drop_mapped_pages */
     int check_only;             /* g4v_encoder_opts.check_only: no weight is packed */
+    int any_sharp;              /* a layer is sharp: the workspace keeps f32 keys and values */
     int chunk_rows;             /* g4v_encoder_opts.chunk_rows, default applied (>= 1) */
     size_t batch_rows;          /* g4v_encoder_opts.batch_rows, default applied (>= 1) */
     g4v_tensor position_table;  /* [2, P, D], read in place: a run touches ~2*max(pW, pH) rows */
@@ -46,6 +50,7 @@ typedef struct enc_shape {
     size_t rows, tokens, images;
     int max_side;
     size_t kv_bytes; /* the attention's prepared K/V for every image (g4v_attention_kv_bytes) */
+    int kv_f32;      /* f32 keys and values too, even with kv_bytes (a sharp layer's attention) */
 } enc_shape;
 
 /* Pointers into the workspace for one pass (every buffer 64-byte aligned). The passes walk the

@@ -84,6 +84,8 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
     el->ln_post_ff = dst[3];
     el->q_norm = dst[4];
     el->k_norm = dst[5];
+    el->sharp = e->mode == G4V_MATH_FAST && g4v_attention_is_sharp(el->q_norm, el->k_norm, (int)d);
+    e->any_sharp |= el->sharp;
     for (int j = 0; j < G4V_LIN_COUNT; j++) {
         const g4v_clip *cl = &w->clip[j]; /* ordered and not NaN: checked by the loader */
         el->epi[j] = g4v_gemm_epi_none();
@@ -91,9 +93,28 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        queue[j] = (g4v_prep_item){&w->lin[j], e->mode, &el->lin[j], lin_names[j], i, 0, 0};
+        /* a sharp layer's logits are large enough that FAST's bf16 rounding of the q, k and v
+         * projections' inputs moves the output visibly: those three run in f32, and its attention
+         * too (encoder.c; docs/NUMERICS.md §6.5) */
+        g4v_math_mode mode =
+            el->sharp && (j == G4V_LIN_Q || j == G4V_LIN_K || j == G4V_LIN_V) ? G4V_MATH_PRECISE
+                                                                              : e->mode;
+        queue[j] = (g4v_prep_item){&w->lin[j], mode, &el->lin[j], lin_names[j], i, 0, 0};
     }
     return G4V_OK;
+}
+
+double g4v_attention_sharpness(const float *q_norm, const float *k_norm, int d) {
+    double s = 0;
+    for (int i = 0; i < d; i++) {
+        double p = (double)q_norm[i] * k_norm[i];
+        s += p * p;
+    }
+    return sqrt(s);
+}
+
+int g4v_attention_is_sharp(const float *q_norm, const float *k_norm, int d) {
+    return g4v_attention_sharpness(q_norm, k_norm, d) > G4V_SHARP_LOGIT_STD;
 }
 
 static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_err *err) {

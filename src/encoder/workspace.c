@@ -91,7 +91,7 @@ int g4v_workspace_reserve(g4v_workspace *ws, const g4v_vision_config *c, const e
     layout lo = {0, 0};
     size_t o_h = take(&lo, mul3(L, D, f, &of));
     /* the f32 keys and values of all patches, unless the attention keeps its own form of them */
-    size_t kv_f32 = sh->kv_bytes ? 0 : mul3(L, kvd, f, &of);
+    size_t kv_f32 = sh->kv_bytes && !sh->kv_f32 ? 0 : mul3(L, kvd, f, &of);
     size_t o_keys = take(&lo, kv_f32);
     size_t o_values = take(&lo, kv_f32);
     size_t o_a = take(&lo, mul3(C, D, f, &of));

@@ -114,6 +114,31 @@ static void test_load_errors(void) {
     CHECK(strlen(tiny) == 7); /* truncated, terminated */
     CHECK(g4v_ctx_create(NULL, NULL, &ctx, msg, sizeof msg) == G4V_ERR_ARG);
     CHECK(!strcmp(g4v_ctx_error(NULL), "g4v_ctx_error: ctx is NULL"));
+
+    /* a mistyped G4V_ISA is refused with the accepted values, not run as portable; auto loads */
+    const char *saved = getenv("G4V_ISA");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    setenv("G4V_ISA", "avx5l2", 1);
+    m = (g4v_model *)1;
+    CHECK(g4v_model_load(path, NULL, &m, msg, sizeof msg) == G4V_ERR_ARG && m == NULL);
+    CHECK_CONTAINS(msg, "G4V_ISA=\"avx5l2\"");
+    CHECK_CONTAINS(msg, "auto, avx512, avx512-nobf16, avx2, portable");
+    g4v_preprocess_options po;
+    g4v_preprocess_options_init(&po);
+    g4v_pixels *px = (g4v_pixels *)1;
+    CHECK(g4v_preprocess_file("/nonexistent.png", &po, &px, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK_CONTAINS(msg, "G4V_ISA=\"avx5l2\"");
+    setenv("G4V_ISA", "auto", 1);
+    REQUIRE(g4v_model_load(path, NULL, &m, msg, sizeof msg) == G4V_OK);
+    setenv("G4V_ISA", "avx5l2", 1); /* set between load and ctx: the ctx refuses it too */
+    CHECK(g4v_ctx_create(m, NULL, &ctx, msg, sizeof msg) == G4V_ERR_ARG && ctx == NULL);
+    CHECK_CONTAINS(msg, "G4V_ISA=\"avx5l2\"");
+    g4v_model_free(m);
+    if (saved)
+        setenv("G4V_ISA", keep, 1);
+    else
+        unsetenv("G4V_ISA");
 }
 
 static void test_info_plan(void) {

@@ -96,6 +96,28 @@ static void test_cpu(void) {
               level, g4v_cpu_features(), all);
     CHECK(!strcmp(g4v_cpu_isa_name(), level));
     unsetenv("G4V_ISA");
+    CHECK(g4v_cpu_isa_check(NULL) == G4V_OK);
+    /* auto is the same as unset; every accepted value passes the check */
+    setenv("G4V_ISA", "auto", 1);
+    CHECK(g4v_cpu_features() == all && g4v_cpu_isa_check(NULL) == G4V_OK);
+    const char *ok[] = {"", "auto", "avx512", "avx512-nobf16", "avx2", "portable"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        setenv("G4V_ISA", ok[i], 1);
+        CHECK_MSG(g4v_cpu_isa_check(NULL) == G4V_OK, "G4V_ISA=%s refused", ok[i]);
+    }
+    /* an unknown value is refused with a message naming it and the accepted values (the
+     * features below the check stay capped at portable, the safe choice) */
+    const char *bad[] = {"AVX512", "avx-512", "native", "avx512 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("G4V_ISA", bad[i], 1);
+        g4v_err e;
+        g4v_err_clear(&e);
+        CHECK_MSG(g4v_cpu_isa_check(&e) == G4V_ERR_ARG, "G4V_ISA=%s accepted", bad[i]);
+        CHECK_MSG(strstr(e.msg, bad[i]) && strstr(e.msg, G4V_CPU_ISA_VALUES), "message: %s",
+                  e.msg);
+        CHECK(g4v_cpu_features() == 0);
+    }
+    unsetenv("G4V_ISA");
     printf("cpu: %s\n", level);
 }
 

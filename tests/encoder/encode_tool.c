@@ -5,7 +5,8 @@
  * usage: encode_tool CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] [--repeat R]
  *                    [--chunk ROWS]
  * --repeat runs the encoder R times on the same workspace and prints the time of each run
- * (stderr), which is how the baseline timings are taken. The .npy reader accepts only what
+ * (stderr), which is how the baseline timings are taken, with its CPU seconds (user + sys), sys
+ * seconds and page faults (the first run's first touch of the workspace shows there). The .npy reader accepts only what
  * numpy.save writes for a C-ordered uint8 array. */
 #include "base/alloc.h"
 #include "base/pool.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static unsigned char *read_file(const char *path, size_t *n) {
@@ -144,6 +146,10 @@ int main(int argc, char **argv) {
     int N = (h / side) * (w / side);
     float *out = malloc((size_t)(N > 0 ? N : 1) * c->text_hidden_size * sizeof(float));
     for (int r = 0; r < repeat; r++) {
+        /* CPU seconds and page faults too: the first run's extra cost (first touch of the
+         * workspace) shows in them even on a machine too busy for wall times to tell */
+        struct rusage ru0, ru1;
+        getrusage(RUSAGE_SELF, &ru0);
         t0 = now();
         int st = emb ? g4v_embedder_run(emb, ws, pool, rgb, w, h, (size_t)w * 3, out, &err)
                      : g4v_encoder_run(enc, ws, pool, rgb, w, h, (size_t)w * 3, out, &err);
@@ -151,8 +157,18 @@ int main(int argc, char **argv) {
             fprintf(stderr, "error: %s\n", err.msg);
             return 2;
         }
-        fprintf(stderr, "encode %dx%d (%d threads, %s): %.3f s\n", w, h, threads,
-                opts.mode == G4V_MATH_PRECISE ? "precise" : "fast", now() - t0);
+        double wall = now() - t0;
+        getrusage(RUSAGE_SELF, &ru1);
+        double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                     (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                     1e-6 * (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+                                     ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+        fprintf(stderr, "encode %dx%d (%d threads, %s): %.3f s (cpu %.3f s, sys %.3f s, %ld page "
+                        "faults)\n",
+                w, h, threads, opts.mode == G4V_MATH_PRECISE ? "precise" : "fast", wall, cpu,
+                (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                    1e-6 * (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec),
+                ru1.ru_minflt - ru0.ru_minflt);
     }
     if (write_npy_f32(argv[3], out, N, c->text_hidden_size)) {
         fprintf(stderr, "%s: cannot write\n", argv[3]);

@@ -34,7 +34,9 @@ static g4v_tensor make(int ndim, int64_t s0, int64_t s1, int64_t s2, float scale
     return t;
 }
 
-static g4v_checkpoint *fake_checkpoint(void) {
+/* qk0: the base of layer 0's q/k norm weights (0.5: sharpness ~1; 2.0: ~16, a sharp layer that
+ * takes FAST's f32 path, docs/NUMERICS.md §6.5, beside the ordinary layer 1) */
+static g4v_checkpoint *fake_checkpoint(float qk0) {
     g4v_checkpoint *ck = calloc(1, sizeof *ck);
     g4v_vision_config *c = &ck->cfg;
     snprintf(c->variant, sizeof c->variant, "custom");
@@ -62,8 +64,8 @@ static g4v_checkpoint *fake_checkpoint(void) {
         w->post_attention_layernorm = make(1, D, 0, 0, 0.1f, 1.0f);
         w->pre_feedforward_layernorm = make(1, D, 0, 0, 0.1f, 1.0f);
         w->post_feedforward_layernorm = make(1, D, 0, 0, 0.1f, 1.0f);
-        w->q_norm = make(1, HD, 0, 0, 0.1f, 0.5f);
-        w->k_norm = make(1, HD, 0, 0, 0.1f, 0.5f);
+        w->q_norm = make(1, HD, 0, 0, 0.1f, l == 0 ? qk0 : 0.5f);
+        w->k_norm = make(1, HD, 0, 0, 0.1f, l == 0 ? qk0 : 0.5f);
     }
     return ck;
 }
@@ -254,8 +256,31 @@ static void test_alloc_failures(g4v_checkpoint *ck) {
 #endif
 }
 
+/* The sharpness rule of docs/NUMERICS.md §6.5 on known weights. */
+static void test_sharpness(void) {
+    float a[16], b[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = 0.5f, b[i] = 0.5f;
+    CHECK(fabs(g4v_attention_sharpness(a, b, 16) - 1.0) < 1e-12); /* sqrt(16 * 0.0625) */
+    CHECK(!g4v_attention_is_sharp(a, b, 16));
+    a[3] = 8.0f; /* one dimension: sqrt(15 * 0.0625 + 16) */
+    CHECK(fabs(g4v_attention_sharpness(a, b, 16) - sqrt(15 * 0.0625 + 16)) < 1e-12);
+    CHECK(g4v_attention_is_sharp(a, b, 16));
+    a[3] = 0.5f;
+    for (int i = 0; i < 16; i++) /* exactly at the threshold: not sharp */
+        a[i] = (float)(G4V_SHARP_LOGIT_STD / 4.0), b[i] = 1.0f; /* sqrt(16) * 0.5 = 2.0 */
+    CHECK(!g4v_attention_is_sharp(a, b, 16));
+}
+
 int main(void) {
-    g4v_checkpoint *ck = fake_checkpoint();
+    test_sharpness();
+    /* a model whose layer 0 is sharp and layer 1 is not: FAST runs both paths in one pass, and
+     * stays bit-identical across threads, workspace reuse and batching */
+    g4v_checkpoint *sharp = fake_checkpoint(2.0f);
+    test_determinism(sharp, G4V_MATH_FAST);
+    test_batch(sharp, G4V_MATH_FAST);
+    free_checkpoint(sharp);
+    g4v_checkpoint *ck = fake_checkpoint(0.5f);
     test_errors(ck);
     test_determinism(ck, G4V_MATH_FAST);
     test_determinism(ck, G4V_MATH_PRECISE);

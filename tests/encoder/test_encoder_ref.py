@@ -24,7 +24,9 @@ planes swapped 0.74-1.2; v_norm missing 0.05-0.21. The FAST bound is below all o
 
 Cases: the tiny config (every option: clipped linears, standardize, GQA 4 heads / 2 kv heads) at
 48x48, 96x48, 48x144, 144x96 and 240x192 (W x H; the last spans several attention tiles) in
-both modes; a tiny variant stored differently (mlx names, f16, optiq sidecar, q/k norms x2);
+both modes; a tiny variant stored differently (mlx names, f16, optiq sidecar, q/k norms x2: sharp
+attention, FAST within 4e-3 through its f32 path, docs/NUMERICS.md §6.5, 1 and 2 threads equal);
+the e4b shape with q/k norms x2 (FAST, the same 4e-3 bound);
 tiny-oddk (D = 60, I = 120: every GEMM but the patch embedding has K % 16 != 0, the SIMD GEMM's
 K tail, and head_dim 20, the attention's channel tail) at 144x96;
 the e4b shape (bf16, single file) and the 31B shape (f32, two shards) cut to 2 layers, on
@@ -63,11 +65,18 @@ FAST_MEASURED_BF16_ATTENTION = {
 }
 BF16_ATTENTION = "avx512-bf16dp"
 FAST_MARGIN = 1.5
+# Sharp attention (q/k norm weights x2): FAST takes its f32 path in those layers (docs/NUMERICS.md
+# §6.5) and must stay within FAST's 4e-3 target as on the other checkpoints; without that path
+# these cases measured 8e-3 .. 1.2e-2.
+SHARP = {"tiny-mlx-f16 96x96", "e4b-2layers-sharp 144x144"}
+FAST_SHARP_BOUND = 4e-3
 
 
 def tolerance(name, w, h, mode, attention):
     if mode == "precise":
         return TOL[mode]
+    if f"{name} {w}x{h}" in SHARP:
+        return FAST_SHARP_BOUND
     table = FAST_MEASURED_BF16_ATTENTION if attention == BF16_ATTENTION else FAST_MEASURED
     return FAST_MARGIN * table[f"{name} {w}x{h}"]
 
@@ -123,15 +132,19 @@ def test_encoder_ref():
         alt = os.path.join(tmp, "tiny_alt")
         gen(alt, "--config", "tiny", "--seed", "2", "--naming", "mlx", "--dtype", "f16", "--sidecar",
             "--qk-scale", "2")
-        # q/k norms x2 sharpen the attention; FAST then measures ~8e-3 (docs/NUMERICS.md §8.4: sharp
-        # attention amplifies bf16 rounding), so this storage-variant case checks PRECISE only.
-        case(tmp, "tiny-mlx-f16", alt, 96, 96, modes=("precise",), seed=20)
+        # q/k norms x2 sharpen the attention, which amplifies bf16 rounding (docs/NUMERICS.md
+        # §8.4); FAST detects it and takes its f32 path there (§6.5): same bound as elsewhere
+        case(tmp, "tiny-mlx-f16", alt, 96, 96, seed=20, check_threads=True)
         oddk = os.path.join(tmp, "tiny_oddk")
         gen(oddk, "--config", "tiny-oddk", "--seed", "5")
         case(tmp, "tiny-oddk", oddk, 144, 96, seed=50)
         e4b = os.path.join(tmp, "e4b")
         gen(e4b, "--config", "e4b", "--layers", "2", "--seed", "3", "--no-decoys")
         case(tmp, "e4b-2layers", e4b, 144, 144, seed=30)
+        sharp = os.path.join(tmp, "e4b_sharp")
+        gen(sharp, "--config", "e4b", "--layers", "2", "--seed", "3", "--no-decoys",
+            "--qk-scale", "2")
+        case(tmp, "e4b-2layers-sharp", sharp, 144, 144, modes=("fast",), seed=30)
         big = os.path.join(tmp, "31b")
         gen(big, "--config", "31b", "--layers", "2", "--seed", "4", "--no-decoys", "--shards", "2",
             "--dtype", "f32")
