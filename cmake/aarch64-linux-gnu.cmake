@@ -23,3 +23,5 @@ find_program(G4V_QEMU_AARCH64 qemu-aarch64)
 if(G4V_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR ${G4V_QEMU_AARCH64})
 endif()
+# g4v chat links llama.cpp, whose cached build (scripts/build-llama.sh) is the host's: off here.
+set(G4V_CHAT OFF CACHE BOOL "Build g4v chat when libllama is found")

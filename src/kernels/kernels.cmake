@@ -13,7 +13,10 @@
 #   arm64_bf16/      -march=armv8.2-a+bf16 (BFDOT: Neoverse V1/V2/N2, Graviton 3/4, Apple M2+)
 # Both ARM folders are compiled with -ffp-contract=off: GCC fuses an intrinsic multiply and add
 # into an FMA at its default (-ffp-contract=fast), which would break the bit-identity of rope_row
-# and add_row with the portable kernels; explicit FMA intrinsics (vfmaq) stay FMAs.
+# and add_row with the portable kernels; explicit FMA intrinsics (vfmaq) stay FMAs. And with
+# -fno-schedule-insns: GCC's scheduler before register allocation lifts loads ahead and pushes
+# the 8 x 12 GEMM tiles past the 32 vector registers (accumulator spills in the inner loop, seen
+# in the assembly); without it they fit (bench/arm64_mca.py checks the loops).
 # Code in an ISA folder runs only where the kernel table chose it (dispatch.c, from CPUID), so
 # its flags never leak into code that runs everywhere. G4V_X86 and G4V_ARM64 (top-level
 # CMakeLists.txt) say whether the x86 or the ARM64 folders are in this build.
@@ -24,8 +27,8 @@ set(G4V_KERNEL_FLAGS_x86_avx512 ${G4V_KERNEL_FLAGS_x86_avx2} -mavx512f -mavx512b
     -mavx512dq)
 set(G4V_KERNEL_FLAGS_x86_avx512bf16 ${G4V_KERNEL_FLAGS_x86_avx512} -mavx512bf16)
 set(G4V_KERNEL_FLAGS_x86_sha -msha -mssse3 -msse4.1)
-set(G4V_KERNEL_FLAGS_arm64_neon -march=armv8-a -ffp-contract=off)
-set(G4V_KERNEL_FLAGS_arm64_bf16 -march=armv8.2-a+bf16 -ffp-contract=off)
+set(G4V_KERNEL_FLAGS_arm64_neon -march=armv8-a -ffp-contract=off -fno-schedule-insns)
+set(G4V_KERNEL_FLAGS_arm64_bf16 -march=armv8.2-a+bf16 -ffp-contract=off -fno-schedule-insns)
 
 set(G4V_KERNEL_FOLDERS portable)
 if(G4V_X86)

@@ -9,8 +9,8 @@
  * products and their sum are rounded to odd before the add and subnormal inputs and results
  * are flushed to zero (FEAT_EBF16 absent), so results agree with g4v_gemm_ref to a few ulps of the
  * sum of |products| (the bound tests/kernels/test_gemm.c checks for every a_bf16 kernel).
- * Two pairs at a time: their 6 B vectors stay in registers while the 8 rows go by
- * (24 accumulators + 6 + 1 of 32 registers).
+ * One pair at a time: its 3 B vectors stay in registers while the 8 rows go by, each row's
+ * A vector loaded again per pair (24 accumulators + 3 + 1 of 32 registers: no spills).
  * Compiled with -march=armv8.2-a+bf16 (the folder's flags, src/kernels/kernels.cmake); only
  * called where HWCAP2_BF16 (or FEAT_BF16 on macOS) is reported.
  */
@@ -27,18 +27,12 @@ static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, voi
     g4v_pack_a_scalar(x, ldx, rows, 0, klen, kpad, MR, KG, 1, dst, o);
 }
 
-/* Pairs p and p + 1 of the group (p even): B vectors bp (pair p) and bq (pair p + 1). */
-#define TWO_PAIRS(p, bp, bq)                                                                       \
-    G4V_UNROLL(8)                                                                                  \
-    for (int m = 0; m < MR; m++) {                                                                 \
-        bfloat16x8_t av = vld1q_bf16(a + m * KG);                                                  \
-        G4V_UNROLL(3)                                                                              \
-        for (int v = 0; v < 3; v++)                                                                \
-            c[m][v] = vbfdotq_laneq_f32(c[m][v], bp[v], av, p);                                    \
-        G4V_UNROLL(3)                                                                              \
-        for (int v = 0; v < 3; v++)                                                                \
-            c[m][v] = vbfdotq_laneq_f32(c[m][v], bq[v], av, p + 1);                                \
-    }
+/* p, but opaque to the optimiser: each pair reloads the rows' A vectors (a load is cheap)
+ * instead of keeping all 8 live across the group, which would spill accumulators. */
+static inline const bfloat16_t *reload(const bfloat16_t *p) {
+    __asm__ volatile("" : "+r"(p)); /* volatile: two calls are never merged */
+    return p;
+}
 
 static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
                 size_t ldy, const g4v_ukr_epi *e) {
@@ -47,19 +41,21 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     float32x4_t c[MR][3];
     neon_tile_start(c, acc_in);
     for (int g = 0; g < kgroups; g++, a += MR * KG, b += PAIRS * NR * 2) {
-        bfloat16x8_t b0[3], b1[3], b2[3], b3[3];
-        G4V_UNROLL(3)
-        for (int v = 0; v < 3; v++) {
-            b0[v] = vld1q_bf16(b + 8 * v);
-            b1[v] = vld1q_bf16(b + 2 * NR + 8 * v);
+        G4V_UNROLL(4)
+        for (int p = 0; p < PAIRS; p++) {
+            const bfloat16_t *ap = reload(a), *bp = reload(b) + 2 * NR * p;
+            bfloat16x8_t bv[3]; /* the pairs of columns 4v..4v+3 */
+            G4V_UNROLL(3)
+            for (int v = 0; v < 3; v++)
+                bv[v] = vld1q_bf16(bp + 8 * v);
+            G4V_UNROLL(8)
+            for (int m = 0; m < MR; m++) {
+                bfloat16x8_t av = vld1q_bf16(ap + m * KG); /* row m's four pairs */
+                G4V_UNROLL(3)
+                for (int v = 0; v < 3; v++)
+                    c[m][v] = vbfdotq_laneq_f32(c[m][v], bv[v], av, p);
+            }
         }
-        TWO_PAIRS(0, b0, b1)
-        G4V_UNROLL(3)
-        for (int v = 0; v < 3; v++) {
-            b2[v] = vld1q_bf16(b + 4 * NR + 8 * v);
-            b3[v] = vld1q_bf16(b + 6 * NR + 8 * v);
-        }
-        TWO_PAIRS(2, b2, b3)
     }
     neon_tile_finish(c, y, ldy, e);
 }

@@ -57,6 +57,23 @@ static void ukr_f32(int kgroups, const void *a_, const void *b_, const float *ac
     neon_tile_finish(c, y, ldy, e);
 }
 
+/* p, but opaque to the optimiser: the odd half of a pair reloads B instead of keeping the raw
+ * words live through the even half, which would spill accumulators (32 registers only). */
+static inline const uint32_t *reload(const uint32_t *p) {
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+/* One k step: the 8 rows' A values (lane `lane` of each row's pair) times the three B vectors. */
+#define K_STEP(bv, lane)                                                                           \
+    G4V_UNROLL(8)                                                                                  \
+    for (int m = 0; m < MR; m++) {                                                                 \
+        float32x2_t av = vld1_f32(a + m * KG);                                                     \
+        G4V_UNROLL(3)                                                                              \
+        for (int v = 0; v < 3; v++)                                                                \
+            c[m][v] = vfmaq_lane_f32(c[m][v], bv[v], av, lane);                                    \
+    }
+
 static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
                       size_t ldy, const g4v_ukr_epi *e) {
     const float *a = a_;
@@ -65,14 +82,16 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
     float32x4_t c[MR][3];
     neon_tile_start(c, acc_in);
     for (int g = 0; g < kgroups; g++, a += MR * KG, b += NR) {
-        float32x4_t b0[3], b1[3];
+        float32x4_t bv[3]; /* W[n][k] is the low half of each word, W[n][k + 1] the high half */
         G4V_UNROLL(3)
-        for (int v = 0; v < 3; v++) {
-            uint32x4_t w = vld1q_u32(b + 4 * v); /* W[n][k] low half, W[n][k + 1] high half */
-            b0[v] = vreinterpretq_f32_u32(vshlq_n_u32(w, 16));
-            b1[v] = vreinterpretq_f32_u32(vandq_u32(w, odd));
-        }
-        PAIR_STEP(b0, b1)
+        for (int v = 0; v < 3; v++)
+            bv[v] = vreinterpretq_f32_u32(vshlq_n_u32(vld1q_u32(b + 4 * v), 16));
+        K_STEP(bv, 0)
+        const uint32_t *bo = reload(b);
+        G4V_UNROLL(3)
+        for (int v = 0; v < 3; v++)
+            bv[v] = vreinterpretq_f32_u32(vandq_u32(vld1q_u32(bo + 4 * v), odd));
+        K_STEP(bv, 1)
     }
     neon_tile_finish(c, y, ldy, e);
 }
