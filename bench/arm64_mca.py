@@ -27,7 +27,8 @@ import tempfile
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPUS = ["neoverse-v1", "neoverse-v2", "apple-m1"]
-# (kernel file, folder flags, functions whose loops to read, loops per function, needs BF16)
+# the folder flags of src/kernels/kernels.cmake; KERNELS: (title, file, function whose loops to
+# read, loops to report, needs BF16)
 FLAGS = {"arm64_neon": ["-march=armv8-a"], "arm64_bf16": ["-march=armv8.2-a+bf16"]}
 COMMON = ["-O3", "-DNDEBUG", "-ffp-contract=off", "-fno-schedule-insns", "-fPIC",
           "-DG4V_BUILDING_LIBRARY=1", "-DG4V_ARM64_KERNELS=1"]
@@ -35,7 +36,8 @@ KERNELS = [
     ("neon-f32 GEMM (8x12)", "arm64_neon/gemm_neon.c", "ukr_f32", 1, False),
     ("neon-bf16w GEMM (8x12)", "arm64_neon/gemm_neon.c", "ukr_bf16w", 1, False),
     ("neon-bf16dp GEMM (8x12, BFDOT)", "arm64_bf16/gemm_bf16.c", "ukr", 1, True),
-    ("neon attention (24 queries)", "arm64_neon/attention_neon.c", "attn_task", 2, False),  # logits, P.V
+    # attention: its two product loops (logits, P.V), inlined into the task function
+    ("neon attention (24 queries)", "arm64_neon/attention_neon.c", "attn_task", 2, False),
 ]
 FMA_RE = re.compile(r"^\s*(fmla|bfdot|bfmmla)\b")
 
@@ -106,7 +108,8 @@ def mca(tool, cpu, insns):
     # resource pressure per iteration: header names [0.0] ... then one row of numbers
     sect = out.split("Resource pressure per iteration:")[1].splitlines()
     names = {}
-    for line in out.split("Resources:")[1].split("Resource pressure per iteration:")[0].splitlines():
+    resources = out.split("Resources:")[1].split("Resource pressure per iteration:")[0]
+    for line in resources.splitlines():
         m = re.match(r"^\[([\d.]+)\]\s+-\s+(\S+)", line)
         if m:
             names[m.group(1)] = m.group(2)

@@ -25,8 +25,8 @@ enum {
 unsigned g4v_cpu_features(void);
 
 /* The ISA level after masking, named by the G4V_ISA value that gives it: "avx512" (AVX-512 with
- * BF16), "avx512-nobf16", "avx2", "neon-bf16", "neon" or "portable". One vocabulary for the levels a user sets and
- * the ones the library prints. */
+ * BF16), "avx512-nobf16", "avx2", "neon-bf16", "neon" or "portable". One vocabulary for the
+ * levels a user sets and the ones the library prints. */
 const char *g4v_cpu_isa_name(void);
 
 #endif

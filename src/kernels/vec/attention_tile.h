@@ -9,13 +9,13 @@
  * head sit 3 KB apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself
  * (bench_attention measures both layouts). Both layouts give the same bits.
  *
- * A task is (head, 96 consecutive queries) as NSUB register tiles of QB = QV vectors of queries
- * (4 x 24 with AVX2 and NEON, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with the online
- * softmax of portable/attention.c (running max m, sum l, unnormalised O, rescaled by
+ * A task is (head, 96 consecutive queries) as NSUB register tiles of QV vectors (QB queries)
+ * (4 x 24 with AVX2 and NEON, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with
+ * the online softmax of portable/attention.c (running max m, sum l, unnormalised O, rescaled by
  * exp(m_old - m_new) when the max moves), each key tile serving all its register tiles while in
  * L1. Both products are 4 x QV-vector register blocks: 12 accumulators on x86, enough independent
- * FMA chains to keep two FMA pipes busy (8 left them waiting on latency); 24 on NEON (four pipes). Layout as in the portable
- * kernel, query index fastest: qT[c][i], S[j][i], O[c][i].
+ * FMA chains to keep two FMA pipes busy (8 left them waiting on latency); 24 on NEON (four
+ * pipes). Layout as in the portable kernel, query index fastest: qT[c][i], S[j][i], O[c][i].
  *  - logits: 4 keys x QB queries, one FMA per channel, channels in order;
  *  - softmax: max, exp and sum vectorised over the queries (vec_exp_nonpos, <= 2 ulp);
  *  - P.V: 4 channels x QB queries of O, one FMA per key, keys in order.

@@ -6,8 +6,8 @@
  * index order): element i goes to lane i mod 32 of 32 running FMA sums (8 q, 4 ymm or 2 zmm
  * accumulators: independent chains, so the FMA latency is hidden), then the 32 lanes are added
  * pairwise, lane i with lane i + 16, then i + 8, 4, 2, 1. That layout is the same at every width,
- * so the NEON, AVX2 and AVX-512 variants give the same bits; the longest chain is n/32 + 5 roundings
- * instead of n, so it is as close to float64 as the sequential sum or closer (test_variants bounds
+ * so the NEON, AVX2 and AVX-512 variants give the same bits; the longest chain is n/32 + 5
+ * roundings instead of n, so it is as close to float64 as the sequential sum or closer (test_variants bounds
  * both). Everything after the sum is the portable kernel's arithmetic, operation for operation:
  * the scalar 1 / sqrtf(ss / n + eps), then (x * inv) * w per lane with no fused multiply-add. */
 #ifndef G4V_KERNELS_VEC_RMSNORM_ROW_H

@@ -1,8 +1,8 @@
 /* vec.h - the vector vocabulary for kernels written once over vector width.
  *
  * A kernel file in an ISA folder defines G4V_VEC_BITS (256: AVX2 + FMA ymm, 512: AVX-512F zmm,
- * 128: ARM64 NEON q registers) and includes this header, then a width-generic body from this folder (attention_tile.h,
- * geglu_row.h, vec_exp.h). Each V_* operation is one instruction (or a fixed short sequence) with
+ * 128: ARM64 NEON q registers) and includes this header, then a width-generic body from this
+ * folder (attention_tile.h, geglu_row.h, vec_exp.h). Each V_* operation is one instruction (or a fixed short sequence) with
  * the same IEEE result per lane at every width, so a body instantiated at 256 and at 512 bits
  * computes the same bits per lane; only the number of lanes differs.
  *
