@@ -55,9 +55,11 @@ test: check ## everything CI runs (~25-35 min): check, chat-test, asan, tsan, fu
 # the programs through wrappers (tests/CMakeLists.txt, g4v_tool). Emulation is ~10-50x slower than
 # native, so the image decoder, Pillow and video suites (no ARM-specific code) and the G4V_ISA-capped
 # reruns are left out, and the encoder reference test keeps its tiny checkpoints (G4V_EMULATED).
+# Of the CLI tests, test_enc_cmd_encode (g4v encode end to end against the float64 reference)
+# runs; test_cli_encode (front-end logic, ~100 g4v runs: over its 300 s limit under qemu) does not.
 ARM64_BUILD ?= build-arm64
 ARM64_KERNEL_TESTS = base|kernels|geglu|variants|gemm|attention
-ARM64_TESTS ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference|enc_cmd_encode|cli_encode)$$
+ARM64_TESTS ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference|enc_cmd_encode)$$
 ARM64_TESTS_A57 ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference)$$
 test-arm64: test-deps ## cross-build for ARM64, run kernel/encoder/CLI tests under qemu (max, A57)
 	cmake -S . -B $(ARM64_BUILD) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DG4V_WERROR=ON
