@@ -96,6 +96,13 @@ static void test_cpu(void) {
               level, g4v_cpu_features(), all);
     CHECK(!strcmp(g4v_cpu_isa_name(), level));
     unsetenv("G4V_ISA");
+#if defined(__aarch64__) /* ARMv8.0 NEON alone; every AArch64 core has NEON (qemu's too) */
+    CHECK(all & G4V_CPU_NEON);
+    setenv("G4V_ISA", "neon", 1);
+    CHECK(g4v_cpu_features() == G4V_CPU_NEON && !strcmp(g4v_cpu_isa_name(), "neon"));
+    unsetenv("G4V_ISA");
+    CHECK(!strcmp(level, (all & G4V_CPU_ARM_BF16) ? "neon-bf16" : "neon"));
+#endif
     printf("cpu: %s\n", level);
 }
 
