@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16
+.PHONY: test-arm64 bench-arm64-mca help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16
 
 all: build ## configure + build into build/ (the default)
 
@@ -31,19 +31,52 @@ build: ## configure + build into $(BUILD) (CMAKE_FLAGS, JOBS)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# make test: everything CI runs. The default suite (ctest), the same unit and encoder tests again
+# make test: everything CI runs. The default suite (ctest), the ARM64 build's tests under qemu
+# (make test-arm64), the same unit and encoder tests again
 # with the SIMD paths disabled (G4V_ISA=portable; the SIMDe tests emulate AVX-512 by design, so
 # they are left out of that run), the unit + hostile-input tests under ASan/UBSan
 # with allocation-failure injection, the API threads test under TSan, and a short fuzz run.
 # make check: the default suite alone (a few minutes).
 test: check ## everything CI runs (~25-35 min): check, chat-test, asan, tsan, fuzz-smoke, hf-parity
 	$(MAKE) chat-test
+	$(MAKE) test-arm64
 	cd $(BUILD) && G4V_ISA=portable ctest --output-on-failure -j $(JOBS) -L 'unit|encoder' -FA '.*' \
 	  -E '_simde$$'
 	$(MAKE) asan
 	$(MAKE) tsan
 	$(MAKE) fuzz-smoke
 	$(MAKE) hf-parity
+
+# make test-arm64: the ARM64 build, cross-compiled (cmake/aarch64-linux-gnu.cmake: Debian's
+# aarch64-linux-gnu toolchain and arm64 multiarch libraries) into $(ARM64_BUILD), and its kernel,
+# unit, encoder and CLI tests run under qemu-aarch64 twice: -cpu max (NEON + BF16 + I8MM + SVE:
+# the BFDOT GEMM is chosen) and -cpu cortex-a57 (ARMv8.0 NEON only); the CLI tests once (their
+# kernels are the max run's). ctest prefixes the C tests with the emulator; the Python tests start
+# the programs through wrappers (tests/CMakeLists.txt, g4v_tool). Emulation is ~10-50x slower than
+# native, so the image decoder, Pillow and video suites (no ARM-specific code) and the G4V_ISA-capped
+# reruns are left out, and the encoder reference test keeps its tiny checkpoints (G4V_EMULATED).
+# Of the CLI tests, test_enc_cmd_encode (g4v encode end to end against the float64 reference)
+# runs; test_cli_encode (front-end logic, ~100 g4v runs: over its 300 s limit under qemu) does not.
+# Only the targets these tests need are built. Measured on the loaded 2-core machine (load ~10):
+# the cross build ~1.5 min, the max run ~3 min, the cortex-a57 run ~1.5 min.
+ARM64_BUILD ?= build-arm64
+ARM64_KERNEL_TESTS = base|kernels|geglu|variants|gemm|attention
+ARM64_TESTS ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference|enc_cmd_encode)$$
+ARM64_TARGETS = g4v_cli encode_tool test_base test_kernels test_geglu test_variants test_gemm \
+  test_attention test_enc_encoder
+ARM64_TESTS_A57 ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference)$$
+test-arm64: test-deps ## cross-build for ARM64, run kernel/encoder/CLI tests under qemu (max, A57)
+	cmake -S . -B $(ARM64_BUILD) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DG4V_WERROR=ON
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target $(ARM64_TARGETS)
+	cd $(ARM64_BUILD) && QEMU_CPU=max ctest --output-on-failure -j $(JOBS) -R '$(ARM64_TESTS)'
+	cd $(ARM64_BUILD) && QEMU_CPU=cortex-a57 ctest --output-on-failure -j $(JOBS) \
+	  -R '$(ARM64_TESTS_A57)'
+
+# make bench-arm64-mca: llvm-mca's prediction of the ARM64 GEMM and attention inner loops on
+# Neoverse V1, V2 and Apple M1 (cycles per iteration, bottleneck, share of the instruction's
+# peak), compiled here with the cross compiler; bench/arm64_mca_results.md says how to read it.
+bench-arm64-mca: ## llvm-mca predictions of the ARM64 kernels' inner loops (needs --bench deps)
+	$(PYTHON) bench/arm64_mca.py
 
 check: test-deps ## build with -Werror and run the default ctest suite (a few minutes)
 	cmake -S . -B $(BUILD) -DG4V_WERROR=ON $(CMAKE_FLAGS)

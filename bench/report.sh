@@ -31,15 +31,18 @@ echo
 echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs;" \
      "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "Flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512[a-z_0-9]*|amx[a-z_0-9]*)$' | tr '\n' ' ')"
+# x86 'flags', ARM64 Linux 'Features' (asimd, bf16, i8mm, sve)
+echo "Flags: $(grep -m1 -E '^(flags|Features)' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512[a-z_0-9]*|amx[a-z_0-9]*|asimd|bf16|i8mm|sve|sve2)$' | tr '\n' ' ')"
 echo
 echo "Kernel table: $("$BUILD"/tests/kernels/test_variants | grep '^kernel table' | cut -d: -f2-)"
 echo
 echo "## GEMM (bench_gemm, M = 2304, BF16 weights, FAST), per ISA level"
-for isa in avx2 avx512; do
+for isa in avx2 avx512 neon neon-bf16; do
   case "$isa" in
     avx2) grep -qw avx2 /proc/cpuinfo || continue ;;
     avx512) grep -qw avx512f /proc/cpuinfo || continue ;;
+    neon) [ "$(uname -m)" = aarch64 ] || [ "$(uname -m)" = arm64 ] || continue ;;
+    neon-bf16) "$BUILD"/tests/kernels/test_variants | grep -q '^kernel table for neon-bf16' || continue ;;
   esac
   echo
   echo "### G4V_ISA=$isa"

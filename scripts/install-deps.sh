@@ -4,8 +4,9 @@
 #   install-deps.sh          build
 #   install-deps.sh --python build + what the Python package needs at run time (make install):
 #                            numpy, and Dask distributed for bulk encoding
-#   install-deps.sh --test   build + tests (make test), and the OpenAI client for Node (npm
-#                            `openai`, pinned) that tests/service use, under ~/.cache/g4v-node
+#   install-deps.sh --test   build + tests (make test; with the arm64 cross build, make test-arm64),
+#                            and the OpenAI client for Node (npm `openai`, pinned) that
+#                            tests/service use, under ~/.cache/g4v-node
 #   install-deps.sh --load   build + tests + wrk (make load: the HTTP service under load)
 #   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
 #                            OpenBLAS for bench/torch_peer.py, oneDNN for bench_gemm. Note that
@@ -22,9 +23,15 @@ TEST_PKGS="$TEST_PKGS llvm time"
 TEST_PKGS="$TEST_PKGS git ninja-build"
 # the clients tests/service/test_serve_auth.py and test_serve_openai.py call g4v serve with
 TEST_PKGS="$TEST_PKGS curl"
+# make test-arm64: the aarch64 cross compiler, qemu-user, and the build's libraries for arm64
+# (Debian multiarch: the arm64 architecture is added to dpkg when one of them is missing)
+ARM64_LIBS="libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libcjson-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
+TEST_PKGS="$TEST_PKGS gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+for p in $ARM64_LIBS; do TEST_PKGS="$TEST_PKGS $p:arm64"; done
 PYTHON_PKGS="python3 python3-numpy python3-distributed"
 LOAD_PKGS="wrk"
-BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev"
+# llvm-19: llvm-mca with the Neoverse V1/V2 models for make bench-arm64-mca
+BENCH_PKGS="python3-torch libopenblas0-pthread libdnnl-dev llvm-19"
 
 want="$BUILD_PKGS"
 case "${1:-}" in
@@ -48,6 +55,10 @@ else
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     echo "install-deps: installing$missing"
     export DEBIAN_FRONTEND=noninteractive
+    case "$missing" in
+        *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 ||
+            $SUDO dpkg --add-architecture arm64 ;;
+    esac
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi

@@ -1,4 +1,5 @@
-/* cpu.c - CPUID feature detection with an environment override (G4V_ISA). */
+/* cpu.c - CPU feature detection (CPUID on x86-64, HWCAP / sysctl on ARM64) with an environment
+ * override (G4V_ISA). */
 #include "cpu.h"
 
 #include "error.h"
@@ -38,6 +39,48 @@ static unsigned detect(void) {
     }
     return f;
 }
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+/* The bits of arch/arm64/include/uapi/asm/hwcap.h, for C libraries whose headers lack them. */
+#define G4V_HWCAP_ASIMD (1ul << 1)
+#define G4V_HWCAP_SVE (1ul << 22)
+#define G4V_HWCAP2_I8MM (1ul << 13)
+#define G4V_HWCAP2_BF16 (1ul << 14)
+
+static unsigned detect(void) {
+    unsigned long h = getauxval(AT_HWCAP), h2 = getauxval(AT_HWCAP2);
+    unsigned f = 0;
+    if (h & G4V_HWCAP_ASIMD) f |= G4V_CPU_NEON;
+    if (!f) return 0; /* the other kernels all use NEON registers too */
+    if (h2 & G4V_HWCAP2_BF16) f |= G4V_CPU_ARM_BF16;
+    if (h2 & G4V_HWCAP2_I8MM) f |= G4V_CPU_ARM_I8MM;
+    if (h & G4V_HWCAP_SVE) f |= G4V_CPU_SVE;
+    return f;
+}
+#elif defined(__aarch64__) && defined(__APPLE__)
+/* macOS on Apple silicon: every M-series core has NEON; M2 and later report FEAT_BF16 and
+ * FEAT_I8MM (none has SVE). Written from Apple's documented sysctl names; not tested here. */
+#include <sys/types.h>
+#include <sys/sysctl.h>
+
+static int sysctl_flag(const char *name) {
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v != 0;
+}
+
+static unsigned detect(void) {
+    unsigned f = G4V_CPU_NEON;
+    if (sysctl_flag("hw.optional.arm.FEAT_BF16")) f |= G4V_CPU_ARM_BF16;
+    if (sysctl_flag("hw.optional.arm.FEAT_I8MM")) f |= G4V_CPU_ARM_I8MM;
+    return f;
+}
+#elif defined(__aarch64__)
+/* Other systems (BSDs, Windows): NEON is architectural in ARMv8-A; the optional extensions are
+ * not probed, so their kernels stay off. */
+static unsigned detect(void) {
+    return G4V_CPU_NEON;
+}
 #else
 static unsigned detect(void) {
     return 0;
@@ -50,6 +93,8 @@ static long long mask_of(const char *isa) {
     /* AVX-512 without the bf16 dot-product kernels: FAST with f32 attention at AVX-512 speed */
     if (!strcmp(isa, "avx512-nobf16")) return ~(unsigned)G4V_CPU_AVX512BF16;
     if (!strcmp(isa, "avx2")) return G4V_CPU_AVX2 | G4V_CPU_SHA;
+    if (!strcmp(isa, "neon-bf16")) return ~0u;
+    if (!strcmp(isa, "neon")) return G4V_CPU_NEON; /* ARMv8.0: what a Cortex-A57 or A72 has */
     if (!strcmp(isa, "portable")) return 0;
     return -1;
 }
@@ -71,7 +116,7 @@ int g4v_cpu_isa_check(g4v_err *err) {
 }
 
 unsigned g4v_cpu_features(void) {
-    /* CPUID is asked once (inside a VM it traps to the hypervisor: tens of microseconds per
+    /* The CPU is asked once (inside a VM it traps to the hypervisor: tens of microseconds per
      * call were measured here); G4V_ISA is read on every call, so setting it before a call
      * works. Callers in hot loops still cache their dispatch decision. */
     static unsigned cached; /* detect() | DETECTED once known; racing first calls agree */
@@ -89,5 +134,7 @@ const char *g4v_cpu_isa_name(void) {
     if (f & G4V_CPU_AVX512BF16) return "avx512";
     if (f & G4V_CPU_AVX512) return "avx512-nobf16";
     if (f & G4V_CPU_AVX2) return "avx2";
+    if ((f & G4V_CPU_NEON) && (f & G4V_CPU_ARM_BF16)) return "neon-bf16";
+    if (f & G4V_CPU_NEON) return "neon";
     return "portable";
 }

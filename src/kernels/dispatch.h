@@ -21,6 +21,12 @@
  * (use_fast below); no feature set has this bit, so use[] never holds it. */
 #define G4V_KERNEL_FAST_ONLY (1u << 30)
 
+/* The CPU feature bits any variant may need (x86 and ARM64 alike: a table exists for every
+ * combination of them, the other architecture's bits simply choose nothing). */
+#define G4V_KERNEL_KNOWN_FEATURES                                                                  \
+    (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA | G4V_CPU_NEON |            \
+     G4V_CPU_ARM_BF16 | G4V_CPU_ARM_I8MM | G4V_CPU_SVE)
+
 /* The kernel families: the ONE place a family is declared. G4V_KERNEL_FAMILY(ID, name, impl)
  * gives the family's enum suffix (G4V_KF_<ID>), its name (the member of g4v_kernel_impl, the
  * first argument of its G4V_VARIANT lines in variants.def, its key in the kernel path line) and

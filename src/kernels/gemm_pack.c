@@ -51,9 +51,15 @@ int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mod
     return 1;
 }
 
+/* sysconf's cache sizes are glibc's (macOS and the BSDs lack the names; glibc on ARM64 answers
+ * 0): elsewhere the guess stands. */
+#ifndef _SC_LEVEL2_CACHE_SIZE
+#define _SC_LEVEL2_CACHE_SIZE -1
+#endif
+
 /* Half of a cache level per core (sysconf's answer, else `guess`), kept within [lo, hi]. */
 static size_t half_cache(int name, size_t guess, size_t lo, size_t hi) {
-    long c = sysconf(name);
+    long c = name >= 0 ? sysconf(name) : -1;
     size_t b = (c > 0 ? (size_t)c : guess) / 2;
     return b < lo ? lo : b > hi ? hi : b;
 }

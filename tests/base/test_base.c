@@ -100,7 +100,7 @@ static void test_cpu(void) {
     /* auto is the same as unset; every accepted value passes the check */
     setenv("G4V_ISA", "auto", 1);
     CHECK(g4v_cpu_features() == all && g4v_cpu_isa_check(NULL) == G4V_OK);
-    const char *ok[] = {"", "auto", "avx512", "avx512-nobf16", "avx2", "portable"};
+    const char *ok[] = {"", "auto", "avx512", "avx512-nobf16", "avx2", "neon-bf16", "neon", "portable"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv("G4V_ISA", ok[i], 1);
         CHECK_MSG(g4v_cpu_isa_check(NULL) == G4V_OK, "G4V_ISA=%s refused", ok[i]);
@@ -118,6 +118,13 @@ static void test_cpu(void) {
         CHECK(g4v_cpu_features() == 0);
     }
     unsetenv("G4V_ISA");
+#if defined(__aarch64__) /* ARMv8.0 NEON alone; every AArch64 core has NEON (qemu's too) */
+    CHECK(all & G4V_CPU_NEON);
+    setenv("G4V_ISA", "neon", 1);
+    CHECK(g4v_cpu_features() == G4V_CPU_NEON && !strcmp(g4v_cpu_isa_name(), "neon"));
+    unsetenv("G4V_ISA");
+    CHECK(!strcmp(level, (all & G4V_CPU_ARM_BF16) ? "neon-bf16" : "neon"));
+#endif
     printf("cpu: %s\n", level);
 }
 

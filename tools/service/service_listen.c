@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -50,8 +51,14 @@ int svc_listen(const char *host, int port, char *where, size_t cap, int *loopbac
     }
     int fd = -1;
     for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+#ifdef SOCK_CLOEXEC
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) continue;
+#else /* macOS: no SOCK_CLOEXEC flag, the same in two steps */
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0) continue;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
@@ -91,7 +98,11 @@ int svc_listen(const char *host, int port, char *where, size_t cap, int *loopbac
 
 int svc_daemon_start(server *s, int fd, const char *where) {
     if (fd >= 0) {
+#ifdef __linux__
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+#else /* epoll is Linux's; libmicrohttpd picks kqueue/poll/select itself elsewhere */
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
+#endif
         s->daemon = MHD_start_daemon(
             flags, 0, NULL, NULL, svc_handle, s, MHD_OPTION_LISTEN_SOCKET, fd,
             MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->a.http_threads,

@@ -1,20 +1,21 @@
 /* attention_tile.h - the flash-attention kernel of the SIMD variants, written once over the
  * vector vocabulary of vec.h. An ISA file defines G4V_VEC_BITS and ATTENTION_TILE_NAME (the
  * variant's g4v_attention_kernel descriptor to define, kernels.h) and includes this header once:
- * x86_avx2/attention_avx2.c (8-float ymm), x86_avx512/attention_avx512.c (16-float zmm).
+ * x86_avx2/attention_avx2.c (8-float ymm), x86_avx512/attention_avx512.c (16-float zmm),
+ * arm64_neon/attention_neon.c (4-float q registers, six per tile).
  *
  * K and V are best given head-major (hsk = nk*d, ldk = d: a tile of keys is one contiguous block),
  * as the encoder writes them (g4v_heads_post.dst): in a row-major [L, Hkv*d] layout the rows of one
  * head sit 3 KB apart and a 64-key tile maps onto a quarter of the L1 sets, evicting itself
  * (bench_attention measures both layouts). Both layouts give the same bits.
  *
- * A task is (head, 96 consecutive queries) as NSUB register tiles of QB = 3 vectors of queries
- * (4 x 24 with AVX2, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with the online
- * softmax of portable/attention.c (running max m, sum l, unnormalised O, rescaled by
+ * A task is (head, 96 consecutive queries) as NSUB register tiles of QV vectors (QB queries)
+ * (4 x 24 with AVX2 and NEON, 2 x 48 with AVX-512); it walks the keys in tiles of KB = 64 with
+ * the online softmax of portable/attention.c (running max m, sum l, unnormalised O, rescaled by
  * exp(m_old - m_new) when the max moves), each key tile serving all its register tiles while in
- * L1. Both products are 4 x 3-vector register blocks: 12 accumulators, enough independent FMA
- * chains to keep two FMA pipes busy (8 left them waiting on latency). Layout as in the portable
- * kernel, query index fastest: qT[c][i], S[j][i], O[c][i].
+ * L1. Both products are 4 x QV-vector register blocks: 12 accumulators on x86, enough independent
+ * FMA chains to keep two FMA pipes busy (8 left them waiting on latency); 24 on NEON (four
+ * pipes). Layout as in the portable kernel, query index fastest: qT[c][i], S[j][i], O[c][i].
  *  - logits: 4 keys x QB queries, one FMA per channel, channels in order;
  *  - softmax: max, exp and sum vectorised over the queries (vec_exp_nonpos, <= 2 ulp);
  *  - P.V: 4 channels x QB queries of O, one FMA per key, keys in order.
@@ -36,9 +37,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* QB queries per register tile, NSUB tiles per task (96 queries in both variants), KB keys per
- * key tile. */
-enum { QV = 3, QB = V_W * QV, NSUB = 96 / QB, KB = 64 };
+/* QV vectors of queries per register tile (ATTENTION_QV, 3 unless the ISA file says: NEON's
+ * 4-float vectors take 6), QB queries per register tile, NSUB tiles per task (96 queries in
+ * every variant), KB keys per key tile. */
+#ifndef ATTENTION_QV
+#define ATTENTION_QV 3
+#endif
+enum { QV = ATTENTION_QV, QB = V_W * QV, NSUB = 96 / QB, KB = 64 };
 
 /* S[j][0..QB) = scale * q . k_j for the nk keys of this tile; each sum runs c = 0..d-1. */
 static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int nk, float scale,
@@ -50,26 +55,26 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
         V_T acc[4][QV];
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++) {
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 acc[r][v] = V_ZERO();
         }
         for (int c = 0; c < d; c++) {
             V_T q[QV];
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 q[v] = V_LOAD(qT + (size_t)c * QB + V_W * v);
             G4V_UNROLL(4)
             for (int r = 0; r < 4; r++) {
                 V_T b = V_BCAST(k + (size_t)r * ldk + c);
-                G4V_UNROLL(3)
+                G4V_UNROLL(ATTENTION_QV)
                 for (int v = 0; v < QV; v++)
                     acc[r][v] = V_FMA(q[v], b, acc[r][v]);
             }
         }
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++) {
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 V_STORE(S + (size_t)(j + r) * QB + V_W * v, V_MUL(acc[r][v], sc));
         }
@@ -77,16 +82,16 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
     for (; j < nk; j++) { /* ragged end of the keys: one at a time */
         const float *k = k0 + (size_t)j * ldk;
         V_T acc[QV];
-        G4V_UNROLL(3)
+        G4V_UNROLL(ATTENTION_QV)
         for (int v = 0; v < QV; v++)
             acc[v] = V_ZERO();
         for (int c = 0; c < d; c++) {
             V_T b = V_BCAST(k + c);
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 acc[v] = V_FMA(V_LOAD(qT + (size_t)c * QB + V_W * v), b, acc[v]);
         }
-        G4V_UNROLL(3)
+        G4V_UNROLL(ATTENTION_QV)
         for (int v = 0; v < QV; v++)
             V_STORE(S + (size_t)j * QB + V_W * v, V_MUL(acc[v], sc));
     }
@@ -97,29 +102,29 @@ static void tile_logits(const float *qT, const float *k0, size_t ldk, int d, int
 static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, float *m, float *l,
                         float *O) {
     V_T mx[QV], corr[QV], sum[QV];
-    G4V_UNROLL(3)
+    G4V_UNROLL(ATTENTION_QV)
     for (int v = 0; v < QV; v++)
         mx[v] = V_LOAD(m + V_W * v);
     for (int j = 0; j < nk; j++) {
-        G4V_UNROLL(3)
+        G4V_UNROLL(ATTENTION_QV)
         for (int v = 0; v < QV; v++)
             mx[v] = V_MAX(mx[v], V_LOAD(S + (size_t)j * QB + V_W * v));
     }
-    G4V_UNROLL(3)
+    G4V_UNROLL(ATTENTION_QV)
     for (int v = 0; v < QV; v++) {
         corr[v] = vec_exp_nonpos(V_SUB(V_LOAD(m + V_W * v), mx[v]));
         sum[v] = V_MUL(V_LOAD(l + V_W * v), corr[v]);
     }
     for (int j = 0; j < nk; j++) {
         float *s = S + (size_t)j * QB;
-        G4V_UNROLL(3)
+        G4V_UNROLL(ATTENTION_QV)
         for (int v = 0; v < QV; v++) {
             V_T p = vec_exp_nonpos(V_SUB(V_LOAD(s + V_W * v), mx[v]));
             V_STORE(s + V_W * v, p);
             sum[v] = V_ADD(sum[v], p);
         }
     }
-    G4V_UNROLL(3)
+    G4V_UNROLL(ATTENTION_QV)
     for (int v = 0; v < QV; v++) {
         V_STORE(m + V_W * v, mx[v]);
         V_STORE(l + V_W * v, sum[v]);
@@ -131,27 +136,27 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
         V_T acc[4][QV];
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++) {
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 acc[r][v] = V_MUL(V_LOAD(o + (size_t)r * QB + V_W * v), corr[v]);
         }
         const float *vr = v0 + c;
         for (int j = 0; j < nk; j++, vr += ldv) {
             V_T p[QV];
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 p[v] = V_LOAD(S + (size_t)j * QB + V_W * v);
             G4V_UNROLL(4)
             for (int r = 0; r < 4; r++) {
                 V_T b = V_BCAST(vr + r);
-                G4V_UNROLL(3)
+                G4V_UNROLL(ATTENTION_QV)
                 for (int v = 0; v < QV; v++)
                     acc[r][v] = V_FMA(p[v], b, acc[r][v]);
             }
         }
         G4V_UNROLL(4)
         for (int r = 0; r < 4; r++) {
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 V_STORE(o + (size_t)r * QB + V_W * v, acc[r][v]);
         }
@@ -159,16 +164,16 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
     for (; c < d; c++) { /* channels beyond a multiple of 4 */
         float *o = O + (size_t)c * QB;
         V_T acc[QV];
-        G4V_UNROLL(3)
+        G4V_UNROLL(ATTENTION_QV)
         for (int v = 0; v < QV; v++)
             acc[v] = V_MUL(V_LOAD(o + V_W * v), corr[v]);
         for (int j = 0; j < nk; j++) {
             V_T b = V_BCAST(v0 + (size_t)j * ldv + c);
-            G4V_UNROLL(3)
+            G4V_UNROLL(ATTENTION_QV)
             for (int v = 0; v < QV; v++)
                 acc[v] = V_FMA(V_LOAD(S + (size_t)j * QB + V_W * v), b, acc[v]);
         }
-        G4V_UNROLL(3)
+        G4V_UNROLL(ATTENTION_QV)
         for (int v = 0; v < QV; v++)
             V_STORE(o + V_W * v, acc[v]);
     }

@@ -3,11 +3,11 @@
  * An ISA file defines G4V_VEC_BITS and RMSNORM_ROW_NAME and includes this header once.
  *
  * The sum of squares is the only place where it differs from the portable kernel (which sums in
- * index order): element i goes to lane i mod 32 of 32 running FMA sums (4 ymm or 2 zmm
+ * index order): element i goes to lane i mod 32 of 32 running FMA sums (8 q, 4 ymm or 2 zmm
  * accumulators: independent chains, so the FMA latency is hidden), then the 32 lanes are added
  * pairwise, lane i with lane i + 16, then i + 8, 4, 2, 1. That layout is the same at every width,
- * so the AVX2 and AVX-512 variants give the same bits; the longest chain is n/32 + 5 roundings
- * instead of n, so it is as close to float64 as the sequential sum or closer (test_variants bounds
+ * so the NEON, AVX2 and AVX-512 variants give the same bits; the longest chain is n/32 + 5
+ * roundings instead of n, so it is as close to float64 as the sequential sum or closer (test_variants bounds
  * both). Everything after the sum is the portable kernel's arithmetic, operation for operation:
  * the scalar 1 / sqrtf(ss / n + eps), then (x * inv) * w per lane with no fused multiply-add. */
 #ifndef G4V_KERNELS_VEC_RMSNORM_ROW_H
@@ -30,6 +30,16 @@ static inline V_T rms_load_tail(const float *x, int i, int n) {
 /* The 32 lane sums folded to one float: lane i plus lane i + 16, then + 8, + 4, + 2, + 1. The
  * first two steps differ by width (one zmm pair, or four ymm), the adds they make do not. */
 static inline float rms_fold(const V_T acc[RMS_NACC]) {
+#if G4V_VEC_BITS == 128 /* eight q registers: lanes 4a..4a+3 in acc[a] */
+    float32x4_t s16[4], s8[2];
+    for (int a = 0; a < 4; a++)
+        s16[a] = vaddq_f32(acc[a], acc[a + 4]);
+    s8[0] = vaddq_f32(s16[0], s16[2]);
+    s8[1] = vaddq_f32(s16[1], s16[3]);
+    float32x4_t s4 = vaddq_f32(s8[0], s8[1]);
+    float32x2_t s2 = vadd_f32(vget_low_f32(s4), vget_high_f32(s4));
+    return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
+#else
 #if G4V_VEC_BITS == 512
     __m512 s16 = _mm512_add_ps(acc[0], acc[1]);
     __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)); /* AVX-512F */
@@ -40,6 +50,7 @@ static inline float rms_fold(const V_T acc[RMS_NACC]) {
     __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+#endif
 }
 
 void RMSNORM_ROW_NAME(const float *x, float *y, int n, const float *w, float eps) {
