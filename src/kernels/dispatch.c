@@ -20,7 +20,9 @@ static g4v_kernel_variant registry[] = {
 enum { NVARIANTS = (int)(sizeof registry / sizeof registry[0]) };
 
 /* The feature bits any variant can use; a table exists for each combination of them. */
-#define KNOWN_FEATURES (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA)
+#define KNOWN_FEATURES                                                                             \
+    (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA | G4V_CPU_AVX512VNNI |       \
+     G4V_CPU_AVXVNNI)
 enum { NTABLES = KNOWN_FEATURES + 1 };
 
 static g4v_kernels tables[NTABLES];
