@@ -10,11 +10,24 @@
 #include "kernels/dispatch.h"
 #include "kernels/x86_avx2/q8_pack_avx2.h"
 
-#ifdef G4V_SIMDE /* SIMDe has the EVEX (AVX512-VNNI + VL) form, same arithmetic */
-#define q8_dpbusd(c, a, b) _mm256_dpbusd_epi32((c), (a), (b))
+/* c += vpdpbusd(a, b): inline assembly natively (GCC 12 spills the accumulators around the
+ * intrinsic, as in the AVX512-VNNI kernel); SIMDe has only the EVEX (AVX512-VNNI + VL) form,
+ * same arithmetic. */
+#ifdef G4V_SIMDE
+#define Q8_DPBUSD(c, a, b) ((c) = _mm256_dpbusd_epi32((c), (a), (b)))
 #else
-#define q8_dpbusd(c, a, b) _mm256_dpbusd_avx_epi32((c), (a), (b))
+#define Q8_DPBUSD(c, a, b) __asm__("{vex} vpdpbusd %2, %1, %0" : "+x"(c) : "x"(a), "x"(b))
 #endif
+
+#define Q8_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define Q8_DECL(m) __m256i c##m##_0 = z0, c##m##_1 = z1;
+#define Q8_STEP(m)                                                                                 \
+    {                                                                                              \
+        __m256i av = _mm256_set1_epi32(a[m]);                                                      \
+        Q8_DPBUSD(c##m##_0, av, b0);                                                               \
+        Q8_DPBUSD(c##m##_1, av, b1);                                                               \
+    }
+#define Q8_STORE(m) q8_store_row_avx2(y + (size_t)(m)*ldy, c##m##_0, c##m##_1, sa[m], w0, w1, e);
 
 enum { MR = 6, NR = 16, KG = 4 };
 
@@ -32,25 +45,15 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     __m256i z0 = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)corr));
     __m256i z1 =
         _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(corr + 8)));
-    __m256i c[MR][2];
-    for (int m = 0; m < MR; m++) {
-        c[m][0] = z0;
-        c[m][1] = z1;
-    }
+    Q8_ROWS(Q8_DECL)
     for (int g = 0; g < kgroups; g++, a += MR, b += NR) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 8));
-        G4V_UNROLL(6)
-        for (int m = 0; m < MR; m++) {
-            __m256i av = _mm256_set1_epi32(a[m]);
-            c[m][0] = q8_dpbusd(c[m][0], av, b0);
-            c[m][1] = q8_dpbusd(c[m][1], av, b1);
-        }
+        Q8_ROWS(Q8_STEP)
     }
     const float *sa = (const float *)a; /* the scales follow the codes */
     __m256 w0 = _mm256_loadu_ps(sw), w1 = _mm256_loadu_ps(sw + 8);
-    for (int m = 0; m < MR; m++)
-        q8_store_row_avx2(y + (size_t)m * ldy, c[m][0], c[m][1], sa[m], w0, w1, e);
+    Q8_ROWS(Q8_STORE)
 }
 
 const g4v_gemm_kernel g4v_gemm_avx_vnni_q8 = {.name = "avx-vnni-q8",
