@@ -16,7 +16,7 @@
 #ifdef G4V_SIMDE
 #define Q8_DPBUSD(c, a, b) ((c) = _mm256_dpbusd_epi32((c), (a), (b)))
 #else
-#define Q8_DPBUSD(c, a, b) __asm__("{vex} vpdpbusd %2, %1, %0" : "+x"(c) : "x"(a), "x"(b))
+#define Q8_DPBUSD(c, a, b) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(c) : "x"(a), "x"(b))
 #endif
 
 #define Q8_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
