@@ -145,7 +145,7 @@ typedef struct g4v_model_options {
     int int8; /* 0 (default): the math mode `precise` says. 1: the INT8 mode (opt-in; precise must
                  be 0): the vision blocks' linear layers as int8 x int8 -> int32 with VNNI
                  (AVX2 elsewhere), weights quantized once at load, activations per row;
-                 ~5e-3 relative error vs float64 (docs/NUMERICS.md §10). Its outputs and cache
+                 ~2e-2 relative error vs float64 (docs/NUMERICS.md §12). Its outputs and cache
                  entries are its own (fingerprint and cache key name the mode). */
 } g4v_model_options;
 

@@ -14,7 +14,7 @@
  * FAST 1.9e-3 (synthetic weights; sharper attention raises FAST: docs/NUMERICS.md §8).
  * G4V_MATH_INT8 (opt-in) runs the blocks' linears as int8 x int8 -> int32 (kernels/gemm_q8.h:
  * weights per output channel at load, activations per row per call) and everything else as FAST
- * (the patch embedding and the final projection included); docs/NUMERICS.md §10 has its error.
+ * (the patch embedding and the final projection included); docs/NUMERICS.md §12 has its error.
  *
  * Merge contract (docs/NUMERICS.md §4.9, §5.3): the output rows are the language model's input
  * embeddings for the image-token positions, used as they are. Splice them into inputs_embeds AFTER
@@ -42,7 +42,7 @@
 /* INT8 mode: the linears (bits 1 << G4V_LIN_*) that stay FAST by default, and the
  * g4v_encoder_opts.int8_fast_linears value that asks for none (every linear int8; 0 there means
  * the default). v and o stay FAST: in int8 each alone costs ~2e-2 of relative error on e4b, the
- * other five together ~1.9e-2, and they are ~1/5 of the linears' FLOPs (docs/NUMERICS.md §10). */
+ * other five together ~1.9e-2, and they are ~1/5 of the linears' FLOPs (docs/NUMERICS.md §12). */
 #define G4V_INT8_FAST_LINEARS ((1u << G4V_LIN_V) | (1u << G4V_LIN_O))
 #define G4V_INT8_NONE_FAST (1u << 31)
 

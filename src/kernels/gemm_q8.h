@@ -1,5 +1,5 @@
 /* gemm_q8.h - the INT8 math mode's quantization, shared by the weight packer, the reference and
- * every INT8 micro-kernel (docs/NUMERICS.md §10).
+ * every INT8 micro-kernel (docs/NUMERICS.md §12).
  *
  * INT8 mode computes y = x · Wᵀ as int8 x int8 -> int32:
  *   weights, once at load, per output channel n:  sw[n] = amax_k |W[n, k]| / 127,

@@ -65,11 +65,11 @@ FAST_MEASURED_BF16_ATTENTION = {
     "tiny 144x96": 2.50e-3, "tiny 240x192": 1.93e-3, "tiny-oddk 144x96": 1.77e-3,
     "e4b-2layers 144x144": 1.90e-3, "31b-2layers 144x96": 2.05e-3,
 }
-# INT8 rel RMSE per case (default INT8 linears, docs/NUMERICS.md §10), measured with the f32
+# INT8 rel RMSE per case (default INT8 linears, docs/NUMERICS.md §12), measured with the f32
 # attention kernels (the largest of G4V_ISA=avx512-nobf16 and portable) and with the bf16 one;
 # the bound is 1.5x it. Every linear in int8 (v and o too) measures 1.4e-2 .. 2.0e-2 here and
-# fails it; rounding codes toward zero instead of to nearest fails 2 of the 4 (a uniform scale error
-# would not: the norms after every branch remove it).
+# fails it; rounding codes toward zero instead of to nearest fails 2 of the 4 cases (a uniform
+# scale error would not: the norms after every branch remove it).
 INT8_MEASURED = {
     "tiny 144x96": 9.54e-3, "tiny-oddk 144x96": 8.18e-3, "e4b-2layers 144x144": 1.02e-2,
     "31b-2layers 144x96": 1.37e-2,

@@ -75,7 +75,7 @@ static void usage(FILE *f) {
         "                 antialiased bicubic); images and video frames\n"
         "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
         "  --int8         the INT8 mode (opt-in): the vision blocks' linear layers as int8 x\n"
-        "                 int8 -> int32 (VNNI, else AVX2), faster, ~5e-3 rel. error\n"
+        "                 int8 -> int32 (VNNI, else AVX2), faster, ~2e-2 rel. error\n"
         "  --threads N    worker threads (default: one per CPU)\n"
         "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
         "  --cache DIR    feature cache: an image already encoded with the same model,\n"
