@@ -170,7 +170,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("bench_encoder: %s, %s mode, ISA %s, %ld online CPUs\n", dir,
-           precise == 1 ? "PRECISE" : precise == 2 ? "INT8" : "FAST", getenv("G4V_ISA") ? getenv("G4V_ISA") : "auto",
+           precise == 1   ? "PRECISE"
+           : precise == 2 ? "INT8"
+                          : "FAST",
+           getenv("G4V_ISA") ? getenv("G4V_ISA") : "auto",
            sysconf(_SC_NPROCESSORS_ONLN));
     for (int ti = 0; ti < nt; ti++) {
         int T = threads[ti], width = 0;

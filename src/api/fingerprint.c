@@ -1,6 +1,7 @@
 /* fingerprint.c - g4v_model_fingerprint: SHA-256 over a format tag, the numerics version and
- * mode ("fast", "precise" or "int8"), the vision configuration values that change the computation, and every vision tensor the
- * encoder uses, in canonical-name order, each as (name, dtype, shape, SHA-256 of its bytes).
+ * mode ("fast", "precise" or "int8"), the vision configuration values that change the
+ * computation, and every vision tensor the encoder uses, in canonical-name order, each as (name,
+ * dtype, shape, SHA-256 of its bytes).
  *
  * Layout-independent by construction: names are the canonical ones (no "model." prefix; mlx and
  * Hugging Face spellings map to the same name), tensors are visited in name order whatever file or
@@ -165,7 +166,8 @@ g4v_status g4v_model_fingerprint(const g4v_model *m, char *hex, size_t hex_size,
     int st = G4V_OK;
     pthread_mutex_lock(&mm->fp_lock);
     if (!mm->fp_done) {
-        st = g4v_fingerprint_compute(m->ck, m->opts.precise, m->opts.int8, 0, !m->opts.read_weights, mm->fp,
+        st = g4v_fingerprint_compute(m->ck, m->opts.precise, m->opts.int8, 0,
+                                     !m->opts.read_weights, mm->fp,
                                      &err); /* a heap copy (read_weights) must not be dropped */
         mm->fp_done = st == G4V_OK;
     }

@@ -106,7 +106,8 @@ static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1
         }
         float sa = g4v_q8_scale(amax, &inv);
         for (int p = p0; p < p1; p++) {
-            const int8_t *b = (const int8_t *)((const unsigned char *)W->b + (size_t)p * W->panel_bytes);
+            const int8_t *b =
+                (const int8_t *)((const unsigned char *)W->b + (size_t)p * W->panel_bytes);
             const float *sw = (const float *)(b + (size_t)W->kpad * nr);
             int cols = W->n - p * nr < nr ? W->n - p * nr : nr;
             for (int c = 0; c < cols; c++) {

@@ -59,7 +59,8 @@ static void pack_row(const float *xr, int klen, int kpad, unsigned char *p, int 
     for (int k = full; k < kpad; k++) {
         int8_t c = k < klen ? g4v_q8_code(o->clamp ? g4v_clampf(xr[k], o->lo, o->hi) : xr[k], inv)
                             : 0;
-        p[((size_t)(k / KG) * MR + (size_t)mrow) * KG + (size_t)(k % KG)] = (unsigned char)(c + 128);
+        p[((size_t)(k / KG) * MR + (size_t)mrow) * KG + (size_t)(k % KG)] =
+            (unsigned char)(c + 128);
     }
     memcpy(p + (size_t)MR * (size_t)kpad + sizeof(float) * (size_t)mrow, &scale, sizeof scale);
 }

@@ -42,7 +42,8 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     const int32_t *a = a_, *b = b_;
     const float *sw = (const float *)(b + (size_t)kgroups * NR);
     const int32_t *corr = (const int32_t *)(sw + NR);
-    __m256i z0 = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)corr));
+    __m256i z0 =
+        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)corr));
     __m256i z1 =
         _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(corr + 8)));
     Q8_ROWS(Q8_DECL)
