@@ -285,8 +285,8 @@ class Model:
           **limits)
       threads   worker threads per encode call (0: one per CPU)
       precise   f32 GEMM inputs (~1e-6 relative error) instead of bf16 (~3e-3), slower
-      int8      the INT8 mode: int8 x int8 linear layers, ~1.5x faster than the default at 256
-                tokens, ~2e-2 relative error (docs/NUMERICS.md §12); not with precise
+      int8      the INT8 mode: int8 x int8 linear layers, ~1.3-1.5x faster than the default
+                at 256 tokens, ~2e-2 relative error (docs/NUMERICS.md §12); not with precise
       budget    default soft-token budget, one of BUDGETS (None: DEFAULT_BUDGET, 280)
       exif      apply the EXIF orientation of image files (as transformers does)
       resize    "pillow" (default): Pillow's BICUBIC, as transformers' Gemma4ImageProcessorPil;
