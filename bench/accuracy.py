@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """accuracy.py - the encoder's distance to the float64 reference, as a markdown table.
 
-usage: accuracy.py --encode-tool PATH [--encode-tool PATH2 ...] [--modes fast,precise]
+usage: accuracy.py --encode-tool PATH [--encode-tool PATH2 ...] [--modes fast,precise,int8]
                    --work DIR CASE...
+  MODE = fast, precise, int8, or int8+LIN+LIN... (INT8 with those block linears kept FAST, e.g.
+  int8+down; LIN is q, k, v, o, gate, up or down; int8+none: every linear int8).
   CASE = CONFIG:LAYERS:WxH[:qk=S], e.g. e4b:16:768x768 (256 tokens) or 31b:2:1680x1536 (1120
   tokens); LAYERS 0 keeps the config's count; qk=S generates the checkpoint with --qk-scale S
   (sharper attention). Several --encode-tool (e.g. the native tool and encode_tool_simde, whose
@@ -26,6 +28,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import reference  # noqa: E402
+
+
+def mode_args(mode):
+    """encode_tool's options for one --modes entry."""
+    if mode == "precise":
+        return ["--precise"]
+    if mode.startswith("int8"):
+        keep = mode.split("+")[1:]
+        return ["--int8"] + (["--int8-fast", ",".join(keep)] if keep else [])
+    return []
 
 
 def main():
@@ -68,8 +80,7 @@ def main():
         for tool in a.encode_tool:
             for mode in modes:
                 out = os.path.join(a.work, "out.npy")
-                subprocess.run([tool, ck, ip, out, "--threads", "2"] +
-                               (["--precise"] if mode == "precise" else []),
+                subprocess.run([tool, ck, ip, out, "--threads", "2"] + mode_args(mode),
                                check=True, capture_output=True)
                 c = np.load(out).astype(np.float64)
                 rel = np.linalg.norm(c - ref) / np.linalg.norm(ref)

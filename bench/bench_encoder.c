@@ -3,7 +3,8 @@
  * the PyTorch peer (bench/torch_peer.py) measured in the same run.
  *
  * usage: bench_encoder --model DIR [--budgets 70,140,280,560,1120] [--threads 1,2]
- *                      [--reps N] [--reps-large N] [--peer CMD] [--peer-reps N] [--precise]
+ *                      [--reps N] [--reps-large N] [--peer CMD] [--peer-reps N]
+ *                      [--precise | --int8]
  * Each (budget, threads) point runs in a forked child so that its peak RSS (getrusage) and load
  * time are its own: load the model (g4v_model_load, warm page cache after the first point), one
  * warm-up encode (first touch of the workspace), then --reps timed encodes (default 5; 3 for
@@ -55,7 +56,8 @@ static void child(const char *dir, int budget, int threads, int reps, int precis
     char msg[512];
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    mo.precise = precise;
+    mo.precise = precise == 1;
+    mo.int8 = precise == 2; /* `precise` is the mode: 0 FAST, 1 PRECISE, 2 INT8 */
     g4v_model *m = NULL;
     g4v_ctx *ctx = NULL;
     double t0 = bench_now();
@@ -139,6 +141,8 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--precise"))
             precise = 1;
+        else if (!strcmp(a, "--int8"))
+            precise = 2;
         else if (!v) {
             fprintf(stderr, "bench_encoder: %s needs a value\n", a);
             return 2;
@@ -163,11 +167,15 @@ int main(int argc, char **argv) {
     }
     if (!dir || reps < 1 || reps_large < 1) {
         fprintf(stderr, "usage: bench_encoder --model DIR [--budgets 70,140,...] [--threads 1,2] "
-                        "[--reps N] [--reps-large N] [--peer CMD] [--peer-reps N] [--precise]\n");
+                        "[--reps N] [--reps-large N] [--peer CMD] [--peer-reps N] "
+                        "[--precise | --int8]\n");
         return 2;
     }
     printf("bench_encoder: %s, %s mode, ISA %s, %ld online CPUs\n", dir,
-           precise ? "PRECISE" : "FAST", getenv("G4V_ISA") ? getenv("G4V_ISA") : "auto",
+           precise == 1   ? "PRECISE"
+           : precise == 2 ? "INT8"
+                          : "FAST",
+           getenv("G4V_ISA") ? getenv("G4V_ISA") : "auto",
            sysconf(_SC_NPROCESSORS_ONLN));
     bench_require_isa("bench_encoder");
     bench_peaks pk;

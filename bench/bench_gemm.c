@@ -1,6 +1,6 @@
 /* bench_gemm.c - our GEMM on the encoder's shapes against measured peaks and oneDNN, one run.
  *
- *   bench_gemm [--m M] [--reps R] [--mode fast|precise]
+ *   bench_gemm [--m M] [--reps R] [--mode fast|precise|int8]
  *
  * Measures, in the same process: FMA and vdpbf16ps throughput peaks for 1 and 2 threads (the
  * shared table, bench_peaks.h: best of 5 per thread count, taken before any oneDNN thread
@@ -52,10 +52,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--mode"))
-            mode = strcmp(argv[i + 1], "precise") ? G4V_MATH_FAST : G4V_MATH_PRECISE;
+            mode = !strcmp(argv[i + 1], "precise") ? G4V_MATH_PRECISE
+                   : !strcmp(argv[i + 1], "int8")  ? G4V_MATH_INT8 /* "% peak": of FMA f32 */
+                                                   : G4V_MATH_FAST;
     }
     if (m < 1 || reps < 1 || reps > MAX_REPS) {
-        fprintf(stderr, "usage: bench_gemm [--m M] [--reps R (1..%d)] [--mode fast|precise]\n",
+        fprintf(stderr, "usage: bench_gemm [--m M] [--reps R (1..%d)] [--mode fast|precise|int8]\n",
                 MAX_REPS);
         return 2;
     }
@@ -69,7 +71,10 @@ int main(int argc, char **argv) {
     bench_peaks pk;
     if (bench_peaks_measure(&pk, (const int[]){1, 2}, 2, 5)) return 1;
     printf("cpu: %s, FMA %d-bit, mode %s, M = %d, medians of %d interleaved runs\n",
-           g4v_cpu_isa_name(), width, mode == G4V_MATH_FAST ? "FAST" : "PRECISE", m, reps);
+           g4v_cpu_isa_name(), width, mode == G4V_MATH_FAST   ? "FAST"
+           : mode == G4V_MATH_INT8 ? "INT8"
+                                   : "PRECISE",
+           m, reps);
     bench_peaks_print(&pk, stdout);
     printf("peak = the instruction our kernel uses (vdpbf16ps for avx512-bf16dp, else FMA) at "
            "the row's thread count (T)\n\n");

@@ -142,6 +142,11 @@ typedef struct g4v_model_options {
                           g4v_model_get_info, _fingerprint and _plan work, g4v_ctx_create
                           refuses (G4V_ERR_ARG). What `g4v info` uses: a fraction of the time
                           and memory of a full load. */
+    int int8; /* 0 (default): the math mode `precise` says. 1: the INT8 mode (opt-in; precise must
+                 be 0): the vision blocks' linear layers as int8 x int8 -> int32 with VNNI
+                 (AVX2 elsewhere), weights quantized once at load, activations per row;
+                 ~2e-2 relative error vs float64 (docs/NUMERICS.md §12). Its outputs and cache
+                 entries are its own (fingerprint and cache key name the mode). */
 } g4v_model_options;
 
 /* Every g4v_X_options_init(opts) is an inline call of the exported g4v_X_options_init_sized(opts,
@@ -219,6 +224,7 @@ typedef struct g4v_model_info {
      * F16, F32 (types with no tensor left out) */
     int n_dtypes;
     g4v_dtype_count dtypes[4];
+    int int8; /* the load options' int8: the model computes in the INT8 mode */
 } g4v_model_info;
 
 /* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the

@@ -52,7 +52,8 @@ class ModelOptions(ctypes.Structure):
                 ("max_video_frames", c_uint64), ("max_video_seconds", ctypes.c_double),
                 ("read_weights", c_int),
                 ("resize", c_int),  # RESIZE_PILLOW / RESIZE_TORCHVISION
-                ("metadata_only", c_int)]
+                ("metadata_only", c_int),
+                ("int8", c_int)]  # the INT8 mode (with precise = 0)
 
 
 class DtypeCount(ctypes.Structure):
@@ -81,7 +82,8 @@ class ModelInfo(ctypes.Structure):
                 ("resize", c_int),
                 ("rope_theta", c_double), ("rms_norm_eps", c_double),
                 ("layer_norm_eps", c_double), ("numerics_version", c_int),
-                ("n_dtypes", c_int), ("dtypes", DtypeCount * 4)]
+                ("n_dtypes", c_int), ("dtypes", DtypeCount * 4),
+                ("int8", c_int)]
 
 
 class CtxOptions(ctypes.Structure):

@@ -1,6 +1,7 @@
 /* fingerprint.c - g4v_model_fingerprint: SHA-256 over a format tag, the numerics version and
- * mode, the vision configuration values that change the computation, and every vision tensor the
- * encoder uses, in canonical-name order, each as (name, dtype, shape, SHA-256 of its bytes).
+ * mode ("fast", "precise" or "int8"), the vision configuration values that change the
+ * computation, and every vision tensor the encoder uses, in canonical-name order, each as (name,
+ * dtype, shape, SHA-256 of its bytes).
  *
  * Layout-independent by construction: names are the canonical ones (no "model." prefix; mlx and
  * Hugging Face spellings map to the same name), tensors are visited in name order whatever file or
@@ -77,7 +78,8 @@ static void hash_double(g4v_sha256_ctx *s, double d) {
     g4v_sha256_u64(s, bits);
 }
 
-int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int threads, int drop_pages,
+int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int int8, int threads,
+                            int drop_pages,
                             char hex[G4V_SHA256_HEX], g4v_err *err) {
     fp_job j = {NULL, 0, 0, drop_pages, 0};
     g4v_checkpoint_foreach(ck, collect, &j);
@@ -96,7 +98,7 @@ int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int threads, 
     g4v_sha256_init(&s);
     g4v_sha256_str(&s, G4V_FINGERPRINT_TAG);
     g4v_sha256_u64(&s, G4V_NUMERICS_VERSION);
-    g4v_sha256_str(&s, precise ? "precise" : "fast");
+    g4v_sha256_str(&s, g4v_api_mode_name(precise, int8));
     const struct {
         const char *name;
         int64_t v;
@@ -164,7 +166,8 @@ g4v_status g4v_model_fingerprint(const g4v_model *m, char *hex, size_t hex_size,
     int st = G4V_OK;
     pthread_mutex_lock(&mm->fp_lock);
     if (!mm->fp_done) {
-        st = g4v_fingerprint_compute(m->ck, m->opts.precise, 0, !m->opts.read_weights, mm->fp,
+        st = g4v_fingerprint_compute(m->ck, m->opts.precise, m->opts.int8, 0,
+                                     !m->opts.read_weights, mm->fp,
                                      &err); /* a heap copy (read_weights) must not be dropped */
         mm->fp_done = st == G4V_OK;
     }

@@ -27,15 +27,17 @@ static unsigned detect(void) {
     __cpuid_count(7, 0, a, b, c, d);
     int avx2 = (b >> 5) & 1;
     int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1,
-        avx512vl = (b >> 31) & 1, sha = (b >> 29) & 1;
+        avx512vl = (b >> 31) & 1, sha = (b >> 29) & 1, avx512vnni = (c >> 11) & 1;
     if (sha && ssse3 && sse41) f |= G4V_CPU_SHA;
     unsigned a1, b1, c1, d1;
     __cpuid_count(7, 1, a1, b1, c1, d1);
-    int bf16 = (a1 >> 5) & 1;
+    int bf16 = (a1 >> 5) & 1, avxvnni = (a1 >> 4) & 1;
     if (ymm_ok && avx2 && fma) f |= G4V_CPU_AVX2;
+    if ((f & G4V_CPU_AVX2) && avxvnni) f |= G4V_CPU_AVXVNNI;
     if (zmm_ok && (f & G4V_CPU_AVX2) && avx512f && avx512dq && avx512bw && avx512vl) {
         f |= G4V_CPU_AVX512;
         if (bf16) f |= G4V_CPU_AVX512BF16;
+        if (avx512vnni) f |= G4V_CPU_AVX512VNNI;
     }
     return f;
 }

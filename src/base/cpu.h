@@ -3,12 +3,13 @@
  * (untested), NEON alone elsewhere (it is part of every ARMv8-A).
  *
  * The environment variable G4V_ISA caps the choice (values: auto (the same as unset: no cap),
- * avx512, avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels), avx2 (with SHA); on ARM64
- * neon (ARMv8.0 NEON only) and neon-bf16 (everything); portable), so tests and CI can force the
- * portable path on any machine. An unknown value is refused: g4v_model_load and g4v_ctx_create
- * fail with g4v_cpu_isa_check's message (a typo must not silently select the 8x slower portable
- * kernels); code below them that does not check gets the portable cap. The other
- * architecture's names are accepted and leave the portable kernels (avx512 caps nothing).
+ * avx512, avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels), avx2 (with SHA, without the
+ * VNNI bits, so the INT8 mode takes its vpmaddubsw path); on ARM64 neon (ARMv8.0 NEON only) and
+ * neon-bf16 (everything); portable), so tests and CI can force the portable path on any machine.
+ * An unknown value is refused: g4v_model_load and g4v_ctx_create fail with g4v_cpu_isa_check's
+ * message (a typo must not silently select the 8x slower portable kernels); code below them that
+ * does not check gets the portable cap. The other architecture's names are accepted and leave
+ * the portable kernels (avx512 caps nothing).
  */
 #ifndef G4V_BASE_CPU_H
 #define G4V_BASE_CPU_H
@@ -18,10 +19,12 @@ enum {
     G4V_CPU_AVX512 = 1 << 1,    /* AVX-512 F, BW, VL, DQ */
     G4V_CPU_AVX512BF16 = 1 << 2, /* vdpbf16ps */
     G4V_CPU_SHA = 1 << 3,         /* SHA extensions (+ SSSE3, SSE4.1): the SHA-256 compression */
-    G4V_CPU_NEON = 1 << 4,       /* ARM64 Advanced SIMD (HWCAP_ASIMD) */
-    G4V_CPU_ARM_BF16 = 1 << 5,   /* ARM64 BFDOT / BFMMLA (FEAT_BF16, HWCAP2_BF16) */
-    G4V_CPU_ARM_I8MM = 1 << 6,   /* ARM64 SMMLA / USMMLA (FEAT_I8MM, HWCAP2_I8MM): no kernel yet */
-    G4V_CPU_SVE = 1 << 7         /* ARM64 SVE (HWCAP_SVE): no kernel yet */
+    G4V_CPU_AVX512VNNI = 1 << 4, /* vpdpbusd on zmm (with G4V_CPU_AVX512): the INT8 GEMM */
+    G4V_CPU_AVXVNNI = 1 << 5,    /* vpdpbusd on ymm, VEX-encoded (with G4V_CPU_AVX2) */
+    G4V_CPU_NEON = 1 << 6,       /* ARM64 Advanced SIMD (HWCAP_ASIMD) */
+    G4V_CPU_ARM_BF16 = 1 << 7,   /* ARM64 BFDOT / BFMMLA (FEAT_BF16, HWCAP2_BF16) */
+    G4V_CPU_ARM_I8MM = 1 << 8,   /* ARM64 SMMLA / USMMLA (FEAT_I8MM, HWCAP2_I8MM): no kernel yet */
+    G4V_CPU_SVE = 1 << 9         /* ARM64 SVE (HWCAP_SVE): no kernel yet */
 };
 
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */

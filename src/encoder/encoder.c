@@ -3,7 +3,8 @@
  *
  * Numerics (docs/NUMERICS.md §6.1): activations and the residual stream are f32 throughout; the
  * only rounding choice is the math mode of the model (FAST rounds GEMM inputs to bf16, and on
- * CPUs with AVX512_BF16 the attention's q, k, v and probabilities too; PRECISE rounds nothing).
+ * CPUs with AVX512_BF16 the attention's q, k, v and probabilities too; PRECISE rounds nothing;
+ * INT8 is FAST with the blocks' linears in int8, kernels/gemm_q8.h).
  * Two GEMMs are special: the patch embedding is fed exact integers 2u - 255 and
  * scaled by 1/255 afterwards (exact in either mode), and the final projection always runs in f32.
  * Attention logits and the softmax are f32 in both modes. Unlike HF we do not round to bf16
@@ -97,7 +98,7 @@ static int next_part(const enc_buffers *b, size_t r0, size_t n, chunk_part *p) {
 
 /* Bytes of the attention's prepared form of an image's nk keys and values (0: none). */
 static size_t kv_prepared_bytes(const g4v_encoder *e, size_t nk) {
-    return g4v_attention_kv_bytes(e->kernels, e->mode == G4V_MATH_FAST, (int)nk,
+    return g4v_attention_kv_bytes(e->kernels, e->mode != G4V_MATH_PRECISE, (int)nk,
                                   e->cfg.num_kv_heads, e->cfg.head_dim);
 }
 
@@ -120,7 +121,7 @@ static g4v_attn_args attn_keys(const g4v_encoder *e, const enc_buffers *b, const
                            .d = c->head_dim,
                            .scale = 1.0f, /* not 1/sqrt(d): q and k are RMS-normed */
                            /* FAST may use bf16 products (docs/NUMERICS.md §6.1) */
-                           .fast_math = e->mode == G4V_MATH_FAST,
+                           .fast_math = e->mode != G4V_MATH_PRECISE,
                            .kv_prepared = b->kv_prepared ? (char *)b->kv_prepared + sg->kv_off
                                                          : NULL};
 }
@@ -142,7 +143,7 @@ static void prepare_chunk(const g4v_encoder *e, const enc_buffers *b, g4v_pool *
                             .H = c->num_heads,
                             .Hkv = c->num_kv_heads,
                             .d = c->head_dim,
-                            .fast_math = e->mode == G4V_MATH_FAST};
+                            .fast_math = e->mode != G4V_MATH_PRECISE};
         g4v_attention_prepare_kv(e->kernels, pool, &kv, (int)(j0 - sg->row0), (int)sg->L,
                                  (char *)b->kv_prepared + sg->kv_off);
     }

@@ -12,6 +12,9 @@
  * attention's q, k, v and probabilities to bf16 for its products). Against the float64 reference
  * (tests/reference/reference.py), e4b shape, 16 layers, 768x768: PRECISE 1.1e-6 relative RMSE,
  * FAST 1.9e-3 (synthetic weights; sharper attention raises FAST: docs/NUMERICS.md §8).
+ * G4V_MATH_INT8 (opt-in) runs the blocks' linears as int8 x int8 -> int32 (kernels/gemm_q8.h:
+ * weights per output channel at load, activations per row per call) and everything else as FAST
+ * (the patch embedding and the final projection included); docs/NUMERICS.md §12 has its error.
  *
  * Merge contract (docs/NUMERICS.md §4.9, §5.3): the output rows are the language model's input
  * embeddings for the image-token positions, used as they are. Splice them into inputs_embeds AFTER
@@ -36,11 +39,21 @@
  * older library are never served by a newer one that would compute different bits. */
 #define G4V_NUMERICS_VERSION 1
 
+/* INT8 mode: the linears (bits 1 << G4V_LIN_*) that stay FAST by default, and the
+ * g4v_encoder_opts.int8_fast_linears value that asks for none (every linear int8; 0 there means
+ * the default). v and o stay FAST: in int8 each alone costs ~2e-2 of relative error on e4b, the
+ * other five together ~1.9e-2, and they are ~1/5 of the linears' FLOPs (docs/NUMERICS.md §12). */
+#define G4V_INT8_FAST_LINEARS ((1u << G4V_LIN_V) | (1u << G4V_LIN_O))
+#define G4V_INT8_NONE_FAST (1u << 31)
+
 typedef struct g4v_encoder g4v_encoder;
 typedef struct g4v_workspace g4v_workspace;
 
 typedef struct g4v_encoder_opts {
-    g4v_math_mode mode; /* G4V_MATH_FAST (default) or G4V_MATH_PRECISE */
+    g4v_math_mode mode; /* G4V_MATH_FAST (default), G4V_MATH_PRECISE or G4V_MATH_INT8 */
+    /* INT8 mode only: bit (1 << G4V_LIN_*) set = that linear of every block stays FAST (bf16)
+     * instead of int8. 0 (default): G4V_INT8_FAST_LINEARS; G4V_INT8_NONE_FAST: none. */
+    unsigned int8_fast_linears;
     /* 1: after packing each weight, drop its pages from memory (madvise DONTNEED), so peak RSS
      * is about the packed weights, not twice them. ONLY for a checkpoint from
      * g4v_checkpoint_open (read-only file mappings); tensors in ordinary memory would be zeroed.

@@ -19,6 +19,7 @@ typedef struct enc_layer {
 struct g4v_encoder {
     g4v_vision_config cfg;
     g4v_math_mode mode;
+    unsigned int8_fast_linears; /* INT8 mode: linears kept FAST (bits 1 << G4V_LIN_*) */
     const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
     int drop_mapped_pages;      /* g4v_encoder_opts.drop_mapped_pages */
     int check_only;             /* g4v_encoder_opts.check_only: no weight is packed */

@@ -84,7 +84,8 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
     el->ln_post_ff = dst[3];
     el->q_norm = dst[4];
     el->k_norm = dst[5];
-    el->sharp = e->mode == G4V_MATH_FAST && g4v_attention_is_sharp(el->q_norm, el->k_norm, (int)d);
+    el->sharp =
+        e->mode != G4V_MATH_PRECISE && g4v_attention_is_sharp(el->q_norm, el->k_norm, (int)d);
     e->any_sharp |= el->sharp;
     for (int j = 0; j < G4V_LIN_COUNT; j++) {
         const g4v_clip *cl = &w->clip[j]; /* ordered and not NaN: checked by the loader */
@@ -93,12 +94,13 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        /* a sharp layer's logits are large enough that FAST's bf16 rounding of the q, k and v
-         * projections' inputs moves the output visibly: those three run in f32, and its attention
-         * too (encoder.c; docs/NUMERICS.md §6.5) */
+        /* a sharp layer's logits are large enough that FAST's bf16 (or INT8's int8) rounding of
+         * the q, k and v projections' inputs moves the output visibly: those three run in f32,
+         * and its attention too (encoder.c; docs/NUMERICS.md §6.5) */
         g4v_math_mode mode =
             el->sharp && (j == G4V_LIN_Q || j == G4V_LIN_K || j == G4V_LIN_V) ? G4V_MATH_PRECISE
                                                                               : e->mode;
+        if (mode == G4V_MATH_INT8 && (e->int8_fast_linears >> j & 1u)) mode = G4V_MATH_FAST;
         queue[j] = (g4v_prep_item){&w->lin[j], mode, &el->lin[j], lin_names[j], i, 0, 0};
     }
     return G4V_OK;
@@ -159,7 +161,15 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
     }
     e->position_table = ck->position_table;
     g4v_prep_item *tail = queue + (size_t)c->num_layers * G4V_LIN_COUNT;
-    tail[0] = (g4v_prep_item){&ck->input_proj, e->mode, &e->input_proj, "input_proj", -1, 0, 0};
+    /* INT8: the patch embedding stays FAST (its inputs, the integers 2u - 255, are exact in bf16
+     * but not in 8 bits, and it is ~1% of the FLOPs) */
+    tail[0] = (g4v_prep_item){&ck->input_proj,
+                              e->mode == G4V_MATH_INT8 ? G4V_MATH_FAST : e->mode,
+                              &e->input_proj,
+                              "input_proj",
+                              -1,
+                              0,
+                              0};
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
      * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
     tail[1] = (g4v_prep_item){
@@ -177,7 +187,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     *out = NULL;
     if (!ck) return g4v_fail(err, G4V_ERR_ARG, "encoder: no checkpoint");
     g4v_math_mode mode = opts ? opts->mode : G4V_MATH_FAST;
-    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE)
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && mode != G4V_MATH_INT8)
         return g4v_fail(err, G4V_ERR_ARG, "encoder: unknown math mode %d", (int)mode);
     int st = check_config(&ck->cfg, err);
     if (st) return st;
@@ -185,6 +195,9 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     if (!e) return g4v_fail(err, G4V_ERR_NOMEM, "encoder: out of memory");
     e->cfg = ck->cfg;
     e->mode = mode;
+    e->int8_fast_linears = opts && opts->int8_fast_linears
+                               ? opts->int8_fast_linears & ((1u << G4V_LIN_COUNT) - 1)
+                               : G4V_INT8_FAST_LINEARS;
     e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
     e->check_only = opts ? opts->check_only : 0;
     /* 1024 rows: e4b's MLP gate and up for one chunk are then 25 MB, the GEMMs stay efficient */

@@ -19,11 +19,30 @@ static g4v_kernel_variant registry[] = {
 
 enum { NVARIANTS = (int)(sizeof registry / sizeof registry[0]) };
 
-/* The feature bits any variant can use; a table exists for each combination of them. */
-#define KNOWN_FEATURES G4V_KERNEL_KNOWN_FEATURES
-enum { NTABLES = KNOWN_FEATURES + 1 };
+/* The feature bits any variant can use; a table exists for each combination of them. The tables
+ * are indexed by those bits packed together (the architectures' bits are not contiguous). */
+#define KNOWN_FEATURES ((unsigned)G4V_KERNEL_KNOWN_FEATURES)
+#define POP4_(x) (((x) & 1u) + ((x) >> 1 & 1u) + ((x) >> 2 & 1u) + ((x) >> 3 & 1u))
+#define POP16_(x) (POP4_(x) + POP4_((x) >> 4) + POP4_((x) >> 8) + POP4_((x) >> 12))
+_Static_assert(KNOWN_FEATURES < (1u << 16), "POP16_ counts 16 bits");
+enum { NTABLES = 1 << POP16_(KNOWN_FEATURES) };
 
 static g4v_kernels tables[NTABLES];
+
+/* features (known bits only) <-> table index: bit k of the index is the k-th known bit */
+static unsigned index_of(unsigned features) {
+    unsigned idx = 0, k = 0;
+    for (unsigned m = KNOWN_FEATURES; m; m &= m - 1, k++)
+        if (features & m & -m) idx |= 1u << k;
+    return idx;
+}
+
+static unsigned features_of(unsigned idx) {
+    unsigned f = 0, k = 0;
+    for (unsigned m = KNOWN_FEATURES; m; m &= m - 1, k++)
+        if (idx >> k & 1u) f |= m & -m;
+    return f;
+}
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void build(g4v_kernels *t, unsigned features) {
@@ -62,13 +81,13 @@ static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
 static void build_all(void) {
     pthread_once(&names_once, fix_names);
-    for (unsigned f = 0; f < NTABLES; f++)
-        build(&tables[f], f);
+    for (unsigned i = 0; i < NTABLES; i++)
+        build(&tables[i], features_of(i));
 }
 
 const g4v_kernels *g4v_kernels_for(unsigned features) {
     pthread_once(&tables_once, build_all);
-    return &tables[features & KNOWN_FEATURES];
+    return &tables[index_of(features)];
 }
 
 unsigned g4v_kernel_features(void) {

@@ -21,11 +21,17 @@
  * (use_fast below); no feature set has this bit, so use[] never holds it. */
 #define G4V_KERNEL_FAST_ONLY (1u << 30)
 
-/* The CPU feature bits any variant may need (x86 and ARM64 alike: a table exists for every
- * combination of them, the other architecture's bits simply choose nothing). */
+/* The CPU feature bits any variant of this build's architecture may need: a table exists for
+ * every combination of them (bits of the other architecture are ignored). */
+#if G4V_ARM64_KERNELS
+#define G4V_KERNEL_KNOWN_FEATURES (G4V_CPU_NEON | G4V_CPU_ARM_BF16 | G4V_CPU_ARM_I8MM | G4V_CPU_SVE)
+#elif G4V_X86_KERNELS
 #define G4V_KERNEL_KNOWN_FEATURES                                                                  \
-    (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA | G4V_CPU_NEON |            \
-     G4V_CPU_ARM_BF16 | G4V_CPU_ARM_I8MM | G4V_CPU_SVE)
+    (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA | G4V_CPU_AVX512VNNI |       \
+     G4V_CPU_AVXVNNI)
+#else
+#define G4V_KERNEL_KNOWN_FEATURES 0u
+#endif
 
 /* The kernel families: the ONE place a family is declared. G4V_KERNEL_FAMILY(ID, name, impl)
  * gives the family's enum suffix (G4V_KF_<ID>), its name (the member of g4v_kernel_impl, the
@@ -84,7 +90,7 @@ typedef struct g4v_kernel_variant {
     g4v_kernel_impl impl;
 } g4v_kernel_variant;
 
-enum { G4V_MAX_GEMM_KERNELS = 8 };
+enum { G4V_MAX_GEMM_KERNELS = 16 };
 
 /* The kernels for one set of CPU features: the best fitting variant of each family, e.g.
  * k->use[G4V_KF_ATTENTION].attention. GEMM also keeps every fitting micro-kernel, best first,

@@ -21,6 +21,9 @@
  *   FAST, BF16 weights:  avx512-bf16dp (vdpbf16ps) > avx512-bf16w > avx2-bf16w > portable-bf16w
  *   PRECISE, BF16:       avx512-bf16w > avx2-bf16w > portable-bf16w
  *   F16/F32 weights:     avx512-f32 > avx2-f32 > portable-f32
+ *   INT8, any dtype:     avx512-vnni-q8 > avx-vnni-q8 > avx2-q8 > portable-q8 (gemm_q8.h: x and W
+ *                        quantized to int8, exact int32 sums, one fixed dequantization; every
+ *                        kernel matches g4v_gemm_ref bit for bit)
  * Numerics: the portable kernels match g4v_gemm_ref bit for bit; the FMA kernels (…-f32,
  * …-bf16w) sum k in order with one rounding per step, which is bit-identical to the reference
  * whenever products are exact (FAST mode with BF16/F16 weights) and within K·2⁻²⁴·Σ|x'w| of it
@@ -49,7 +52,9 @@
 
 typedef enum g4v_math_mode {
     G4V_MATH_FAST = 0,   /* activations rounded to bf16 at GEMM inputs (bf16 dot products) */
-    G4V_MATH_PRECISE = 1 /* f32 activations, f32 products of the exact weights */
+    G4V_MATH_PRECISE = 1, /* f32 activations, f32 products of the exact weights */
+    G4V_MATH_INT8 = 2     /* int8 x int8 -> int32: weights per output channel, activations per
+                             row (gemm_q8.h); opt-in, ~1e-2 relative error */
 } g4v_math_mode;
 
 typedef struct g4v_wmat g4v_wmat;

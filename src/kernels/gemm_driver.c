@@ -12,8 +12,11 @@
  * written, with the epilogue applied here in the same way as in the kernel.
  * Without scratch (allocation failure) a task packs A per tile and per K chunk into a stack
  * buffer and carries the partial sums in a local tile: slow, allocation-free, same bits.
+ * INT8 kernels (gemm_q8.h) are never chunked (int32 sums); their allocation-free path computes
+ * the same definition element by element from the packed weight.
  */
 #include "gemm_kernel.h"
+#include "gemm_q8.h"
 
 #include <limits.h>
 #include <math.h>
@@ -87,10 +90,53 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
         }
 }
 
+/* The allocation-free INT8 path for rows [r0, r1), panels [p0, p1): gemm_q8.h's arithmetic
+ * straight from the packed B panels (codes, scales), each row's codes recomputed per panel. */
+static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1) {
+    const g4v_wmat *W = j->W;
+    int nr = W->kern->nr;
+    const g4v_pack_opts *o = &j->pack;
+    float row[MAX_TILE];
+    for (int r = r0; r < r1; r++) {
+        const float *x = j->X + (size_t)r * j->ldx;
+        float amax = 0.0f, inv;
+        for (int k = 0; k < W->k; k++) {
+            float a = fabsf(o->clamp ? g4v_clampf(x[k], o->lo, o->hi) : x[k]);
+            amax = a > amax ? a : amax;
+        }
+        float sa = g4v_q8_scale(amax, &inv);
+        for (int p = p0; p < p1; p++) {
+            const int8_t *b =
+                (const int8_t *)((const unsigned char *)W->b + (size_t)p * W->panel_bytes);
+            const float *sw = (const float *)(b + (size_t)W->kpad * nr);
+            int cols = W->n - p * nr < nr ? W->n - p * nr : nr;
+            for (int c = 0; c < cols; c++) {
+                int32_t acc = 0;
+                for (int k = 0; k < W->k; k++) {
+                    int8_t q = g4v_q8_code(o->clamp ? g4v_clampf(x[k], o->lo, o->hi) : x[k], inv);
+                    acc += (int32_t)q * b[((size_t)(k / 4) * nr + c) * 4 + k % 4];
+                }
+                float v = g4v_q8_dequant(acc, sa, sw[c]);
+                row[c] = j->uepi.clamp ? g4v_clampf(v, j->epi.out_lo, j->epi.out_hi) : v;
+            }
+            float *y = j->Y + (size_t)r * j->ldy + (size_t)p * nr;
+            if (j->epi.gelu_gate)
+                W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)p * nr, row, row,
+                             cols);
+            for (int c = 0; c < cols; c++)
+                y[c] = j->epi.accumulate ? y[c] + row[c] : row[c];
+        }
+    }
+}
+
 /* The allocation-free path for rows [r0, r1), panels [p0, p1). */
 static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
+    if (k->int8) {
+        task_no_scratch_q8(j, r0, r1, p0, p1);
+        return;
+    }
     size_t asize = k->a_bf16 ? 2 : 4, bsize = k->b_bf16 ? 2 : 4;
     size_t group_a = (size_t)k->mr * (size_t)k->kg * asize;
     int kc = j->kc < (int)(STACK_A / group_a) ? j->kc : (int)(STACK_A / group_a);
@@ -127,8 +173,9 @@ static void task(void *arg, int t, int worker) {
     int p1 = (int)((int64_t)(bn + 1) * W->npanels / j->nbn);
     int r0 = t0 * k->mr, r1 = t1 * k->mr < j->m ? t1 * k->mr : j->m;
     if (r0 >= r1 || p0 >= p1) return;
+    /* element sizes for the K-chunk offsets; INT8 kernels have one chunk (offsets 0) */
     size_t asize = k->a_bf16 ? 2 : 4, bsize = k->b_bf16 ? 2 : 4;
-    size_t panel_a = (size_t)k->mr * (size_t)W->kpad * asize, tile = (size_t)k->mr * k->nr;
+    size_t panel_a = g4v_gemm_a_panel_bytes(k, W->kpad), tile = (size_t)k->mr * k->nr;
     int kgroups = W->kpad / k->kg, nchunks = (kgroups + j->kc - 1) / j->kc;
     /* packed A for the task's rows, then (when K is chunked) the partial sums of its tiles */
     size_t abytes = (panel_a * (size_t)(t1 - t0) + 63) & ~(size_t)63;
@@ -165,8 +212,8 @@ static void task(void *arg, int t, int worker) {
 static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
-    j->kc = cfg && cfg->kc_groups > 0 ? cfg->kc_groups : W->kc_groups;
-    size_t chunk_a = (size_t)k->mr * (size_t)j->kc * k->kg * (k->a_bf16 ? 2 : 4);
+    j->kc = cfg && cfg->kc_groups > 0 && !k->int8 ? cfg->kc_groups : W->kc_groups;
+    size_t chunk_a = (size_t)k->mr * (size_t)j->kc * k->kg * (k->int8 ? 1 : k->a_bf16 ? 2 : 4);
     j->mtiles = (j->m + k->mr - 1) / k->mr;
     int per = W->a_budget / chunk_a > 0 ? (int)(W->a_budget / chunk_a) : 1;
     if (cfg && cfg->tiles_per_block > 0) per = cfg->tiles_per_block;

@@ -17,6 +17,15 @@
  *
  * The kernel's sum for each (m, n) runs over k in an order fixed by the kernel alone (never by
  * blocking or threads): sequential k for the FMA kernels, pairs for vdpbf16ps.
+ *
+ * INT8 kernels (int8 set; INT8 mode, gemm_q8.h; KG = 4): codes are bytes.
+ *   A micro-panel: MR x kpad codes in the layout above (signed, or a_u8: code + 128 as unsigned,
+ *     the operand vpdpbusd wants), then MR f32 row scales sa; rows past the edge have scale 0.
+ *   B panel: [kpad / 4][NR][4] signed codes (the 32-bit word for (group, column) holds W's 4
+ *     consecutive k), then NR f32 column scales sw, then NR int32 corrections 128·Σ_k qw[n][k]
+ *     (what the +128 shift of A adds to each sum; a_u8 kernels start their sums from minus it).
+ *   The kernel always runs over the whole K (acc_in is NULL: int32 sums are never split into
+ *   chunks) and writes the dequantized result, then the epilogue.
  */
 #ifndef G4V_KERNELS_GEMM_KERNEL_H
 #define G4V_KERNELS_GEMM_KERNEL_H
@@ -63,6 +72,7 @@ typedef struct g4v_gemm_kernel {
     const char *name;   /* for logs and tests, e.g. "avx512-bf16dp" */
     int mr, nr, kg;     /* tile rows, tile columns, k values per A group (even) */
     int a_bf16, b_bf16; /* operand formats (see the layouts above) */
+    int int8, a_u8;     /* INT8 mode kernel; its A codes shifted to unsigned (see above) */
     g4v_pack_a_fn pack_a;
     g4v_ukr_fn ukr;
 } g4v_gemm_kernel;
@@ -83,7 +93,8 @@ struct g4v_wmat {
 };
 
 /* Whether kernel k computes the contract of gemm.h for this weight dtype and mode (a_bf16 kernels
- * need FAST mode; b_bf16 kernels need BF16 weights). The CPU side is the kernel table's concern. */
+ * need FAST mode; b_bf16 kernels need BF16 weights; int8 kernels, and only they, INT8 mode). The
+ * CPU side is the kernel table's concern. */
 int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode);
 
 /* g4v_wmat_create with the kernel chosen by the caller (tests); it must fit. */
@@ -112,5 +123,15 @@ void *g4v_gemm_scratch(size_t bytes);
  * the ragged tail of K by the vector packers too, and the scalar element preparation. */
 void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
                        int kg, int a_bf16, void *dst, const g4v_pack_opts *o);
+
+/* Bytes of one packed A micro-panel (MR rows over kpad) and of one B panel for kernel k. */
+size_t g4v_gemm_a_panel_bytes(const g4v_gemm_kernel *k, int kpad);
+size_t g4v_gemm_b_panel_bytes(const g4v_gemm_kernel *k, int kpad);
+
+/* The INT8 A packer every INT8 kernel's pack_a may use for rows it leaves (and the portable one
+ * uses for all): rows [0, rows) of x, clamped per o, quantized per row (gemm_q8.h) into
+ * ceil(rows / mr) micro-panels of kernel k's layout at dst. */
+void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kpad, int mr,
+                          int u8, void *dst, const g4v_pack_opts *o);
 
 #endif

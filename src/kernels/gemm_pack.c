@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "dispatch.h"
+#include "gemm_q8.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -46,6 +47,7 @@ void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, i
 enum { MAX_DIM = 1 << 20 }; /* 1M rows or columns: far beyond any model, keeps sizes in range */
 
 int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode) {
+    if (!k->int8 != (mode != G4V_MATH_INT8)) return 0;
     if (k->a_bf16 && mode != G4V_MATH_FAST) return 0;
     if (k->b_bf16 && dtype != G4V_DT_BF16) return 0;
     return 1;
@@ -113,11 +115,52 @@ static void pack_b_f32(const void *w, g4v_dtype dtype, int n, int k, const g4v_w
             }
 }
 
+/* INT8 B panels (gemm_kernel.h): per column, the scale and codes of gemm_q8.h, 4 consecutive k
+ * per 32-bit word, then the panel's scales and +128 corrections. Runs once per weight. */
+static void pack_b_q8(const void *w, g4v_dtype dtype, int n, int k, const g4v_wmat *m,
+                      unsigned char *dst) {
+    int nr = m->kern->nr;
+    for (int pn = 0; pn < m->npanels; pn++, dst += m->panel_bytes) {
+        float *scales = (float *)(dst + (size_t)m->kpad * nr);
+        int32_t *corr = (int32_t *)(scales + nr);
+        for (int c = 0; c < nr; c++) {
+            int col = pn * nr + c;
+            float amax = 0.0f, inv = 0.0f;
+            for (int kk = 0; col < n && kk < k; kk++) {
+                float a = fabsf(g4v_load_elem(w, dtype, (size_t)col * k + kk));
+                amax = a > amax ? a : amax;
+            }
+            scales[c] = col < n ? g4v_q8_scale(amax, &inv) : 0.0f;
+            int32_t sum = 0;
+            for (int kk = 0; kk < m->kpad; kk++) {
+                int8_t q = col < n && kk < k
+                               ? g4v_q8_code(g4v_load_elem(w, dtype, (size_t)col * k + kk), inv)
+                               : 0;
+                dst[((size_t)(kk / 4) * nr + c) * 4 + kk % 4] = (unsigned char)q;
+                sum += q;
+            }
+            corr[c] = 128 * sum;
+        }
+    }
+}
+
+size_t g4v_gemm_a_panel_bytes(const g4v_gemm_kernel *k, int kpad) {
+    size_t codes = (size_t)k->mr * (size_t)kpad;
+    if (k->int8) return codes + sizeof(float) * (size_t)k->mr;
+    return codes * (k->a_bf16 ? 2 : 4);
+}
+
+size_t g4v_gemm_b_panel_bytes(const g4v_gemm_kernel *k, int kpad) {
+    size_t codes = (size_t)k->nr * (size_t)kpad;
+    if (k->int8) return codes + (sizeof(float) + sizeof(int32_t)) * (size_t)k->nr;
+    return codes * (k->b_bf16 ? 2 : 4);
+}
+
 /* The panels' bytes for kernel kern: npanels panels of kpad x NR elements. */
 static size_t packed_bytes(const g4v_gemm_kernel *kern, int n, int k) {
-    size_t kpad = (size_t)(k + kern->kg - 1) / (size_t)kern->kg * (size_t)kern->kg;
+    int kpad = (k + kern->kg - 1) / kern->kg * kern->kg;
     size_t npanels = (size_t)(n + kern->nr - 1) / (size_t)kern->nr;
-    return kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4) * npanels;
+    return g4v_gemm_b_panel_bytes(kern, kpad) * npanels;
 }
 
 /* The first kernel of kt that fits dtype and mode, or NULL. */
@@ -140,12 +183,19 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
     if (!w) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d has no data", n, k);
     if (dtype != G4V_DT_BF16 && dtype != G4V_DT_F16 && dtype != G4V_DT_F32)
         return g4v_fail(err, G4V_ERR_ARG, "weight dtype %d is not BF16, F16 or F32", (int)dtype);
-    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE)
-        return g4v_fail(err, G4V_ERR_ARG, "math mode %d is not FAST or PRECISE", (int)mode);
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && mode != G4V_MATH_INT8)
+        return g4v_fail(err, G4V_ERR_ARG, "math mode %d is not FAST, PRECISE or INT8", (int)mode);
+    if (mode == G4V_MATH_INT8 && k > G4V_Q8_MAX_K)
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "weight matrix %dx%d: INT8 mode takes at most %d input columns", n, k,
+                        G4V_Q8_MAX_K);
     if (!g4v_gemm_kernel_fits(kern, dtype, mode))
         return g4v_fail(err, G4V_ERR_INTERNAL,
                         "GEMM kernel %s cannot multiply %s weights in %s mode", kern->name,
-                        g4v_dtype_name(dtype), mode == G4V_MATH_FAST ? "FAST" : "PRECISE");
+                        g4v_dtype_name(dtype),
+                        mode == G4V_MATH_FAST      ? "FAST"
+                        : mode == G4V_MATH_PRECISE ? "PRECISE"
+                                                   : "INT8");
     g4v_wmat *m = g4v_calloc(1, sizeof *m);
     if (!m) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory preparing a %dx%d weight", n, k);
     m->n = n;
@@ -155,7 +205,7 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
     m->geglu_row = kt->use[G4V_KF_GEGLU_ROW].geglu_row;
     m->kpad = (k + kern->kg - 1) / kern->kg * kern->kg;
     m->npanels = (n + kern->nr - 1) / kern->nr;
-    m->panel_bytes = (size_t)m->kpad * (size_t)kern->nr * (kern->b_bf16 ? 2 : 4);
+    m->panel_bytes = g4v_gemm_b_panel_bytes(kern, m->kpad);
     m->bytes = m->panel_bytes * (size_t)m->npanels;
     /* Blocking (gemm_driver.c): one K chunk of a B panel plus one of an A micro-panel fill at
      * most a quarter of the L2, chunks of equal size; a task's A rows for one chunk fill about
@@ -168,11 +218,13 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
     m->a_budget = l2_half;
     size_t per_group = (size_t)kern->kg * ((size_t)kern->nr * (kern->b_bf16 ? 2 : 4) +
                                            (size_t)kern->mr * (kern->a_bf16 ? 2 : 4));
+    if (kern->int8) per_group = (size_t)kern->kg * (size_t)(kern->nr + kern->mr);
     size_t chunk_budget = l2_half / 2;
     int kgroups = m->kpad / kern->kg,
         kc_max = chunk_budget / per_group > 0 ? (int)(chunk_budget / per_group) : 1;
     int nchunks = (kgroups + kc_max - 1) / kc_max;
     m->kc_groups = (kgroups + nchunks - 1) / nchunks;
+    if (kern->int8) m->kc_groups = kgroups; /* int32 sums are never split (gemm_kernel.h) */
     m->owns_b = storage == NULL;
     m->b = storage ? storage : g4v_malloc_large(m->bytes);
     if (!m->b) {
@@ -180,7 +232,9 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         return g4v_fail(err, G4V_ERR_NOMEM, "out of memory packing a %dx%d weight (%zu bytes)", n,
                         k, (size_t)n * (size_t)k * (kern->b_bf16 ? 2 : 4));
     }
-    if (kern->b_bf16)
+    if (kern->int8)
+        pack_b_q8(w, dtype, n, k, m, m->b);
+    else if (kern->b_bf16)
         pack_b_pairs(w, n, k, m, m->b);
     else
         pack_b_f32(w, dtype, n, k, m, m->b);

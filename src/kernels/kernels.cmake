@@ -8,6 +8,8 @@
 #   x86_avx2/        -mavx2 -mfma
 #   x86_avx512/      + -mavx512f -mavx512bw -mavx512vl -mavx512dq
 #   x86_avx512bf16/  + -mavx512bf16
+#   x86_avx512vnni/  + -mavx512vnni (the INT8 GEMM, vpdpbusd on zmm)
+#   x86_avxvnni/     x86_avx2's + -mavxvnni (the INT8 GEMM, VEX vpdpbusd on ymm)
 #   x86_sha/         -msha -mssse3 -msse4.1 (the SHA-256 compression)
 #   arm64_neon/      -march=armv8-a (NEON: every ARMv8-A core)
 #   arm64_bf16/      -march=armv8.2-a+bf16 (BFDOT: Neoverse V1/V2/N2, Graviton 3/4, Apple M2+)
@@ -26,13 +28,16 @@ set(G4V_KERNEL_FLAGS_x86_avx2 -mavx2 -mfma)
 set(G4V_KERNEL_FLAGS_x86_avx512 ${G4V_KERNEL_FLAGS_x86_avx2} -mavx512f -mavx512bw -mavx512vl
     -mavx512dq)
 set(G4V_KERNEL_FLAGS_x86_avx512bf16 ${G4V_KERNEL_FLAGS_x86_avx512} -mavx512bf16)
+set(G4V_KERNEL_FLAGS_x86_avx512vnni ${G4V_KERNEL_FLAGS_x86_avx512} -mavx512vnni)
+set(G4V_KERNEL_FLAGS_x86_avxvnni ${G4V_KERNEL_FLAGS_x86_avx2} -mavxvnni)
 set(G4V_KERNEL_FLAGS_x86_sha -msha -mssse3 -msse4.1)
 set(G4V_KERNEL_FLAGS_arm64_neon -march=armv8-a -ffp-contract=off -fno-schedule-insns)
 set(G4V_KERNEL_FLAGS_arm64_bf16 -march=armv8.2-a+bf16 -ffp-contract=off -fno-schedule-insns)
 
 set(G4V_KERNEL_FOLDERS portable)
 if(G4V_X86)
-  list(APPEND G4V_KERNEL_FOLDERS x86_avx2 x86_avx512 x86_avx512bf16 x86_sha)
+  list(APPEND G4V_KERNEL_FOLDERS x86_avx2 x86_avx512 x86_avx512bf16 x86_avx512vnni x86_avxvnni
+       x86_sha)
 elseif(G4V_ARM64)
   list(APPEND G4V_KERNEL_FOLDERS arm64_neon arm64_bf16)
 endif()
@@ -56,9 +61,10 @@ function(g4v_kernel_folder_flags)
 endfunction()
 
 # Files in ISA folders whose variants must give the portable bits (rope_row and add_row keep
-# every product and add separate): GCC would otherwise fuse an intrinsic multiply and add (its
+# every product and add separate; the INT8 GEMMs' dequantizing multiply and accumulate): GCC would otherwise fuse an intrinsic multiply and add (its
 # default is -ffp-contract=fast); explicit FMA intrinsics (V_FMA) stay FMAs.
-set(G4V_KERNEL_NO_CONTRACT x86_avx2/rows_avx2.c x86_avx512/rows_avx512.c)
+set(G4V_KERNEL_NO_CONTRACT x86_avx2/rows_avx2.c x86_avx512/rows_avx512.c x86_avx2/gemm_q8_avx2.c
+    x86_avx512vnni/gemm_q8_avx512vnni.c x86_avxvnni/gemm_q8_avxvnni.c)
 function(g4v_kernel_no_contract_flags)
   if(G4V_X86)
     foreach(f IN LISTS G4V_KERNEL_NO_CONTRACT)

@@ -52,6 +52,18 @@ static inline __m512i g4v_simde_cvtps_epi32(__m512 v) {
     return r;
 }
 #define _mm512_cvtps_epi32 g4v_simde_cvtps_epi32
+/* vcvtdq2ps (int32 -> float, nearest even), missing from SIMDe 0.7 (the INT8 dequantization). */
+static inline __m512 g4v_simde_cvtepi32_ps(__m512i v) {
+    int32_t in[16];
+    float out[16];
+    memcpy(in, &v, sizeof in);
+    for (int i = 0; i < 16; i++)
+        out[i] = (float)in[i];
+    __m512 r;
+    memcpy(&r, out, sizeof r);
+    return r;
+}
+#define _mm512_cvtepi32_ps g4v_simde_cvtepi32_ps
 #ifndef _MM_FROUND_NO_EXC /* SIMDe 0.7 has only the prefixed name */
 #define _MM_FROUND_NO_EXC SIMDE_MM_FROUND_NO_EXC
 #endif

@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr,
                 "usage: %s CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] "
-                "[--repeat R] [--chunk ROWS]\n",
+                "[--repeat R] [--chunk ROWS] [--int8 [--int8-fast q,k,v,o,gate,up,down|none]]\n",
                 argv[0]);
         return 1;
     }
@@ -102,6 +102,16 @@ int main(int argc, char **argv) {
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "--precise"))
             opts.mode = G4V_MATH_PRECISE;
+        else if (!strcmp(argv[i], "--int8"))
+            opts.mode = G4V_MATH_INT8;
+        else if (!strcmp(argv[i], "--int8-fast") && i + 1 < argc) { /* linears kept FAST */
+            static const char *const names[G4V_LIN_COUNT] = {"q", "k", "v", "o",
+                                                             "gate", "up", "down"};
+            opts.int8_fast_linears = G4V_INT8_NONE_FAST;
+            for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ","))
+                for (int j = 0; j < G4V_LIN_COUNT; j++)
+                    if (!strcmp(t, names[j])) opts.int8_fast_linears |= 1u << j;
+        }
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
@@ -140,7 +150,7 @@ int main(int argc, char **argv) {
     /* which attention runs: the FAST error depends on it (test_encoder_ref.py reads this line) */
     const g4v_kernels *kt = g4v_kernels_current();
     fprintf(stderr, "attention kernel: %s\n",
-            (opts.mode == G4V_MATH_FAST ? kt->isa_fast : kt->isa)[G4V_KF_ATTENTION]);
+            (opts.mode != G4V_MATH_PRECISE ? kt->isa_fast : kt->isa)[G4V_KF_ATTENTION]);
     const g4v_vision_config *c = &ck->cfg;
     int side = c->patch_size * c->pooling_kernel_size;
     int N = (h / side) * (w / side);
@@ -165,7 +175,10 @@ int main(int argc, char **argv) {
                                      ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
         fprintf(stderr, "encode %dx%d (%d threads, %s): %.3f s (cpu %.3f s, sys %.3f s, %ld page "
                         "faults)\n",
-                w, h, threads, opts.mode == G4V_MATH_PRECISE ? "precise" : "fast", wall, cpu,
+                w, h, threads, opts.mode == G4V_MATH_PRECISE ? "precise"
+                : opts.mode == G4V_MATH_INT8  ? "int8"
+                                              : "fast",
+                wall, cpu,
                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                     1e-6 * (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec),
                 ru1.ru_minflt - ru0.ru_minflt);

@@ -8,6 +8,10 @@ abs error, and require
 
   PRECISE (f32 activations, f32 GEMM inputs): rel RMSE <= 1e-5
       measured 2.8e-7 .. 1.0e-6 (1.5e-6 with the sharpened attention of tiny-mlx-f16)
+  INT8 (int8 block linears, kernels/gemm_q8.h): rel RMSE <= 1.5 x that case's measured error
+      (INT8_MEASURED; it is deterministic across kernels: every INT8 GEMM kernel gives the
+      portable one's bits, so only the attention kernel moves it), and the same bits for 1
+      and 2 threads
   FAST (bf16 GEMM inputs):                     rel RMSE <= 1.5 x that case's measured error
       (FAST_MEASURED: 1.4e-3 .. 2.3e-3, the same to 3% for the portable, AVX2 and AVX-512
       kernels; FAST_MEASURED_BF16_ATTENTION: 1.7e-3 .. 3.7e-3 where the CPU has AVX512-BF16 and
@@ -63,6 +67,19 @@ FAST_MEASURED_BF16_ATTENTION = {
     "tiny 144x96": 2.50e-3, "tiny 240x192": 1.93e-3, "tiny-oddk 144x96": 1.77e-3,
     "e4b-2layers 144x144": 1.90e-3, "31b-2layers 144x96": 2.05e-3,
 }
+# INT8 rel RMSE per case (default INT8 linears, docs/NUMERICS.md §12), measured with the f32
+# attention kernels (the largest of G4V_ISA=avx512-nobf16 and portable) and with the bf16 one;
+# the bound is 1.5x it. Every linear in int8 (v and o too) measures 1.4e-2 .. 2.0e-2 here and
+# fails it; rounding codes toward zero instead of to nearest fails 2 of the 4 cases (a uniform
+# scale error would not: the norms after every branch remove it).
+INT8_MEASURED = {
+    "tiny 144x96": 9.54e-3, "tiny-oddk 144x96": 8.18e-3, "e4b-2layers 144x144": 1.02e-2,
+    "31b-2layers 144x96": 1.37e-2,
+}
+INT8_MEASURED_BF16_ATTENTION = {
+    "tiny 144x96": 9.34e-3, "tiny-oddk 144x96": 8.10e-3, "e4b-2layers 144x144": 1.03e-2,
+    "31b-2layers 144x96": 1.37e-2,
+}
 BF16_ATTENTION = "avx512-bf16dp"
 FAST_MARGIN = 1.5
 # Sharp attention (q/k norm weights x2): FAST takes its f32 path in those layers (docs/NUMERICS.md
@@ -77,13 +94,17 @@ def tolerance(name, w, h, mode, attention):
         return TOL[mode]
     if f"{name} {w}x{h}" in SHARP:
         return FAST_SHARP_BOUND
+    if mode == "int8":
+        table = INT8_MEASURED_BF16_ATTENTION if attention == BF16_ATTENTION else INT8_MEASURED
+        return FAST_MARGIN * table[f"{name} {w}x{h}"]
     table = FAST_MEASURED_BF16_ATTENTION if attention == BF16_ATTENTION else FAST_MEASURED
     return FAST_MARGIN * table[f"{name} {w}x{h}"]
 
 
 def run_c(ck, img, out, mode, threads=2):
     """Runs encode_tool; returns its output and the attention kernel it ran."""
-    cmd = [TOOL, ck, img, out, "--threads", str(threads)] + (["--precise"] if mode == "precise" else [])
+    cmd = [TOOL, ck, img, out, "--threads", str(threads)] + {"precise": ["--precise"],
+                                                             "int8": ["--int8"]}.get(mode, [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr}")
@@ -99,6 +120,7 @@ def errors(c, ref):
 
 
 def case(tmp, name, ck, w, h, modes=("precise", "fast"), seed=0, check_threads=False):
+    check_threads = check_threads or "int8" in modes
     img = np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
     ipath = os.path.join(tmp, f"{name}_{w}x{h}.npy")
     np.save(ipath, img)
@@ -128,7 +150,8 @@ def test_encoder_ref():
         tiny = os.path.join(tmp, "tiny")
         gen(tiny, "--config", "tiny", "--seed", "1")
         for i, (w, h) in enumerate([(48, 48), (96, 48), (48, 144), (144, 96), (240, 192)]):
-            case(tmp, "tiny", tiny, w, h, seed=10 + i, check_threads=(i == 4))
+            case(tmp, "tiny", tiny, w, h, seed=10 + i, check_threads=(i == 4),
+                 modes=("precise", "fast", "int8") if (w, h) == (144, 96) else ("precise", "fast"))
         alt = os.path.join(tmp, "tiny_alt")
         gen(alt, "--config", "tiny", "--seed", "2", "--naming", "mlx", "--dtype", "f16", "--sidecar",
             "--qk-scale", "2")
@@ -137,14 +160,14 @@ def test_encoder_ref():
         case(tmp, "tiny-mlx-f16", alt, 96, 96, seed=20, check_threads=True)
         oddk = os.path.join(tmp, "tiny_oddk")
         gen(oddk, "--config", "tiny-oddk", "--seed", "5")
-        case(tmp, "tiny-oddk", oddk, 144, 96, seed=50)
+        case(tmp, "tiny-oddk", oddk, 144, 96, seed=50, modes=("precise", "fast", "int8"))
         if os.environ.get("G4V_EMULATED"):  # a cross build under qemu (make test-arm64)
             print("skip the e4b and 31B shapes: ~10 min each under " + os.environ["G4V_EMULATED"]
                   + "; the tiny cases cover every kernel path and tail")
             return
         e4b = os.path.join(tmp, "e4b")
         gen(e4b, "--config", "e4b", "--layers", "2", "--seed", "3", "--no-decoys")
-        case(tmp, "e4b-2layers", e4b, 144, 144, seed=30)
+        case(tmp, "e4b-2layers", e4b, 144, 144, seed=30, modes=("precise", "fast", "int8"))
         sharp = os.path.join(tmp, "e4b_sharp")
         gen(sharp, "--config", "e4b", "--layers", "2", "--seed", "3", "--no-decoys",
             "--qk-scale", "2")
@@ -152,5 +175,5 @@ def test_encoder_ref():
         big = os.path.join(tmp, "31b")
         gen(big, "--config", "31b", "--layers", "2", "--seed", "4", "--no-decoys", "--shards", "2",
             "--dtype", "f32")
-        case(tmp, "31b-2layers", big, 144, 96, seed=40)
+        case(tmp, "31b-2layers", big, 144, 96, seed=40, modes=("precise", "fast", "int8"))
 

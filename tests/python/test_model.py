@@ -115,6 +115,19 @@ def test_results_own_their_arrays(model, tiny, tmp_path):
         assert same_bits(r.features_bf16, fresh[i].features_bf16), k
 
 
+def test_int8_matches_cli(tiny, images, tmp_path):
+    """int8=True is the INT8 mode of `g4v encode --int8`, bit for bit, and not the default."""
+    p = images[2]
+    with g4.Model(tiny, threads=2, int8=True, budget=140) as m:
+        ref, _ = cli_encode(tiny, p, tmp_path / "i.npy", "--tokens", 140, "--int8")
+        r = m.encode(p)
+        assert m.info.int8 == 1 and same_bits(r.features, ref)
+    with g4.Model(tiny, threads=2, budget=140) as m:
+        assert m.info.int8 == 0 and not same_bits(m.encode(p).features, ref)
+    with pytest.raises(ValueError, match="two math modes"):
+        g4.Model(tiny, precise=True, int8=True)
+
+
 def test_bf16_and_precise_match_cli(tiny, images, tmp_path):
     p = images[2]
     with g4.Model(tiny, threads=2, precise=True, budget=140) as m:

@@ -58,6 +58,8 @@ def test_fingerprint():
         check(fingerprint(os.path.join(FIX, differs)) != base, f"{differs}: a different fingerprint")
     precise = fingerprint(os.path.join(FIX, "tiny_base"), "--precise")
     check(precise != base, "--precise: a different fingerprint")
+    int8 = fingerprint(os.path.join(FIX, "tiny_base"), "--int8")
+    check(int8 not in (base, precise), "--int8: a fingerprint of its own")
     check(fingerprint(os.path.join(FIX, "tiny_base")) == base, "stable across runs")
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -137,6 +137,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     g4v_model_options_init(&mo);
     mo.budget = s->o.budget;
     mo.precise = o->precise;
+    mo.int8 = o->int8;
     int st = 0;
     if (o->vision_model)
         s->vm = o->vision_model;

@@ -32,6 +32,7 @@ typedef struct chat_options {
     const char *system;      /* system prompt or NULL */
     const char *cache_dir;   /* feature cache; NULL = a private temporary one */
     int precise;             /* 1: libg4v's PRECISE mode (f32 GEMM inputs) */
+    int int8;                /* 1: libg4v's INT8 mode (int8 linear layers) */
     int verbose;             /* 1: let llama.cpp log to stderr */
     struct g4v_model *vision_model; /* borrowed instead of loading vision_path, or NULL */
     struct g4v_cache *cache;        /* borrowed instead of opening cache_dir, or NULL */

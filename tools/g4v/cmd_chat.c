@@ -71,6 +71,7 @@ static void usage(FILE *f) {
         "  --video-tokens N  budget per video frame (default %d)\n"
         "  --frames N      frames sampled per video (default %d)\n"
         "  --precise       encode with f32 GEMM inputs (~1e-6 rel. error; default bf16, ~3e-3)\n"
+        "  --int8          encode in the INT8 mode (int8 linear layers, faster, ~2e-2)\n"
         "  --cache DIR     feature cache kept across runs (default: a private one for this run;\n"
         "                  a repeated image is always read from the cache, not re-encoded)\n"
         "  --verbose       show llama.cpp's log\n",
@@ -147,6 +148,8 @@ static int parse_args(int argc, char **argv, chat_args *a) {
             a->json = 1;
         } else if (!strcmp(s, "--precise")) {
             a->o.precise = 1;
+        } else if (!strcmp(s, "--int8")) {
+            a->o.int8 = 1;
         } else if (!strcmp(s, "--verbose")) {
             a->o.verbose = 1;
         } else if (!strcmp(s, "--temp")) {

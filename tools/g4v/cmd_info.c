@@ -19,7 +19,7 @@ static const int budgets[] = {G4V_BUDGETS};
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: g4v info --model DIR [--json] [--precise]\n\n"
+            "usage: g4v info --model DIR [--json] [--precise | --int8]\n\n"
             "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
             "model.safetensors, model.safetensors.index.json + shards, or an\n"
             "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix), or\n"
@@ -34,6 +34,7 @@ static void usage(FILE *f) {
             "  --model DIR   the checkpoint directory, or an mmproj .gguf file (required)\n"
             "  --json        print one JSON object instead of text\n"
             "  --precise     give the fingerprint for --precise mode (default: the default mode)\n"
+            "  --int8        give the fingerprint for --int8 mode, and name its GEMM kernel\n"
             "  -h, --help    this help\n\n"
             "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
             "            inconsistent checkpoint), 5 internal error\n");
@@ -71,9 +72,28 @@ static const char *grouped(long long v, char *buf, size_t cap) {
 
 typedef struct identity {
     char fingerprint[G4V_FINGERPRINT_HEX];
-    int precise;
+    int precise, int8;
     double seconds;
 } identity;
+
+/* The INT8 mode's GEMM kernel: the first "-q8" one in the kernel path's gemm_kernels list (the
+ * one g4v_wmat_create takes in INT8 mode), or "-". */
+static const char *int8_kernel(const char *path) {
+    static char name[64];
+    const char *l = strstr(path, "gemm_kernels=");
+    const char *q = l ? strstr(l, "-q8") : NULL;
+    if (!q) return "-";
+    const char *s = q;
+    while (s > l && s[-1] != ',' && s[-1] != '=') s--;
+    size_t n = (size_t)(q + 3 - s) < sizeof name ? (size_t)(q + 3 - s) : sizeof name - 1;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    return name;
+}
+
+static const char *mode_name(const identity *id) {
+    return id->precise ? "precise" : id->int8 ? "int8" : "fast";
+}
 
 static void print_text(const char *dir, const g4v_model_info *v, const limit *lim,
                        const identity *id) {
@@ -113,9 +133,11 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     printf("\n");
     printf("files         %s (naming: %s)\n", v->source, v->naming);
     printf("fingerprint   %s\n              (%s mode, numerics version %d; computed in %.2f s)\n",
-           id->fingerprint, id->precise ? "precise" : "default (fast)", v->numerics_version,
+           id->fingerprint, id->precise || id->int8 ? mode_name(id) : "default (fast)",
+           v->numerics_version,
            id->seconds);
     printf("kernels       %s\n", v->kernels);
+    if (id->int8) printf("int8 gemm     %s\n", int8_kernel(v->kernels));
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -180,7 +202,8 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
     ok = ok && cJSON_AddStringToObject(o, "naming", v->naming) &&
          cJSON_AddStringToObject(o, "source", v->source) &&
          cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
-         cJSON_AddStringToObject(o, "fingerprint_mode", id->precise ? "precise" : "fast") &&
+         cJSON_AddStringToObject(o, "fingerprint_mode", mode_name(id)) &&
+         (!id->int8 || cJSON_AddStringToObject(o, "int8_gemm", int8_kernel(v->kernels))) &&
          cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
          cJSON_AddStringToObject(o, "kernels", v->kernels);
@@ -208,7 +231,7 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
 int cmd_info(int argc, char **argv) {
     const char *dir = NULL;
     int json = 0;
-    identity id = {"", 0, 0};
+    identity id = {"", 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -217,6 +240,8 @@ int cmd_info(int argc, char **argv) {
             json = 1;
         } else if (!strcmp(argv[i], "--precise")) {
             id.precise = 1;
+        } else if (!strcmp(argv[i], "--int8")) {
+            id.int8 = 1;
         } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strncmp(argv[i], "--model=", 8)) {
@@ -238,6 +263,7 @@ int cmd_info(int argc, char **argv) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.precise = id.precise;
+    mo.int8 = id.int8;
     mo.metadata_only = 1;
     char msg[1024];
     g4v_model *m = NULL;

@@ -46,6 +46,7 @@ static void usage(FILE *f) {
         "                       arriving; received requests are always finished (default 30)\n"
         "  --tokens N           default budget, one of " SVC_BUDGETS " (default %d)\n"
         "  --precise            f32 GEMM inputs (default: bf16 inputs)\n"
+        "  --int8               the INT8 mode (int8 linear layers; docs/NUMERICS.md §12)\n"
         "  --no-exif            ignore EXIF orientation by default\n"
         "  --resize pillow|torchvision  default resize (pillow: Pillow's BICUBIC, the\n"
         "                       default; torchvision: torch's antialiased bicubic, as\n"
@@ -180,6 +181,8 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
             a->allow_files = argv[++i];
         else if (!strcmp(s, "--precise"))
             a->precise = 1;
+        else if (!strcmp(s, "--int8"))
+            a->int8 = 1;
         else if (!strcmp(s, "--no-exif"))
             a->no_exif = 1;
         else if (!strcmp(s, "--resize") && has_val) {

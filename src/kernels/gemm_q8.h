@@ -1,0 +1,63 @@
+/* gemm_q8.h - the INT8 math mode's quantization, shared by the weight packer, the reference and
+ * every INT8 micro-kernel (docs/NUMERICS.md §12).
+ *
+ * INT8 mode computes y = x · Wᵀ as int8 x int8 -> int32:
+ *   weights, once at load, per output channel n:  sw[n] = amax_k |W[n, k]| / 127,
+ *                                                  qw[n, k] = q(W[n, k], 127 / amax)
+ *   activations, per call, per row m (after the input clamp):
+ *                                                  sa[m] = amax_k |x'[m, k]| / 127,
+ *                                                  qa[m, k] = q(x'[m, k], 127 / amax)
+ *   acc[m, n] = Σ_k qa[m, k] · qw[n, k]            (int32, exact: |acc| <= 127² K < 2^31)
+ *   y[m, n]   = (float)acc · (sa[m] · sw[n])        (two f32 roundings, in exactly this order)
+ * then the output clamp, fused GeGLU and accumulate of gemm.h. q(v, inv) = nearest-even integer
+ * of v · inv clamped to [-127, 127] (NaN -> -127); an all-zero (or all-subnormal) row or column
+ * gets scale 0 and codes 0. Every kernel computes these exact bits: the integer sum is exact in
+ * any order, and the float steps are the same IEEE operations in the same order.
+ * -128 never occurs, so |a|·|b| <= 127² and a pair of products fits vpmaddubsw's int16 (AVX2).
+ */
+#ifndef G4V_KERNELS_GEMM_Q8_H
+#define G4V_KERNELS_GEMM_Q8_H
+
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The largest K an INT8 weight may have: vpdpbusd on activations shifted to unsigned sums up to
+ * 255·127·K, which must stay below 2^31. */
+enum { G4V_Q8_MAX_K = 1 << 16 };
+
+/* The per-row (or per-column) scale from the largest magnitude; *inv is the quantizing factor. */
+static inline float g4v_q8_scale(float amax, float *inv) {
+    if (!(amax >= FLT_MIN) || amax == INFINITY) { /* zero, subnormal, NaN or inf: all codes 0 */
+        *inv = 0.0f;
+        return 0.0f;
+    }
+    *inv = 127.0f / amax;
+    return amax / 127.0f;
+}
+
+/* q(v, inv): one code. The clamp comes first, in float, so the rounding never sees overflow. */
+static inline int8_t g4v_q8_code(float v, float inv) {
+    float t = v * inv;
+    t = t > -127.0f ? t : -127.0f; /* NaN -> -127, as vmaxps(t, -127) */
+    t = t < 127.0f ? t : 127.0f;
+    return (int8_t)(int)nearbyintf(t); /* ties to even (default rounding mode) */
+}
+
+/* The largest |v| of n values; NaN is skipped (as vmaxps(|v|, acc) does). */
+static inline float g4v_q8_amax(const float *v, size_t n) {
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float a = fabsf(v[i]);
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+/* The dequantized output of one element, as every kernel computes it. */
+static inline float g4v_q8_dequant(int32_t acc, float sa, float sw) {
+    return (float)acc * (sa * sw);
+}
+
+#endif
