@@ -22,7 +22,7 @@ import numpy as np
 def encode_seconds(tool, model, img, threads, repeat, args):
     r = subprocess.run([tool, model, img, os.devnull, "--threads", str(threads),
                         "--repeat", str(repeat)] + args, capture_output=True, text=True, check=True)
-    return min(float(m) for m in re.findall(r"^encode .*: ([0-9.]+) s$", r.stderr, re.M))
+    return min(float(m) for m in re.findall(r"^encode [^:]*: ([0-9.]+) s", r.stderr, re.M))
 
 
 def main():
