@@ -94,12 +94,10 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
         el->epi[j].in_hi = cl->in_max;
         el->epi[j].out_lo = cl->out_min;
         el->epi[j].out_hi = cl->out_max;
-        /* a sharp layer's logits are large enough that FAST's bf16 (or INT8's int8) rounding of
-         * the q, k and v projections' inputs moves the output visibly: those three run in f32,
-         * and its attention too (encoder.c; docs/NUMERICS.md §6.5) */
-        g4v_math_mode mode =
-            el->sharp && (j == G4V_LIN_Q || j == G4V_LIN_K || j == G4V_LIN_V) ? G4V_MATH_PRECISE
-                                                                              : e->mode;
+        /* a sharp layer's softmax amplifies any rounding that reaches it, and over many layers
+         * FAST's bf16 (or INT8's int8) rounding of every projection's input adds up past FAST's
+         * bound: all seven run in f32 there, and its attention too (encoder.c; NUMERICS §6.5) */
+        g4v_math_mode mode = el->sharp ? G4V_MATH_PRECISE : e->mode;
         if (mode == G4V_MATH_INT8 && (e->int8_fast_linears >> j & 1u)) mode = G4V_MATH_FAST;
         queue[j] = (g4v_prep_item){&w->lin[j], mode, &el->lin[j], lin_names[j], i, 0, 0};
     }
