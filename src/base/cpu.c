@@ -63,7 +63,8 @@ static unsigned detect(void) {
 }
 #elif defined(__aarch64__) && defined(__APPLE__)
 /* macOS on Apple silicon: every M-series core has NEON and FEAT_DotProd; M2 and later report
- * FEAT_BF16 and FEAT_I8MM (none has SVE). Written from Apple's documented sysctl names; not tested here. */
+ * FEAT_BF16 and FEAT_I8MM (none has SVE). Written from Apple's documented sysctl names; not
+ * tested here. */
 #include <sys/types.h>
 #include <sys/sysctl.h>
 
