@@ -29,9 +29,9 @@ import tempfile
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPUS = ["neoverse-v1", "neoverse-v2", "apple-m1"]
 # the folder flags of src/kernels/kernels.cmake; KERNELS: (title, file, function whose loops to
-# read, loops to report, needs BF16)
+# read, loops to report, needs BF16 or I8MM: not on Apple M1)
 FLAGS = {"arm64_neon": ["-march=armv8-a"], "arm64_bf16": ["-march=armv8.2-a+bf16"],
-         "arm64_dotprod": ["-march=armv8.2-a+dotprod"]}
+         "arm64_dotprod": ["-march=armv8.2-a+dotprod"], "arm64_i8mm": ["-march=armv8.6-a+i8mm"]}
 COMMON = ["-O3", "-DNDEBUG", "-ffp-contract=off", "-fno-schedule-insns", "-fPIC",
           "-DG4V_BUILDING_LIBRARY=1", "-DG4V_ARM64_KERNELS=1"]
 KERNELS = [
@@ -39,6 +39,7 @@ KERNELS = [
     ("neon-bf16w GEMM (8x12)", "arm64_neon/gemm_neon.c", "ukr_bf16w", 1, False),
     ("neon-bf16dp GEMM (8x12, BFDOT)", "arm64_bf16/gemm_bf16.c", "ukr", 1, True),
     ("neon-dotprod-q8 GEMM (8x12, SDOT)", "arm64_dotprod/gemm_q8_dotprod.c", "ukr", 1, False),
+    ("neon-i8mm-q8 GEMM (8x8, SMMLA)", "arm64_i8mm/gemm_q8_i8mm.c", "ukr", 1, True),
     # attention: its two product loops (logits, P.V), inlined into the task function
     ("neon attention (24 queries)", "arm64_neon/attention_neon.c", "attn_task", 2, False),
 ]
@@ -161,7 +162,7 @@ def main():
                 name += f", {spills} stack refs"
             for cpu in CPUS:
                 if bf16 and cpu == "apple-m1":
-                    print(f"| {name} | {cpu} | {nf} | - | - | n/a (M1 has no BF16) | - |")
+                    print(f"| {name} | {cpu} | {nf} | - | - | n/a (M1 has no BF16 or I8MM) | - |")
                     continue
                 cyc, rthr, bott, bp = mca(a.mca, cpu, insns)
                 ideal = nf * (rthr or 0)
