@@ -5,8 +5,8 @@
  * The environment variable G4V_ISA caps the choice (values: auto (the same as unset: no cap),
  * avx512, avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels), avx2 (with SHA, without the
  * VNNI bits, so the INT8 mode takes its vpmaddubsw path); on ARM64 neon (ARMv8.0 NEON only: no
- * BFDOT, no SDOT) and neon-bf16 (everything); portable), so tests and CI can force the portable
- * path on any machine.
+ * BFDOT, SDOT or SMMLA) and neon-bf16 (everything); portable), so tests and CI can force the
+ * portable path on any machine.
  * An unknown value is refused: g4v_model_load and g4v_ctx_create fail with g4v_cpu_isa_check's
  * message (a typo must not silently select the 8x slower portable kernels); code below them that
  * does not check gets the portable cap. The other architecture's names are accepted and leave
