@@ -60,10 +60,10 @@ test: check ## everything CI runs (~25-35 min): check, chat-test, asan, tsan, fu
 # Only the targets these tests need are built. Measured on the loaded 2-core machine (load ~10):
 # the cross build ~1.5 min, the max run ~3 min, the cortex-a57 run ~1.5 min.
 ARM64_BUILD ?= build-arm64
-ARM64_KERNEL_TESTS = base|kernels|geglu|variants|gemm|attention
+ARM64_KERNEL_TESTS = base|kernels|geglu|variants|gemm|gemm_q8|attention
 ARM64_TESTS ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference|enc_cmd_encode)$$
 ARM64_TARGETS = g4v_cli encode_tool test_base test_kernels test_geglu test_variants test_gemm \
-  test_attention test_enc_encoder
+  test_gemm_q8 test_attention test_enc_encoder
 ARM64_TESTS_A57 ?= ^test_($(ARM64_KERNEL_TESTS)|enc_encoder|enc_reference)$$
 test-arm64: test-deps ## cross-build for ARM64, run kernel/encoder/CLI tests under qemu (max, A57)
 	cmake -S . -B $(ARM64_BUILD) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DG4V_WERROR=ON

@@ -4,7 +4,8 @@
 Speed on ARM cannot be measured on an x86 machine, so this compiles the kernel files exactly as
 the build does (aarch64-linux-gnu-gcc, -O3 and the folder's flags from src/kernels/kernels.cmake),
 takes the innermost loops of the GEMM micro-kernels and of the attention tile (the loops with
-the most FMA-class instructions: fmla / bfdot), and runs llvm-mca on each for each CPU model:
+the most FMA-class instructions: fmla / bfdot / sdot), and runs llvm-mca on each for each CPU
+model:
 
   cycles/iter   llvm-mca's steady-state cycles per loop iteration (Total Cycles / Iterations)
   bottleneck    the resource with the highest pressure per iteration (llvm-mca's resource view)
@@ -28,18 +29,21 @@ import tempfile
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPUS = ["neoverse-v1", "neoverse-v2", "apple-m1"]
 # the folder flags of src/kernels/kernels.cmake; KERNELS: (title, file, function whose loops to
-# read, loops to report, needs BF16)
-FLAGS = {"arm64_neon": ["-march=armv8-a"], "arm64_bf16": ["-march=armv8.2-a+bf16"]}
+# read, loops to report, needs BF16 or I8MM: not on Apple M1)
+FLAGS = {"arm64_neon": ["-march=armv8-a"], "arm64_bf16": ["-march=armv8.2-a+bf16"],
+         "arm64_dotprod": ["-march=armv8.2-a+dotprod"], "arm64_i8mm": ["-march=armv8.6-a+i8mm"]}
 COMMON = ["-O3", "-DNDEBUG", "-ffp-contract=off", "-fno-schedule-insns", "-fPIC",
           "-DG4V_BUILDING_LIBRARY=1", "-DG4V_ARM64_KERNELS=1"]
 KERNELS = [
     ("neon-f32 GEMM (8x12)", "arm64_neon/gemm_neon.c", "ukr_f32", 1, False),
     ("neon-bf16w GEMM (8x12)", "arm64_neon/gemm_neon.c", "ukr_bf16w", 1, False),
     ("neon-bf16dp GEMM (8x12, BFDOT)", "arm64_bf16/gemm_bf16.c", "ukr", 1, True),
+    ("neon-dotprod-q8 GEMM (8x12, SDOT)", "arm64_dotprod/gemm_q8_dotprod.c", "ukr", 1, False),
+    ("neon-i8mm-q8 GEMM (8x8, SMMLA)", "arm64_i8mm/gemm_q8_i8mm.c", "ukr", 1, True),
     # attention: its two product loops (logits, P.V), inlined into the task function
     ("neon attention (24 queries)", "arm64_neon/attention_neon.c", "attn_task", 2, False),
 ]
-FMA_RE = re.compile(r"^\s*(fmla|bfdot|bfmmla)\b")
+FMA_RE = re.compile(r"^\s*(fmla|bfdot|bfmmla|sdot|smmla)\b")
 
 
 def compile_asm(cc, rel):
@@ -91,7 +95,7 @@ def innermost_loops(body):
 
 def mca(tool, cpu, insns):
     src = "\n".join(insns) + "\n"
-    r = subprocess.run([tool, "-mtriple=aarch64", f"-mcpu={cpu}", "-mattr=+bf16",
+    r = subprocess.run([tool, "-mtriple=aarch64", f"-mcpu={cpu}", "-mattr=+bf16,+dotprod,+i8mm",
                         "-iterations=200", "-instruction-info", "-resource-pressure"],
                        input=src, capture_output=True, text=True)
     if r.returncode:
@@ -102,7 +106,7 @@ def mca(tool, cpu, insns):
     # instruction info rows: uops latency rthroughput [flags] instruction
     rthr = None  # the best reciprocal throughput among the loop's FMA-class forms: the peak
     for line in out.split("Instruction Info:")[1].splitlines():
-        m = re.match(r"^\s*\d+\s+\d+\s+([\d.]+)\s+.*?\s(fmla|bfdot|bfmmla)\s", line)
+        m = re.match(r"^\s*\d+\s+\d+\s+([\d.]+)\s+.*?\s(fmla|bfdot|bfmmla|sdot|smmla)\s", line)
         if m:
             rthr = min(rthr or 1e9, float(m.group(1)))
     # resource pressure per iteration: header names [0.0] ... then one row of numbers
@@ -158,7 +162,7 @@ def main():
                 name += f", {spills} stack refs"
             for cpu in CPUS:
                 if bf16 and cpu == "apple-m1":
-                    print(f"| {name} | {cpu} | {nf} | - | - | n/a (M1 has no BF16) | - |")
+                    print(f"| {name} | {cpu} | {nf} | - | - | n/a (M1 has no BF16 or I8MM) | - |")
                     continue
                 cyc, rthr, bott, bp = mca(a.mca, cpu, insns)
                 ideal = nf * (rthr or 0)

@@ -45,6 +45,7 @@ static unsigned detect(void) {
 #include <sys/auxv.h>
 /* The bits of arch/arm64/include/uapi/asm/hwcap.h, for C libraries whose headers lack them. */
 #define G4V_HWCAP_ASIMD (1ul << 1)
+#define G4V_HWCAP_ASIMDDP (1ul << 20)
 #define G4V_HWCAP_SVE (1ul << 22)
 #define G4V_HWCAP2_I8MM (1ul << 13)
 #define G4V_HWCAP2_BF16 (1ul << 14)
@@ -54,14 +55,16 @@ static unsigned detect(void) {
     unsigned f = 0;
     if (h & G4V_HWCAP_ASIMD) f |= G4V_CPU_NEON;
     if (!f) return 0; /* the other kernels all use NEON registers too */
+    if (h & G4V_HWCAP_ASIMDDP) f |= G4V_CPU_ARM_DOTPROD;
     if (h2 & G4V_HWCAP2_BF16) f |= G4V_CPU_ARM_BF16;
     if (h2 & G4V_HWCAP2_I8MM) f |= G4V_CPU_ARM_I8MM;
     if (h & G4V_HWCAP_SVE) f |= G4V_CPU_SVE;
     return f;
 }
 #elif defined(__aarch64__) && defined(__APPLE__)
-/* macOS on Apple silicon: every M-series core has NEON; M2 and later report FEAT_BF16 and
- * FEAT_I8MM (none has SVE). Written from Apple's documented sysctl names; not tested here. */
+/* macOS on Apple silicon: every M-series core has NEON and FEAT_DotProd; M2 and later report
+ * FEAT_BF16 and FEAT_I8MM (none has SVE). Written from Apple's documented sysctl names; not
+ * tested here. */
 #include <sys/types.h>
 #include <sys/sysctl.h>
 
@@ -73,6 +76,7 @@ static int sysctl_flag(const char *name) {
 
 static unsigned detect(void) {
     unsigned f = G4V_CPU_NEON;
+    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) f |= G4V_CPU_ARM_DOTPROD;
     if (sysctl_flag("hw.optional.arm.FEAT_BF16")) f |= G4V_CPU_ARM_BF16;
     if (sysctl_flag("hw.optional.arm.FEAT_I8MM")) f |= G4V_CPU_ARM_I8MM;
     return f;

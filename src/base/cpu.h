@@ -4,8 +4,9 @@
  *
  * The environment variable G4V_ISA caps the choice (values: auto (the same as unset: no cap),
  * avx512, avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels), avx2 (with SHA, without the
- * VNNI bits, so the INT8 mode takes its vpmaddubsw path); on ARM64 neon (ARMv8.0 NEON only) and
- * neon-bf16 (everything); portable), so tests and CI can force the portable path on any machine.
+ * VNNI bits, so the INT8 mode takes its vpmaddubsw path); on ARM64 neon (ARMv8.0 NEON only: no
+ * BFDOT, SDOT or SMMLA) and neon-bf16 (everything); portable), so tests and CI can force the
+ * portable path on any machine.
  * An unknown value is refused: g4v_model_load and g4v_ctx_create fail with g4v_cpu_isa_check's
  * message (a typo must not silently select the 8x slower portable kernels); code below them that
  * does not check gets the portable cap. The other architecture's names are accepted and leave
@@ -23,8 +24,9 @@ enum {
     G4V_CPU_AVXVNNI = 1 << 5,    /* vpdpbusd on ymm, VEX-encoded (with G4V_CPU_AVX2) */
     G4V_CPU_NEON = 1 << 6,       /* ARM64 Advanced SIMD (HWCAP_ASIMD) */
     G4V_CPU_ARM_BF16 = 1 << 7,   /* ARM64 BFDOT / BFMMLA (FEAT_BF16, HWCAP2_BF16) */
-    G4V_CPU_ARM_I8MM = 1 << 8,   /* ARM64 SMMLA / USMMLA (FEAT_I8MM, HWCAP2_I8MM): no kernel yet */
-    G4V_CPU_SVE = 1 << 9         /* ARM64 SVE (HWCAP_SVE): no kernel yet */
+    G4V_CPU_ARM_I8MM = 1 << 8,   /* ARM64 SMMLA / USMMLA (FEAT_I8MM, HWCAP2_I8MM): INT8 GEMM */
+    G4V_CPU_SVE = 1 << 9,        /* ARM64 SVE (HWCAP_SVE): no kernel yet */
+    G4V_CPU_ARM_DOTPROD = 1 << 10 /* ARM64 SDOT / UDOT (FEAT_DotProd, HWCAP_ASIMDDP): INT8 GEMM */
 };
 
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */

@@ -24,7 +24,8 @@
 /* The CPU feature bits any variant of this build's architecture may need: a table exists for
  * every combination of them (bits of the other architecture are ignored). */
 #if G4V_ARM64_KERNELS
-#define G4V_KERNEL_KNOWN_FEATURES (G4V_CPU_NEON | G4V_CPU_ARM_BF16 | G4V_CPU_ARM_I8MM | G4V_CPU_SVE)
+#define G4V_KERNEL_KNOWN_FEATURES                                                                  \
+    (G4V_CPU_NEON | G4V_CPU_ARM_BF16 | G4V_CPU_ARM_I8MM | G4V_CPU_SVE | G4V_CPU_ARM_DOTPROD)
 #elif G4V_X86_KERNELS
 #define G4V_KERNEL_KNOWN_FEATURES                                                                  \
     (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA | G4V_CPU_AVX512VNNI |       \

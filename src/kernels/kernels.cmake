@@ -13,9 +13,12 @@
 #   x86_sha/         -msha -mssse3 -msse4.1 (the SHA-256 compression)
 #   arm64_neon/      -march=armv8-a (NEON: every ARMv8-A core)
 #   arm64_bf16/      -march=armv8.2-a+bf16 (BFDOT: Neoverse V1/V2/N2, Graviton 3/4, Apple M2+)
-# Both ARM folders are compiled with -ffp-contract=off: GCC fuses an intrinsic multiply and add
-# into an FMA at its default (-ffp-contract=fast), which would break the bit-identity of rope_row
-# and add_row with the portable kernels; explicit FMA intrinsics (vfmaq) stay FMAs. And with
+#   arm64_dotprod/   -march=armv8.2-a+dotprod (SDOT, the INT8 GEMM: Neoverse N1+, Apple M1+)
+#   arm64_i8mm/      -march=armv8.6-a+i8mm (SMMLA, the INT8 GEMM: Neoverse V1/V2/N2, Apple M2+)
+# The ARM folders are compiled with -ffp-contract=off: GCC fuses an intrinsic multiply and add
+# into an FMA at its default (-ffp-contract=fast), which would break the bit-identity of rope_row,
+# add_row and the INT8 GEMM's dequantize-then-accumulate with the portable kernels; explicit FMA
+# intrinsics (vfmaq) stay FMAs. And with
 # -fno-schedule-insns: GCC's scheduler before register allocation lifts loads ahead and pushes
 # the 8 x 12 GEMM tiles past the 32 vector registers (accumulator spills in the inner loop, seen
 # in the assembly); without it they fit (bench/arm64_mca.py checks the loops).
@@ -33,13 +36,15 @@ set(G4V_KERNEL_FLAGS_x86_avxvnni ${G4V_KERNEL_FLAGS_x86_avx2} -mavxvnni)
 set(G4V_KERNEL_FLAGS_x86_sha -msha -mssse3 -msse4.1)
 set(G4V_KERNEL_FLAGS_arm64_neon -march=armv8-a -ffp-contract=off -fno-schedule-insns)
 set(G4V_KERNEL_FLAGS_arm64_bf16 -march=armv8.2-a+bf16 -ffp-contract=off -fno-schedule-insns)
+set(G4V_KERNEL_FLAGS_arm64_dotprod -march=armv8.2-a+dotprod -ffp-contract=off -fno-schedule-insns)
+set(G4V_KERNEL_FLAGS_arm64_i8mm -march=armv8.6-a+i8mm -ffp-contract=off -fno-schedule-insns)
 
 set(G4V_KERNEL_FOLDERS portable)
 if(G4V_X86)
   list(APPEND G4V_KERNEL_FOLDERS x86_avx2 x86_avx512 x86_avx512bf16 x86_avx512vnni x86_avxvnni
        x86_sha)
 elseif(G4V_ARM64)
-  list(APPEND G4V_KERNEL_FOLDERS arm64_neon arm64_bf16)
+  list(APPEND G4V_KERNEL_FOLDERS arm64_neon arm64_bf16 arm64_dotprod arm64_i8mm)
 endif()
 
 # g4v_kernel_sources(<out-var> <folder>...): the .c files of those folders.

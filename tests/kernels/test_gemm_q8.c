@@ -312,7 +312,7 @@ static void test_api(void) {
     g4v_err err;
     REQUIRE(g4v_wmat_create(KT, wv, G4V_DT_F32, n, k, G4V_MATH_INT8, &W, &err) == G4V_OK);
     CHECK(g4v_wmat_kernel(W) == all[0]);
-    int nr = all[0]->nr, kpad = (k + 3) / 4 * 4, np = (n + nr - 1) / nr;
+    int nr = all[0]->nr, kg = all[0]->kg, kpad = (k + kg - 1) / kg * kg, np = (n + nr - 1) / nr;
     CHECK(g4v_wmat_bytes(W) == (size_t)np * ((size_t)kpad * nr + 8 * (size_t)nr));
     CHECK(g4v_wmat_packed_bytes(KT, G4V_DT_F32, n, k, G4V_MATH_INT8) == g4v_wmat_bytes(W));
     printf("dispatch (%s): INT8 -> %s\n", g4v_cpu_isa_name(), g4v_wmat_kernel_name(W));

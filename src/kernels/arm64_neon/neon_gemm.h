@@ -1,7 +1,8 @@
-/* neon_gemm.h - what the ARM64 GEMM micro-kernels share (this folder and arm64_bf16/, whose
- * flags include NEON): the 8 x 12 tile, its accumulators and its row store. 24 q-register
- * accumulators (8 rows x 3 vectors of 4 columns) are enough independent FMA chains for four
- * 128-bit FMA pipes of latency 4 (Neoverse V1/V2, Apple M1), and leave 8 registers for B and A.
+/* neon_gemm.h - what the ARM64 GEMM micro-kernels share (this folder, arm64_bf16/ and
+ * arm64_dotprod/, whose flags include NEON): the 8 x 12 tile, its accumulators and its row
+ * store. 24 q-register accumulators (8 rows x 3 vectors of 4 columns) are enough independent
+ * FMA chains for four 128-bit FMA pipes of latency 4 (Neoverse V1/V2, Apple M1), and leave 8
+ * registers for B and A.
  */
 #ifndef G4V_KERNELS_ARM64_NEON_GEMM_H
 #define G4V_KERNELS_ARM64_NEON_GEMM_H
