@@ -11,10 +11,8 @@ taken; a client that hangs up mid-stream frees its slot at once; paths outside -
 server keeps serving; the limits (messages, images, context) each with its own code; SIGTERM
 during a stream finishes the stream, then exit 0."""
 import base64
-import http.client
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -24,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
+from serveutil import ServeProcess  # noqa: E402
 from pyutil import check  # noqa: E402
 
 G4V = os.environ.get("G4V_BIN", "g4v")
@@ -38,33 +37,20 @@ def data_uri(path, mime="image/png"):
     return f"data:{mime};base64," + base64.b64encode(open(path, "rb").read()).decode()
 
 
-class Server:
+class Server(ServeProcess):
     def __init__(self, tmp, name, *args):
-        self.err_path = os.path.join(tmp, name + ".stderr")
-        self.err = open(self.err_path, "w")
-        self.p = subprocess.Popen([G4V, "serve", "--port", "0", "--model", fx("vis-e2b"), "--lm",
-                                   fx("lm-e2b.gguf"), "--lm-threads", "1", "--threads", "1", *args],
-                                  stdout=subprocess.PIPE, stderr=self.err, text=True)
-        line = self.p.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            raise RuntimeError(f"server did not start: {line!r} {open(self.err_path).read()}")
-        self.port = int(m.group(1))
+        super().__init__(tmp, name, [G4V, "serve", "--port", "0", "--model", fx("vis-e2b"),
+                                     "--lm", fx("lm-e2b.gguf"), "--lm-threads", "1",
+                                     "--threads", "1", *args], stop_timeout=120)
 
     def conn(self, timeout=300):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        return super().conn(timeout)
 
-    def request(self, method, path, body=None, headers=None):
-        c = self.conn()
-        try:
-            if isinstance(body, (dict, list)):
-                body = json.dumps(body)
-                headers = {"Content-Type": "application/json", **(headers or {})}
-            c.request(method, path, body=body, headers=headers or {})
-            r = c.getresponse()
-            return r.status, dict(r.getheaders()), r.read()
-        finally:
-            c.close()
+    def request(self, method, path, body=None, headers=None, timeout=300):
+        return super().request(method, path, body, headers, timeout)
+
+    def wait_metric(self, name, value, timeout=30):
+        return super().wait_metric(name, value, timeout)
 
     def chat(self, body):
         st, h, raw = self.request("POST", "/v1/chat/completions", body)
@@ -83,34 +69,6 @@ class Server:
         if r.status != 200:
             return r.status, [json.loads(r.read())], c, r
         return 200, read_events(r, stop_after), c, r
-
-    def metrics(self):
-        _, _, body = self.request("GET", "/metrics")
-        out = {}
-        for line in body.decode().splitlines():
-            if line and not line.startswith("#"):
-                k, v = line.rsplit(" ", 1)
-                out[k] = float(v)
-        return out
-
-    def wait_metric(self, name, value, timeout=30):
-        end = time.time() + timeout
-        while time.time() < end:
-            if self.metrics().get(name) == value:
-                return True
-            time.sleep(0.01)
-        return False
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.err.close()
-        return self.p.returncode
 
 
 def g4v_chat(*args):

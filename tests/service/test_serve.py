@@ -15,7 +15,6 @@ import http.client
 import io
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -30,61 +29,16 @@ from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
+from serveutil import ServeProcess  # noqa: E402
 from pyutil import BIN, SRC, check, g4v, gen_checkpoint  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "examples"))
 import g4v_client  # noqa: E402
 
 
-class Server:
+class Server(ServeProcess):
     def __init__(self, tmp, name, *args):
-        self.err_path = os.path.join(tmp, name + ".stderr")
-        self.err = open(self.err_path, "w")
-        self.p = subprocess.Popen([BIN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                                  stderr=self.err, text=True)
-        line = self.p.stdout.readline()  # "g4v serve: listening on http://127.0.0.1:PORT ..."
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            raise RuntimeError(f"server did not start: {line!r} {open(self.err_path).read()}")
-        self.port = int(m.group(1))
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            c.request(method, path, body=body, headers=headers or {})
-            r = c.getresponse()
-            return r.status, dict(r.getheaders()), r.read()
-        finally:
-            c.close()
-
-    def metrics(self):
-        _, _, body = self.request("GET", "/metrics")
-        out = {}
-        for line in body.decode().splitlines():
-            if line and not line.startswith("#"):
-                k, v = line.rsplit(" ", 1)
-                out[k] = float(v)
-        return out
-
-    def wait_metric(self, name, value, timeout=20):
-        end = time.time() + timeout
-        while time.time() < end:
-            if self.metrics().get(name) == value:
-                return True
-            time.sleep(0.01)
-        return False
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.err.close()
-        return self.p.returncode
+        super().__init__(tmp, name, [BIN, "serve", "--port", "0", *args])
 
 
 def st_tensor(body):

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,45 +28,15 @@ from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pyutil import BIN, check, g4v, gen_checkpoint  # noqa: E402
+from serveutil import ServeProcess  # noqa: E402
 
 KEY = "g4v-test-0123456789abcdef0123456789"
 UNAUTHORIZED = {"error": "missing or wrong API key (Authorization: Bearer)", "status": "SERVE_UNAUTHORIZED"}
 
 
-class Server:
+class Server(ServeProcess):
     def __init__(self, tmp, name, *args, env=None):
-        self.err_path = os.path.join(tmp, name + ".stderr")
-        self.err = open(self.err_path, "w")
-        self.p = subprocess.Popen([BIN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                                  stderr=self.err, text=True, env=env)
-        line = self.p.stdout.readline()  # "g4v serve: listening on http://ADDR:PORT ..."
-        m = re.search(r"http://[^ ]*:(\d+)", line)
-        if not m:
-            self.p.wait()
-            raise RuntimeError(f"server did not start: {line!r} {open(self.err_path).read()}")
-        self.line = line
-        self.port = int(m.group(1))
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            c.request(method, path, body=body, headers=headers or {})
-            r = c.getresponse()
-            return r.status, dict(r.getheaders()), r.read()
-        finally:
-            c.close()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.err.close()
-        return self.p.returncode
+        super().__init__(tmp, name, [BIN, "serve", "--port", "0", *args], env=env)
 
 
 def raw(port, data, timeout=10):

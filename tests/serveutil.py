@@ -1,0 +1,75 @@
+"""serveutil.py - one `g4v serve` process for the service and chat tests.
+
+ServeProcess(tmp, name, argv, env=None) starts BINARY serve --port 0 ARGS..., reads the port
+from the line it prints ("listening on http://ADDR:PORT"), keeps its stderr in tmp/NAME.stderr,
+and offers request() (a dict or list body is sent as JSON), metrics() (the /metrics lines as a
+dict), wait_metric() and stop() (SIGTERM, then the exit status). The tests subclass it for
+their own calls (chat streams, uploads).
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+
+class ServeProcess:
+    def __init__(self, tmp, name, argv, env=None, stop_timeout=60):
+        self.err_path = os.path.join(tmp, name + ".stderr")
+        self.err = open(self.err_path, "w")
+        self.stop_timeout = stop_timeout
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err, text=True,
+                                  env=env)
+        line = self.p.stdout.readline()  # "g4v serve: listening on http://ADDR:PORT ..."
+        m = re.search(r"http://[^ ]*:(\d+)", line)
+        if not m:
+            self.p.wait()
+            raise RuntimeError(f"server did not start: {line!r} {open(self.err_path).read()}")
+        self.line = line
+        self.port = int(m.group(1))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def conn(self, timeout=60):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        c = self.conn(timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+                headers = {"Content-Type": "application/json", **(headers or {})}
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def metrics(self):
+        _, _, body = self.request("GET", "/metrics")
+        out = {}
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def wait_metric(self, name, value, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.metrics().get(name) == value:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.err.close()
+        return self.p.returncode
