@@ -40,6 +40,29 @@ def mode_args(mode):
     return []
 
 
+def prepare_case(work, case):
+    """CASE = CONFIG:LAYERS:WxH[:qk=S]: its synthetic checkpoint (generated once into work) and a
+    random image at that size saved as .npy. Returns (label, checkpoint dir, image, image path)."""
+    cfg, layers, size, *opts = case.split(":")
+    qk = next((o[3:] for o in opts if o.startswith("qk=")), None)
+    w, h = (int(v) for v in size.split("x"))
+    ck = os.path.join(work, f"{cfg}-{layers}" + (f"-qk{qk}" if qk else ""))
+    if not os.path.exists(os.path.join(ck, "config.json")):
+        args = [sys.executable, os.path.join(ROOT, "tools", "gen_checkpoint.py"), ck,
+                "--config", cfg, "--seed", "0"]
+        if int(layers):
+            args += ["--layers", layers]
+        if qk:
+            args += ["--qk-scale", qk]
+        subprocess.run(args, check=True, capture_output=True)
+    img = np.random.default_rng(1).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    ip = os.path.join(work, f"img-{w}x{h}.npy")
+    np.save(ip, img)
+    label = (f"{cfg}, {layers if int(layers) else 'all'} layers, {w}x{h}" +
+             (f", qk-scale {qk}" if qk else ""))
+    return label, ck, img, ip
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--encode-tool", required=True, action="append")
@@ -58,21 +81,7 @@ def main():
     print("| case | soft tokens | " + " | ".join(heads) + " | reference s |")
     print("|---|---|" + "---|" * len(heads) + "---|")
     for case in a.cases:
-        cfg, layers, size, *opts = case.split(":")
-        qk = next((o[3:] for o in opts if o.startswith("qk=")), None)
-        w, h = (int(v) for v in size.split("x"))
-        ck = os.path.join(a.work, f"{cfg}-{layers}" + (f"-qk{qk}" if qk else ""))
-        if not os.path.exists(os.path.join(ck, "config.json")):
-            args = [sys.executable, os.path.join(ROOT, "tools", "gen_checkpoint.py"), ck,
-                    "--config", cfg, "--seed", "0"]
-            if int(layers):
-                args += ["--layers", layers]
-            if qk:
-                args += ["--qk-scale", qk]
-            subprocess.run(args, check=True, capture_output=True)
-        img = np.random.default_rng(1).integers(0, 256, (h, w, 3), dtype=np.uint8)
-        ip = os.path.join(a.work, f"img-{w}x{h}.npy")
-        np.save(ip, img)
+        label, ck, img, ip = prepare_case(a.work, case)
         t0 = time.time()
         ref = reference.encode(reference.Checkpoint(ck), img)
         t_ref = time.time() - t0
@@ -85,7 +94,6 @@ def main():
                 c = np.load(out).astype(np.float64)
                 rel = np.linalg.norm(c - ref) / np.linalg.norm(ref)
                 cells += [f"{rel:.3g}", f"{np.abs(c - ref).max():.3g}"]
-        label = f"{cfg}, {layers or 'all'} layers, {w}x{h}" + (f", qk-scale {qk}" if qk else "")
         print(f"| {label} | {ref.shape[0]} | " + " | ".join(cells) + f" | {t_ref:.0f} |",
               flush=True)
 

@@ -21,7 +21,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from accuracy import mode_args  # noqa: E402
+from accuracy import mode_args, prepare_case  # noqa: E402
 
 
 def run(tool, ck, img, out, args):
@@ -43,21 +43,7 @@ def main():
           " | seconds (PRECISE, " + ", ".join(m.upper() for m in modes) + ") |")
     print("|---|---|" + "---|" * len(modes) + "---|")
     for case in a.cases:
-        cfg, layers, size, *opts = case.split(":")
-        qk = next((o[3:] for o in opts if o.startswith("qk=")), None)
-        w, h = (int(v) for v in size.split("x"))
-        ck = os.path.join(a.work, f"{cfg}-{layers}" + (f"-qk{qk}" if qk else ""))
-        if not os.path.exists(os.path.join(ck, "config.json")):
-            args = [sys.executable, os.path.join(ROOT, "tools", "gen_checkpoint.py"), ck,
-                    "--config", cfg, "--seed", "0"]
-            if int(layers):
-                args += ["--layers", layers]
-            if qk:
-                args += ["--qk-scale", qk]
-            subprocess.run(args, check=True, capture_output=True)
-        img = np.random.default_rng(1).integers(0, 256, (h, w, 3), dtype=np.uint8)
-        ip = os.path.join(a.work, f"img-{w}x{h}.npy")
-        np.save(ip, img)
+        label, ck, _, ip = prepare_case(a.work, case)
         out = os.path.join(a.work, "out.npy")
         p, tp = run(a.encode_tool, ck, ip, out, ["--precise"])
         cells, secs = [], [f"{tp:.1f}"]
@@ -65,8 +51,6 @@ def main():
             c, t = run(a.encode_tool, ck, ip, out, mode_args(mode))
             cells.append(f"{np.linalg.norm(c - p) / np.linalg.norm(p):.3g}")
             secs.append(f"{t:.1f}")
-        label = f"{cfg}, {layers if int(layers) else 'all'} layers, {w}x{h}" + (
-            f", qk-scale {qk}" if qk else "")
         print(f"| {label} | {p.shape[0]} | " + " | ".join(cells) + " | " + ", ".join(secs) + " |",
               flush=True)
 
