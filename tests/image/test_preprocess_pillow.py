@@ -611,6 +611,14 @@ def first_diff(ours, exp):
             f"{tuple(exp[y, x])}; {len(d)} differing bytes")
 
 
+def run_case_child(args):
+    """run_case in a pool process: its message and what it learnt of the case (order_matters)."""
+    i, keep = args
+    c = CASES[i]
+    msg = run_case(c, i, keep)
+    return msg, c.get("order_matters")
+
+
 def run_case(c, idx, keep):
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, f"{idx:03d}-{c['group']}-{c['name']}.img")
@@ -682,9 +690,17 @@ def test_preprocess_pillow():
     t0 = time.time()
     groups, failures = {}, 0
     todo = [(i, c) for i, c in enumerate(CASES) if not filt or filt in f"{c['group']}/{c['name']}"]
-    # Two at a time: the work is in subprocesses and numpy, which release the GIL.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        msgs = list(pool.map(lambda ic: run_case(ic[1], ic[0], keep), todo))
+    # Two at a time, in two processes, not threads: Pillow's libtiff path closes its dup of the
+    # file descriptor twice (libtiff closes it, then Pillow), and in a threaded process the second
+    # close can hit a descriptor the other thread has just opened (seen in CI: np.load failed with
+    # "obtaining file position failed"). The children are forked, so CASES is theirs already.
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(run_case_child, [(i, keep) for i, _ in todo]))
+    msgs = []
+    for (i, c), (msg, order_matters) in zip(todo, done):
+        if order_matters is not None:
+            c["order_matters"] = order_matters
+        msgs.append(msg)
     for (i, c), msg in zip(todo, msgs):
         full = f"{c['group']}/{c['name']}"
         g = groups.setdefault(c["group"], [0, 0])
