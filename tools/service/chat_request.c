@@ -382,8 +382,11 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     if (x && !cJSON_IsNull(x)) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "tokens");
         char msg[160];
-        if (!cJSON_IsObject(x) || (t && (!cJSON_IsNumber(t) || t->valuedouble != (int)t->valuedouble ||
-                                         g4v_budget_check((int)t->valuedouble, msg, sizeof msg)))) {
+        /* range first: converting a double outside int's range to int is undefined */
+        if (!cJSON_IsObject(x) ||
+            (t && (!cJSON_IsNumber(t) || !(t->valuedouble >= 0 && t->valuedouble <= 1e6) ||
+                   t->valuedouble != (int)t->valuedouble ||
+                   g4v_budget_check((int)t->valuedouble, msg, sizeof msg)))) {
             BAD("invalid_budget", "\"g4v\": {\"tokens\": N} with N one of " SVC_BUDGETS);
             return -1;
         }
