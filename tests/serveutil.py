@@ -73,3 +73,18 @@ class ServeProcess:
                 self.p.wait()
         self.err.close()
         return self.p.returncode
+
+
+def with_servers(prefix, run):
+    """run(tmp, servers) in a fresh temporary directory; every server it appended to servers is
+    stopped and the directory removed afterwards, whatever happened."""
+    import shutil
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    servers = []
+    try:
+        run(tmp, servers)
+    finally:
+        for s in servers:
+            s.stop()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -15,12 +15,10 @@ import http.client
 import io
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -29,7 +27,7 @@ from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
-from serveutil import ServeProcess  # noqa: E402
+from serveutil import ServeProcess, with_servers  # noqa: E402
 from pyutil import BIN, SRC, check, g4v, gen_checkpoint  # noqa: E402
 
 sys.path.insert(0, os.path.join(SRC, "examples"))
@@ -50,14 +48,7 @@ def st_tensor(body):
 
 
 def test_serve():
-    tmp = tempfile.mkdtemp(prefix="g4v_serve_")
-    servers = []
-    try:
-        run(tmp, servers)
-    finally:
-        for s in servers:
-            s.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with_servers("g4v_serve_", run)
 
 
 def run(tmp, servers):

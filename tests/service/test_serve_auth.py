@@ -16,11 +16,9 @@ import http.client
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -28,7 +26,7 @@ from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pyutil import BIN, check, g4v, gen_checkpoint  # noqa: E402
-from serveutil import ServeProcess  # noqa: E402
+from serveutil import ServeProcess, with_servers  # noqa: E402
 
 KEY = "g4v-test-0123456789abcdef0123456789"
 UNAUTHORIZED = {"error": "missing or wrong API key (Authorization: Bearer)", "status": "SERVE_UNAUTHORIZED"}
@@ -62,14 +60,7 @@ def curl(*args):
 
 
 def test_serve_auth():
-    tmp = tempfile.mkdtemp(prefix="g4v_serve_auth_")
-    servers = []
-    try:
-        run(tmp, servers)
-    finally:
-        for s in servers:
-            s.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with_servers("g4v_serve_auth_", run)
 
 
 def run(tmp, servers):
