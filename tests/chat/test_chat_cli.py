@@ -104,8 +104,15 @@ def test_chat_cli():
     check(rc == 0 and r["model"]["vision_kind"] == "unified" and
           r["model"]["image_attention_bidirectional"] is True, "12B-like: unified, bidirectional")
 
-    # 5. errors: exit code and message, no crash
+    # 5. errors: exit code and message, no crash. A cut-off Gemma 4 GGUF passes our own checks
+    # and fails inside llama.cpp: its logged error must reach the message (chat_session's log).
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="g4v-chat-cli-")
+    trunc = os.path.join(tmp, "lm-cut.gguf")
+    with open(fx("lm-e2b.gguf"), "rb") as f, open(trunc, "wb") as g:
+        g.write(f.read(200000))
     cases = [
+        (["--lm", trunc, "--model", fx("vis-e2b")], 3, "error loading model"),
         (["--lm", fx("mmproj-e2b.gguf"), "--model", fx("vis-e2b")], 3, "mmproj"),
         (["--lm", fx("lm-llama.gguf"), "--model", fx("vis-e2b")], 3, "not a Gemma 4 text model"),
         (["--lm", fx("lm-31b.gguf"), "--model", fx("vis-e2b")], 3, "1536 floats"),

@@ -5,6 +5,8 @@
 #include "frontend.h"
 
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,18 +45,40 @@ void chat_options_init(chat_options *o) {
     o->max_tokens = 1024;
 }
 
-/* llama.cpp's log: quiet unless verbose, but its last error is kept for our message */
+/* llama.cpp's log: quiet unless verbose, but its last error is kept for our message. The
+ * callback is process-wide and may run on several sessions' threads at once (g4v serve's slots
+ * decode in parallel), so the kept text is guarded by a lock and read through last_log(). */
+static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_last_log[512];
-static int g_verbose;
+static atomic_int g_verbose;
 static void log_cb(enum ggml_log_level level, const char *text, void *user) {
     (void)user;
-    if (g_verbose) fputs(text, stderr);
+    if (atomic_load(&g_verbose)) fputs(text, stderr);
     if (level == GGML_LOG_LEVEL_ERROR && text && *text) { /* "first; second; ..." */
+        pthread_mutex_lock(&g_log_lock);
         size_t n = strlen(g_last_log);
         snprintf(g_last_log + n, sizeof g_last_log - n, "%s%s", n ? "; " : "", text);
         n = strlen(g_last_log);
         while (n && (g_last_log[n - 1] == '\n' || g_last_log[n - 1] == ' ')) g_last_log[--n] = 0;
+        pthread_mutex_unlock(&g_log_lock);
     }
+}
+
+/* Forgets the kept log text. */
+static void clear_log(void) {
+    pthread_mutex_lock(&g_log_lock);
+    g_last_log[0] = 0;
+    pthread_mutex_unlock(&g_log_lock);
+}
+
+/* ": <the kept log text>" for an error message, or "" when there is none (a static copy: the
+ * sessions are opened one at a time). */
+static const char *last_log(void) {
+    static char copy[sizeof g_last_log + 2];
+    pthread_mutex_lock(&g_log_lock);
+    snprintf(copy, sizeof copy, "%s%s", g_last_log[0] ? ": " : "", g_last_log);
+    pthread_mutex_unlock(&g_log_lock);
+    return copy;
 }
 
 /* general.architecture of a GGUF file if it is the first key (as every writer puts it), read
@@ -181,11 +205,11 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     g4v_ctx_set_cache(s->vctx, s->cache);
 
     /* the text side */
-    g_verbose = o->verbose;
+    atomic_store(&g_verbose, o->verbose);
     llama_log_set(log_cb, NULL);
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
-    g_last_log[0] = 0;
+    clear_log();
     gguf_arch(o->lm_path, s->arch, sizeof s->arch);
     if (!strcmp(s->arch, "clip")) {
         seterr(err, errsz,
@@ -201,8 +225,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     }
     s->lm = llama_model_load_from_file(o->lm_path, mp);
     if (!s->lm) {
-        seterr(err, errsz, "cannot load the language model %s%s%s", o->lm_path,
-               g_last_log[0] ? ": " : "", g_last_log);
+        seterr(err, errsz, "cannot load the language model %s%s", o->lm_path, last_log());
         goto fail;
     }
     if (llama_model_meta_val_str(s->lm, "general.architecture", s->arch, sizeof s->arch) < 0)
@@ -242,8 +265,8 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     cp.no_perf = true;
     s->lctx = llama_init_from_model(s->lm, cp);
     if (!s->lctx) {
-        seterr(err, errsz, "cannot create a llama.cpp context of %d tokens%s%s", s->n_ctx,
-               g_last_log[0] ? ": " : "", g_last_log);
+        seterr(err, errsz, "cannot create a llama.cpp context of %d tokens%s", s->n_ctx,
+               last_log());
         rc = CHAT_ERR_INTERNAL;
         goto fail;
     }
