@@ -559,6 +559,14 @@ G4V_API size_t g4v_video_prompt_tokens(const g4v_video_result *r, int frame, int
 #define G4V_VIDEO_ALLOC_CAP ((size_t)256 << 20)
 G4V_API void g4v_video_cap_allocations(size_t max_bytes);
 
+/* Silences FFmpeg's own messages on stderr (its av_log level, process-wide like the cap above;
+ * libg4v's errors already say what failed). `g4v encode` and `g4v chat` call it.
+ * libg4v loads FFmpeg's libraries only when the first video is decoded (a process that never
+ * decodes one does not pay their ~40 ms of loading); both settings, made before that, are applied
+ * then, and at once to an FFmpeg the program has already loaded itself. A video on a machine
+ * without FFmpeg's runtime libraries fails with G4V_ERR_UNSUPPORTED naming the one missing. */
+G4V_API void g4v_video_quiet_ffmpeg(void);
+
 /* 1 if bytes begin like a video container (ISO-BMFF/QuickTime, Matroska/WebM, AVI), else 0: a
  * hint for telling a video from an image before choosing the call. */
 G4V_API int g4v_video_sniff(const void *bytes, size_t size);

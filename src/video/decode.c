@@ -30,6 +30,8 @@
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
 
+#include "ffmpeg_dl.h" /* FFmpeg's functions through the table loaded at the first video */
+
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -378,6 +380,8 @@ int g4v_video_decode(const void *bytes, size_t n, const g4v_video_limits *lim, i
     if (wanted < 1 || wanted > G4V_VIDEO_MAX_SAMPLED)
         return g4v_fail(err, G4V_ERR_ARG, "frames to sample must be 1..%d, found %d",
                         G4V_VIDEO_MAX_SAMPLED, wanted);
+    int loaded = g4v_ffmpeg_load(err);
+    if (loaded) return loaded;
     /* 1. Demux only: the packet count (a frame count to sample from, usually exact), the time
      * span, and the limits on both, before any frame is decoded. */
     g4v_video_info vi;
@@ -439,9 +443,4 @@ int g4v_video_sniff(const void *bytes, size_t n) {
     if (n >= 4 && b[0] == 0x1A && b[1] == 0x45 && b[2] == 0xDF && b[3] == 0xA3) return 1; /* EBML */
     if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "AVI ", 4)) return 1;
     return 0;
-}
-
-void g4v_video_cap_allocations(size_t max_bytes) {
-    /* FFmpeg's own default: INT_MAX (libavutil/mem.c) */
-    av_max_alloc(max_bytes ? max_bytes : (size_t)INT_MAX);
 }

@@ -58,12 +58,14 @@ typedef int (*g4v_video_frame_fn)(void *user, int k, int64_t index, const uint8_
  * receives the frames sampled, idx (capacity wanted, may be NULL) their indices. Errors:
  * G4V_ERR_IMAGE (not a video, corrupt, no video stream, no frame, decoder error mid-stream),
  * G4V_ERR_LIMIT (over a limit, naming the max_video_* / max_* option), G4V_ERR_UNSUPPORTED
- * (a frame size that changes mid-stream), G4V_ERR_NOMEM, G4V_ERR_ARG. */
+ * (a frame size that changes mid-stream, or FFmpeg's libraries cannot be loaded), G4V_ERR_NOMEM,
+ * G4V_ERR_ARG. */
 int g4v_video_decode(const void *bytes, size_t n, const g4v_video_limits *lim, int wanted,
                      g4v_video_frame_fn on_frame, void *user, g4v_video_info *info, int64_t *idx,
                      int *n_sampled, g4v_err *err);
 
-/* g4v_video_sniff and g4v_video_cap_allocations (g4v.h) are defined in decode.c: decoding does
- * not rely on them. */
+/* g4v_video_sniff (g4v.h) is defined in decode.c, g4v_video_cap_allocations and
+ * g4v_video_quiet_ffmpeg in ffmpeg_dl.c (FFmpeg is loaded at the first g4v_video_decode:
+ * ffmpeg_dl.h); decoding does not rely on them. */
 
 #endif

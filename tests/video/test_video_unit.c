@@ -1,9 +1,14 @@
 /* test_video_unit.c - the sampling formula and the MM:SS labels (src/video/sample.c) against
- * values worked out by hand from the reference's definitions, and argument checks; the FFmpeg
- * allocation cap on a hostile MP4 (argv[1]: fuzz/regressions/video/mov-stss-count-oom.mov). */
+ * values worked out by hand from the reference's definitions, and argument checks; FFmpeg loaded
+ * only by the first decode, and the allocation cap set before that applied then, on a hostile
+ * MP4 (argv[1]: fuzz/regressions/video/mov-stss-count-oom.mov). With --no-ffmpeg (run with
+ * G4V_FFMPEG_DIR naming an empty directory): the error a machine without FFmpeg gets. */
 #include "test_util.h"
 #include "video/video.h"
 
+#include <libavformat/version.h>
+
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,11 +91,50 @@ static void test_allocation_cap(const char *path) {
     CHECK_MSG(st == G4V_ERR_IMAGE && count == 0, "uncapped: status %d, %s", st, err.msg);
 }
 
+#define STR2(x) #x
+#define STR(x) STR2(x)
+static const char AVFORMAT_SONAME[] = "libavformat.so." STR(LIBAVFORMAT_VERSION_MAJOR);
+
+/* Whether FFmpeg's libavformat is in this process. */
+static int avformat_loaded(void) {
+    void *h = dlopen(AVFORMAT_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) dlclose(h);
+    return h != NULL;
+}
+
+/* With the libraries out of reach, a decode fails with G4V_ERR_UNSUPPORTED naming the library
+ * and what to install; the cap and quiet settings are harmless no-ops. */
+static void test_no_ffmpeg(const char *path) {
+    g4v_video_cap_allocations(G4V_VIDEO_ALLOC_CAP);
+    g4v_video_quiet_ffmpeg();
+    unsigned char buf[64] = {0};
+    g4v_video_limits lim = {
+        .max_frames = 1000, .max_seconds = 60, .max_pixels = 1u << 20, .max_dimension = 4096};
+    g4v_err err;
+    for (int i = 0; i < 2; i++) { /* the second call gives the same answer */
+        int st = g4v_video_decode(buf, sizeof buf, &lim, 4, NULL, NULL, NULL, NULL, NULL, &err);
+        CHECK_MSG(st == G4V_ERR_UNSUPPORTED && strstr(err.msg, "libavutil.so.") &&
+                      strstr(err.msg, "install") && strstr(err.msg, "G4V_FFMPEG_DIR"),
+                  "without FFmpeg (%s): status %d, %s", path, st, err.msg);
+    }
+    CHECK(!avformat_loaded());
+}
+
 int main(int argc, char **argv) {
     test_indices();
     test_labels();
-    if (argc > 1)
+    if (argc > 1 && !strcmp(argv[1], "--no-ffmpeg")) {
+        test_no_ffmpeg(getenv("G4V_FFMPEG_DIR") ? getenv("G4V_FFMPEG_DIR") : "(unset)");
+        return test_summary("test_video_unit --no-ffmpeg");
+    }
+    /* nothing so far needed FFmpeg, and setting the cap does not load it either */
+    CHECK_MSG(!avformat_loaded(), "%s is loaded before any video", AVFORMAT_SONAME);
+    g4v_video_cap_allocations(G4V_VIDEO_ALLOC_CAP);
+    CHECK_MSG(!avformat_loaded(), "g4v_video_cap_allocations loaded %s", AVFORMAT_SONAME);
+    if (argc > 1) {
         test_allocation_cap(argv[1]);
+        CHECK_MSG(avformat_loaded(), "%s is not loaded after a decode", AVFORMAT_SONAME);
+    }
     else
         CHECK_MSG(0, "usage: test_video_unit HOSTILE_MP4");
     return test_summary("test_video_unit");

@@ -23,7 +23,6 @@ int cmd_chat(int argc, char **argv) {
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <libavutil/log.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -387,7 +386,7 @@ int cmd_chat(int argc, char **argv) {
         free(a.media);
         return p > 0 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
-    av_log_set_level(AV_LOG_QUIET);
+    g4v_video_quiet_ffmpeg();
     chat_session *s;
     char err[1024];
     int rc = chat_session_open(&a.o, &s, err, sizeof err);

@@ -23,7 +23,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <libavutil/log.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -711,7 +710,7 @@ int cmd_encode(int argc, char **argv) {
         inputs_free(&a.in);
         return r == -2 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
-    av_log_set_level(AV_LOG_QUIET); /* FFmpeg's own stderr chatter: our messages say what failed */
+    g4v_video_quiet_ffmpeg(); /* FFmpeg's own stderr chatter: our messages say what failed */
     int rc = encode_all(&a);
     inputs_free(&a.in);
     return rc;
