@@ -20,10 +20,12 @@ from . import _lib
 from ._errors import G4VError, status_name
 from ._lib import LibraryNotFoundError
 from .model import ImageInput, Model, ModelInfo, Result, VideoResult
+from .preprocess import Pixels, preprocess
 
 __all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "LibraryNotFoundError",
            "BUDGETS", "DEFAULT_BUDGET", "DEFAULT_VIDEO_BUDGET", "VIDEO_ALLOC_CAP", "ImageInput",
-           "status_name", "library_version", "library_path", "cap_video_allocations"]
+           "status_name", "library_version", "library_path", "cap_video_allocations",
+           "preprocess", "Pixels"]
 
 
 def __getattr__(name: str) -> Any:

@@ -104,6 +104,20 @@ class Result(ctypes.Structure):
                 ("seconds", c_double)]
 
 
+class PreprocessOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("apply_exif", c_int),
+                ("resize", c_int), ("pillow_version", c_int), ("max_pixels", ctypes.c_uint64),
+                ("max_dimension", c_int)]
+
+
+class Pixels(ctypes.Structure):
+    _fields_ = [("width", c_int), ("height", c_int), ("rgb", POINTER(ctypes.c_uint8)),
+                ("n_patches", c_int), ("patches", POINTER(c_float)),
+                ("positions", POINTER(c_int32)), ("format", ctypes.c_char * 16),
+                ("src_width", c_int), ("src_height", c_int), ("orientation", c_int),
+                ("oriented_width", c_int), ("oriented_height", c_int), ("streamed", c_int)]
+
+
 class RgbImage(ctypes.Structure):
     _fields_ = [("rgb", c_void_p), ("width", c_int), ("height", c_int), ("stride", c_size_t)]
 
@@ -167,6 +181,10 @@ _PROTOTYPES = {
                                            c_size_t]),
     "g4v_encode_rgb_batch": (c_int, [c_void_p, POINTER(RgbImage), c_int, POINTER(EncodeOptions),
                                      POINTER(Result)]),
+    "g4v_preprocess_options_init_sized": (None, [POINTER(PreprocessOptions), c_size_t]),
+    "g4v_preprocess_file": (c_int, [c_char_p, POINTER(PreprocessOptions),
+                                    POINTER(POINTER(Pixels)), c_char_p, c_size_t]),
+    "g4v_pixels_free": (None, [POINTER(Pixels)]),
     "g4v_budgets": (c_int, [POINTER(c_int), c_int]),
     "g4v_default_budget": (c_int, []),
     "g4v_default_video_budget": (c_int, []),
@@ -184,6 +202,8 @@ def _inline_helpers(lib):
         "g4v_encode_options_init":
             lambda p: lib.g4v_encode_options_init_sized(p, sz(EncodeOptions)),
         "g4v_video_options_init": lambda p: lib.g4v_video_options_init_sized(p, sz(VideoOptions)),
+        "g4v_preprocess_options_init":
+            lambda p: lib.g4v_preprocess_options_init_sized(p, sz(PreprocessOptions)),
         "g4v_model_get_info":
             lambda m, info, errbuf, n: lib.g4v_model_get_info_sized(m, info, sz(ModelInfo),
                                                                     errbuf, n),
