@@ -91,10 +91,16 @@ int g4v_ffmpeg_load(g4v_err *err) {
     return g4v_fail(err, G4V_ERR_UNSUPPORTED, "%s", failure);
 }
 
-/* Applies a setting now when FFmpeg is in the process (ours, or the program's own copy: the
- * settings are process-wide for every FFmpeg user, g4v.h), else keeps it for load_once. */
-static void *loaded_avutil(void) {
-    return open_lib(SONAMES[0], RTLD_NOW | RTLD_NOLOAD);
+/* A setting applies now to the FFmpeg in the process (ours, or the program's own copy: the
+ * settings are process-wide for every FFmpeg user, g4v.h), else load_once applies it. This is
+ * the libavutil function `name` when some libavutil is already loaded, else NULL. */
+static void *present_avutil_function(const char *name) {
+    if (atomic_load(&loaded)) return NULL; /* the caller uses g4v_ff */
+    void *h = open_lib(SONAMES[0], RTLD_NOW | RTLD_NOLOAD);
+    if (!h) return NULL;
+    void *f = dlsym(h, name);
+    dlclose(h); /* drops our reference only: whoever loaded it keeps it loaded */
+    return f;
 }
 
 void g4v_video_cap_allocations(size_t max_bytes) {
@@ -103,33 +109,19 @@ void g4v_video_cap_allocations(size_t max_bytes) {
     pthread_mutex_lock(&settings_lock);
     pending_cap = cap;
     pending_cap_set = 1;
-    if (atomic_load(&loaded)) {
-        g4v_ff.av_max_alloc(cap);
-    } else {
-        void *h = loaded_avutil();
-        if (h) {
-            void (*set)(size_t) = NULL;
-            *(void **)&set = dlsym(h, "av_max_alloc");
-            if (set) set(cap);
-            dlclose(h);
-        }
-    }
+    void (*set)(size_t) = NULL;
+    *(void **)&set = atomic_load(&loaded) ? (void *)g4v_ff.av_max_alloc
+                                          : present_avutil_function("av_max_alloc");
+    if (set) set(cap);
     pthread_mutex_unlock(&settings_lock);
 }
 
 void g4v_video_quiet_ffmpeg(void) {
     pthread_mutex_lock(&settings_lock);
     pending_quiet = 1;
-    if (atomic_load(&loaded)) {
-        g4v_ff.av_log_set_level(AV_LOG_QUIET);
-    } else {
-        void *h = loaded_avutil();
-        if (h) {
-            void (*set)(int) = NULL;
-            *(void **)&set = dlsym(h, "av_log_set_level");
-            if (set) set(AV_LOG_QUIET);
-            dlclose(h);
-        }
-    }
+    void (*set)(int) = NULL;
+    *(void **)&set = atomic_load(&loaded) ? (void *)g4v_ff.av_log_set_level
+                                          : present_avutil_function("av_log_set_level");
+    if (set) set(AV_LOG_QUIET);
     pthread_mutex_unlock(&settings_lock);
 }
