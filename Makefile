@@ -229,10 +229,20 @@ asan: test-deps ## unit + hostile-input tests under ASan + UBSan with fault inje
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L 'unit|fault'
 
 # The public API's tests (incl. N threads over one shared model) under ThreadSanitizer.
-tsan: test-deps ## the API thread tests under ThreadSanitizer (build-tsan/)
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON
-	cmake --build build-tsan -j $(JOBS) --target test_api_threads test_json_race
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan
+# make tsan also runs g4v serve's chat test (tests/chat/test_chat_serve.py, whose section 7 has two
+# slots answering six requests at once over a shared vision model and feature cache) with a
+# ThreadSanitizer g4v; libllama itself is not instrumented. Any report fails the target.
+tsan: test-deps ## the API thread tests and g4v serve's chat slots under ThreadSanitizer (build-tsan/)
+	@set -e; prefix=$$(scripts/build-llama.sh | tail -1); \
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON \
+	  -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src; \
+	cmake --build build-tsan -j $(JOBS) --target test_api_threads test_json_race g4v_cli; \
+	cd build-tsan; TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan; \
+	rm -rf tsan-logs; mkdir tsan-logs; \
+	TSAN_OPTIONS="exitcode=66 log_path=$$PWD/tsan-logs/report" \
+	  ctest --output-on-failure -R '^chat_serve$$'; \
+	if ls tsan-logs/report* >/dev/null 2>&1; then cat tsan-logs/report*; \
+	  echo "tsan: ThreadSanitizer reported races in g4v serve (above)"; exit 1; fi
 
 # Hostile input (docs/LIMITS.md): the N-th allocation fails for every N over load and encode,
 # decompression bombs, and the fuzz regression replays, under ASan/LSan + UBSan. Optimised

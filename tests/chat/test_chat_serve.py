@@ -8,7 +8,8 @@ streamed or not; two images across two messages; an image sent again in a later 
 the feature cache (metrics); GET /v1/models; 429 with Retry-After when the slot and the queue are
 taken; a client that hangs up mid-stream frees its slot at once; paths outside --allow-files
 (and any path without it) refused 403; a data: URI that is not an image refused 400 while the
-server keeps serving; the limits (messages, images, context) each with its own code; SIGTERM
+server keeps serving; two slots answering six concurrent requests (streamed and not, three
+images) exactly as one slot answers them one by one; the limits (messages, images, context) each with its own code; SIGTERM
 during a stream finishes the stream, then exit 0."""
 import base64
 import json
@@ -242,6 +243,10 @@ def run(tmp, allowed, servers):
                        "g4v": {"tokens": 70}})
     check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 64,
           f"\"g4v\": {{\"tokens\": 70}}: the image at budget 70 ({st} {str(r)[:200]})")
+    st, _, r = s.chat({"messages": [user("Hi", img1)], "max_tokens": 2, "temperature": 0})
+    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 256,
+          f"the next request without \"g4v\" is back at the server's budget, 280 ({st} "
+          f"{str(r.get('usage'))[:200]})")
 
     # 6. one slot, no queue: 429 while a stream runs; its client hangs up; the slot is free at once
     long = {"messages": [user("Tell me a long story.")], "max_tokens": 4000, "temperature": 1.0,
@@ -276,7 +281,51 @@ def run(tmp, allowed, servers):
     check(freed and t_free < 2.0, f"its client hung up: the slot is free in {t_free:.3f} s")
     check(s.metrics()["g4v_chat_cancelled_total"] == cancelled + 2, "that hang-up is counted too")
 
-    # 7. paths refused on a server without --allow-files
+    # 7. two slots answering at once (make tsan-serve runs this under ThreadSanitizer): six
+    # requests from six threads, streamed and not, over three images encoded concurrently into
+    # the shared vision model and feature cache, and one client hanging up mid-stream; every
+    # answer equals the one-slot server's for the same request (--lm-threads 1, fixed seeds)
+    import threading
+    s3 = Server(tmp, "slots", "--lm-slots", "2", "--max-queue", "8")
+    servers.append(s3)
+    other = os.path.join(tmp, "other.png")
+    Image.new("RGB", (500, 300), (200, 30, 90)).save(other)
+    imgs = [img1, data_uri(fx("img2.png")), data_uri(other)]
+    reqs = [{"messages": [user(f"Question {i}.", imgs[i % 3])], "max_tokens": 8,
+             "temperature": 0.9, "seed": 100 + i} for i in range(6)]
+    want = []
+    for q in reqs:
+        st, _, r = s.chat(q)
+        want.append(r["choices"][0]["message"]["content"] if st == 200 else f"status {st}")
+    got = [None] * 6
+
+    def client(i):
+        if i % 2:
+            st, ev, c, _ = s3.stream(reqs[i])
+            c.close()
+            got[i] = content_of(ev) if st == 200 and ev and ev[-1] == "[DONE]" else f"status {st}"
+        else:
+            st, _, r = s3.chat(reqs[i])
+            got[i] = r["choices"][0]["message"]["content"] if st == 200 else f"status {st} {r}"
+
+    def quitter():
+        st, ev, c, _ = s3.stream({**reqs[0], "max_tokens": 200}, stop_after=2)
+        c.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(6)]
+    threads.append(threading.Thread(target=quitter))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    for i in range(6):
+        check(got[i] == want[i], f"two slots, request {i}: the one-slot answer ({got[i]!r} vs "
+              f"{want[i]!r})")
+    st, _, r = s3.chat(reqs[1])
+    check(st == 200 and r["choices"][0]["message"]["content"] == want[1],
+          "two slots: still serving after the concurrent round")
+
+    # 7b. paths refused on a server without --allow-files
     s2 = Server(tmp, "nofiles", "--drain-seconds", "0", "--request-timeout", "4")
     servers.append(s2)
     st, _, r = s2.chat({"messages": [user("Hi", os.path.join(allowed, "img2.png"))]})

@@ -20,6 +20,7 @@
 
 struct chat_session {
     chat_options o;
+    int open_budget; /* the budget the session was opened with: a restart's default */
     g4v_model *vm;
     g4v_ctx *vctx;
     g4v_cache *cache;
@@ -148,6 +149,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     }
     s->o = *o;
     if (!s->o.budget) s->o.budget = G4V_DEFAULT_BUDGET;
+    s->open_budget = s->o.budget;
     if (!s->o.video_budget) s->o.video_budget = G4V_DEFAULT_VIDEO_BUDGET;
     if (!s->o.video_frames) s->o.video_frames = G4V_DEFAULT_VIDEO_FRAMES;
     s->n_ctx = o->n_ctx > 0 ? o->n_ctx : 8192;
@@ -617,7 +619,9 @@ int chat_session_turn(chat_session *s, const chat_media *media, int n_media, con
 }
 
 int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz) {
-    int budget = o->budget ? o->budget : s->o.budget;
+    /* 0: the session's own budget, never the previous conversation's (g4v serve restarts a slot
+     * per request, and one request's "g4v": {"tokens": 70} must not stay for the next) */
+    int budget = o->budget ? o->budget : s->open_budget;
     char msg[160];
     if (g4v_budget_check(budget, msg, sizeof msg)) {
         seterr(err, errsz, "%s", msg);

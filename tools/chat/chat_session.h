@@ -100,7 +100,8 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
 
 /* A new conversation on the same models and context (g4v serve: one per request): forgets
  * every turn and takes o's per-conversation settings -- system, temp, top_k, top_p, seed,
- * max_tokens, budget (0: the session's) -- the rest of o is ignored. CHAT_OK, or CHAT_ERR_USAGE
+ * max_tokens, budget (0: the one the session was opened with, whatever earlier restarts
+ * asked for) -- the rest of o is ignored. CHAT_OK, or CHAT_ERR_USAGE
  * for a budget that is not one of G4V_BUDGETS or above the session's max_budget. */
 int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz);
 
