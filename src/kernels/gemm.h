@@ -24,6 +24,7 @@
  *   INT8, any dtype:     avx512-vnni-q8 > avx-vnni-q8 > avx2-q8 > portable-q8 (gemm_q8.h: x and W
  *                        quantized to int8, exact int32 sums, one fixed dequantization; every
  *                        kernel matches g4v_gemm_ref bit for bit)
+ *   INT8_BLOCKS:         avx512-vnni-q8b > portable-q8b (the same with per-32-block scales)
  * Numerics: the portable kernels match g4v_gemm_ref bit for bit; the FMA kernels (…-f32,
  * …-bf16w) sum k in order with one rounding per step, which is bit-identical to the reference
  * whenever products are exact (FAST mode with BF16/F16 weights) and within K·2⁻²⁴·Σ|x'w| of it
@@ -53,9 +54,16 @@
 typedef enum g4v_math_mode {
     G4V_MATH_FAST = 0,   /* activations rounded to bf16 at GEMM inputs (bf16 dot products) */
     G4V_MATH_PRECISE = 1, /* f32 activations, f32 products of the exact weights */
-    G4V_MATH_INT8 = 2     /* int8 x int8 -> int32: weights per output channel, activations per
+    G4V_MATH_INT8 = 2,    /* int8 x int8 -> int32: weights per output channel, activations per
                              row (gemm_q8.h); opt-in, ~1e-2 relative error */
+    G4V_MATH_INT8_BLOCKS = 3 /* int8 as INT8 with both scales per 32-block of K (gemm_q8.h,
+                                llama.cpp's Q8_0 x Q8_0); opt-in */
 } g4v_math_mode;
+
+/* Whether mode is one of the INT8 modes (per channel or per block). */
+static inline int g4v_math_is_int8(g4v_math_mode mode) {
+    return mode == G4V_MATH_INT8 || mode == G4V_MATH_INT8_BLOCKS;
+}
 
 typedef struct g4v_wmat g4v_wmat;
 
