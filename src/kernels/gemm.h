@@ -93,6 +93,18 @@ int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n
  * pages, wasted 62 MB of e4b's 311 MB. NULL storage is g4v_wmat_create. */
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                        g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err);
+/* Q8_0 blocks as GGUF stores them (G4V_Q8_0_BLOCK_BYTES each: an f16 scale d, then 32 int8
+ * codes q; weight = d·q). */
+enum { G4V_Q8_0_BLOCK_BYTES = 34 };
+
+/* g4v_wmat_create_in for an [n, k] weight given as Q8_0 blocks (row n: k / 32 blocks, k a
+ * multiple of 32), in INT8_BLOCKS mode only: the blocked INT8 panels take the file's codes and its
+ * d widened exactly to f32 as they are (codes -128 included), with no f32 round trip and no
+ * requantization (docs/NUMERICS.md §12.5). The packed size is g4v_wmat_packed_bytes(kt, any
+ * dtype, n, k, G4V_MATH_INT8_BLOCKS). */
+int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, int k,
+                            void *storage, g4v_wmat **out, g4v_err *err);
+
 /* Bytes of the packed panels of an [n, k] weight for the kernel g4v_wmat_create would choose; 0
  * when none fits or the shape is out of range (g4v_wmat_create then fails and says why). */
 size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, g4v_dtype dtype, int n, int k,

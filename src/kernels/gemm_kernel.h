@@ -112,6 +112,10 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
                          g4v_err *err);
 const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
 
+/* g4v_wmat_create_q8_0_in with the (blocked INT8) kernel chosen by the caller (tests). */
+int g4v_wmat_create_q8_0_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern,
+                              const void *blocks, int n, int k, g4v_wmat **out, g4v_err *err);
+
 /* Blocking overrides for tests (0 = the default choice). no_scratch forces the allocation-free
  * path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets the K chunk. */
 typedef struct g4v_gemm_cfg {

@@ -319,6 +319,145 @@ static void test_accuracy(void) {
     free(x);
 }
 
+/* f32 -> f16 bits, round to nearest even, for values in f16's normal range (or 0). */
+static uint16_t to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sgn = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a < 0x38800000u) return (uint16_t)sgn;
+    return (uint16_t)(sgn | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13));
+}
+
+/* Q8_0 blocks for an [n, k] weight. llama = 1: every block as llama.cpp's quantizer writes it
+ * (d = amax / 127 stored as f16, codes round(v / d), so a nonzero block's largest |code| is 127;
+ * every 7th block all zero). llama = 0: hand-made blocks too: codes -128..127 with the largest
+ * below 127, and d = 0 over nonzero codes. wf gets the widened weight d·q. */
+static unsigned char *make_q8_0(int n, int k, int llama, float *wf) {
+    int nb = k / 32;
+    unsigned char *blocks = malloc((size_t)n * nb * G4V_Q8_0_BLOCK_BYTES);
+    for (int j = 0; j < n; j++)
+        for (int b = 0; b < nb; b++) {
+            unsigned char *blk = blocks + ((size_t)j * nb + b) * G4V_Q8_0_BLOCK_BYTES;
+            int kind = llama ? ((j + 2 * b) % 7 == 0 ? 4 : 0) : (j * 3 + b) % 6;
+            float v[32], amax = 0.0f, scale = kind == 1 ? 1e-3f : kind == 2 ? 30.0f : 0.5f;
+            int8_t q[32];
+            for (int t = 0; t < 32; t++) {
+                v[t] = kind == 4 ? 0.0f : frand(-1.0f, 1.0f) * scale;
+                amax = fabsf(v[t]) > amax ? fabsf(v[t]) : amax;
+            }
+            float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+            for (int t = 0; t < 32; t++)
+                q[t] = (int8_t)roundf(v[t] * id);
+            if (kind == 3) { /* hand-made: -128 present, largest positive 100 */
+                d = 0.01f;
+                for (int t = 0; t < 32; t++) {
+                    int c = t == 0 ? -128 : (int)(rnd() % 229) - 128;
+                    q[t] = (int8_t)(c > 100 ? 100 : c);
+                }
+            }
+            if (kind == 5) d = 0.0f; /* a zero scale over nonzero codes */
+            uint16_t h = to_f16(d);
+            memcpy(blk, &h, 2);
+            memcpy(blk + 2, q, 32);
+            float dw = g4v_load_elem(&h, G4V_DT_F16, 0);
+            for (int t = 0; t < 32; t++)
+                wf[(size_t)j * k + b * 32 + t] = dw * (float)q[t];
+        }
+    return blocks;
+}
+
+/* Q8_0 weights used directly (INT8_BLOCKS only): (a) every blocked kernel's packed codes and
+ * scales are the file's codes and its d as f32, bit for bit; (b) its GEMM equals gemm_q8.h's
+ * definition computed here from the file's codes and scales (activations quantized per block with
+ * gemm_q8.h's primitives, int64 sums, the fixed fmaf order); (c) for blocks as llama.cpp
+ * quantizes them, the direct panels equal the panels of the widened f32 weight requantized,
+ * byte for byte (so the encode is the same both ways); hand-made blocks (largest code < 127,
+ * -128) are where the two differ, and only the direct path keeps the file's weights. */
+static void test_q8_0(g4v_pool *pool) {
+    if (MODE != G4V_MATH_INT8_BLOCKS) return;
+    int m = 13, n = 37, k = 160, nb = k / 32;
+    float *wf = malloc(sizeof(float) * (size_t)n * k), *x = malloc(sizeof(float) * (size_t)m * k);
+    float *y = malloc(sizeof(float) * (size_t)m * n), *want = malloc(sizeof(float) * m * n);
+    for (int i = 0; i < m * k; i++)
+        x[i] = frand(-2.0f, 2.0f) * (rnd() % 8 ? 1.0f : 8.0f);
+    int count;
+    const g4v_gemm_kernel *const *all = q8_kernels(&count);
+    for (int llama = 0; llama < 2; llama++) {
+        unsigned char *blocks = make_q8_0(n, k, llama, wf);
+        for (int r = 0; r < m; r++) /* the definition, from the file's codes and scales */
+            for (int j = 0; j < n; j++) {
+                float acc = 0.0f;
+                for (int b = 0; b < nb; b++) {
+                    const float *xb = x + (size_t)r * k + b * 32;
+                    const unsigned char *blk =
+                        blocks + ((size_t)j * nb + b) * G4V_Q8_0_BLOCK_BYTES;
+                    float amax = 0.0f, inv;
+                    for (int t = 0; t < 32; t++)
+                        amax = fabsf(xb[t]) > amax ? fabsf(xb[t]) : amax;
+                    float sa = g4v_q8_scale(amax, &inv), sw = g4v_load_elem(blk, G4V_DT_F16, 0);
+                    int64_t s = 0;
+                    for (int t = 0; t < 32; t++)
+                        s += (int64_t)g4v_q8_code(xb[t], inv) * (int8_t)blk[2 + t];
+                    acc = fmaf((float)s, sa * sw, acc);
+                }
+                want[(size_t)r * n + j] = acc;
+            }
+        for (int i = 0; i < count; i++) {
+            g4v_wmat *W = NULL;
+            g4v_err err;
+            REQUIRE(g4v_wmat_create_q8_0_with(KT, all[i], blocks, n, k, &W, &err) == G4V_OK);
+            int nr = all[i]->nr, bad = 0;
+            for (int j = 0; j < n; j++) {
+                const unsigned char *panel =
+                    (const unsigned char *)W->b + (size_t)(j / nr) * W->panel_bytes;
+                const float *sc = (const float *)(panel + (size_t)W->kpad * nr);
+                for (int b = 0; b < nb; b++) {
+                    const unsigned char *blk =
+                        blocks + ((size_t)j * nb + b) * G4V_Q8_0_BLOCK_BYTES;
+                    float d = g4v_load_elem(blk, G4V_DT_F16, 0);
+                    bad += memcmp(&sc[(size_t)b * nr + j % nr], &d, 4) != 0;
+                    for (int t = 0; t < 32; t++) {
+                        int kk = b * 32 + t;
+                        bad += panel[((size_t)(kk / 4) * nr + j % nr) * 4 + kk % 4] != blk[2 + t];
+                    }
+                }
+            }
+            CHECK_MSG(!bad, "%s Q8_0 (llama=%d): %d packed codes or scales differ from the file's",
+                      all[i]->name, llama, bad);
+            g4v_gemm(pool, x, (size_t)k, W, y, (size_t)n, (size_t)m, NULL);
+            CHECK_MSG(!memcmp(y, want, sizeof(float) * (size_t)m * n),
+                      "%s Q8_0 (llama=%d): the GEMM differs from the definition", all[i]->name,
+                      llama);
+            g4v_wmat *Wf = NULL;
+            REQUIRE(g4v_wmat_create_with(KT, all[i], wf, G4V_DT_F32, n, k, MODE, &Wf, NULL) ==
+                    G4V_OK);
+            int same = g4v_wmat_bytes(W) == g4v_wmat_bytes(Wf) &&
+                       !memcmp(W->b, Wf->b, g4v_wmat_bytes(W));
+            if (llama)
+                CHECK_MSG(same, "%s: llama.cpp-style Q8_0 packs differently from its f32 widening",
+                          all[i]->name);
+            else
+                CHECK_MSG(!same, "%s: hand-made Q8_0 blocks should differ from requantizing",
+                          all[i]->name);
+            g4v_wmat_free(Wf);
+            g4v_wmat_free(W);
+        }
+        free(blocks);
+    }
+    /* refused outside INT8_BLOCKS' shape rule: K not whole blocks */
+    g4v_wmat *W = (g4v_wmat *)1;
+    g4v_err err;
+    unsigned char dummy[G4V_Q8_0_BLOCK_BYTES * 2] = {0};
+    CHECK(g4v_wmat_create_q8_0_in(KT, dummy, 1, 48, NULL, &W, &err) == G4V_ERR_ARG);
+    CHECK(W == NULL);
+    CHECK_CONTAINS(err.msg, "Q8_0");
+    printf("Q8_0 direct: %d kernels\n", count);
+    free(wf);
+    free(x);
+    free(y);
+    free(want);
+}
+
 static void test_api(void) {
     int count;
     const g4v_gemm_kernel *const *all = q8_kernels(&count);
@@ -379,6 +518,7 @@ int main(void) {
         test_special(pool);
         test_determinism();
         test_accuracy();
+        test_q8_0(pool);
     }
     g4v_pool_destroy(pool);
     return test_summary("test_gemm_q8");
