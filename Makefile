@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: test-arm64 bench-arm64-mca help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16 bench-int8 accuracy-int8
+.PHONY: test-arm64 bench-arm64-mca help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16 bench-int8 accuracy-int8 q8-granularity
 
 all: build ## configure + build into build/ (the default)
 
@@ -403,23 +403,26 @@ accuracy-bf16: test-deps ## the AVX512-BF16 paths emulated through SIMDe against
 	  --encode-tool $(BUILD)/tests/encoder/encode_tool_simde --modes fast \
 	  --work $(BUILD)/accuracy-bf16 $(ACC_BF16_CASES)
 
-# make bench-int8: the INT8 mode against FAST in one run (bench/int8_speed.py: 256 and 1120 soft
-# tokens, 2 threads, FAST / INT8 as a ratio) on the synthetic e4b of `make bench`; make
-# accuracy-int8: INT8 and FAST against float64 (bench/accuracy.py; minutes per case at 256
-# tokens, ACC_INT8_CASES overrides the cases; the last one is sharper attention).
+# make bench-int8: the INT8 modes against FAST in one run (bench/int8_speed.py: 256 and 1120 soft
+# tokens, 2 threads, FAST / INT8 and FAST / INT8 per 32-block as ratios) on the synthetic e4b of
+# `make bench`; make accuracy-int8: both INT8 modes and FAST against float64 (bench/accuracy.py;
+# minutes per case at 256 tokens, ACC_INT8_CASES overrides the cases; the last one is sharper
+# attention). make q8-granularity: the per-GEMM error of the four scale granularities (numpy).
 ACC_INT8_CASES ?= e4b:16:768x768 e2b:0:768x768 31b:2:768x768 e4b:2:768x768:qk=2
-bench-int8: test-deps ## INT8 vs FAST encode speed, same run, 256 and 1120 tokens (a few minutes)
+bench-int8: test-deps ## INT8 (per channel, per block) vs FAST speed, one run, 256/1120 tokens
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target encode_tool
 	@if [ ! -f $(BENCH_MODEL)/config.json ]; then \
 	  $(PYTHON) tools/gen_checkpoint.py $(BENCH_MODEL) --config e4b --seed 0; fi
 	$(PYTHON) bench/int8_speed.py --encode-tool $(BUILD)/tests/encoder/encode_tool \
 	  --model $(BENCH_MODEL)
-accuracy-int8: test-deps ## INT8 (default and all-int8) and FAST against float64 (~30 min)
+accuracy-int8: test-deps ## INT8 (default, all-int8, per block) and FAST vs float64 (~40 min)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target encode_tool
 	$(PYTHON) bench/accuracy.py --encode-tool $(BUILD)/tests/encoder/encode_tool \
-	  --modes fast,int8,int8+none --work $(BUILD)/accuracy-int8 $(ACC_INT8_CASES)
+	  --modes fast,int8,int8+none,int8b --work $(BUILD)/accuracy-int8 $(ACC_INT8_CASES)
+q8-granularity: test-deps ## int8 error per GEMM: per channel/row vs per 32-block (numpy, ~20 s)
+	$(PYTHON) bench/q8_granularity.py
 
 # make bench-python: bulk encoding (gemma4_vision.bulk on a Dask LocalCluster, 1 and 2 workers x
 # 1 and 2 threads) against a loop of `g4v encode` over the same mixed images, in one run

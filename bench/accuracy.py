@@ -4,7 +4,8 @@
 usage: accuracy.py --encode-tool PATH [--encode-tool PATH2 ...] [--modes fast,precise,int8]
                    --work DIR CASE...
   MODE = fast, precise, int8, or int8+LIN+LIN... (INT8 with those block linears kept FAST, e.g.
-  int8+down; LIN is q, k, v, o, gate, up or down; int8+none: every linear int8).
+  int8+down; LIN is q, k, v, o, gate, up or down; int8+none: every linear int8); int8b and
+  int8b+LIN... the same in the per-32-block INT8 mode (encode_tool --int8=blocks).
   CASE = CONFIG:LAYERS:WxH[:qk=S], e.g. e4b:16:768x768 (256 tokens) or 31b:2:1680x1536 (1120
   tokens); LAYERS 0 keeps the config's count; qk=S generates the checkpoint with --qk-scale S
   (sharper attention). Several --encode-tool (e.g. the native tool and encode_tool_simde, whose
@@ -36,7 +37,8 @@ def mode_args(mode):
         return ["--precise"]
     if mode.startswith("int8"):
         keep = mode.split("+")[1:]
-        return ["--int8"] + (["--int8-fast", ",".join(keep)] if keep else [])
+        flag = "--int8=blocks" if mode.split("+")[0] == "int8b" else "--int8"
+        return [flag] + (["--int8-fast", ",".join(keep)] if keep else [])
     return []
 
 

@@ -54,10 +54,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--mode"))
             mode = !strcmp(argv[i + 1], "precise") ? G4V_MATH_PRECISE
                    : !strcmp(argv[i + 1], "int8")  ? G4V_MATH_INT8 /* "% peak": of FMA f32 */
+                   : !strcmp(argv[i + 1], "int8b") ? G4V_MATH_INT8_BLOCKS
                                                    : G4V_MATH_FAST;
     }
     if (m < 1 || reps < 1 || reps > MAX_REPS) {
-        fprintf(stderr, "usage: bench_gemm [--m M] [--reps R (1..%d)] [--mode fast|precise|int8]\n",
+        fprintf(stderr, "usage: bench_gemm [--m M] [--reps R (1..%d)] [--mode fast|precise|int8|int8b]\n",
                 MAX_REPS);
         return 2;
     }
@@ -73,7 +74,8 @@ int main(int argc, char **argv) {
     printf("cpu: %s, FMA %d-bit, mode %s, M = %d, medians of %d interleaved runs\n",
            g4v_cpu_isa_name(), width, mode == G4V_MATH_FAST   ? "FAST"
            : mode == G4V_MATH_INT8 ? "INT8"
-                                   : "PRECISE",
+           : mode == G4V_MATH_INT8_BLOCKS ? "INT8_BLOCKS"
+                                          : "PRECISE",
            m, reps);
     bench_peaks_print(&pk, stdout);
     printf("peak = the instruction our kernel uses (vdpbf16ps for avx512-bf16dp, else FMA) at "

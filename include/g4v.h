@@ -146,7 +146,10 @@ typedef struct g4v_model_options {
                  be 0): the vision blocks' linear layers as int8 x int8 -> int32 with VNNI
                  (AVX2 elsewhere), weights quantized once at load, activations per row;
                  ~2e-2 relative error vs float64 (docs/NUMERICS.md §12). Its outputs and cache
-                 entries are its own (fingerprint and cache key name the mode). */
+                 entries are its own (fingerprint and cache key name the mode). 2: the INT8
+                 mode with weights and activations scaled per block of 32 inputs (llama.cpp's
+                 Q8_0 layout; Q8_0 GGUF weights are used as stored), more accurate, slower
+                 (docs/NUMERICS.md §12.4); fingerprint and cache key name "int8-blocks". */
 } g4v_model_options;
 
 /* Every g4v_X_options_init(opts) is an inline call of the exported g4v_X_options_init_sized(opts,
@@ -224,7 +227,7 @@ typedef struct g4v_model_info {
      * F16, F32 (types with no tensor left out) */
     int n_dtypes;
     g4v_dtype_count dtypes[4];
-    int int8; /* the load options' int8: the model computes in the INT8 mode */
+    int int8; /* the load options' int8: the model computes in the INT8 mode (2: per block) */
 } g4v_model_info;
 
 /* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the

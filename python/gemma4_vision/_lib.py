@@ -53,7 +53,7 @@ class ModelOptions(ctypes.Structure):
                 ("read_weights", c_int),
                 ("resize", c_int),  # RESIZE_PILLOW / RESIZE_TORCHVISION
                 ("metadata_only", c_int),
-                ("int8", c_int)]  # the INT8 mode (with precise = 0)
+                ("int8", c_int)]  # the INT8 mode (with precise = 0); 2: per 32-block
 
 
 class DtypeCount(ctypes.Structure):

@@ -286,7 +286,9 @@ class Model:
       threads   worker threads per encode call (0: one per CPU)
       precise   f32 GEMM inputs (~1e-6 relative error) instead of bf16 (~3e-3), slower
       int8      the INT8 mode: int8 x int8 linear layers, ~1.3-1.5x faster than the default
-                at 256 tokens, ~2e-2 relative error (docs/NUMERICS.md §12); not with precise
+                at 256 tokens, ~2e-2 relative error (docs/NUMERICS.md §12); not with precise.
+                "blocks": the INT8 mode with scales per block of 32 inputs (llama.cpp's Q8_0;
+                a Q8_0 GGUF's weights used as stored), more accurate, slower (§12.4)
       budget    default soft-token budget, one of BUDGETS (None: DEFAULT_BUDGET, 280)
       exif      apply the EXIF orientation of image files (as transformers does)
       resize    "pillow" (default): Pillow's BICUBIC, as transformers' Gemma4ImageProcessorPil;
@@ -306,7 +308,7 @@ class Model:
 
     def __init__(self, path: str | os.PathLike[str], threads: int = 0, precise: bool = False,
                  budget: int | None = None, exif: bool = True, resize: str = "pillow",
-                 int8: bool = False, **limits: int | float) -> None:
+                 int8: bool | str = False, **limits: int | float) -> None:
         self._model = None
         self._idle: list[c_void_p] = []
         self._busy = 0
@@ -325,7 +327,12 @@ class Model:
             opts.budget = budget
         opts.apply_exif = 1 if exif else 0
         opts.precise = 1 if precise else 0
-        opts.int8 = 1 if int8 else 0
+        if isinstance(int8, str):
+            if int8 != "blocks":
+                raise ValueError(f"int8 must be True, False or 'blocks', got {int8!r}")
+            opts.int8 = 2
+        else:
+            opts.int8 = 1 if int8 else 0
         if precise and int8:
             raise ValueError("precise and int8 are two math modes: choose one")
         opts.resize = resize_id

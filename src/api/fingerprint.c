@@ -1,5 +1,5 @@
 /* fingerprint.c - g4v_model_fingerprint: SHA-256 over a format tag, the numerics version and
- * mode ("fast", "precise" or "int8"), the vision configuration values that change the
+ * mode ("fast", "precise", "int8" or "int8-blocks"), the vision configuration values that change the
  * computation, and every vision tensor the encoder uses, in canonical-name order, each as (name,
  * dtype, shape, SHA-256 of its bytes).
  *

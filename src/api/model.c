@@ -95,8 +95,9 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
     if (o->precise != 0 && o->precise != 1)
         return g4v_fail(err, G4V_ERR_ARG, "precise must be 0 or 1, found %d", o->precise);
-    if (o->int8 != 0 && o->int8 != 1)
-        return g4v_fail(err, G4V_ERR_ARG, "int8 must be 0 or 1, found %d", o->int8);
+    if (o->int8 < 0 || o->int8 > 2)
+        return g4v_fail(err, G4V_ERR_ARG, "int8 must be 0, 1 or 2 (per 32-block), found %d",
+                        o->int8);
     if (o->int8 && o->precise)
         return g4v_fail(err, G4V_ERR_ARG, "precise and int8 are two math modes: set one");
     if (o->resize != G4V_RESIZE_PILLOW && o->resize != G4V_RESIZE_TORCHVISION)
@@ -154,7 +155,8 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
     g4v_pool *packers = NULL;
     if (!o.metadata_only && g4v_pool_create(0, &packers, NULL)) packers = NULL;
     g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE
-                                   : o.int8  ? G4V_MATH_INT8
+                                   : o.int8 == 2 ? G4V_MATH_INT8_BLOCKS
+                                   : o.int8      ? G4V_MATH_INT8
                                              : G4V_MATH_FAST,
                            /* a heap copy must stay; nothing packed, nothing to drop */
                            .drop_mapped_pages = !o.read_weights && !o.metadata_only,

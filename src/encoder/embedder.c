@@ -101,10 +101,10 @@ int g4v_embedder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, 
     *out = NULL;
     if (!ck) return g4v_fail(err, G4V_ERR_ARG, "embedder: no checkpoint");
     g4v_math_mode mode = opts ? opts->mode : G4V_MATH_FAST;
-    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && mode != G4V_MATH_INT8)
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && !g4v_math_is_int8(mode))
         return g4v_fail(err, G4V_ERR_ARG, "embedder: unknown math mode %d", (int)mode);
     /* INT8: the unified model has no block linears; its patch GEMM stays FAST, as the tower's */
-    if (mode == G4V_MATH_INT8) mode = G4V_MATH_FAST;
+    if (g4v_math_is_int8(mode)) mode = G4V_MATH_FAST;
     int st = check_config(&ck->cfg, err);
     if (st) return st;
     g4v_embedder *e = g4v_calloc(1, sizeof *e);

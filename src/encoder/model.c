@@ -98,7 +98,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
          * FAST's bf16 (or INT8's int8) rounding of every projection's input adds up past FAST's
          * bound: all seven run in f32 there, and its attention too (encoder.c; NUMERICS §6.5) */
         g4v_math_mode mode = el->sharp ? G4V_MATH_PRECISE : e->mode;
-        if (mode == G4V_MATH_INT8 && (e->int8_fast_linears >> j & 1u)) mode = G4V_MATH_FAST;
+        if (g4v_math_is_int8(mode) && (e->int8_fast_linears >> j & 1u)) mode = G4V_MATH_FAST;
         queue[j] = (g4v_prep_item){&w->lin[j], mode, &el->lin[j], lin_names[j], i, 0, 0};
     }
     return G4V_OK;
@@ -162,7 +162,7 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
     /* INT8: the patch embedding stays FAST (its inputs, the integers 2u - 255, are exact in bf16
      * but not in 8 bits, and it is ~1% of the FLOPs) */
     tail[0] = (g4v_prep_item){&ck->input_proj,
-                              e->mode == G4V_MATH_INT8 ? G4V_MATH_FAST : e->mode,
+                              g4v_math_is_int8(e->mode) ? G4V_MATH_FAST : e->mode,
                               &e->input_proj,
                               "input_proj",
                               -1,
@@ -185,7 +185,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
     *out = NULL;
     if (!ck) return g4v_fail(err, G4V_ERR_ARG, "encoder: no checkpoint");
     g4v_math_mode mode = opts ? opts->mode : G4V_MATH_FAST;
-    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && mode != G4V_MATH_INT8)
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && !g4v_math_is_int8(mode))
         return g4v_fail(err, G4V_ERR_ARG, "encoder: unknown math mode %d", (int)mode);
     int st = check_config(&ck->cfg, err);
     if (st) return st;

@@ -3,6 +3,7 @@
 #include "prepare.h"
 
 #include "base/alloc.h"
+#include "kernels/gemm_q8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -95,9 +96,17 @@ static void pack_task(void *arg, int i, int worker) {
     const g4v_tensor *t = it->t;
     g4v_err *err = &j->errs[i];
     void *storage = it->placed ? (char *)j->block + it->offset : NULL;
-    int st = g4v_wmat_create_in(j->kt, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1],
-                                it->mode, storage, it->out, err);
-    if (!st && j->drop) g4v_tensor_drop_pages(t);
+    int n = (int)t->shape[0], k = (int)t->shape[1], st;
+    if (t->q8_0 && it->mode == G4V_MATH_INT8_BLOCKS && k % G4V_Q8_BLOCK == 0) {
+        /* a Q8_0 GGUF weight: its codes and scales as stored (docs/NUMERICS.md §12.5) */
+        st = g4v_wmat_create_q8_0_in(j->kt, t->q8_0, n, k, storage, it->out, err);
+        if (!st && j->drop)
+            g4v_drop_mapped_pages(t->q8_0, (size_t)n * (size_t)(k / G4V_Q8_BLOCK) *
+                                               G4V_Q8_0_BLOCK_BYTES);
+    } else {
+        st = g4v_wmat_create_in(j->kt, t->data, t->dtype, n, k, it->mode, storage, it->out, err);
+        if (!st && j->drop) g4v_tensor_drop_pages(t);
+    }
     if (st && it->layer >= 0)
         g4v_err_prefix(err, "%s: preparing layer %d %s: ", j->who, it->layer, it->name);
     else if (st)

@@ -42,6 +42,10 @@ typedef struct g4v_tensor {
     int owned; /* 1: heap memory the loader filled (a GGUF tensor it transformed or widened,
                   docs/GGUF.md §3), not a file mapping: never drop its pages
                   (g4v_tensor_drop_pages) */
+    /* A GGUF Q8_0 tensor (widened to F32 in data): its blocks as the file stores them (the
+     * mapping, or the whole-file copy), which the INT8_BLOCKS mode packs directly
+     * (kernels/gemm.h g4v_wmat_create_q8_0_in); NULL for every other tensor. */
+    const void *q8_0;
 } g4v_tensor;
 
 /* Drops t's pages from memory after its last read if it is a read-only file mapping; does

@@ -537,6 +537,7 @@ static int fill_one(gl *L, size_t i) {
     if (q8) {
         if (s->xform == X_VIEW) {
             dequant_q8_0(from, nelem, (float *)out);
+            t->q8_0 = from; /* the blocks, for INT8_BLOCKS's direct packing */
             from = NULL;
         } else {
             tmp = g4v_malloc_large(nelem ? nelem * 4 : 1);

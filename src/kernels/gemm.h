@@ -24,6 +24,7 @@
  *   INT8, any dtype:     avx512-vnni-q8 > avx-vnni-q8 > avx2-q8 > portable-q8 (gemm_q8.h: x and W
  *                        quantized to int8, exact int32 sums, one fixed dequantization; every
  *                        kernel matches g4v_gemm_ref bit for bit)
+ *   INT8_BLOCKS:         avx512-vnni-q8b > portable-q8b (the same with per-32-block scales)
  * Numerics: the portable kernels match g4v_gemm_ref bit for bit; the FMA kernels (…-f32,
  * …-bf16w) sum k in order with one rounding per step, which is bit-identical to the reference
  * whenever products are exact (FAST mode with BF16/F16 weights) and within K·2⁻²⁴·Σ|x'w| of it
@@ -53,9 +54,16 @@
 typedef enum g4v_math_mode {
     G4V_MATH_FAST = 0,   /* activations rounded to bf16 at GEMM inputs (bf16 dot products) */
     G4V_MATH_PRECISE = 1, /* f32 activations, f32 products of the exact weights */
-    G4V_MATH_INT8 = 2     /* int8 x int8 -> int32: weights per output channel, activations per
+    G4V_MATH_INT8 = 2,    /* int8 x int8 -> int32: weights per output channel, activations per
                              row (gemm_q8.h); opt-in, ~1e-2 relative error */
+    G4V_MATH_INT8_BLOCKS = 3 /* int8 as INT8 with both scales per 32-block of K (gemm_q8.h,
+                                llama.cpp's Q8_0 x Q8_0); opt-in */
 } g4v_math_mode;
+
+/* Whether mode is one of the INT8 modes (per channel or per block). */
+static inline int g4v_math_is_int8(g4v_math_mode mode) {
+    return mode == G4V_MATH_INT8 || mode == G4V_MATH_INT8_BLOCKS;
+}
 
 typedef struct g4v_wmat g4v_wmat;
 
@@ -85,6 +93,18 @@ int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n
  * pages, wasted 62 MB of e4b's 311 MB. NULL storage is g4v_wmat_create. */
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                        g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err);
+/* Q8_0 blocks as GGUF stores them (G4V_Q8_0_BLOCK_BYTES each: an f16 scale d, then 32 int8
+ * codes q; weight = d·q). */
+enum { G4V_Q8_0_BLOCK_BYTES = 34 };
+
+/* g4v_wmat_create_in for an [n, k] weight given as Q8_0 blocks (row n: k / 32 blocks, k a
+ * multiple of 32), in INT8_BLOCKS mode only: the blocked INT8 panels take the file's codes and its
+ * d widened exactly to f32 as they are (codes -128 included), with no f32 round trip and no
+ * requantization (docs/NUMERICS.md §12.5). The packed size is g4v_wmat_packed_bytes(kt, any
+ * dtype, n, k, G4V_MATH_INT8_BLOCKS). */
+int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, int k,
+                            void *storage, g4v_wmat **out, g4v_err *err);
+
 /* Bytes of the packed panels of an [n, k] weight for the kernel g4v_wmat_create would choose; 0
  * when none fits or the shape is out of range (g4v_wmat_create then fails and says why). */
 size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, g4v_dtype dtype, int n, int k,

@@ -13,7 +13,7 @@
  * Without scratch (allocation failure) a task packs A per tile and per K chunk into a stack
  * buffer and carries the partial sums in a local tile: slow, allocation-free, same bits.
  * INT8 kernels (gemm_q8.h) are never chunked (int32 sums); their allocation-free path computes
- * the same definition element by element from the packed weight.
+ * the same definition element by element from the packed weight (per channel or per block).
  */
 #include "gemm_kernel.h"
 #include "gemm_q8.h"
@@ -129,10 +129,53 @@ static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1
     }
 }
 
+/* The same for the blocked variant: each row's block codes and scales, then each column's sum
+ * over the blocks in order (gemm_q8.h), straight from the packed B panels. */
+static void task_no_scratch_q8b(const gemm_job *j, int r0, int r1, int p0, int p1) {
+    const g4v_wmat *W = j->W;
+    int nr = W->kern->nr, nb = W->kpad / G4V_Q8_BLOCK;
+    float row[MAX_TILE];
+    for (int r = r0; r < r1; r++) {
+        const float *x = j->X + (size_t)r * j->ldx;
+        for (int p = p0; p < p1; p++) {
+            const int8_t *b =
+                (const int8_t *)((const unsigned char *)W->b + (size_t)p * W->panel_bytes);
+            const float *sw = (const float *)(b + (size_t)W->kpad * nr);
+            int cols = W->n - p * nr < nr ? W->n - p * nr : nr;
+            for (int c = 0; c < cols; c++)
+                row[c] = 0.0f;
+            for (int blk = 0; blk < nb; blk++) {
+                int8_t q[G4V_Q8_BLOCK];
+                int k0 = blk * G4V_Q8_BLOCK;
+                int len = W->k - k0 < G4V_Q8_BLOCK ? W->k - k0 : G4V_Q8_BLOCK;
+                float sa = g4v_q8b_quantize_block(x + k0, len, &j->pack, q);
+                for (int c = 0; c < cols; c++) {
+                    int32_t acc = 0;
+                    for (int t = 0; t < G4V_Q8_BLOCK; t++)
+                        acc += (int32_t)q[t] * b[((size_t)((k0 + t) / 4) * nr + c) * 4 + t % 4];
+                    row[c] = g4v_q8b_step(acc, sa, sw[(size_t)blk * nr + c], row[c]);
+                }
+            }
+            for (int c = 0; c < cols; c++)
+                if (j->uepi.clamp) row[c] = g4v_clampf(row[c], j->epi.out_lo, j->epi.out_hi);
+            float *y = j->Y + (size_t)r * j->ldy + (size_t)p * nr;
+            if (j->epi.gelu_gate)
+                W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)p * nr, row, row,
+                             cols);
+            for (int c = 0; c < cols; c++)
+                y[c] = j->epi.accumulate ? y[c] + row[c] : row[c];
+        }
+    }
+}
+
 /* The allocation-free path for rows [r0, r1), panels [p0, p1). */
 static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
+    if (k->q8_blocks) {
+        task_no_scratch_q8b(j, r0, r1, p0, p1);
+        return;
+    }
     if (k->int8) {
         task_no_scratch_q8(j, r0, r1, p0, p1);
         return;

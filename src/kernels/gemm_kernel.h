@@ -26,6 +26,13 @@
  *     (what the +128 shift of A adds to each sum; a_u8 kernels start their sums from minus it).
  *   The kernel always runs over the whole K (acc_in is NULL: int32 sums are never split into
  *   chunks) and writes the dequantized result, then the epilogue.
+ *
+ * Blocked INT8 kernels (int8 and q8_blocks set; INT8_BLOCKS mode, gemm_q8.h; KG = G4V_Q8_BLOCK =
+ * 32, so kpad is whole blocks and the ukr's kgroups counts blocks):
+ *   A micro-panel: MR x kpad codes in the layout above with KG = 32 (each row's 32 codes of a
+ *     block contiguous; signed, or a_u8: + 128), then [kpad / 32][MR] f32 block scales.
+ *   B panel: [kpad / 4][NR][4] signed codes as for INT8, then [kpad / 32][NR] f32 block scales,
+ *     then [kpad / 32][NR] int32 corrections 128·Σ_{k in block} qw[n][k].
  */
 #ifndef G4V_KERNELS_GEMM_KERNEL_H
 #define G4V_KERNELS_GEMM_KERNEL_H
@@ -34,6 +41,7 @@
 #include "kernels.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* v clamped to [lo, hi] (lo <= hi; NaN stays NaN), as every GEMM clamp is defined. */
 static inline float g4v_clampf(float v, float lo, float hi) {
@@ -73,6 +81,7 @@ typedef struct g4v_gemm_kernel {
     int mr, nr, kg;     /* tile rows, tile columns, k values per A group (even) */
     int a_bf16, b_bf16; /* operand formats (see the layouts above) */
     int int8, a_u8;     /* INT8 mode kernel; its A codes shifted to unsigned (see above) */
+    int q8_blocks;      /* int8 kernel of the blocked variant (INT8_BLOCKS mode, see above) */
     g4v_pack_a_fn pack_a;
     g4v_ukr_fn ukr;
 } g4v_gemm_kernel;
@@ -102,6 +111,10 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
                          g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
                          g4v_err *err);
 const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
+
+/* g4v_wmat_create_q8_0_in with the (blocked INT8) kernel chosen by the caller (tests). */
+int g4v_wmat_create_q8_0_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern,
+                              const void *blocks, int n, int k, g4v_wmat **out, g4v_err *err);
 
 /* Blocking overrides for tests (0 = the default choice). no_scratch forces the allocation-free
  * path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets the K chunk. */
@@ -133,5 +146,19 @@ size_t g4v_gemm_b_panel_bytes(const g4v_gemm_kernel *k, int kpad);
  * ceil(rows / mr) micro-panels of kernel k's layout at dst. */
 void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kpad, int mr,
                           int u8, void *dst, const g4v_pack_opts *o);
+
+/* Bytes of a blocked INT8 A micro-panel of mr rows over kpad (codes, then block scales). */
+static inline size_t g4v_q8b_a_panel_bytes(int mr, int kpad) {
+    return (size_t)mr * (size_t)kpad + sizeof(float) * (size_t)mr * (size_t)(kpad / 32);
+}
+
+/* The same for blocked INT8 kernels: per-(row, 32-block) scales and codes (kpad a multiple of
+ * 32), in the blocked A layout above. */
+void g4v_pack_a_q8b_scalar(const float *x, size_t ldx, int rows, int klen, int kpad, int mr,
+                           int u8, void *dst, const g4v_pack_opts *o);
+
+/* The scale and codes of one block of 32 activations xb[0, len) (len <= 32; the rest zero),
+ * clamped per o: codes to q[32]; returns the scale (gemm_q8.h). */
+float g4v_q8b_quantize_block(const float *xb, int len, const g4v_pack_opts *o, int8_t q[32]);
 
 #endif

@@ -47,7 +47,8 @@ void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, i
 enum { MAX_DIM = 1 << 20 }; /* 1M rows or columns: far beyond any model, keeps sizes in range */
 
 int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode) {
-    if (!k->int8 != (mode != G4V_MATH_INT8)) return 0;
+    if (!k->int8 != !g4v_math_is_int8(mode)) return 0;
+    if (k->int8 && !k->q8_blocks != (mode == G4V_MATH_INT8)) return 0;
     if (k->a_bf16 && mode != G4V_MATH_FAST) return 0;
     if (k->b_bf16 && dtype != G4V_DT_BF16) return 0;
     return 1;
@@ -144,7 +145,68 @@ static void pack_b_q8(const void *w, g4v_dtype dtype, int n, int k, const g4v_wm
     }
 }
 
+/* Blocked INT8 B panels (gemm_kernel.h): per column and 32-block, the scale and codes of
+ * gemm_q8.h (the codes' layout as pack_b_q8's), then the panel's block scales and +128
+ * corrections per block. Runs once per weight. */
+static void pack_b_q8b(const void *w, g4v_dtype dtype, int n, int k, const g4v_wmat *m,
+                       unsigned char *dst) {
+    int nr = m->kern->nr, nb = m->kpad / G4V_Q8_BLOCK;
+    for (int pn = 0; pn < m->npanels; pn++, dst += m->panel_bytes) {
+        float *scales = (float *)(dst + (size_t)m->kpad * nr);
+        int32_t *corr = (int32_t *)(scales + (size_t)nb * nr);
+        for (int c = 0; c < nr; c++) {
+            int col = pn * nr + c;
+            for (int b = 0; b < nb; b++) {
+                int k0 = b * G4V_Q8_BLOCK, k1 = k0 + G4V_Q8_BLOCK < k ? k0 + G4V_Q8_BLOCK : k;
+                float amax = 0.0f, inv = 0.0f;
+                for (int kk = k0; col < n && kk < k1; kk++) {
+                    float a = fabsf(g4v_load_elem(w, dtype, (size_t)col * k + kk));
+                    amax = a > amax ? a : amax;
+                }
+                scales[(size_t)b * nr + c] = col < n ? g4v_q8_scale(amax, &inv) : 0.0f;
+                int32_t sum = 0;
+                for (int kk = k0; kk < k0 + G4V_Q8_BLOCK; kk++) {
+                    int8_t q = 0;
+                    if (col < n && kk < k1)
+                        q = g4v_q8_code(g4v_load_elem(w, dtype, (size_t)col * k + kk), inv);
+                    dst[((size_t)(kk / 4) * nr + c) * 4 + kk % 4] = (unsigned char)q;
+                    sum += q;
+                }
+                corr[(size_t)b * nr + c] = 128 * sum;
+            }
+        }
+    }
+}
+
+/* Blocked INT8 B panels straight from Q8_0 blocks (gemm.h): each block's codes as stored and
+ * its f16 d widened (exactly) to f32 as the block scale. */
+static void pack_b_q8_0(const unsigned char *blocks, int n, int k, const g4v_wmat *m,
+                        unsigned char *dst) {
+    int nr = m->kern->nr, nb = k / G4V_Q8_BLOCK;
+    for (int pn = 0; pn < m->npanels; pn++, dst += m->panel_bytes) {
+        float *scales = (float *)(dst + (size_t)m->kpad * nr);
+        int32_t *corr = (int32_t *)(scales + (size_t)nb * nr);
+        for (int c = 0; c < nr; c++) {
+            int col = pn * nr + c;
+            for (int b = 0; b < nb; b++) {
+                const unsigned char *src =
+                    col < n ? blocks + ((size_t)col * nb + b) * G4V_Q8_0_BLOCK_BYTES : NULL;
+                scales[(size_t)b * nr + c] = src ? g4v_load_elem(src, G4V_DT_F16, 0) : 0.0f;
+                int32_t sum = 0;
+                for (int j = 0; j < G4V_Q8_BLOCK; j++) {
+                    int kk = b * G4V_Q8_BLOCK + j;
+                    int8_t q = src ? (int8_t)src[2 + j] : 0;
+                    dst[((size_t)(kk / 4) * nr + c) * 4 + kk % 4] = (unsigned char)q;
+                    sum += q;
+                }
+                corr[(size_t)b * nr + c] = 128 * sum;
+            }
+        }
+    }
+}
+
 size_t g4v_gemm_a_panel_bytes(const g4v_gemm_kernel *k, int kpad) {
+    if (k->q8_blocks) return g4v_q8b_a_panel_bytes(k->mr, kpad);
     size_t codes = (size_t)k->mr * (size_t)kpad;
     if (k->int8) return codes + sizeof(float) * (size_t)k->mr;
     return codes * (k->a_bf16 ? 2 : 4);
@@ -152,6 +214,9 @@ size_t g4v_gemm_a_panel_bytes(const g4v_gemm_kernel *k, int kpad) {
 
 size_t g4v_gemm_b_panel_bytes(const g4v_gemm_kernel *k, int kpad) {
     size_t codes = (size_t)k->nr * (size_t)kpad;
+    if (k->q8_blocks)
+        return codes + (sizeof(float) + sizeof(int32_t)) * (size_t)k->nr *
+                           (size_t)(kpad / G4V_Q8_BLOCK);
     if (k->int8) return codes + (sizeof(float) + sizeof(int32_t)) * (size_t)k->nr;
     return codes * (k->b_bf16 ? 2 : 4);
 }
@@ -173,19 +238,25 @@ static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v
 /* g4v_wmat_create_with, packing into storage when it is given (the caller's, not freed here),
  * else into a block of its own. */
 static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
-                  g4v_dtype dtype, int n, int k, g4v_math_mode mode, void *storage, g4v_wmat **out,
-                  g4v_err *err) {
+                  g4v_dtype dtype, int q8_0, int n, int k, g4v_math_mode mode, void *storage,
+                  g4v_wmat **out, g4v_err *err) {
     *out = NULL;
     if (n <= 0 || k <= 0) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d is empty", n, k);
     if (n > MAX_DIM || k > MAX_DIM)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED, "weight matrix %dx%d exceeds %d rows or columns",
                         n, k, MAX_DIM);
     if (!w) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d has no data", n, k);
+    if (q8_0 && (mode != G4V_MATH_INT8_BLOCKS || k % G4V_Q8_BLOCK))
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "Q8_0 weight %dx%d: used directly only in INT8_BLOCKS mode with whole "
+                        "32-blocks",
+                        n, k);
     if (dtype != G4V_DT_BF16 && dtype != G4V_DT_F16 && dtype != G4V_DT_F32)
         return g4v_fail(err, G4V_ERR_ARG, "weight dtype %d is not BF16, F16 or F32", (int)dtype);
-    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && mode != G4V_MATH_INT8)
-        return g4v_fail(err, G4V_ERR_ARG, "math mode %d is not FAST, PRECISE or INT8", (int)mode);
-    if (mode == G4V_MATH_INT8 && k > G4V_Q8_MAX_K)
+    if (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE && !g4v_math_is_int8(mode))
+        return g4v_fail(err, G4V_ERR_ARG, "math mode %d is not FAST, PRECISE, INT8 or INT8_BLOCKS",
+                        (int)mode);
+    if (g4v_math_is_int8(mode) && k > G4V_Q8_MAX_K)
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "weight matrix %dx%d: INT8 mode takes at most %d input columns", n, k,
                         G4V_Q8_MAX_K);
@@ -195,7 +266,8 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
                         g4v_dtype_name(dtype),
                         mode == G4V_MATH_FAST      ? "FAST"
                         : mode == G4V_MATH_PRECISE ? "PRECISE"
-                                                   : "INT8");
+                        : mode == G4V_MATH_INT8    ? "INT8"
+                                                   : "INT8_BLOCKS");
     g4v_wmat *m = g4v_calloc(1, sizeof *m);
     if (!m) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory preparing a %dx%d weight", n, k);
     m->n = n;
@@ -232,7 +304,11 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         return g4v_fail(err, G4V_ERR_NOMEM, "out of memory packing a %dx%d weight (%zu bytes)", n,
                         k, (size_t)n * (size_t)k * (kern->b_bf16 ? 2 : 4));
     }
-    if (kern->int8)
+    if (q8_0)
+        pack_b_q8_0(w, n, k, m, m->b);
+    else if (kern->q8_blocks)
+        pack_b_q8b(w, dtype, n, k, m, m->b);
+    else if (kern->int8)
         pack_b_q8(w, dtype, n, k, m, m->b);
     else if (kern->b_bf16)
         pack_b_pairs(w, n, k, m, m->b);
@@ -245,16 +321,32 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
 int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
                          g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
                          g4v_err *err) {
-    return create(kt, kern, w, dtype, n, k, mode, NULL, out, err);
+    return create(kt, kern, w, dtype, 0, n, k, mode, NULL, out, err);
 }
 
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                        g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err) {
     const g4v_gemm_kernel *kern = choose(kt, dtype, mode);
-    if (kern) return create(kt, kern, w, dtype, n, k, mode, storage, out, err);
+    if (kern) return create(kt, kern, w, dtype, 0, n, k, mode, storage, out, err);
     *out = NULL;
     return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for weight dtype %d in math mode %d",
                     (int)dtype, (int)mode);
+}
+
+int g4v_wmat_create_q8_0_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern,
+                              const void *blocks, int n, int k, g4v_wmat **out, g4v_err *err) {
+    return create(kt, kern, blocks, G4V_DT_F32, 1, n, k, G4V_MATH_INT8_BLOCKS, NULL, out, err);
+}
+
+int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, int k,
+                            void *storage, g4v_wmat **out, g4v_err *err) {
+    /* the dtype only picks the kernel (every blocked INT8 kernel takes any dtype) */
+    const g4v_gemm_kernel *kern = choose(kt, G4V_DT_F32, G4V_MATH_INT8_BLOCKS);
+    if (kern)
+        return create(kt, kern, blocks, G4V_DT_F32, 1, n, k, G4V_MATH_INT8_BLOCKS, storage, out,
+                      err);
+    *out = NULL;
+    return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for Q8_0 weights in INT8_BLOCKS mode");
 }
 
 int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,

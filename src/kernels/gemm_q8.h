@@ -14,6 +14,17 @@
  * gets scale 0 and codes 0. Every kernel computes these exact bits: the integer sum is exact in
  * any order, and the float steps are the same IEEE operations in the same order.
  * -128 never occurs, so |a|·|b| <= 127² and a pair of products fits vpmaddubsw's int16 (AVX2).
+ *
+ * The blocked variant (G4V_MATH_INT8_BLOCKS, llama.cpp's Q8_0 x Q8_0 layout) scales per block of
+ * G4V_Q8_BLOCK = 32 consecutive k instead, on both sides; K is zero-padded to whole blocks:
+ *   weights, once at load, per (n, block b): swb[n, b] = amax over the block / 127, codes as
+ *     above (or, from a Q8_0 GGUF tensor, the file's codes and its f16 d widened exactly to f32:
+ *     codes -128..127 there, never produced here);
+ *   activations, per call, per (m, block b) after the input clamp: sab[m, b] the same way;
+ *   acc_b[m, n] = Σ_{k in block b} qa · qw                    (int32, exact)
+ *   y = 0; for b = 0, 1, ...: y = fmaf((float)acc_b, sab[m, b] · swb[n, b], y)
+ * (one rounding for the scale product, one for the fused multiply-add, blocks in order), then the
+ * epilogue. Every blocked kernel computes exactly these bits.
  */
 #ifndef G4V_KERNELS_GEMM_Q8_H
 #define G4V_KERNELS_GEMM_Q8_H
@@ -26,6 +37,9 @@
 /* The largest K an INT8 weight may have: vpdpbusd on activations shifted to unsigned sums up to
  * 255·127·K, which must stay below 2^31. */
 enum { G4V_Q8_MAX_K = 1 << 16 };
+
+/* The blocked variant's block: k values per scale, as llama.cpp's Q8_0. */
+enum { G4V_Q8_BLOCK = 32 };
 
 /* The per-row (or per-column) scale from the largest magnitude; *inv is the quantizing factor. */
 static inline float g4v_q8_scale(float amax, float *inv) {
@@ -58,6 +72,11 @@ static inline float g4v_q8_amax(const float *v, size_t n) {
 /* The dequantized output of one element, as every kernel computes it. */
 static inline float g4v_q8_dequant(int32_t acc, float sa, float sw) {
     return (float)acc * (sa * sw);
+}
+
+/* One block's step of the blocked variant's output sum (the order and roundings above). */
+static inline float g4v_q8b_step(int32_t acc, float sa, float sw, float y) {
+    return fmaf((float)acc, sa * sw, y);
 }
 
 #endif

@@ -69,7 +69,8 @@ endfunction()
 # every product and add separate; the INT8 GEMMs' dequantizing multiply and accumulate): GCC would otherwise fuse an intrinsic multiply and add (its
 # default is -ffp-contract=fast); explicit FMA intrinsics (V_FMA) stay FMAs.
 set(G4V_KERNEL_NO_CONTRACT x86_avx2/rows_avx2.c x86_avx512/rows_avx512.c x86_avx2/gemm_q8_avx2.c
-    x86_avx512vnni/gemm_q8_avx512vnni.c x86_avxvnni/gemm_q8_avxvnni.c)
+    x86_avx512vnni/gemm_q8_avx512vnni.c x86_avx512vnni/gemm_q8b_avx512vnni.c
+    x86_avxvnni/gemm_q8_avxvnni.c)
 function(g4v_kernel_no_contract_flags)
   if(G4V_X86)
     foreach(f IN LISTS G4V_KERNEL_NO_CONTRACT)

@@ -84,7 +84,8 @@ def run(tmp):
     n0 = len(entries(cache))
     check(n0 == 2, f"one entry per image ({n0})")
     for extra, what in ((("--tokens", "70"), "budget"), (("--no-exif",), "EXIF choice"),
-                        (("--precise",), "mode"), (("--int8",), "mode (INT8)")):
+                        (("--precise",), "mode"), (("--int8",), "mode (INT8)"),
+                        (("--int8=blocks",), "mode (INT8, per block)")):
         out = os.path.join(ref, "k.npy")
         check(encode(model, cache, imgs[0], out, *extra) == "miss", f"another {what}: a miss")
         plain = os.path.join(ref, "k.plain.npy")
@@ -93,7 +94,7 @@ def run(tmp):
     other = os.path.join(tmp, "tiny2")
     gen_checkpoint(other, "--config", "tiny", "--seed", "12", quiet=True)
     check(encode(other, cache, imgs[0], os.path.join(ref, "m.npy")) == "miss", "another model: a miss")
-    check(len(entries(cache)) == n0 + 5, "every key part made its own entry")
+    check(len(entries(cache)) == n0 + 6, "every key part made its own entry")
 
     # -- a damaged entry is never served -------------------------------------------------------
     cache = os.path.join(tmp, "c2")

@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr,
                 "usage: %s CHECKPOINT_DIR IMAGE.npy OUT.npy [--precise] [--threads N] "
-                "[--repeat R] [--chunk ROWS] [--int8 [--int8-fast q,k,v,o,gate,up,down|none]]\n",
+                "[--repeat R] [--chunk ROWS] [--int8[=blocks] [--int8-fast q,k,v,o,gate,up,down|none]]\n",
                 argv[0]);
         return 1;
     }
@@ -104,6 +104,8 @@ int main(int argc, char **argv) {
             opts.mode = G4V_MATH_PRECISE;
         else if (!strcmp(argv[i], "--int8"))
             opts.mode = G4V_MATH_INT8;
+        else if (!strcmp(argv[i], "--int8=blocks")) /* per-32-block scales */
+            opts.mode = G4V_MATH_INT8_BLOCKS;
         else if (!strcmp(argv[i], "--int8-fast") && i + 1 < argc) { /* linears kept FAST */
             static const char *const names[G4V_LIN_COUNT] = {"q", "k", "v", "o",
                                                              "gate", "up", "down"};
@@ -177,7 +179,8 @@ int main(int argc, char **argv) {
                         "faults)\n",
                 w, h, threads, opts.mode == G4V_MATH_PRECISE ? "precise"
                 : opts.mode == G4V_MATH_INT8  ? "int8"
-                                              : "fast",
+                : opts.mode == G4V_MATH_INT8_BLOCKS ? "int8-blocks"
+                                                    : "fast",
                 wall, cpu,
                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                     1e-6 * (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec),

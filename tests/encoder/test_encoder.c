@@ -22,7 +22,7 @@ static float frand(void) {
 }
 
 static g4v_tensor make(int ndim, int64_t s0, int64_t s1, int64_t s2, float scale, float base) {
-    g4v_tensor t = {G4V_DT_F32, ndim, {s0, s1, s2, 0}, NULL, 0, 0};
+    g4v_tensor t = {G4V_DT_F32, ndim, {s0, s1, s2, 0}, NULL, 0, 0, NULL};
     size_t n = 1;
     for (int i = 0; i < ndim; i++)
         n *= (size_t)t.shape[i];

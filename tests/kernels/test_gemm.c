@@ -500,7 +500,7 @@ static void test_api(void) {
     CHECK(g4v_wmat_create(KT, NULL, G4V_DT_BF16, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
     CHECK(g4v_wmat_create(KT, wv, (g4v_dtype)7, 5, 5, G4V_MATH_FAST, &W, &err) == G4V_ERR_ARG);
     CHECK_CONTAINS(err.msg, "dtype 7");
-    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 5, 5, (g4v_math_mode)3, &W, &err) == G4V_ERR_ARG);
+    CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 5, 5, (g4v_math_mode)4, &W, &err) == G4V_ERR_ARG);
     CHECK(g4v_wmat_create(KT, wv, G4V_DT_BF16, 1 << 21, 5, G4V_MATH_FAST, &W, &err) ==
           G4V_ERR_UNSUPPORTED);
     g4v_wmat_free(NULL);

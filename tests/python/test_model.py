@@ -128,6 +128,21 @@ def test_int8_matches_cli(tiny, images, tmp_path):
         g4.Model(tiny, precise=True, int8=True)
 
 
+def test_int8_blocks_matches_cli(tiny, images, tmp_path):
+    """int8="blocks" is `g4v encode --int8=blocks`, bit for bit, and neither INT8 nor FAST."""
+    p = images[2]
+    with g4.Model(tiny, threads=2, int8="blocks", budget=140) as m:
+        ref, _ = cli_encode(tiny, p, tmp_path / "b.npy", "--tokens", 140, "--int8=blocks")
+        r = m.encode(p)
+        assert m.info.int8 == 2 and same_bits(r.features, ref)
+    with g4.Model(tiny, threads=2, int8=True, budget=140) as m:
+        assert not same_bits(m.encode(p).features, ref)
+    with pytest.raises(ValueError, match="'blocks'"):
+        g4.Model(tiny, int8="rows")
+    with pytest.raises(ValueError, match="two math modes"):
+        g4.Model(tiny, precise=True, int8="blocks")
+
+
 def test_bf16_and_precise_match_cli(tiny, images, tmp_path):
     p = images[2]
     with g4.Model(tiny, threads=2, precise=True, budget=140) as m:

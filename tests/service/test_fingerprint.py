@@ -60,6 +60,8 @@ def test_fingerprint():
     check(precise != base, "--precise: a different fingerprint")
     int8 = fingerprint(os.path.join(FIX, "tiny_base"), "--int8")
     check(int8 not in (base, precise), "--int8: a fingerprint of its own")
+    int8b = fingerprint(os.path.join(FIX, "tiny_base"), "--int8=blocks")
+    check(int8b not in (base, precise, int8), "--int8=blocks: a fingerprint of its own")
     check(fingerprint(os.path.join(FIX, "tiny_base")) == base, "stable across runs")
 
     with tempfile.TemporaryDirectory() as tmp:

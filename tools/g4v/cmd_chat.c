@@ -71,6 +71,7 @@ static void usage(FILE *f) {
         "  --frames N      frames sampled per video (default %d)\n"
         "  --precise       encode with f32 GEMM inputs (~1e-6 rel. error; default bf16, ~3e-3)\n"
         "  --int8          encode in the INT8 mode (int8 linear layers, faster, ~2e-2)\n"
+        "  --int8=blocks   the INT8 mode with per-32-block scales (docs/NUMERICS.md §12.4)\n"
         "  --cache DIR     feature cache kept across runs (default: a private one for this run;\n"
         "                  a repeated image is always read from the cache, not re-encoded)\n"
         "  --verbose       show llama.cpp's log\n",
@@ -149,6 +150,8 @@ static int parse_args(int argc, char **argv, chat_args *a) {
             a->o.precise = 1;
         } else if (!strcmp(s, "--int8")) {
             a->o.int8 = 1;
+        } else if (!strcmp(s, "--int8=blocks")) {
+            a->o.int8 = 2;
         } else if (!strcmp(s, "--verbose")) {
             a->o.verbose = 1;
         } else if (!strcmp(s, "--temp")) {

@@ -1,7 +1,7 @@
 /* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
  *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--resize pillow|torchvision]
- *              [--precise | --int8] [--threads N]
+ *              [--precise | --int8[=blocks]] [--threads N]
  *              [--json] [--quiet] [--bf16] [--cache DIR [--cache-max-bytes N]] -o OUT
  *
  * IMAGE: a file (JPEG/PNG/WebP/GIF/BMP by content, or a raw uint8 [H, W, 3] .npy taken as decoded
@@ -75,6 +75,9 @@ static void usage(FILE *f) {
         "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
         "  --int8         the INT8 mode (opt-in): the vision blocks' linear layers as int8 x\n"
         "                 int8 -> int32 (VNNI, else AVX2), faster, ~2e-2 rel. error\n"
+        "  --int8=blocks  the INT8 mode with scales per block of 32 inputs (llama.cpp's\n"
+        "                 Q8_0; a Q8_0 GGUF's weights used as stored): more accurate than\n"
+        "                 --int8, slower (docs/NUMERICS.md §12.4)\n"
         "  --threads N    worker threads (default: one per CPU)\n"
         "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
         "  --cache DIR    feature cache: an image already encoded with the same model,\n"
@@ -163,6 +166,8 @@ static int parse_args(int argc, char **argv, encode_args *a) {
             a->precise = 1;
         } else if (!strcmp(s, "--int8")) {
             a->int8 = 1;
+        } else if (!strcmp(s, "--int8=blocks")) {
+            a->int8 = 2;
         } else if (!strcmp(s, "--no-exif")) {
             a->no_exif = 1;
         } else if (!strcmp(s, "--resize") && has_val) {

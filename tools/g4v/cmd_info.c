@@ -19,7 +19,7 @@ static const int budgets[] = {G4V_BUDGETS};
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: g4v info --model DIR [--json] [--precise | --int8]\n\n"
+            "usage: g4v info --model DIR [--json] [--precise | --int8[=blocks]]\n\n"
             "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
             "model.safetensors, model.safetensors.index.json + shards, or an\n"
             "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix), or\n"
@@ -35,6 +35,7 @@ static void usage(FILE *f) {
             "  --json        print one JSON object instead of text\n"
             "  --precise     give the fingerprint for --precise mode (default: the default mode)\n"
             "  --int8        give the fingerprint for --int8 mode, and name its GEMM kernel\n"
+            "  --int8=blocks the same for the per-32-block INT8 mode\n"
             "  -h, --help    this help\n\n"
             "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
             "            inconsistent checkpoint), 5 internal error\n");
@@ -76,23 +77,26 @@ typedef struct identity {
     double seconds;
 } identity;
 
-/* The INT8 mode's GEMM kernel: the first "-q8" one in the kernel path's gemm_kernels list (the
- * one g4v_wmat_create takes in INT8 mode), or "-". */
-static const char *int8_kernel(const char *path) {
+/* The INT8 mode's GEMM kernel: the first one in the kernel path's gemm_kernels list whose name
+ * ends in "-q8" (blocks: "-q8b"), the one g4v_wmat_create takes in that mode, or "-". */
+static const char *int8_kernel(const char *path, int blocks) {
     static char name[64];
-    const char *l = strstr(path, "gemm_kernels=");
-    const char *q = l ? strstr(l, "-q8") : NULL;
+    const char *l = strstr(path, "gemm_kernels="), *suffix = blocks ? "-q8b" : "-q8";
+    size_t sl = strlen(suffix);
+    const char *q = l ? strstr(l, suffix) : NULL;
+    while (q && q[sl] != ',' && q[sl] != '\0' && q[sl] != ';' && q[sl] != ' ')
+        q = strstr(q + 1, suffix); /* "-q8" inside "-q8b": the next one */
     if (!q) return "-";
     const char *s = q;
     while (s > l && s[-1] != ',' && s[-1] != '=') s--;
-    size_t n = (size_t)(q + 3 - s) < sizeof name ? (size_t)(q + 3 - s) : sizeof name - 1;
+    size_t n = (size_t)(q + sl - s) < sizeof name ? (size_t)(q + sl - s) : sizeof name - 1;
     memcpy(name, s, n);
     name[n] = '\0';
     return name;
 }
 
 static const char *mode_name(const identity *id) {
-    return id->precise ? "precise" : id->int8 ? "int8" : "fast";
+    return id->precise ? "precise" : id->int8 == 2 ? "int8-blocks" : id->int8 ? "int8" : "fast";
 }
 
 static void print_text(const char *dir, const g4v_model_info *v, const limit *lim,
@@ -137,7 +141,7 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
            v->numerics_version,
            id->seconds);
     printf("kernels       %s\n", v->kernels);
-    if (id->int8) printf("int8 gemm     %s\n", int8_kernel(v->kernels));
+    if (id->int8) printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->int8 == 2));
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -203,7 +207,8 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
          cJSON_AddStringToObject(o, "source", v->source) &&
          cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
          cJSON_AddStringToObject(o, "fingerprint_mode", mode_name(id)) &&
-         (!id->int8 || cJSON_AddStringToObject(o, "int8_gemm", int8_kernel(v->kernels))) &&
+         (!id->int8 || cJSON_AddStringToObject(o, "int8_gemm",
+                                                   int8_kernel(v->kernels, id->int8 == 2))) &&
          cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
          cJSON_AddStringToObject(o, "kernels", v->kernels);
@@ -242,6 +247,8 @@ int cmd_info(int argc, char **argv) {
             id.precise = 1;
         } else if (!strcmp(argv[i], "--int8")) {
             id.int8 = 1;
+        } else if (!strcmp(argv[i], "--int8=blocks")) {
+            id.int8 = 2;
         } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strncmp(argv[i], "--model=", 8)) {

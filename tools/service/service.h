@@ -22,7 +22,7 @@ typedef struct g4v_service_options {
     int drain_s;       /* on SIGTERM, how long bodies still arriving may take */
     int tokens;        /* default budget, one of G4V_BUDGETS */
     int precise;       /* f32 GEMM inputs */
-    int int8;          /* the INT8 mode */
+    int int8;          /* the INT8 mode (2: per 32-block) */
     int no_exif;       /* ignore EXIF orientation by default */
     int resize;        /* the default G4V_RESIZE_* */
     unsigned long long max_body;        /* largest body accepted, else 413 */

@@ -47,6 +47,7 @@ static void usage(FILE *f) {
         "  --tokens N           default budget, one of " SVC_BUDGETS " (default %d)\n"
         "  --precise            f32 GEMM inputs (default: bf16 inputs)\n"
         "  --int8               the INT8 mode (int8 linear layers; docs/NUMERICS.md §12)\n"
+        "  --int8=blocks        the INT8 mode with per-32-block scales (§12.4)\n"
         "  --no-exif            ignore EXIF orientation by default\n"
         "  --resize pillow|torchvision  default resize (pillow: Pillow's BICUBIC, the\n"
         "                       default; torchvision: torch's antialiased bicubic, as\n"
@@ -183,6 +184,8 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
             a->precise = 1;
         else if (!strcmp(s, "--int8"))
             a->int8 = 1;
+        else if (!strcmp(s, "--int8=blocks"))
+            a->int8 = 2;
         else if (!strcmp(s, "--no-exif"))
             a->no_exif = 1;
         else if (!strcmp(s, "--resize") && has_val) {

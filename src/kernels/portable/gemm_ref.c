@@ -26,6 +26,29 @@ static float q8_dot(const float *x, const void *w, g4v_dtype dtype, int n, int k
     return g4v_q8_dequant(acc, sa, sw);
 }
 
+/* INT8_BLOCKS mode (gemm_q8.h): the same per 32-block of k, blocks summed in order. */
+static float q8b_dot(const float *x, const void *w, g4v_dtype dtype, int n, int k,
+                     const g4v_gemm_epi *e) {
+    float y = 0.0f;
+    for (int k0 = 0; k0 < k; k0 += G4V_Q8_BLOCK) {
+        int k1 = k0 + G4V_Q8_BLOCK < k ? k0 + G4V_Q8_BLOCK : k;
+        float amax = 0.0f, wmax = 0.0f, inv, winv;
+        for (int t = k0; t < k1; t++) {
+            float a = fabsf(g4v_clampf(x[t], e->in_lo, e->in_hi));
+            float b = fabsf(g4v_load_elem(w, dtype, (size_t)n * k + t));
+            amax = a > amax ? a : amax;
+            wmax = b > wmax ? b : wmax;
+        }
+        float sa = g4v_q8_scale(amax, &inv), sw = g4v_q8_scale(wmax, &winv);
+        int32_t acc = 0;
+        for (int t = k0; t < k1; t++)
+            acc += (int32_t)g4v_q8_code(g4v_clampf(x[t], e->in_lo, e->in_hi), inv) *
+                   (int32_t)g4v_q8_code(g4v_load_elem(w, dtype, (size_t)n * k + t), winv);
+        y = g4v_q8b_step(acc, sa, sw, y);
+    }
+    return y;
+}
+
 void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void *w, g4v_dtype dtype,
                   float *Y, size_t ldy, size_t m, int n, int k, g4v_math_mode mode,
                   const g4v_gemm_epi *epi) {
@@ -36,7 +59,8 @@ void g4v_gemm_ref(const g4v_kernels *kt, const float *X, size_t ldx, const void 
         for (int j = 0; j < n; j++) {
             float acc = 0.0f;
             if (mode == G4V_MATH_INT8) acc = q8_dot(x, w, dtype, j, k, &e);
-            for (int t = 0; t < k && mode != G4V_MATH_INT8; t++) {
+            if (mode == G4V_MATH_INT8_BLOCKS) acc = q8b_dot(x, w, dtype, j, k, &e);
+            for (int t = 0; t < k && !g4v_math_is_int8(mode); t++) {
                 float xv = g4v_clampf(x[t], e.in_lo, e.in_hi);
                 if (mode == G4V_MATH_FAST) xv = g4v_round_bf16(xv);
                 acc += xv * g4v_load_elem(w, dtype, (size_t)j * k + t);
