@@ -4,15 +4,21 @@
  *                   [--malloc] [--var kc=24/pf=1 ...]
  *
  * For tuning the driver (gemm_driver.c), not a comparison with other libraries (bench_gemm). For
- * each of the encoder's shapes (M x K -> N, BF16 weights, FAST mode) and thread count it times
- * the default blocking and each override given (`--var`, the fields of g4v_gemm_cfg: kc = K
- * groups per chunk, tiles = MR-row tiles per task, panels = B panels per task, pf = 1: prefetch
- * the output rows), interleaved: every repetition runs each variant
- * C times back to back (the time per call, so that waking the pool's workers is paid once per C
- * calls, as in the encoder), plus a single call after a 50 ms sleep ("cold"), which is what
- * bench_gemm times. Medians of R repetitions, in % of the vdpbf16ps (or FMA) peak measured in
- * the same run. Then the micro-kernel alone on L1-resident operands (its ceiling). The results
- * of every variant are checked bit for bit against the default's.
+ * each of the encoder's shapes (M x K -> N, BF16 weights, FAST mode; --shape: one other) and
+ * thread count it times the default blocking and each override given (`--var`, fields of
+ * g4v_gemm_cfg: kc = K groups per chunk, tiles = MR-row tiles per task, panels = B panels per
+ * task, pf = 1: prefetch each tile's output rows), interleaved. Every repetition runs each variant
+ * C times back to back (the time per call: the pool's workers are woken once per C calls, as in
+ * the encoder) and then once after a 50 ms sleep ("cold", what bench_gemm times). Reported:
+ * medians of R repetitions in % of the peak measured in the same run (vdpbf16ps, or FMA for the
+ * other kernels), and GFLOP per CPU second and thread (immune to time slices lost to other
+ * processes, blind to waiting: pool wake-up, unequal shares) against the micro-kernel alone on
+ * L1-resident operands, also in CPU time, with the best repetition of that column (the steadiest
+ * figure for an A/B on a shared machine). Before the table: that ceiling, the micro-kernel fed
+ * as the driver feeds it (A micro-panels from L2, B panels from L2 or L3, rows of a wide Y), and
+ * the pool's wake-up time. X and Y are allocated as the encoder's workspace is
+ * (g4v_malloc_large; --malloc: plain malloc, as bench_gemm). Each variant's output is compared
+ * bit for bit with the default's before timing.
  */
 #include "bench_gemm.h"
 #include "bench_peaks.h"
@@ -179,11 +185,14 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !v) {
             printf("usage: bench_gemm_tune [--m M] [--reps R (1..%d)] [--calls C] [--threads LIST]"
                    " [--shape K,N] [--malloc] [--var SPEC]...\n"
+                   "  --m 2304              rows of X (default 2304: 256 soft tokens)\n"
+                   "  --reps 5 --calls 5    repetitions (medians), calls timed back to back in each\n"
+                   "  --threads 1,2         thread counts\n"
                    "  --malloc              X and Y from malloc (bench_gemm's way) instead of the"
                    " encoder's\n"
                    "                        g4v_malloc_large (huge pages on request)\n"
                    "  --shape 768,32        time this one shape instead of the encoder's four\n"
-                   "  --var kc=24/pf=1    also time this blocking (g4v_gemm_cfg fields: kc = K"
+                   "  --var kc=24/pf=1      also time this blocking (g4v_gemm_cfg fields: kc = K"
                    " groups per chunk,\n"
                    "                        tiles = row tiles per task, panels = B panels per"
                    " task, pf=1 =\n"
