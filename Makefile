@@ -397,7 +397,7 @@ accuracy-bf16: test-deps ## the AVX512-BF16 paths emulated through SIMDe against
 # of the peak of the same run, wall and CPU time, the micro-kernel's ceiling, the pool's wake-up;
 # TUNE_ARGS overrides the variants) and the attention kernels at L = 2304 and 10,080 on 1 and 2
 # threads. To compare two builds alternately (GEMM, attention, encoder): bench/ab_bench.sh.
-TUNE_ARGS ?= --threads 1,2 --reps 9 --var pf=1 --var kc=24
+TUNE_ARGS ?= --threads 1,2 --reps 9 --var pf=-1 --var pf=1 --var kc=24
 bench-tune: ## GEMM blocking variants and attention in % of the measured peak (TUNE_ARGS)
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target bench_gemm_tune bench_attention

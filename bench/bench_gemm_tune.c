@@ -7,7 +7,7 @@
  * each of the encoder's shapes (M x K -> N, BF16 weights, FAST mode; --shape: one other) and
  * thread count it times the default blocking and each override given (`--var`, fields of
  * g4v_gemm_cfg: kc = K groups per chunk, tiles = MR-row tiles per task, panels = B panels per
- * task, pf = 1: prefetch each tile's output rows), interleaved. Every repetition runs each variant
+ * task, pf = 1 / -1: prefetch each tile's output rows or not, by default when N > K), interleaved. Every repetition runs each variant
  * C times back to back (the time per call: the pool's workers are woken once per C calls, as in
  * the encoder) and then once after a 50 ms sleep ("cold", what bench_gemm times). Reported:
  * medians of R repetitions in % of the peak measured in the same run (vdpbf16ps, or FMA for the
@@ -65,7 +65,7 @@ static int parse_variant(const char *spec, variant *v) {
         if (*s++ != '=') return -1;
         char *end;
         long val = strtol(s, &end, 10);
-        if (end == s || val < 0 || val > 100000) return -1;
+        if (end == s || val < -1 || val > 100000) return -1;
         s = *end == '/' ? end + 1 : end;
         if (*end && *end != '/') return -1;
         if (!strcmp(key, "kc"))
@@ -195,8 +195,10 @@ int main(int argc, char **argv) {
                    "  --var kc=24/pf=1      also time this blocking (g4v_gemm_cfg fields: kc = K"
                    " groups per chunk,\n"
                    "                        tiles = row tiles per task, panels = B panels per"
-                   " task, pf=1 =\n"
-                   "                        prefetch each tile's output rows); up to %d\n",
+                   " task, pf=1 / -1 =\n"
+                   "                        prefetch each tile's output rows or not (default:"
+                   " when N > K));\n"
+                   "                        up to %d\n",
                    MAX_REPS, MAX_VARIANTS - 1);
             return !strcmp(argv[i], "--help") ? 0 : 2;
         }

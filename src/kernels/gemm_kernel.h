@@ -105,8 +105,8 @@ const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
 
 /* Blocking overrides for tests and benchmarks (0 = the default choice). no_scratch forces the
  * allocation-free path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets
- * the K chunk; out_prefetch prefetches each finished tile's output rows before its kernel runs
- * (an experiment, off by default: bench/bench_gemm_tune.c, bench/RESULTS.md session 12). */
+ * the K chunk; out_prefetch 1 / -1 forces on / off the prefetch of each tile's output rows
+ * (default: on when N > K; gemm_driver.c, bench/bench_gemm_tune.c). */
 typedef struct g4v_gemm_cfg {
     int tiles_per_block;  /* MR-row tiles per task */
     int panels_per_block; /* NR-column panels per task */
