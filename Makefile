@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 DEMO_MODEL ?= $(BUILD)/demo-model
 
-.PHONY: test-arm64 bench-arm64-mca help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16 bench-int8 accuracy-int8 q8-granularity
+.PHONY: test-arm64 bench-arm64-mca help chat-test chat-demo load-chat hf-parity bench-mlx all deps test-deps load-deps bench-deps build load test check demo asan tsan fault fuzz-build fuzz fuzz-smoke fuzz-merge coverage soak soak-tsan clean bench bench-llama bench-report bench-python install unified-long accuracy-bf16 bench-int8 accuracy-int8 q8-granularity bench-tune
 
 all: build ## configure + build into build/ (the default)
 
@@ -402,6 +402,18 @@ accuracy-bf16: test-deps ## the AVX512-BF16 paths emulated through SIMDe against
 	$(PYTHON) bench/accuracy.py --encode-tool $(BUILD)/tests/encoder/encode_tool \
 	  --encode-tool $(BUILD)/tests/encoder/encode_tool_simde --modes fast \
 	  --work $(BUILD)/accuracy-bf16 $(ACC_BF16_CASES)
+
+# make bench-tune: the GEMM driver's blocking variants side by side (bench/bench_gemm_tune.c: %
+# of the peak of the same run, wall and CPU time, the micro-kernel's ceiling, the pool's wake-up;
+# TUNE_ARGS overrides the variants) and the attention kernels at L = 2304 and 10,080 on 1 and 2
+# threads. To compare two builds alternately (GEMM, attention, encoder): bench/ab_bench.sh.
+TUNE_ARGS ?= --threads 1,2 --reps 9 --var pf=-1 --var pf=1 --var kc=24
+bench-tune: ## GEMM blocking variants and attention in % of the measured peak (TUNE_ARGS)
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target bench_gemm_tune bench_attention
+	$(BUILD)/bench/bench_gemm_tune $(TUNE_ARGS)
+	$(BUILD)/bench/bench_attention --L 2304,10080 --threads 1
+	$(BUILD)/bench/bench_attention --L 2304,10080 --threads 2
 
 # make bench-int8: the INT8 modes against FAST in one run (bench/int8_speed.py: 256 and 1120 soft
 # tokens, 2 threads, FAST / INT8 and FAST / INT8 per 32-block as ratios) on the synthetic e4b of

@@ -116,13 +116,16 @@ const g4v_gemm_kernel *g4v_wmat_kernel(const g4v_wmat *w);
 int g4v_wmat_create_q8_0_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern,
                               const void *blocks, int n, int k, g4v_wmat **out, g4v_err *err);
 
-/* Blocking overrides for tests (0 = the default choice). no_scratch forces the allocation-free
- * path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets the K chunk. */
+/* Blocking overrides for tests and benchmarks (0 = the default choice). no_scratch forces the
+ * allocation-free path that g4v_gemm takes when its scratch cannot be allocated; kc_groups sets
+ * the K chunk; out_prefetch 1 / -1 forces on / off the prefetch of each tile's output rows
+ * (default: on when N > K; gemm_driver.c, bench/bench_gemm_tune.c). */
 typedef struct g4v_gemm_cfg {
     int tiles_per_block;  /* MR-row tiles per task */
     int panels_per_block; /* NR-column panels per task */
     int no_scratch;
     int kc_groups;
+    int out_prefetch;
 } g4v_gemm_cfg;
 
 void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,

@@ -419,9 +419,11 @@ static void test_determinism(void) {
     g4v_gemm_epi epis[2] = {epi_cases(4, DATA_REAL).epi, epi_cases(EPI_GEGLU, DATA_REAL).epi};
     epis[1].gelu_gate = gate;
     epis[1].ldg = (size_t)n;
-    /* {tiles per task, panels per task, no scratch, K chunk in groups} */
-    static const g4v_gemm_cfg cfgs[] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {3, 2, 0, 0}, {0, 0, 0, 2},
-                                        {4, 2, 0, 5}, {0, 0, 1, 0}, {0, 0, 1, 1}, {2, 3, 1, 3}};
+    /* {tiles per task, panels per task, no scratch, K chunk in groups, output prefetch (1 on,
+     * -1 off, 0 the default: off here, N < K)} */
+    static const g4v_gemm_cfg cfgs[] = {{1, 0, 0, 0, 0},  {0, 1, 0, 0, 1}, {3, 2, 0, 0, -1},
+                                        {0, 0, 0, 2, 1},  {4, 2, 0, 5, 0}, {0, 0, 1, 0, 0},
+                                        {0, 0, 1, 1, -1}, {2, 3, 1, 3, 0}};
     int count;
     const g4v_gemm_kernel *const *all = kernels(&count);
     for (int q = 0; q < 2 * count; q++) /* both epilogues x every kernel */

@@ -266,7 +266,8 @@ static void test_determinism(void) {
                       all[i]->name, t);
             g4v_pool_destroy(p);
         }
-        static const g4v_gemm_cfg cfgs[] = {{1, 1, 0, 0}, {3, 2, 0, 1}, {0, 0, 1, 0}, {2, 0, 1, 0}};
+        static const g4v_gemm_cfg cfgs[] = {
+            {1, 1, 0, 0, 0}, {3, 2, 0, 1, 1}, {0, 0, 1, 0, -1}, {2, 0, 1, 0, 0}};
         for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; c++) {
             memset(y2, 0, sizeof(float) * (size_t)m * n);
             g4v_gemm_cfg_run(NULL, x, (size_t)k, W, y2, (size_t)n, (size_t)m, NULL, &cfgs[c]);
