@@ -97,6 +97,20 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
         }
 }
 
+/* The epilogue of one output row segment computed by an allocation-free INT8 path: row[0, cols)
+ * holds the dequantized sums for row r, columns [c0, c0 + cols); clamp, fused GeGLU, then store
+ * or accumulate into Y, as the micro-kernels and store_edge do. */
+static void finish_row(const gemm_job *j, int r, int c0, float *row, int cols) {
+    if (j->uepi.clamp)
+        for (int c = 0; c < cols; c++)
+            row[c] = g4v_clampf(row[c], j->epi.out_lo, j->epi.out_hi);
+    if (j->epi.gelu_gate)
+        j->W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)c0, row, row, cols);
+    float *y = j->Y + (size_t)r * j->ldy + (size_t)c0;
+    for (int c = 0; c < cols; c++)
+        y[c] = j->epi.accumulate ? y[c] + row[c] : row[c];
+}
+
 /* The allocation-free INT8 path for rows [r0, r1), panels [p0, p1): gemm_q8.h's arithmetic
  * straight from the packed B panels (codes, scales), each row's codes recomputed per panel. */
 static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1) {
@@ -123,15 +137,9 @@ static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1
                     int8_t q = g4v_q8_code(o->clamp ? g4v_clampf(x[k], o->lo, o->hi) : x[k], inv);
                     acc += (int32_t)q * b[((size_t)(k / 4) * nr + c) * 4 + k % 4];
                 }
-                float v = g4v_q8_dequant(acc, sa, sw[c]);
-                row[c] = j->uepi.clamp ? g4v_clampf(v, j->epi.out_lo, j->epi.out_hi) : v;
+                row[c] = g4v_q8_dequant(acc, sa, sw[c]);
             }
-            float *y = j->Y + (size_t)r * j->ldy + (size_t)p * nr;
-            if (j->epi.gelu_gate)
-                W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)p * nr, row, row,
-                             cols);
-            for (int c = 0; c < cols; c++)
-                y[c] = j->epi.accumulate ? y[c] + row[c] : row[c];
+            finish_row(j, r, p * nr, row, cols);
         }
     }
 }
@@ -163,14 +171,7 @@ static void task_no_scratch_q8b(const gemm_job *j, int r0, int r1, int p0, int p
                     row[c] = g4v_q8b_step(acc, sa, sw[(size_t)blk * nr + c], row[c]);
                 }
             }
-            for (int c = 0; c < cols; c++)
-                if (j->uepi.clamp) row[c] = g4v_clampf(row[c], j->epi.out_lo, j->epi.out_hi);
-            float *y = j->Y + (size_t)r * j->ldy + (size_t)p * nr;
-            if (j->epi.gelu_gate)
-                W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)p * nr, row, row,
-                             cols);
-            for (int c = 0; c < cols; c++)
-                y[c] = j->epi.accumulate ? y[c] + row[c] : row[c];
+            finish_row(j, r, p * nr, row, cols);
         }
     }
 }

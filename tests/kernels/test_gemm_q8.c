@@ -252,6 +252,9 @@ static void test_determinism(void) {
         wv[i] = frand(-1.0f, 1.0f);
     void *w = make_weight(wv, (size_t)n * k, G4V_DT_BF16);
     float *y1 = malloc(sizeof(float) * (size_t)m * n), *y2 = malloc(sizeof(float) * m * n);
+    float *gate = malloc(sizeof(float) * (size_t)m * n);
+    for (int i = 0; i < m * n; i++)
+        gate[i] = frand(-3.0f, 3.0f);
     int count;
     const g4v_gemm_kernel *const *all = q8_kernels(&count);
     for (int i = 0; i < count; i++) {
@@ -268,14 +271,32 @@ static void test_determinism(void) {
         }
         static const g4v_gemm_cfg cfgs[] = {
             {1, 1, 0, 0, 0}, {3, 2, 0, 1, 1}, {0, 0, 1, 0, -1}, {2, 0, 1, 0, 0}};
-        for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; c++) {
-            memset(y2, 0, sizeof(float) * (size_t)m * n);
-            g4v_gemm_cfg_run(NULL, x, (size_t)k, W, y2, (size_t)n, (size_t)m, NULL, &cfgs[c]);
-            CHECK_MSG(!memcmp(y1, y2, sizeof(float) * (size_t)m * n), "%s: blocking %zu differs",
-                      all[i]->name, c);
+        /* the epilogues too: none; clamps + accumulate; clamps + fused GeGLU (the cfgs with
+         * no_scratch take the allocation-free paths, whose row epilogue is their own) */
+        g4v_gemm_epi epis[3] = {g4v_gemm_epi_none(), g4v_gemm_epi_none(), g4v_gemm_epi_none()};
+        epis[1].in_lo = epis[2].in_lo = -2.0f;
+        epis[1].in_hi = epis[2].in_hi = 2.5f;
+        epis[1].out_lo = epis[2].out_lo = -4.0f;
+        epis[1].out_hi = epis[2].out_hi = 3.0f;
+        epis[1].accumulate = 1;
+        epis[2].gelu_gate = gate;
+        epis[2].ldg = (size_t)n;
+        for (int e = 0; e < 3; e++) {
+            for (size_t t = 0; t < (size_t)m * n; t++)
+                y1[t] = 0.25f * (float)(t % 7);
+            g4v_gemm(NULL, x, (size_t)k, W, y1, (size_t)n, (size_t)m, &epis[e]);
+            for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; c++) {
+                for (size_t t = 0; t < (size_t)m * n; t++)
+                    y2[t] = 0.25f * (float)(t % 7);
+                g4v_gemm_cfg_run(NULL, x, (size_t)k, W, y2, (size_t)n, (size_t)m, &epis[e],
+                                 &cfgs[c]);
+                CHECK_MSG(!memcmp(y1, y2, sizeof(float) * (size_t)m * n),
+                          "%s: blocking %zu, epilogue %d differs", all[i]->name, c, e);
+            }
         }
         g4v_wmat_free(W);
     }
+    free(gate);
     free(y1);
     free(y2);
     free(w);
