@@ -118,8 +118,10 @@ extern const fe_opt_choice fe_opt_resize_choices[];
 
 /* The math mode: --precise, --int8, --int8=blocks. The one place that spells these flags for
  * every command (encode, info, chat, serve). Today they set two int fields: precise (1) and
- * int8 (1; 2 with =blocks). When the mode becomes one enum field, only this macro changes: the
- * flag row stores PRECISE and the --int8 row INT8 (INT8_BLOCKS with =blocks) into that field. */
+ * int8 (.lo = 1; fe_opt_int8_choices' "blocks" = 2). When the mode becomes one enum field, this
+ * macro (one member argument) and fe_opt_int8_choices change, nothing else: the flag row stores
+ * PRECISE, the --int8 row INT8 (.lo) or INT8_BLOCKS ("blocks"), all into that one field, where
+ * the last mode option given wins. */
 extern const fe_opt_choice fe_opt_int8_choices[];
 #define FE_OPT_MATH_ROWS(type, precise_member, int8_member)                                    \
     {.name = "precise", .kind = FE_OPT_FLAG, FE_FIELD(type, precise_member), .lo = 1,          \
