@@ -102,7 +102,7 @@ def usage():
     r = run("--model")
     check(r.returncode == 1, f"--model without value: exit {r.returncode}")
     r = run("--model", "x", "--frobnicate")
-    check(r.returncode == 1 and "unexpected argument '--frobnicate'" in r.stderr, f"bad option: {r.stderr!r}")
+    check(r.returncode == 1 and "unknown option '--frobnicate'" in r.stderr, f"bad option: {r.stderr!r}")
     r = run("--help")
     check(r.returncode == 0 and "usage: g4v info --model DIR [--json]" in r.stdout
           and "exit codes" in r.stdout, f"--help: {r.returncode} {r.stdout!r}")

@@ -90,10 +90,10 @@ def test_cli_preprocess_errors():
     out = os.path.join(TMP, "out")
 
     # usage errors -> 1
-    expect("no arguments", [], 1, "missing IMAGE")
+    expect("no arguments", [], 1, "IMAGE is required")
     expect("missing -o", [good], 1, "-o")
     expect("unknown option", [good, "--frobnicate", "-o", out], 1, "unknown option")
-    expect("--tokens not a number", [good, "--tokens", "abc", "-o", out], 1, "not an integer")
+    expect("--tokens not a number", [good, "--tokens", "abc", "-o", out], 1, "needs an integer")
     expect("-o without value", [good, "-o"], 1, "needs a value")
     expect("two images", [good, good, "-o", out], 1, "one IMAGE")
     h = expect("--help", ["--help"], 0, "--pillow-12.2", "int32", "Pillow 9.0 - 12.1",

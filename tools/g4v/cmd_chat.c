@@ -19,6 +19,7 @@ int cmd_chat(int argc, char **argv) {
 #else
 
 #include "frontend.h"
+#include "options.h"
 #include "chat_session.h"
 
 #include <cjson/cJSON.h>
@@ -36,48 +37,6 @@ typedef struct chat_args {
     int json;
 } chat_args;
 
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: g4v chat --lm LM.gguf --model VISION [--image FILE]... [--video FILE]...\n"
-        "                [-p TEXT] [options]\n"
-        "\n"
-        "Answers questions about images and videos with a Gemma 4 language model run by\n"
-        "llama.cpp's libllama; the images are encoded by g4v and their soft tokens fed to the\n"
-        "model exactly as llama.cpp's libmtmd feeds its own (docs/CHAT.md).\n"
-        "\n"
-        "  --lm FILE       the Gemma 4 text model, a GGUF (e.g. gemma-4-E4B-it-Q4_K_M.gguf)\n"
-        "  --model VISION  the vision model: a checkpoint directory or a llama.cpp mmproj .gguf;\n"
-        "                  its soft-token width must be the text model's hidden size\n"
-        "  --image FILE    an image for the first message (repeatable; in order, before the text)\n"
-        "  --video FILE    a video for the first message (repeatable)\n"
-        "  -p, --prompt TEXT  the message; answer it and exit. Without -p: a conversation read\n"
-        "                  from stdin, one message per line (the KV cache keeps every turn):\n"
-        "                    /image PATH   attach an image to the next message\n"
-        "                    /video PATH   attach a video to the next message\n"
-        "                    /quit         end (so does end of input)\n"
-        "  --system TEXT   a system prompt\n"
-        "  --json          print a JSON object per answer (text, tokens, timings, media with\n"
-        "                  their soft-token counts and feature-cache hits) instead of streaming\n"
-        "  --temp T        sampling temperature (default 1.0; 0 = greedy)\n"
-        "  --top-k K       (default 64; 0 = off)\n"
-        "  --top-p P       (default 0.95; 1 = off)\n"
-        "  --seed N        sampling seed (default: from the clock)\n"
-        "  --max-tokens N  answer length cap (default 1024; 0 = until the end of the turn)\n"
-        "  --ctx N         context size in tokens (default 8192)\n"
-        "  --threads N     threads for both models (default: one per CPU)\n"
-        "  --tokens N      soft-token budget per image, one of " CLI_BUDGETS " (default %d)\n"
-        "  --video-tokens N  budget per video frame (default %d)\n"
-        "  --frames N      frames sampled per video (default %d)\n"
-        "  --precise       encode with f32 GEMM inputs (~1e-6 rel. error; default bf16, ~3e-3)\n"
-        "  --int8          encode in the INT8 mode (int8 linear layers, faster, ~2e-2)\n"
-        "  --int8=blocks   the INT8 mode with per-32-block scales (docs/NUMERICS.md §12.4)\n"
-        "  --cache DIR     feature cache kept across runs (default: a private one for this run;\n"
-        "                  a repeated image is always read from the cache, not re-encoded)\n"
-        "  --verbose       show llama.cpp's log\n",
-        G4V_DEFAULT_BUDGET, G4V_DEFAULT_VIDEO_BUDGET, G4V_DEFAULT_VIDEO_FRAMES);
-}
-
 static int add_media(chat_args *a, const char *path, int is_video) {
     if (a->n_media == a->cap_media) {
         int cap = a->cap_media ? 2 * a->cap_media : 8;
@@ -91,122 +50,91 @@ static int add_media(chat_args *a, const char *path, int is_video) {
     return 0;
 }
 
-static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
-    long long x;
-    if (fe_parse_int(v, lo, hi, &x)) {
-        fprintf(stderr, "g4v chat: %s wants an integer in [%ld, %ld], not '%s'\n", opt, lo, hi, v);
+/* --image FILE, --video FILE: the row's .lo says which; kept in the order given. */
+static int media_option(const fe_opt *row, const char *value, void *target, char *err,
+                        size_t cap) {
+    if (add_media(target, value, (int)row->lo)) {
+        snprintf(err, cap, "out of memory");
         return -1;
     }
-    *out = (int)x;
     return 0;
 }
 
-static int parse_float(const char *opt, const char *v, double lo, double hi, float *out) {
-    double x;
-    if (fe_parse_double(v, lo, hi, &x)) {
-        fprintf(stderr, "g4v chat: %s wants a number in [%g, %g], not '%s'\n", opt, lo, hi, v);
-        return -1;
-    }
-    *out = (float)x;
-    return 0;
-}
+#define O(member) FE_FIELD(chat_args, member)
 
+static const fe_opt rows[] = {
+    {.name = "lm", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(o.lm_path), .arg = "FILE",
+     .help = "the Gemma 4 text model, a GGUF (e.g. gemma-4-E4B-it-Q4_K_M.gguf)"},
+    {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(o.vision_path),
+     .arg = "VISION",
+     .help = "the vision model: a checkpoint directory or a llama.cpp mmproj .gguf; its "
+             "soft-token width must be the text model's hidden size"},
+    {.name = "image", .kind = FE_OPT_CALLBACK, .fn = media_option, .lo = 0, .arg = "FILE",
+     .help = "an image for the first message (repeatable; in order, before the text)"},
+    {.name = "video", .kind = FE_OPT_CALLBACK, .fn = media_option, .lo = 1, .arg = "FILE",
+     .help = "a video for the first message (repeatable)"},
+    {.name = "prompt", .shortopt = 'p', .kind = FE_OPT_STRING, O(prompt), .arg = "TEXT",
+     .help = "the message; answer it and exit. Without -p: a conversation read from stdin, one "
+             "message per line (the KV cache keeps every turn):\n"
+             "  /image PATH   attach an image to the next message\n"
+             "  /video PATH   attach a video to the next message\n"
+             "  /quit         end (so does end of input)"},
+    {.name = "system", .kind = FE_OPT_STRING, O(o.system), .arg = "TEXT",
+     .help = "a system prompt"},
+    {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
+     .help = "print a JSON object per answer (text, tokens, timings, media with their soft-token "
+             "counts and feature-cache hits) instead of streaming"},
+    {.name = "temp", .kind = FE_OPT_REAL, O(o.temp), .dlo = 0, .dhi = 100, .arg = "T",
+     .help = "sampling temperature (default 1.0; 0 = greedy)"},
+    {.name = "top-k", .kind = FE_OPT_INT, O(o.top_k), .lo = 0, .hi = 1 << 30, .arg = "K",
+     .help = "(default 64; 0 = off)"},
+    {.name = "top-p", .kind = FE_OPT_REAL, O(o.top_p), .dlo = 0, .dhi = 1, .arg = "P",
+     .help = "(default 0.95; 1 = off)"},
+    {.name = "seed", .kind = FE_OPT_UINT, O(o.seed), .lo = 0, .hi = 0xFFFFFFFEll, .arg = "N",
+     .help = "sampling seed (default: from the clock)"},
+    {.name = "max-tokens", .kind = FE_OPT_INT, O(o.max_tokens), .lo = 0, .hi = 1 << 30,
+     .arg = "N", .help = "answer length cap (default 1024; 0 = until the end of the turn)"},
+    {.name = "ctx", .kind = FE_OPT_INT, O(o.n_ctx), .lo = 16, .hi = 1 << 24, .arg = "N",
+     .help = "context size in tokens (default 8192)"},
+    {.name = "threads", .kind = FE_OPT_INT, O(o.threads), .lo = 1, .hi = 1024, .arg = "N",
+     .help = "threads for both models (default: one per CPU)"},
+    {.name = "tokens", .kind = FE_OPT_INT, O(o.budget), .lo = 1, .hi = 1 << 20,
+     .check = fe_opt_check_budget, .arg = "N",
+     .help = "soft-token budget per image, one of " CLI_BUDGETS " (default "
+             FE_STR(G4V_DEFAULT_BUDGET) ")"},
+    {.name = "video-tokens", .kind = FE_OPT_INT, O(o.video_budget), .lo = 1, .hi = 1 << 20,
+     .check = fe_opt_check_budget, .arg = "N",
+     .help = "budget per video frame (default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"},
+    {.name = "frames", .kind = FE_OPT_INT, O(o.video_frames), .lo = 1, .hi = 1024, .arg = "N",
+     .help = "frames sampled per video (default " FE_STR(G4V_DEFAULT_VIDEO_FRAMES) ")"},
+    FE_OPT_MATH_ROWS(chat_args, o.precise, o.int8),
+    {.name = "cache", .kind = FE_OPT_STRING, O(o.cache_dir), .arg = "DIR",
+     .help = "feature cache kept across runs (default: a private one for this run; a repeated "
+             "image is always read from the cache, not re-encoded)"},
+    {.name = "verbose", .kind = FE_OPT_FLAG, O(o.verbose), .lo = 1,
+     .help = "show llama.cpp's log"},
+};
+
+static const fe_cmd chat_cmd = {
+    .name = "chat",
+    .usage = "chat --lm LM.gguf --model VISION [--image FILE]... [--video FILE]...\n"
+             "                [-p TEXT] [options]",
+    .about = "Answers questions about images and videos with a Gemma 4 language model run by\n"
+             "llama.cpp's libllama; the images are encoded by g4v and their soft tokens fed to the\n"
+             "model exactly as llama.cpp's libmtmd feeds its own (docs/CHAT.md).\n",
+    FE_OPTS(rows),
+    .epilog = "exit codes: 0 ok, 1 usage error, 2 input error (an image or video that cannot be\n"
+              "encoded, a prompt over the context), 3 model error, 5 internal error\n",
+};
+
+#undef O
+
+/* 0 go on, 1 help printed, -1 usage error (message printed). */
 static int parse_args(int argc, char **argv, chat_args *a) {
     chat_options_init(&a->o);
     a->o.seed = (uint32_t)time(NULL) ^ (uint32_t)getpid();
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int k;
-#define NEED()                                                                                \
-    do {                                                                                      \
-        if (!v) {                                                                             \
-            fprintf(stderr, "g4v chat: %s needs a value\n", s);                               \
-            return -1;                                                                        \
-        }                                                                                     \
-        i++;                                                                                  \
-    } while (0)
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            usage(stdout);
-            return 1;
-        } else if (!strcmp(s, "--lm")) {
-            NEED();
-            a->o.lm_path = v;
-        } else if (!strcmp(s, "--model")) {
-            NEED();
-            a->o.vision_path = v;
-        } else if (!strcmp(s, "--image") || !strcmp(s, "--video")) {
-            NEED();
-            if (add_media(a, v, s[2] == 'v')) return -1;
-        } else if (!strcmp(s, "-p") || !strcmp(s, "--prompt")) {
-            NEED();
-            a->prompt = v;
-        } else if (!strcmp(s, "--system")) {
-            NEED();
-            a->o.system = v;
-        } else if (!strcmp(s, "--json")) {
-            a->json = 1;
-        } else if (!strcmp(s, "--precise")) {
-            a->o.precise = 1;
-        } else if (!strcmp(s, "--int8")) {
-            a->o.int8 = 1;
-        } else if (!strcmp(s, "--int8=blocks")) {
-            a->o.int8 = 2;
-        } else if (!strcmp(s, "--verbose")) {
-            a->o.verbose = 1;
-        } else if (!strcmp(s, "--temp")) {
-            NEED();
-            if (parse_float(s, v, 0, 100, &a->o.temp)) return -1;
-        } else if (!strcmp(s, "--top-p")) {
-            NEED();
-            if (parse_float(s, v, 0, 1, &a->o.top_p)) return -1;
-        } else if (!strcmp(s, "--top-k")) {
-            NEED();
-            if (parse_int(s, v, 0, 1 << 30, &a->o.top_k)) return -1;
-        } else if (!strcmp(s, "--seed")) {
-            NEED();
-            long long x;
-            if (v[0] == '-' || fe_parse_int(v, 0, 0xFFFFFFFEll, &x)) {
-                fprintf(stderr, "g4v chat: --seed wants an integer in [0, 4294967294]\n");
-                return -1;
-            }
-            a->o.seed = (uint32_t)x;
-        } else if (!strcmp(s, "--max-tokens")) {
-            NEED();
-            if (parse_int(s, v, 0, 1 << 30, &a->o.max_tokens)) return -1;
-        } else if (!strcmp(s, "--ctx")) {
-            NEED();
-            if (parse_int(s, v, 16, 1 << 24, &a->o.n_ctx)) return -1;
-        } else if (!strcmp(s, "--threads")) {
-            NEED();
-            if (parse_int(s, v, 1, 1024, &a->o.threads)) return -1;
-        } else if (!strcmp(s, "--tokens") || !strcmp(s, "--video-tokens")) {
-            NEED();
-            if (parse_int(s, v, 1, 1 << 20, &k)) return -1;
-            char msg[160];
-            if (g4v_budget_check(k, msg, sizeof msg)) {
-                fprintf(stderr, "g4v chat: %s: %s\n", s, msg);
-                return -1;
-            }
-            if (s[2] == 't') a->o.budget = k;
-            else a->o.video_budget = k;
-        } else if (!strcmp(s, "--frames")) {
-            NEED();
-            if (parse_int(s, v, 1, 1024, &a->o.video_frames)) return -1;
-        } else if (!strcmp(s, "--cache")) {
-            NEED();
-            a->o.cache_dir = v;
-        } else {
-            fprintf(stderr, "g4v chat: unknown option '%s' (g4v chat --help)\n", s);
-            return -1;
-        }
-#undef NEED
-    }
-    if (!a->o.lm_path || !a->o.vision_path) {
-        fprintf(stderr, "g4v chat: --lm and --model are required (g4v chat --help)\n");
-        return -1;
-    }
-    return 0;
+    int rc = fe_opt_run(&chat_cmd, argc, argv, a);
+    return rc == FE_OPT_HELP ? 1 : rc ? -1 : 0;
 }
 
 static int exit_for(int rc) {

@@ -19,6 +19,7 @@
 #include "g4v.h"
 #include "inputs.h"
 #include "npy.h"
+#include "options.h"
 #include "out_safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -37,6 +38,7 @@ typedef enum { OUT_NPY, OUT_DIR, OUT_SAFETENSORS } out_kind;
 typedef struct {
     const char *model, *out, *cache;
     unsigned long long cache_max_bytes;
+    fe_opt_list args; /* the IMAGE arguments as given; expanded into in */
     input_list in;
     int tokens, no_exif, precise, int8, threads, json, quiet, bf16, resize;
     out_kind kind;
@@ -48,61 +50,81 @@ typedef struct {
  * is 70 to 1120 tokens of noise there. Piped or redirected (scripts), it is printed in full. */
 static int span_summary(const encode_args *a) { return !a->full_span && isatty(1); }
 
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: g4v encode --model DIR IMAGE... [options] -o OUT\n"
-        "\n"
-        "Encodes images into Gemma 4 soft tokens: N rows of T floats per image, the language\n"
-        "model's input embeddings for the image-token positions (splice them in unscaled).\n"
-        "\n"
-        "  --model DIR    checkpoint directory as downloaded (config.json + safetensors),\n"
-        "                 or a llama.cpp mmproj .gguf file\n"
-        "  IMAGE...       JPEG/PNG/WebP/GIF/BMP files (format by content), raw uint8 [H, W, 3]\n"
-        "                 .npy files, directories (their image files, sorted), or @LIST (a\n"
-        "                 text file with one path per line)\n"
-        "  -o OUT         OUT.npy         one image: float32 [N, T]\n"
-        "                 OUT.safetensors one F32 tensor per image, named after the file, with\n"
-        "                                 metadata <name>.tokens/.grid/.budget/.source/...\n"
-        "                 OUT (other)     a directory: OUT/<image name>.npy per image\n"
-        "  --tokens N     soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
-        "  --no-exif      ignore EXIF orientation (default: apply it, as transformers does)\n"
-        "  --resize pillow|torchvision  which transformers image processor's resize to\n"
-        "                 reproduce: pillow (default; Gemma4ImageProcessorPil, Pillow's BICUBIC)\n"
-        "                 or torchvision (Gemma4ImageProcessor, transformers' default when\n"
-        "                 torchvision is installed, and the 12B's only processor: torch's\n"
-        "                 antialiased bicubic); images and video frames\n"
-        "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
-        "  --int8         the INT8 mode (opt-in): the vision blocks' linear layers as int8 x\n"
-        "                 int8 -> int32 (VNNI, else AVX2), faster, ~2e-2 rel. error\n"
-        "  --int8=blocks  the INT8 mode with scales per block of 32 inputs (llama.cpp's\n"
-        "                 Q8_0; a Q8_0 GGUF's weights used as stored): more accurate than\n"
-        "                 --int8, slower (docs/NUMERICS.md §12.4)\n"
-        "  --threads N    worker threads (default: one per CPU)\n"
-        "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
-        "  --cache DIR    feature cache: an image already encoded with the same model,\n"
-        "                 budget, EXIF choice and mode is read from DIR instead (identical\n"
-        "                 bytes); new results are stored there. Safe to share between processes\n"
-        "  --cache-max-bytes N  bound on the cache's size; least recently used entries are\n"
-        "                 removed above it (default 1073741824)\n"
-        "  --json         print one JSON object per image (JSON Lines) instead of the spans:\n"
-        "                 file, ok, original_size [w,h], target_size [w,h], grid [w,h], tokens,\n"
-        "                 budget, seconds, output, prompt ids (boi, image, eoi), cache (\"hit\",\n"
-        "                 \"miss\" or \"off\"); or error\n"
-        "  --quiet        print nothing on stdout and no progress bar\n"
-        "  --full-span    print the whole prompt span on a terminal too\n"
-        "  -h, --help     this help\n"
-        "\n"
-        "Video (MP4/MOV, MKV/WebM, AVI, ... found by content, or any input with --video):\n"
-        "  --video        take every input as a video\n"
-        "  --frames N     frames sampled evenly by index (default 32; all if the video has fewer)\n"
-        "  --tokens N     per-frame budget for videos, default 70 (any of the budgets above)\n"
-        "  A video's output is all its frames' rows, frame after frame ([sum of N, T]); stdout\n"
-        "  gives the prompt text that replaces its <|video|>: per frame \"MM:SS <|image>\" +\n"
-        "  N x <|video|> + <image|>, joined by spaces, and \"ids: BOI VIDEOxN EOI\" per frame;\n"
-        "  --json adds frames [{index, timestamp, mmss, tokens}], fps, total_frames,\n"
-        "  prompt_text. Videos are not cached.\n"
-        "\n"
+#define O(member) FE_FIELD(encode_args, member)
+
+static const fe_opt rows[] = {
+    {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(model), .arg = "DIR",
+     .help = "checkpoint directory as downloaded (config.json + safetensors), or a llama.cpp "
+             "mmproj .gguf file"},
+    {.kind = FE_OPT_LIST, .flags = FE_OPT_POSITIONAL | FE_OPT_REQUIRED, O(args), .arg = "IMAGE...",
+     .help = "JPEG/PNG/WebP/GIF/BMP files (format by content), raw uint8 [H, W, 3] .npy files, "
+             "directories (their image files, sorted), or @LIST (a text file with one path per "
+             "line)"},
+    {.shortopt = 'o', .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(out), .arg = "OUT",
+     .help = "OUT.npy         one image: float32 [N, T]\n"
+             "OUT.safetensors one F32 tensor per image, named after the file, with\n"
+             "                metadata <name>.tokens/.grid/.budget/.source/...\n"
+             "OUT (other)     a directory: OUT/<image name>.npy per image"},
+    {.name = "tokens", .kind = FE_OPT_INT, O(tokens), .lo = 1, .hi = 1000000,
+     .check = fe_opt_check_budget, .arg = "N",
+     .help = "soft-token budget, one of " CLI_BUDGETS " (default " FE_STR(G4V_DEFAULT_BUDGET) "; "
+             "videos: per frame, default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"},
+    {.name = "no-exif", .kind = FE_OPT_FLAG, O(no_exif), .lo = 1,
+     .help = "ignore EXIF orientation (default: apply it, as transformers does)"},
+    FE_OPT_RESIZE(encode_args, resize,
+                  "which transformers image processor's resize to reproduce: pillow (default; "
+                  "Gemma4ImageProcessorPil, Pillow's BICUBIC) or torchvision "
+                  "(Gemma4ImageProcessor, transformers' default when torchvision is installed, "
+                  "and the 12B's only processor: torch's antialiased bicubic); images and video "
+                  "frames"),
+    FE_OPT_MATH_ROWS(encode_args, precise, int8),
+    {.name = "threads", .kind = FE_OPT_INT, O(threads), .lo = 0, .hi = 4096, .arg = "N",
+     .help = "worker threads (default: one per CPU)"},
+    {.name = "bf16", .kind = FE_OPT_FLAG, O(bf16), .lo = 1,
+     .help = "store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)"},
+    {.name = "cache", .kind = FE_OPT_STRING, O(cache), .arg = "DIR",
+     .help = "feature cache: an image already encoded with the same model, budget, EXIF choice "
+             "and mode is read from DIR instead (identical bytes); new results are stored there. "
+             "Safe to share between processes"},
+    {.name = "cache-max-bytes", .kind = FE_OPT_UINT, O(cache_max_bytes), .lo = 1,
+     .hi = LLONG_MAX, .arg = "N",
+     .help = "bound on the cache's size; least recently used entries are removed above it "
+             "(default 1073741824)"},
+    {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
+     .help = "print one JSON object per image (JSON Lines) instead of the spans: file, ok, "
+             "original_size [w,h], target_size [w,h], grid [w,h], tokens, budget, seconds, "
+             "output, prompt ids (boi, image, eoi), cache (\"hit\", \"miss\" or \"off\"); or "
+             "error"},
+    {.name = "quiet", .shortopt = 'q', .kind = FE_OPT_FLAG, O(quiet), .lo = 1,
+     .help = "print nothing on stdout and no progress bar"},
+    {.name = "full-span", .kind = FE_OPT_FLAG, O(full_span), .lo = 1,
+     .help = "print the whole prompt span on a terminal too"},
+    {.kind = FE_OPT_TEXT,
+     .help = "\nVideo (MP4/MOV, MKV/WebM, AVI, ... found by content, or any input with --video):\n"},
+    {.name = "video", .kind = FE_OPT_FLAG, O(video), .lo = 1,
+     .help = "take every input as a video"},
+    {.name = "frames", .kind = FE_OPT_INT, O(frames), .lo = 1, .hi = 1024, .arg = "N",
+     .help = "frames sampled evenly by index (default " FE_STR(G4V_DEFAULT_VIDEO_FRAMES) "; all "
+             "if the video has fewer)"},
+    {.kind = FE_OPT_TEXT,
+     .help = "  A video's output is all its frames' rows, frame after frame ([sum of N, T]); its\n"
+             "  budget is --tokens N per frame (default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) "; any "
+             "of the budgets above). stdout gives the\n"
+             "  prompt text that replaces its <|video|>: per frame \"MM:SS <|image>\" + N x "
+             "<|video|> +\n"
+             "  <image|>, joined by spaces, and \"ids: BOI VIDEOxN EOI\" per frame; --json adds\n"
+             "  frames [{index, timestamp, mmss, tokens}], fps, total_frames, prompt_text. "
+             "Videos are\n"
+             "  not cached.\n\n"},
+};
+
+static const fe_cmd encode_cmd = {
+    .name = "encode",
+    .usage = "encode --model DIR IMAGE... [options] -o OUT",
+    .about = "Encodes images into Gemma 4 soft tokens: N rows of T floats per image, the language\n"
+             "model's input embeddings for the image-token positions (splice them in unscaled).\n",
+    FE_OPTS(rows),
+    .epilog =
         "stdout (default): per image the prompt span <|image> <|image|> x N <image|> and a line\n"
         "\"ids: BOI IMAGExN EOI\" with the config's token ids; with several images each pair is\n"
         "preceded by \"# FILE\". On a terminal the span is summarised as\n"
@@ -112,15 +134,9 @@ static void usage(FILE *f) {
         "\n"
         "exit codes: 0 ok, 1 usage, 2 input (an image missing/corrupt/unsupported; with several\n"
         "images the others are still written), 3 model, 4 output (cannot write), 5 internal\n",
-        G4V_DEFAULT_BUDGET);
-}
+};
 
-static int parse_int(const char *s, int *v) {
-    long long x;
-    if (fe_parse_int(s, -1000000, 1000000, &x)) return -1;
-    *v = (int)x;
-    return 0;
-}
+#undef O
 
 static int ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
@@ -129,89 +145,18 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* 0 ok, -1 usage error (message printed), -2 help printed. */
 static int parse_args(int argc, char **argv, encode_args *a) {
-    a->tokens = G4V_DEFAULT_BUDGET;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            usage(stdout);
-            return -2;
-        } else if (!strcmp(s, "--model") && has_val) {
-            a->model = argv[++i];
-        } else if (!strcmp(s, "-o") && has_val) {
-            a->out = argv[++i];
-        } else if (!strcmp(s, "--tokens") && has_val) {
-            a->tokens_set = 1;
-            if (parse_int(argv[++i], &a->tokens)) {
-                fprintf(stderr, "g4v encode: --tokens: '%s' is not a number\n", argv[i]);
-                return -1;
-            }
-        } else if (!strcmp(s, "--threads") && has_val) {
-            if (parse_int(argv[++i], &a->threads) || a->threads < 0 || a->threads > 4096) {
-                fprintf(stderr, "g4v encode: --threads: '%s' is not a thread count\n", argv[i]);
-                return -1;
-            }
-        } else if (!strcmp(s, "--cache") && has_val) {
-            a->cache = argv[++i];
-        } else if (!strcmp(s, "--cache-max-bytes") && has_val) {
-            const char *v = argv[++i];
-            long long x;
-            if (fe_parse_int(v, 1, LLONG_MAX, &x)) {
-                fprintf(stderr,
-                        "g4v encode: --cache-max-bytes: '%s' is not a positive byte count\n", v);
-                return -1;
-            }
-            a->cache_max_bytes = (uint64_t)x;
-        } else if (!strcmp(s, "--precise")) {
-            a->precise = 1;
-        } else if (!strcmp(s, "--int8")) {
-            a->int8 = 1;
-        } else if (!strcmp(s, "--int8=blocks")) {
-            a->int8 = 2;
-        } else if (!strcmp(s, "--no-exif")) {
-            a->no_exif = 1;
-        } else if (!strcmp(s, "--resize") && has_val) {
-            const char *v = argv[++i];
-            if (strcmp(v, "pillow") && strcmp(v, "torchvision")) {
-                fprintf(stderr, "g4v encode: --resize: '%s' is not pillow or torchvision\n", v);
-                return -1;
-            }
-            a->resize = !strcmp(v, "torchvision") ? G4V_RESIZE_TORCHVISION : G4V_RESIZE_PILLOW;
-        } else if (!strcmp(s, "--json")) {
-            a->json = 1;
-        } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
-            a->quiet = 1;
-        } else if (!strcmp(s, "--full-span")) {
-            a->full_span = 1;
-        } else if (!strcmp(s, "--bf16")) {
-            a->bf16 = 1;
-        } else if (!strcmp(s, "--video")) {
-            a->video = 1;
-        } else if (!strcmp(s, "--frames") && has_val) {
-            if (parse_int(argv[++i], &a->frames) || a->frames < 1 || a->frames > 1024) {
-                fprintf(stderr, "g4v encode: --frames: '%s' is not a frame count (1..1024)\n",
-                        argv[i]);
-                return -1;
-            }
-        } else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "g4v encode: unknown or incomplete option '%s' (see --help)\n", s);
-            return -1;
-        } else if (inputs_add(&a->in, s)) {
-            return -1;
-        }
-    }
-    if (!a->model || !a->in.count || !a->out) {
-        fprintf(stderr,
-                "g4v encode: --model, at least one IMAGE and -o are required (see --help)\n");
+    int rc = fe_opt_run(&encode_cmd, argc, argv, a);
+    if (rc) return rc == FE_OPT_HELP ? -2 : -1;
+    for (int i = 0; i < a->args.count; i++)
+        if (inputs_add(&a->in, a->args.items[i])) return -1;
+    if (!a->in.count) {
+        fprintf(stderr, "g4v encode: no IMAGE to encode (see --help)\n");
         return -1;
     }
+    a->tokens_set = a->tokens != 0;
+    if (!a->tokens_set) a->tokens = G4V_DEFAULT_BUDGET;
     if (a->cache_max_bytes && !a->cache) {
         fprintf(stderr, "g4v encode: --cache-max-bytes needs --cache DIR\n");
-        return -1;
-    }
-    char msg[128];
-    if (g4v_budget_check(a->tokens, msg, sizeof msg)) {
-        fprintf(stderr, "g4v encode: --tokens: %s\n", msg);
         return -1;
     }
     struct stat st;
@@ -713,10 +658,12 @@ int cmd_encode(int argc, char **argv) {
     int r = parse_args(argc, argv, &a);
     if (r) {
         inputs_free(&a.in);
+        fe_opt_list_free(&a.args);
         return r == -2 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     }
     g4v_video_quiet_ffmpeg(); /* FFmpeg's own stderr chatter: our messages say what failed */
     int rc = encode_all(&a);
     inputs_free(&a.in);
+    fe_opt_list_free(&a.args);
     return rc;
 }

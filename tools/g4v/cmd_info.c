@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "frontend.h"
 #include "g4v.h"
+#include "options.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -16,30 +17,6 @@
 
 static const int budgets[] = {G4V_BUDGETS};
 #define NBUDGETS (int)(sizeof budgets / sizeof budgets[0])
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: g4v info --model DIR [--json] [--precise | --int8[=blocks]]\n\n"
-            "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
-            "model.safetensors, model.safetensors.index.json + shards, or an\n"
-            "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix), or\n"
-            "of a llama.cpp mmproj GGUF file (docs/GGUF.md; source names the file type).\n"
-            "Every vision tensor is validated against config.json; text weights are not read.\n"
-            "The fingerprint (g4v_model_fingerprint) is a SHA-256 over the numerics version and\n"
-            "mode, the configuration values that matter and every vision tensor's content: the\n"
-            "same for one checkpoint in any layout, different if any of those changes.\n"
-            "kernels names the kernel variant this CPU runs for each step (G4V_ISA caps it):\n"
-            "default-mode outputs are bit-identical between machines only when it is the same.\n\n"
-            "options:\n"
-            "  --model DIR   the checkpoint directory, or an mmproj .gguf file (required)\n"
-            "  --json        print one JSON object instead of text\n"
-            "  --precise     give the fingerprint for --precise mode (default: the default mode)\n"
-            "  --int8        give the fingerprint for --int8 mode, and name its GEMM kernel\n"
-            "  --int8=blocks the same for the per-32-block INT8 mode\n"
-            "  -h, --help    this help\n\n"
-            "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
-            "            inconsistent checkpoint), 5 internal error\n");
-}
 
 typedef struct limit {
     const char *name; /* the g4v_model_options field */
@@ -76,6 +53,46 @@ typedef struct identity {
     int precise, int8;
     double seconds;
 } identity;
+
+typedef struct info_args {
+    const char *dir;
+    int json;
+    identity id; /* its precise and int8: the mode options */
+} info_args;
+
+#define O(member) FE_FIELD(info_args, member)
+
+static const fe_opt rows[] = {
+    {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(dir), .arg = "DIR",
+     .help = "the checkpoint directory, or an mmproj .gguf file (required)"},
+    {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
+     .help = "print one JSON object instead of text"},
+    FE_OPT_MATH_ROWS(info_args, id.precise, id.int8),
+};
+
+static const fe_cmd info_cmd = {
+    .name = "info",
+    .usage = "info --model DIR [--json] [--precise | --int8[=blocks]]",
+    .about =
+        "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
+        "model.safetensors, model.safetensors.index.json + shards, or an\n"
+        "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix), or\n"
+        "of a llama.cpp mmproj GGUF file (docs/GGUF.md; source names the file type).\n"
+        "Every vision tensor is validated against config.json; text weights are not read.\n"
+        "The fingerprint (g4v_model_fingerprint) is a SHA-256 over the numerics version and\n"
+        "mode, the configuration values that matter and every vision tensor's content: the\n"
+        "same for one checkpoint in any layout, different if any of those changes.\n"
+        "kernels names the kernel variant this CPU runs for each step (G4V_ISA caps it):\n"
+        "default-mode outputs are bit-identical between machines only when it is the same.\n"
+        "The mode options choose the mode whose fingerprint is given (default: the default\n"
+        "mode); with --int8, info also names the INT8 mode's GEMM kernel.\n",
+    .heading = "options:",
+    FE_OPTS(rows),
+    .epilog = "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
+              "            inconsistent checkpoint), 5 internal error\n",
+};
+
+#undef O
 
 /* The INT8 mode's GEMM kernel: the first one in the kernel path's gemm_kernels list whose name
  * ends in "-q8" (blocks: "-q8b"), the one g4v_wmat_create takes in that mode, or "-". */
@@ -234,36 +251,11 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
 }
 
 int cmd_info(int argc, char **argv) {
-    const char *dir = NULL;
-    int json = 0;
-    identity id = {"", 0, 0, 0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return G4V_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--precise")) {
-            id.precise = 1;
-        } else if (!strcmp(argv[i], "--int8")) {
-            id.int8 = 1;
-        } else if (!strcmp(argv[i], "--int8=blocks")) {
-            id.int8 = 2;
-        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (!strncmp(argv[i], "--model=", 8)) {
-            dir = argv[i] + 8;
-        } else {
-            fprintf(stderr, "g4v info: unexpected argument '%s'\n\n", argv[i]);
-            usage(stderr);
-            return G4V_EXIT_USAGE;
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "g4v info: --model DIR is required\n\n");
-        usage(stderr);
-        return G4V_EXIT_USAGE;
-    }
+    info_args a = {.dir = NULL};
+    int rc = fe_opt_run(&info_cmd, argc, argv, &a);
+    if (rc) return rc == FE_OPT_HELP ? G4V_EXIT_OK : G4V_EXIT_USAGE;
+    const char *dir = a.dir;
+    identity id = a.id;
     /* The model as `g4v encode` loads it (the default options; --precise: precise mode, whose
      * fingerprint differs), every vision tensor checked against config.json, but with no weight
      * packed (metadata_only): info needs the checks, not the packed matrices. */
@@ -294,8 +286,8 @@ int cmd_info(int argc, char **argv) {
         return G4V_EXIT_INTERNAL;
     }
     id.seconds = g4v_now_s() - t0;
-    int rc = G4V_EXIT_OK;
-    if (json)
+    rc = G4V_EXIT_OK;
+    if (a.json)
         rc = print_json(dir, &info, lim, &id);
     else
         print_text(dir, &info, lim, &id);

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "frontend.h"
 #include "npy.h"
+#include "options.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,66 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void help(FILE *f) {
-    fprintf(f,
-            "usage: g4v preprocess IMAGE [--tokens N] [--no-exif]\n"
-            "                      [--resize pillow|torchvision] [--pillow 9|12.2|13]\n"
-            "                      [--max-pixels N] [--max-dimension N] [-v] -o OUT\n"
-            "\n"
-            "Decodes IMAGE (JPEG, PNG, WebP, GIF first frame, BMP, TIFF first page; chosen by\n"
-            "content, not by name), applies its EXIF orientation, converts it to RGB, resizes it to the Gemma 4\n"
-            "target size for the token budget with Pillow's BICUBIC filter, and cuts it into\n"
-            "16x16 patches -- byte for byte what transformers' load_image + the Gemma 4 image\n"
-            "processor (PIL backend) produce with Pillow 13 (or --pillow); with --resize\n"
-            "torchvision, what its torchvision backend produces (transformers' default when\n"
-            "torchvision is installed).\n"
-            "\n"
-            "options:\n"
-            "  --tokens N         soft-token budget, one of " CLI_BUDGETS " (default %d)\n"
-            "  --no-exif          ignore the EXIF/XMP orientation (as when a PIL image is handed\n"
-            "                     to the processor directly); default: apply it, as load_image\n"
-            "  --resize pillow|torchvision\n"
-            "                     pillow (default): Pillow's BICUBIC and the PIL backend's\n"
-            "                     float64 rescale; torchvision: torch's uint8 antialiased bicubic\n"
-            "                     (its int16 weights) and the float32 rescale of transformers'\n"
-            "                     torchvision backend (Gemma4ImageProcessor, and the 12B's\n"
-            "                     Gemma4UnifiedImageProcessor, which has no other backend)\n"
-            "  --pillow V         with Pillow: the version whose order of the two resize passes\n"
-            "                     to follow (the order changes the bytes):\n"
-            "                       13   (default) Pillow >= 13.0: vertical first when the height\n"
-            "                            loses more than twice as many pixels as the width\n"
-            "                       12.2 Pillow 12.2: vertical first for very tall images\n"
-            "                            (height > 100 x width, height shrinking)\n"
-            "                       9    Pillow 9.0 - 12.1: horizontal first, always\n"
-            "                     (--pillow-12.2 is --pillow 12.2). Refused with --resize\n"
-            "                     torchvision (torch runs the horizontal pass first, always)\n"
-            "  --max-pixels N     refuse images with more pixels (default 178956970, Pillow's\n"
-            "                     decompression-bomb limit)\n"
-            "  --max-dimension N  refuse images with a longer side (default 65500)\n"
-            "  -v, --verbose      print format, sizes and orientation to stderr\n"
-            "  -o OUT             output prefix (required); writes:\n"
-            "                       OUT.png            resized RGB image, 8 bit\n"
-            "                       OUT.npy            patches, float32 [L, 768], per patch in\n"
-            "                                          (row, column, channel) order, values u/255\n"
-            "                       OUT.positions.npy  int32 [L, 2]: (x = patch column, y = patch row)\n"
-            "                     L = (height/16) * (width/16); no padding rows are written.\n"
-            "  -h, --help         this help\n"
-            "\n"
-            "Not reproduced: Pillow versions' decoder differences: docs/PREPROCESSING.md §9.\n"
-            "\n"
-            "exit codes: 0 ok (all outputs complete), 1 usage error, 2 input error (unreadable\n"
-            "or unsupported image, unsupported budget, over a limit), 4 cannot write an output,\n"
-            "5 internal error\n",
-            G4V_DEFAULT_BUDGET);
-}
-
-static int usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "g4v preprocess: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see g4v preprocess --help)\n");
-    return G4V_EXIT_USAGE;
-}
 
 /* Writes RGB8 as a PNG via a temporary file; 0 or -1 (message in msg). */
 static int write_png(const char *path, const g4v_pixels *img, char *msg, size_t msgn) {
@@ -126,71 +67,88 @@ typedef struct preprocess_args {
     g4v_preprocess_options opts;
 } preprocess_args;
 
+static const fe_opt_choice pillow_versions[] = {{"9", 9}, {"12.2", 122}, {"13", 13}, {NULL, 0}};
+
+#define O(member) FE_FIELD(preprocess_args, member)
+
+static const fe_opt rows[] = {
+    {.kind = FE_OPT_STRING, .flags = FE_OPT_POSITIONAL | FE_OPT_REQUIRED, O(in), .arg = "IMAGE",
+     .help = "the image (JPEG, PNG, WebP, GIF, BMP, TIFF; chosen by content)"},
+    {.name = "tokens", .kind = FE_OPT_INT, O(opts.budget), .lo = 1, .hi = 1000000, .arg = "N",
+     .help = "soft-token budget, one of " CLI_BUDGETS " (default " FE_STR(G4V_DEFAULT_BUDGET) ")"},
+    {.name = "no-exif", .kind = FE_OPT_FLAG, O(opts.apply_exif), .lo = 0,
+     .help = "ignore the EXIF/XMP orientation (as when a PIL image is handed to the processor "
+             "directly); default: apply it, as load_image"},
+    FE_OPT_RESIZE(preprocess_args, opts.resize,
+                  "pillow (default): Pillow's BICUBIC and the PIL backend's float64 rescale; "
+                  "torchvision: torch's uint8 antialiased bicubic (its int16 weights) and the "
+                  "float32 rescale of transformers' torchvision backend (Gemma4ImageProcessor, "
+                  "and the 12B's Gemma4UnifiedImageProcessor, which has no other backend)"),
+    {.name = "pillow", .kind = FE_OPT_CHOICE, O(pillow), .choices = pillow_versions, .arg = "V",
+     .help = "with Pillow: the version whose order of the two resize passes to follow (the "
+             "order changes the bytes):\n"
+             "  13   (default) Pillow >= 13.0: vertical first when the height\n"
+             "       loses more than twice as many pixels as the width\n"
+             "  12.2 Pillow 12.2: vertical first for very tall images\n"
+             "       (height > 100 x width, height shrinking)\n"
+             "  9    Pillow 9.0 - 12.1: horizontal first, always\n"
+             "(--pillow-12.2 is --pillow 12.2). Refused with --resize torchvision (torch runs the "
+             "horizontal pass first, always)"},
+    {.name = "pillow-12.2", .kind = FE_OPT_FLAG, .flags = FE_OPT_HIDDEN, O(pillow), .lo = 122,
+     .help = "--pillow 12.2"},
+    {.name = "max-pixels", .kind = FE_OPT_UINT, O(opts.max_pixels), .lo = 1, .hi = LLONG_MAX,
+     .arg = "N",
+     .help = "refuse images with more pixels (default 178956970, Pillow's decompression-bomb "
+             "limit)"},
+    {.name = "max-dimension", .kind = FE_OPT_INT, O(opts.max_dimension), .lo = 1, .hi = INT_MAX,
+     .arg = "N", .help = "refuse images with a longer side (default 65500)"},
+    {.name = "verbose", .shortopt = 'v', .kind = FE_OPT_FLAG, O(verbose), .lo = 1,
+     .help = "print format, sizes and orientation to stderr"},
+    {.shortopt = 'o', .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(out), .arg = "OUT",
+     .help = "output prefix (required); writes:\n"
+             "  OUT.png            resized RGB image, 8 bit\n"
+             "  OUT.npy            patches, float32 [L, 768], per patch in\n"
+             "                     (row, column, channel) order, values u/255\n"
+             "  OUT.positions.npy  int32 [L, 2]: (x = patch column, y = patch row)\n"
+             "L = (height/16) * (width/16); no padding rows are written."},
+};
+
+static const fe_cmd preprocess_cmd = {
+    .name = "preprocess",
+    .usage = "preprocess IMAGE [--tokens N] [--no-exif]\n"
+             "                      [--resize pillow|torchvision] [--pillow 9|12.2|13]\n"
+             "                      [--max-pixels N] [--max-dimension N] [-v] -o OUT",
+    .about = "Decodes IMAGE (JPEG, PNG, WebP, GIF first frame, BMP, TIFF first page; chosen by\n"
+             "content, not by name), applies its EXIF orientation, converts it to RGB, resizes it\n"
+             "to the Gemma 4 target size for the token budget with Pillow's BICUBIC filter, and\n"
+             "cuts it into 16x16 patches -- byte for byte what transformers' load_image + the\n"
+             "Gemma 4 image processor (PIL backend) produce with Pillow 13 (or --pillow); with\n"
+             "--resize torchvision, what its torchvision backend produces (transformers' default\n"
+             "when torchvision is installed).\n",
+    .heading = "options:",
+    FE_OPTS(rows),
+    .epilog = "Not reproduced: Pillow versions' decoder differences: docs/PREPROCESSING.md §9.\n"
+              "\n"
+              "exit codes: 0 ok (all outputs complete), 1 usage error, 2 input error (unreadable\n"
+              "or unsupported image, unsupported budget, over a limit), 4 cannot write an output,\n"
+              "5 internal error\n",
+};
+
+#undef O
+
 /* Fills a from the command line. Returns -1 to go on, else the exit code to stop with (help
  * printed, or a usage error reported). */
 static int parse_args(int argc, char **argv, preprocess_args *a) {
     memset(a, 0, sizeof *a);
     a->pillow = -1;
     g4v_preprocess_options_init(&a->opts);
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        long long v;
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            help(stdout);
-            return G4V_EXIT_OK;
-        } else if (!strcmp(s, "--tokens") || !strcmp(s, "--max-pixels") ||
-                   !strcmp(s, "--max-dimension") || !strcmp(s, "--pillow") || !strcmp(s, "-o") ||
-                   !strcmp(s, "--resize")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", s);
-            const char *val = argv[++i];
-            if (!strcmp(s, "-o")) {
-                a->out = val;
-            } else if (!strcmp(s, "--pillow")) {
-                if (!strcmp(val, "9"))
-                    a->pillow = 9;
-                else if (!strcmp(val, "12.2"))
-                    a->pillow = 122;
-                else if (!strcmp(val, "13"))
-                    a->pillow = 13;
-                else
-                    return usage_error("--pillow: '%s' is not one of 9, 12.2, 13", val);
-            } else if (!strcmp(s, "--resize")) {
-                if (strcmp(val, "pillow") && strcmp(val, "torchvision"))
-                    return usage_error("--resize: '%s' is not pillow or torchvision", val);
-                a->opts.resize =
-                    strcmp(val, "torchvision") ? G4V_RESIZE_PILLOW : G4V_RESIZE_TORCHVISION;
-            } else if (!strcmp(s, "--tokens")) {
-                if (fe_parse_int(val, INT_MIN, INT_MAX, &v))
-                    return usage_error("--tokens: '%s' is not an integer", val);
-                a->opts.budget = (int)v;
-            } else if (!strcmp(s, "--max-pixels")) {
-                if (fe_parse_int(val, 1, LLONG_MAX, &v))
-                    return usage_error("--max-pixels: '%s' is not a positive integer", val);
-                a->opts.max_pixels = (uint64_t)v;
-            } else {
-                if (fe_parse_int(val, 1, INT_MAX, &v))
-                    return usage_error("--max-dimension: '%s' is not a positive integer", val);
-                a->opts.max_dimension = (int)v;
-            }
-        } else if (!strcmp(s, "--no-exif")) {
-            a->opts.apply_exif = 0;
-        } else if (!strcmp(s, "--pillow-12.2")) {
-            a->pillow = 122;
-        } else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
-            a->verbose = 1;
-        } else if (s[0] == '-' && s[1]) {
-            return usage_error("unknown option %s", s);
-        } else if (!a->in) {
-            a->in = s;
-        } else {
-            return usage_error("unexpected argument %s (one IMAGE only)", s);
-        }
+    int rc = fe_opt_run(&preprocess_cmd, argc, argv, a);
+    if (rc) return rc == FE_OPT_HELP ? G4V_EXIT_OK : G4V_EXIT_USAGE;
+    if (a->pillow >= 0 && a->opts.resize == G4V_RESIZE_TORCHVISION) {
+        fprintf(stderr, "g4v preprocess: --pillow is a Pillow option; it cannot go with --resize "
+                        "torchvision\n");
+        return G4V_EXIT_USAGE;
     }
-    if (!a->in) return usage_error("%s", "missing IMAGE");
-    if (!a->out) return usage_error("%s", "missing -o OUT");
-    if (a->pillow >= 0 && a->opts.resize == G4V_RESIZE_TORCHVISION)
-        return usage_error("%s", "--pillow is a Pillow option; it cannot go with --resize "
-                                 "torchvision");
     if (a->pillow >= 0) a->opts.pillow_version = a->pillow; /* else the default, Pillow 13 */
     return -1;
 }
