@@ -2,7 +2,7 @@
  * into a g4v_service_options. Kept with the service (not the CLI) because the options are the
  * service's settings: whoever runs it (the CLI, a future front end) parses the same way. */
 #include "frontend.h"
-#include "service_internal.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <stddef.h>
