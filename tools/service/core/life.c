@@ -84,7 +84,6 @@ static int setup(server *s) {
             return G4V_SERVICE_ERR_LISTEN;
         }
     }
-    if (svc_routes_core(s)) return G4V_SERVICE_ERR_INTERNAL;
     for (const svc_wing *const *w = svc_wings; *w; w++) {
         if ((*w)->wanted && !(*w)->wanted(a)) { /* its paths say how to turn it on */
             for (int i = 0; (*w)->off_paths[i]; i++)
@@ -96,7 +95,7 @@ static int setup(server *s) {
         s->wings[s->nwings].w = *w;
         if ((st = (*w)->open(s, &s->wings[s->nwings++].state))) return st;
     }
-    return G4V_SERVICE_OK;
+    return svc_routes_core(s) ? G4V_SERVICE_ERR_INTERNAL : G4V_SERVICE_OK;
 }
 
 /* Everything setup made (the daemon already stopped), and s itself. */
