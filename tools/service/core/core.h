@@ -52,7 +52,7 @@ typedef struct request request;
 typedef struct svc_pool svc_pool;
 typedef struct svc_worker svc_worker;
 
-/* ---- a latency histogram (metrics.c): the encode latency, the chat time to first token ---- */
+/* ---- a latency histogram (metrics.c): the encode latency, the chat time to first token ------- */
 
 typedef struct svc_hist {
     uint64_t n[SVC_NBUCKETS + 1]; /* by bucket, the last one +Inf */
@@ -65,7 +65,7 @@ void svc_hist_add(svc_hist *h, double seconds);
  * the length it needed. The caller holds the server's mutex. */
 size_t svc_hist_text(const svc_hist *h, const char *name, const char *help, char *b, size_t cap);
 
-/* ---- the route table (routes.c) ------------------------------------------------------------- */
+/* ---- the route table (routes.c) -------------------------------------------------------------- */
 
 enum { SVC_GET = 1, SVC_POST = 2 };
 enum {
@@ -108,7 +108,7 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
 void svc_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                    enum MHD_RequestTerminationCode toe);
 
-/* ---- job kinds and the queue (queue.c) ------------------------------------------------------ */
+/* ---- job kinds and the queue (queue.c) ------------------------------------------------------- */
 
 /* A kind of job: what its workers own and how one job runs. Every kind is admitted by one rule
  * (svc_enqueue) and served by one worker-pool implementation. */
@@ -170,7 +170,7 @@ void svc_worker_free(svc_worker *w);
 /* A worker's answer to a suspended request: resumes it, and its handler queues resp. */
 void svc_reply(request *q, int code, struct MHD_Response *resp);
 
-/* ---- a wing (the list: tools/service/wings.c) ----------------------------------------------- */
+/* ---- a wing (the list: tools/service/wings.c) ------------------------------------------------ */
 
 typedef struct svc_wing {
     const char *name;
@@ -253,7 +253,7 @@ int svc_pools_busy(const server *s);
 /* Stops every pool (after their queues are empty), last started first. */
 void svc_pools_stop(server *s);
 
-/* ---- answers (response.c) ------------------------------------------------------------------- */
+/* ---- answers (response.c) -------------------------------------------------------------------- */
 
 struct MHD_Response *svc_buffer_response(char *body, size_t len, const char *type);
 struct MHD_Response *svc_error_response(const char *msg, const char *status);
@@ -267,7 +267,7 @@ int svc_http_code_for(int g4v_status);
 void svc_record(server *s, int code, double seconds, int timed);
 char *svc_metrics_text(server *s, size_t *len); /* malloc'ed, NULL when out of memory */
 
-/* ---- a private temporary directory (tempdir.c) ------------------------------------------------ */
+/* ---- a private temporary directory (tempdir.c) ----------------------------------------------- */
 
 /* Creates $TMPDIR/PREFIX-XXXXXX (TMPDIR unset or empty: /tmp) into dir: 0, or -1 with dir[0] = 0
  * ("cannot create WHAT under DIR" printed). */
