@@ -1,12 +1,12 @@
 /* fuzz_chat_request.c - the input is the body of a POST /v1/chat/completions (docs/CHAT_API.md),
- * parsed by the chat endpoint's real parser (tools/service/chat_request.c) into a chat job, as
+ * parsed by the chat endpoint's real parser (tools/service/chat/chat_request.c) into a chat job, as
  * `g4v serve --lm` does before anything reaches a model. No model is loaded: the parser sees only
  * the server's options (2 images, 4 messages, a 4096-token context; no --allow-files, so no path
  * reaches the file system). Checks: whatever the bytes, no crash, leak or hang; a refusal has a
  * status of 400/403/413/500, a type, a code and a message; an accepted job keeps the limits (at
  * most 2 images, a conversation that ends with a user turn, budgets and stop strings as
  * documented) and every image has bytes. */
-#include "chat_service.h"
+#include "chat/chat_wing.h"
 #include "fuzz_common.h"
 
 #include <string.h>

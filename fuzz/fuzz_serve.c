@@ -45,7 +45,7 @@ static void start(void) {
     o.max_body = 1u << 20;
     signal(SIGPIPE, SIG_IGN);
     /* The daemon polls with poll(), not g4v serve's epoll, so that a client's half-close is seen
-     * at once and the fuzzer runs at CPU speed (service.h, tools/service/service_listen.c). */
+     * at once and the fuzzer runs at CPU speed (service.h, tools/service/core/listen.c). */
     if (g4v_service_open(&o, &srv))
         fz_die(__FILE__, __LINE__, "setup", "cannot set up the server on %s", o.model);
 }

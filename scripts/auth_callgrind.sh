@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # auth_callgrind.sh - counts the instructions of the API key check (svc_key_equal,
-# tools/service/service_auth.c) with callgrind for tokens wrong in their first byte, their last,
+# tools/service/core/auth.c) with callgrind for tokens wrong in their first byte, their last,
 # right, and of other lengths, and for keys of other lengths: the counts show what the check's
 # time can depend on (docs/SERVICE.md, "Security"). Needs gcc, valgrind, libmicrohttpd-dev.
 set -euo pipefail
@@ -8,10 +8,10 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cat > "$T/ct.c" <<'C'
-#include "service_internal.h"
+#include "core/core.h"
 #include <stdio.h>
 #include <string.h>
-/* the two service functions service_auth.c calls besides the check: not reached here */
+/* the two service functions core/auth.c calls besides the check: not reached here */
 struct MHD_Response *svc_error_response(const char *m, const char *s) { (void)m, (void)s; return NULL; }
 enum MHD_Result svc_answer(request *q, int c, struct MHD_Response *r) { (void)q, (void)c, (void)r; return MHD_NO; }
 int main(int argc, char **argv) { /* ct TOKEN KEY: 1000 checks; prints how many matched */
@@ -24,7 +24,7 @@ int main(int argc, char **argv) { /* ct TOKEN KEY: 1000 checks; prints how many 
     return 0;
 }
 C
-gcc -O2 -I"$SRC/tools/service" -I"$SRC/include" -I"$SRC/src" "$T/ct.c" "$SRC/tools/service/service_auth.c" \
+gcc -O2 -I"$SRC/tools/service" -I"$SRC/include" -I"$SRC/src" "$T/ct.c" "$SRC/tools/service/core/auth.c" \
     -o "$T/ct" -lmicrohttpd
 count() { # token key -> instructions per check
     valgrind --tool=callgrind --callgrind-out-file="$T/cg" --toggle-collect=svc_key_equal "$T/ct" "$1" "$2" 2>&1 |

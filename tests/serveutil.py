@@ -5,6 +5,11 @@ from the line it prints ("listening on http://ADDR:PORT"), keeps its stderr in t
 and offers request() (a dict or list body is sent as JSON), metrics() (the /metrics lines as a
 dict), wait_metric() and stop() (SIGTERM, then the exit status). The tests subclass it for
 their own calls (chat streams, uploads).
+
+route_table_checks(server, endpoints) holds the answers of the service's route table
+(tools/service/core/routes.c) against the endpoints a server should have: every other method on
+each is 405 with the right Allow header, and an unknown path is 404 with a text that names every
+endpoint (and no other).
 """
 import http.client
 import json
@@ -88,3 +93,36 @@ def with_servers(prefix, run):
         for s in servers:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
+ALL_ENDPOINTS = {"/v1/encode": "POST", "/v1/info": "GET", "/health": "GET", "/metrics": "GET",
+                 "/v1/chat/completions": "POST", "/v1/models": "GET"}
+
+
+def route_table_checks(server, endpoints, headers=None):
+    """[(ok, what)] for the route table's answers; endpoints: {path: "GET" or "POST"} that the
+    server must answer (any other of ALL_ENDPOINTS must not be listed)."""
+    out = []
+    for path, allowed in endpoints.items():
+        for m in METHODS:
+            if m == allowed:
+                continue
+            st, h, raw = server.request(m, path, b"x" if m != "GET" else None, headers)
+            try:
+                err = json.loads(raw).get("error", "")
+            except ValueError:
+                err = raw[:80]
+            out.append((st == 405 and h.get("Allow") == allowed and f"use {allowed}" in err,
+                        f"{m} {path}: 405, Allow: {allowed} ({st}, Allow {h.get('Allow')!r}, {err!r})"))
+    st, h, raw = server.request("GET", "/no/such/path", None, headers)
+    try:
+        err = json.loads(raw).get("error", "")
+    except ValueError:
+        err = raw[:80]
+    named = [f"{m} {p}" for p, m in endpoints.items()]
+    absent = [f"{m} {p}" for p, m in ALL_ENDPOINTS.items() if p not in endpoints]
+    out.append((st == 404 and "no such endpoint: /no/such/path" in err
+                and all(n in err for n in named) and not any(a in err for a in absent),
+                f"unknown path: 404 naming {', '.join(named)} ({st}, {err!r})"))
+    return out

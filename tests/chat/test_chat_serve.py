@@ -4,12 +4,14 @@ endpoint on the synthetic models (make_fixtures.py), with plain HTTP clients aga
 test starts on 127.0.0.1.
 
 Answers identical to `g4v chat` for the same seed, prompt and image (text and token counts),
-streamed or not; two images across two messages; an image sent again in a later turn read from
-the feature cache (metrics); GET /v1/models; 429 with Retry-After when the slot and the queue are
-taken; a client that hangs up mid-stream frees its slot at once; paths outside --allow-files
-(and any path without it) refused 403; a data: URI that is not an image refused 400 while the
-server keeps serving; two slots answering six concurrent requests (streamed and not, three
-images) exactly as one slot answers them one by one; the limits (messages, images, context) each with its own code; SIGTERM
+streamed or not; two images across two messages; the route table with --lm (every endpoint, chat
+ones included, 405 with its Allow header for another method, a 404 naming all six); an image
+sent again in a later turn read from the feature cache (metrics); GET /v1/models; 429 with
+Retry-After when the slot and the queue are taken; a client that hangs up mid-stream frees its
+slot at once; paths outside --allow-files (and any path without it) refused 403; a data: URI
+that is not an image refused 400 while the server keeps serving; two slots answering six
+concurrent requests (streamed and not, three images) exactly as one slot answers them one by
+one; the limits (messages, images, context) each with its own code; SIGTERM
 during a stream finishes the stream, then exit 0."""
 import base64
 import json
@@ -23,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
-from serveutil import ServeProcess  # noqa: E402
+from serveutil import ALL_ENDPOINTS, ServeProcess, route_table_checks  # noqa: E402
 from pyutil import check  # noqa: E402
 
 G4V = os.environ.get("G4V_BIN", "g4v")
@@ -131,6 +133,9 @@ def run(tmp, allowed, servers):
     m = json.loads(body) if st == 200 else {}
     check(st == 200 and m.get("object") == "list" and m["data"][0]["id"] == "lm-e2b.gguf",
           f"GET /v1/models names the language model ({st} {body[:200]!r})")
+    # the route table with --lm: POST /v1/models is 405 (Allow: GET) as POST /v1/info is
+    for ok, what in route_table_checks(s, ALL_ENDPOINTS):
+        check(ok, "--lm: " + what)
 
     # 2. identical to g4v chat: greedy and sampled, non-streamed and streamed
     for temp, seed in (("0", 1), ("0.9", 7)):

@@ -1,9 +1,9 @@
-/* test_auth_compare.c - svc_key_equal, the API key check of tools/service/service_auth.c: the key
+/* test_auth_compare.c - svc_key_equal, the API key check of tools/service/core/auth.c: the key
  * itself matches; anything else does not (one byte off at every position, every proper prefix,
  * the key plus a byte, an empty token, a key padded with a NUL); no key (length 0) matches
  * nothing, not even an empty token. Its constant time is by construction (a fixed loop, no early
  * exit); docs/SERVICE.md, "Security", gives the instruction counts measured with callgrind. */
-#include "service_auth.h"
+#include "core/auth.h"
 #include "test_util.h"
 
 #include <string.h>

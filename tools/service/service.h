@@ -1,9 +1,10 @@
-/* service.h - the HTTP encode service (docs/SERVICE.md), as its front ends see it: `g4v serve`
+/* service.h - the HTTP service (docs/SERVICE.md), as its front ends see it: `g4v serve`
  * (tools/g4v/cmd_serve.c) runs it, fuzz/fuzz_serve.c embeds it and feeds it connections.
  *
- * The service lives in tools/service/ as the static library g4v_service, one file per concern
+ * The service lives in tools/service/ as the static library g4v_service: a core (core/) and two
+ * wings, encode (encode/) and chat (chat/), that register their routes and job kinds with it
  * (docs/SERVICE.md, "Where the code lives"); it uses libg4v through g4v.h and links GNU
- * libmicrohttpd, which libg4v never does. Everything else about it is in service_internal.h.
+ * libmicrohttpd, which libg4v never does. Everything else about it is in core/core.h.
  */
 #ifndef G4V_SERVICE_H
 #define G4V_SERVICE_H
@@ -27,13 +28,13 @@ typedef struct g4v_service_options {
     int resize;        /* the default G4V_RESIZE_* */
     unsigned long long max_body;        /* largest body accepted, else 413 */
     unsigned long long cache_max_bytes; /* 0: the cache's default */
-    /* Access control (service_auth.c): the key from --api-key, or from the first line of
+    /* Access control (core/auth.c): the key from --api-key, or from the first line of
      * --api-key-file, or else from the environment variable G4V_API_KEY; none: no key needed,
      * and then a non-loopback --host is refused unless insecure_no_auth. */
     const char *api_key;
     const char *api_key_file;
     int insecure_no_auth;
-    /* HTTP limits (service_listen.c): bytes of request line and headers, open connections */
+    /* HTTP limits (core/listen.c): bytes of request line and headers, open connections */
     int max_header_bytes;
     int max_connections;
     /* the chat endpoint (docs/CHAT_API.md): only with --lm */

@@ -1,5 +1,5 @@
 /* serve_format.c - response bodies of `g4v serve` (see serve_format.h). */
-#include "serve_format.h"
+#include "encode/serve_format.h"
 
 #include "npy.h"
 

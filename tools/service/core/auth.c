@@ -1,10 +1,10 @@
-/* service_auth.c - the API key: read once at start (--api-key, --api-key-file or G4V_API_KEY),
+/* auth.c - the API key: read once at start (--api-key, --api-key-file or G4V_API_KEY),
  * checked on every request but GET /health (`Authorization: Bearer KEY`, compared in constant
  * time), answered 401 with one fixed body when missing or wrong; and the listening rule: an
  * address other machines can reach needs a key, unless the operator says --insecure-no-auth.
  * A 401 says nothing of what was wrong, so that probing learns nothing but "no". */
-#include "service_auth.h"
-#include "service_internal.h"
+#include "core/auth.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,14 +7,32 @@
  *
  * The streaming response reads job->out: a slot's worker appends under job->mu; libmicrohttpd's
  * reader copies out what is there, and when nothing is, suspends the connection (returning 0,
- * as libmicrohttpd asks) until the worker appends and resumes it. */
-#include "chat_service.h"
+ * as libmicrohttpd asks) until the worker appends and resumes it. A refusal is the OpenAI-style
+ * error body {"error": {"message", "type", "code"}}. */
+#include "chat/chat_wing.h"
 #include "frontend.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct MHD_Response *chat_error_response(const chat_fail *f) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *e = o ? cJSON_AddObjectToObject(o, "error") : NULL;
+    char *text = NULL;
+    if (e && cJSON_AddStringToObject(e, "message", f->msg) &&
+        cJSON_AddStringToObject(e, "type", f->type) && cJSON_AddStringToObject(e, "code", f->code))
+        text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!text) return NULL;
+    g4v_utf8_sanitize(text); /* the message may quote the client's bytes */
+    return svc_buffer_response(text, strlen(text), "application/json");
+}
+
+enum MHD_Result chat_answer_error(request *q, const chat_fail *f) {
+    return svc_answer(q, f->http, chat_error_response(f));
+}
 
 size_t chat_utf8_safe_len(const char *text, size_t n) {
     /* the last lead byte among the final 3 bytes, if its sequence is not complete yet */

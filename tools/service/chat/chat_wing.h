@@ -1,20 +1,24 @@
-/* chat_service.h - what the files of the chat endpoint share (docs/CHAT_API.md): one
- * chat job (an OpenAI chat.completions request as parsed, and its life while it waits, runs on a
- * language-model slot and streams), and the functions of each file:
+/* chat_wing.h - what the files of the chat wing share (docs/CHAT_API.md): one chat job (an
+ * OpenAI chat.completions request as parsed, and its life while it waits, runs on a
+ * language-model slot and streams), the wing's state, and the functions of each file:
  *   chat_request.c  the request's JSON -> a chat_job (messages, images, sampling, limits)
- *   chat_routes.c   POST /v1/chat/completions and GET /v1/models through libmicrohttpd
- *   chat_sse.c      the answer as JSON or as server-sent events, and the streaming response
- *   lm_slots.c      the slots (one chat_session each), their queue and workers
+ *   chat_routes.c   the wing's descriptor: POST /v1/chat/completions and GET /v1/models, added
+ *                   to the core's route table with --lm only
+ *   chat_sse.c      the answer as JSON or as server-sent events, the streaming response, and the
+ *                   OpenAI-style error body
+ *   chat_slots.c    the job kind "chat": the slots (one chat_session each) as the workers of
+ *                   the core's queue (core/queue.c)
  *   chat_metrics.c  the chat lines of GET /metrics
- * Only lm_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
+ * Only chat_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
+ * The files call one another in one direction only: routes -> slots -> sse -> request.
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
  * job->mu guards what they share (the stream's bytes, gone, suspended). */
-#ifndef G4V_CHAT_SERVICE_H
-#define G4V_CHAT_SERVICE_H
+#ifndef G4V_SERVICE_CHAT_WING_H
+#define G4V_SERVICE_CHAT_WING_H
 
-#include "service_internal.h"
+#include "core/core.h"
 
 #include <stdint.h>
 
@@ -77,46 +81,36 @@ struct chat_job {
     char *out;       /* the stream's bytes: out_sent of out_len handed to libmicrohttpd */
     size_t out_len, out_cap, out_sent;
     int out_done, out_error;
-    chat_job *next;
 };
 
-/* The language model's slots and queue (lm_slots.c); the queue and the counters under the
- * server's mutex, like the encode queue's. */
-typedef struct lm_pool {
-    int n;       /* slots running */
-    void **sess; /* a chat_session each (tools/chat) */
-    pthread_t *th;
-    int threads;
-    chat_job *head, *tail;
-    int queued, busy, exit;
-    pthread_cond_t work;
+/* The wing's state: the slots' pool, the feature cache they share, what /metrics reports (under
+ * the server's mutex). */
+typedef struct chat_wing {
+    server *s;
+    svc_pool *pool;
+    int threads;      /* per slot */
     g4v_cache *cache; /* shared by the slots: --cache, or a private one */
     char cache_dir[512];
     int cache_private;
-    /* for /metrics */
-    uint64_t requests, rejected, cancelled, timeouts, failed;
+    uint64_t requests, cancelled, timeouts, failed; /* 429s: pool->rejected */
     uint64_t prompt_tokens, gen_tokens, images_encoded, images_cached;
     double prefill_s, gen_s;
-    uint64_t ttft_hist[SVC_NBUCKETS + 1], ttft_count;
-    double ttft_sum;
-} lm_pool;
+    svc_hist ttft;
+} chat_wing;
 
 /* chat_request.c: parses body into a new job (refs 1), or fills f and returns NULL. */
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f);
 void chat_job_unref(chat_job *j);
 const char *chat_model_id(const server *s); /* the name /v1/models and answers give */
 
-/* chat_routes.c */
-enum MHD_Result svc_chat_begin(request *q, struct MHD_Connection *c);
-enum MHD_Result svc_chat_finish(request *q);
-enum MHD_Result svc_models(request *q);
-void svc_chat_completed(request *q); /* the request is over: drop its hold on the job */
-enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
-struct MHD_Response *chat_error_response(const chat_fail *f);
 void chat_fail_set(chat_fail *f, int http, const char *type, const char *code, const char *fmt,
                    ...) __attribute__((format(printf, 5, 6)));
 
-/* chat_sse.c */
+/* chat_sse.c: the error body {"error": {"message", "type", "code"}}, and that answer queued now */
+struct MHD_Response *chat_error_response(const chat_fail *f);
+enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
+
+/* chat_sse.c: the answer */
 typedef struct chat_usage {
     int prompt_tokens, completion_tokens, image_tokens, images_encoded, images_cached;
     const char *finish_reason; /* "stop" or "length" */
@@ -137,12 +131,15 @@ void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
 /* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */
 size_t chat_utf8_safe_len(const char *text, size_t n);
 
-/* lm_slots.c */
-int svc_lm_start(server *s);           /* 0, or a G4V_SERVICE_ERR_* (printed) */
-void svc_lm_stop(server *s);           /* after the queue is empty */
-enum MHD_Result svc_lm_enqueue(request *q, chat_job *j);
+/* chat_slots.c: opens the shared feature cache and the slots' pool into cw (0, or a
+ * G4V_SERVICE_ERR_* printed; without libllama: --lm refused); closes the private cache. */
+int chat_slots_open(chat_wing *cw);
+void chat_slots_close(chat_wing *cw);
+
+/* chat_routes.c */
+extern const svc_wing svc_chat_wing;
 
 /* chat_metrics.c: appends the chat metrics at b (cap bytes); returns the length it needed. */
-size_t svc_chat_metrics_text(server *s, char *b, size_t cap);
+size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap);
 
 #endif

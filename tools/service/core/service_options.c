@@ -4,7 +4,7 @@
  * options are the service's settings: whoever runs it (the CLI, a future front end) parses the
  * same way. */
 #include "options.h"
-#include "service_internal.h"
+#include "core/core.h"
 
 #include <stddef.h>
 #include <stdio.h>

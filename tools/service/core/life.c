@@ -1,14 +1,13 @@
-/* service.c - the service's life: start (the model, its fingerprint, the cache, K contexts and
- * their workers), serve until SIGTERM or SIGINT and drain, stop. g4v_service_run is `g4v serve`;
- * g4v_service_open/close are the same start and stop without a listening socket, for an embedder
- * (fuzz/fuzz_serve.c).
+/* life.c - the service's life: start (the model, its fingerprint, the cache, the core's routes,
+ * then every wing: its job kinds' workers and its routes), serve until SIGTERM or SIGINT and
+ * drain, stop. g4v_service_run is `g4v serve`; g4v_service_open/close are the same start and
+ * stop without a listening socket, for an embedder (fuzz/fuzz_serve.c).
  *
  * SIGTERM or SIGINT: stop accepting connections, finish every request already received (up to
  * --drain-seconds for bodies still arriving), then return G4V_SERVICE_OK.
  */
-#include "chat_service.h"
+#include "core/core.h"
 #include "frontend.h"
-#include "service_internal.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -39,12 +38,11 @@ static server *create(const g4v_service_options *o) {
     if (!s) return NULL;
     s->a = *o;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle, NULL);
     return s;
 }
 
-/* The model, the cache, the contexts and their workers. 0 or a G4V_SERVICE_ERR_* (printed). */
+/* The model, the cache, the routes, the wings. 0 or a G4V_SERVICE_ERR_* (printed). */
 static int setup(server *s) {
     g4v_service_options *a = &s->a;
     char msg[1024];
@@ -86,42 +84,29 @@ static int setup(server *s) {
             return G4V_SERVICE_ERR_LISTEN;
         }
     }
-    int threads = a->threads;
-    if (!threads) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus > a->contexts ? (int)(cpus / a->contexts) : 1;
-    }
-    s->threads = threads;
-    s->ctx = calloc((size_t)a->contexts, sizeof *s->ctx);
-    s->workers = calloc((size_t)a->contexts, sizeof *s->workers);
-    if (!s->ctx || !s->workers) return G4V_SERVICE_ERR_INTERNAL;
-    for (int i = 0; i < a->contexts; i++) {
-        g4v_ctx_options co;
-        g4v_ctx_options_init(&co);
-        co.threads = threads;
-        if ((st = g4v_ctx_create(s->model, &co, &s->ctx[i], msg, sizeof msg))) {
-            fprintf(stderr, "g4v serve: context %d: %s\n", i, msg);
-            return G4V_SERVICE_ERR_INTERNAL;
+    for (const svc_wing *const *w = svc_wings; *w; w++) {
+        if ((*w)->wanted && !(*w)->wanted(a)) { /* its paths say how to turn it on */
+            for (int i = 0; (*w)->off_paths[i]; i++)
+                if (svc_route_add_off(s, (*w)->off_paths[i], (*w)->off_text))
+                    return G4V_SERVICE_ERR_INTERNAL;
+            continue;
         }
-        g4v_ctx_set_cache(s->ctx[i], s->cache);
-        if (svc_worker_start(s, i)) return G4V_SERVICE_ERR_INTERNAL;
+        if (s->nwings == SVC_MAX_WINGS) return G4V_SERVICE_ERR_INTERNAL;
+        s->wings[s->nwings].w = *w;
+        if ((st = (*w)->open(s, &s->wings[s->nwings++].state))) return st;
     }
-    return a->lm ? svc_lm_start(s) : G4V_SERVICE_OK;
+    return svc_routes_core(s) ? G4V_SERVICE_ERR_INTERNAL : G4V_SERVICE_OK;
 }
 
 /* Everything setup made (the daemon already stopped), and s itself. */
 static void teardown(server *s) {
-    svc_lm_stop(s);
-    svc_workers_stop(s);
-    for (int i = 0; s->ctx && i < s->a.contexts; i++)
-        g4v_ctx_free(s->ctx[i]);
-    free(s->ctx);
-    free(s->workers);
+    svc_pools_stop(s);
+    for (int w = s->nwings - 1; w >= 0; w--)
+        if (s->wings[w].w->close) s->wings[w].w->close(s, s->wings[w].state);
     g4v_cache_close(s->cache);
     g4v_model_free(s->model);
     svc_auth_free(s);
     pthread_cond_destroy(&s->idle);
-    pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -153,7 +138,7 @@ long g4v_service_wait_idle(g4v_service *s, double seconds) {
     until.tv_sec += (time_t)seconds + ns / 1000000000L;
     until.tv_nsec = ns % 1000000000L;
     pthread_mutex_lock(&s->mu);
-    while (s->inflight || s->queued || s->busy || s->chat_active)
+    while (s->inflight || svc_pools_busy(s))
         if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) break;
     long inflight = s->inflight;
     pthread_mutex_unlock(&s->mu);
@@ -184,8 +169,15 @@ int g4v_service_run(const g4v_service_options *o) {
         teardown(s);
         return rc;
     }
-    printf("g4v serve: listening on %s (%d contexts x %d threads, queue %d%s%s%s)\n", where,
-           s->nworkers, s->threads, s->a.queue, s->cache ? ", cache " : "",
+    char parts[256] = "";
+    size_t n = 0;
+    for (int w = 0; w < s->nwings; w++) {
+        char part[128] = "";
+        if (s->wings[w].w->summary) s->wings[w].w->summary(s, s->wings[w].state, part, sizeof part);
+        if (part[0] && n < sizeof parts)
+            n += (size_t)snprintf(parts + n, sizeof parts - n, "%s%s", n ? ", " : "", part);
+    }
+    printf("g4v serve: listening on %s (%s%s%s%s)\n", where, parts, s->cache ? ", cache " : "",
            s->cache ? s->a.cache : "", s->api_key ? ", API key required" : "");
     fflush(stdout);
     int sig = 0;
@@ -202,7 +194,7 @@ int g4v_service_run(const g4v_service_options *o) {
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += s->a.drain_s;
     int timed_out = 0;
-    while (s->queued || s->busy || s->chat_active || (s->inflight && !timed_out))
+    while (svc_pools_busy(s) || (s->inflight && !timed_out))
         timed_out = pthread_cond_timedwait(&s->idle, &s->mu, &deadline) == ETIMEDOUT || timed_out;
     long left = s->inflight;
     pthread_mutex_unlock(&s->mu);

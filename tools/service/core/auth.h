@@ -1,9 +1,9 @@
-/* service_auth.h - who may call the service (docs/SERVICE.md, "Security"): the API key that every
+/* auth.h - who may call the service (docs/SERVICE.md, "Security"): the API key that every
  * endpoint but /health requires as `Authorization: Bearer KEY`, where it comes from (--api-key,
  * --api-key-file, G4V_API_KEY), and the rule that a server reachable from other machines needs
  * one unless --insecure-no-auth says otherwise. */
-#ifndef G4V_SERVICE_AUTH_H
-#define G4V_SERVICE_AUTH_H
+#ifndef G4V_SERVICE_CORE_AUTH_H
+#define G4V_SERVICE_CORE_AUTH_H
 
 #include <microhttpd.h>
 #include <stddef.h>

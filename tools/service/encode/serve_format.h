@@ -6,8 +6,8 @@
  * .npy has room for the array only; the rest travels in X-G4V-* response headers (for every
  * format). Little-endian hosts only (the features are copied as they are in memory).
  */
-#ifndef G4V_SERVICE_SERVE_FORMAT_H
-#define G4V_SERVICE_SERVE_FORMAT_H
+#ifndef G4V_SERVICE_ENCODE_SERVE_FORMAT_H
+#define G4V_SERVICE_ENCODE_SERVE_FORMAT_H
 
 #include "g4v.h"
 

@@ -5,7 +5,7 @@
  * paths whose realpath lies inside DIR. Every refusal names what was wrong and carries its own
  * code (docs/CHAT_API.md, "Errors"); nothing here touches a model. */
 #define _GNU_SOURCE /* realpath */
-#include "chat_service.h"
+#include "chat/chat_wing.h"
 #include "frontend.h"
 
 #include <cjson/cJSON.h>

@@ -1,9 +1,9 @@
-/* service_listen.c - the sockets: the listening socket on --host/--port (and whether other
- * machines can reach it, for the rule of service_auth.c), libmicrohttpd started on it (its own
+/* listen.c - the sockets: the listening socket on --host/--port (and whether other
+ * machines can reach it, for the rule of auth.c), libmicrohttpd started on it (its own
  * polling thread and --http-threads accepting and parsing; epoll) with the HTTP limits
  * (--max-header-bytes, --max-connections, --timeout), or started with no listening socket for
  * an embedder that hands it connections (poll, so a half-close is seen at once). */
-#include "service_internal.h"
+#include "core/core.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
-/* service_response.c - writing answers through libmicrohttpd: a body as a response, the JSON
+/* response.c - writing answers through libmicrohttpd: a body as a response, the JSON
  * error body ({"error", "status"}, always UTF-8), the one place an answer is queued (with
  * Retry-After where it applies, and counted for /metrics), and the HTTP status for a library
  * failure. Every answer of the service goes through svc_answer. */
 #include "frontend.h"
-#include "service_internal.h"
+#include "core/core.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -56,7 +56,7 @@ enum MHD_Result svc_answer(request *q, int code, struct MHD_Response *resp) {
     enum MHD_Result r = MHD_queue_response(q->conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     q->state = ST_ANSWERED; /* whatever MHD still delivers of the body is dropped */
-    svc_record(q->s, code, g4v_now_s() - q->t0, q->kind == REQ_ENCODE);
+    svc_record(q->s, code, g4v_now_s() - q->t0, q->route && (q->route->flags & SVC_TIMED));
     return r;
 }
 

@@ -1,0 +1,158 @@
+/* queue.c - the one job queue and worker pool, for every job kind (core.h, svc_kind): a complete
+ * request's job is admitted by one rule (503 while stopping; 429 with Retry-After when the kind's
+ * limit of waiting jobs is reached, answered in the kind's own format), its connection suspended,
+ * and taken by one of the kind's workers, each owning a state the kind opened (a g4v_ctx, a chat
+ * session); the worker runs it, replies (svc_reply resumes the connection, whose handler then
+ * queues the answer) and is free again. Waiting is bounded here, so a kind holds at most
+ * workers + limit complete requests. One wait-and-stop path: svc_pools_busy for the drain and
+ * g4v_service_wait_idle, svc_pools_stop once the queues are empty. */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job) {
+    server *s = q->s;
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping) {
+        int queued = p->queued, busy = p->busy;
+        pthread_mutex_unlock(&s->mu);
+        return p->k->refuse(q, job, MHD_HTTP_SERVICE_UNAVAILABLE, busy, queued, p->limit);
+    }
+    /* jobs that would wait: those queued plus this one, less the idle workers */
+    if (p->queued + 1 - (p->n - p->busy) > p->limit) {
+        int queued = p->queued, busy = p->busy;
+        p->rejected++;
+        pthread_mutex_unlock(&s->mu);
+        return p->k->refuse(q, job, MHD_HTTP_TOO_MANY_REQUESTS, busy, queued, p->limit);
+    }
+    if (p->k->admitted) p->k->admitted(q, job);
+    q->job = job;
+    q->pool = p;
+    q->state = ST_QUEUED;
+    q->next = NULL;
+    if (p->tail)
+        p->tail->next = q;
+    else
+        p->head = q;
+    p->tail = q;
+    p->queued++;
+    p->active++;
+    MHD_suspend_connection(q->conn);
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&s->mu);
+    return MHD_YES;
+}
+
+void svc_worker_free(svc_worker *w) {
+    if (w->freed) return;
+    w->freed = 1;
+    server *s = w->p->s;
+    pthread_mutex_lock(&s->mu);
+    w->p->busy--;
+    pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void svc_reply(request *q, int code, struct MHD_Response *resp) {
+    server *s = q->s;
+    q->code = code;
+    q->resp = resp;
+    pthread_mutex_lock(&s->mu);
+    q->state = ST_DONE;
+    pthread_mutex_unlock(&s->mu);
+    MHD_resume_connection(q->conn); /* MHD calls the handler again: it queues q->resp */
+}
+
+typedef struct worker_arg {
+    svc_pool *p;
+    void *state;
+} worker_arg;
+
+static void *worker_main(void *arg) {
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    svc_pool *p = a.p;
+    server *s = p->s;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!p->head && !p->exit)
+            pthread_cond_wait(&p->work, &s->mu);
+        request *q = p->head;
+        if (!q) { /* exit, and nothing left */
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        p->head = q->next;
+        if (!p->head) p->tail = NULL;
+        p->queued--;
+        p->busy++;
+        void *job = q->job;
+        pthread_mutex_unlock(&s->mu);
+        svc_worker w = {p, a.state, 0};
+        p->k->run(&w, q, job); /* q may be completed and gone once it replied */
+        svc_worker_free(&w);
+        if (p->k->release) p->k->release(job);
+    }
+    return NULL;
+}
+
+int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit,
+                   svc_pool **out) {
+    *out = NULL;
+    if (s->npools == SVC_MAX_POOLS) return G4V_SERVICE_ERR_INTERNAL;
+    svc_pool *p = calloc(1, sizeof *p);
+    if (!p) return G4V_SERVICE_ERR_INTERNAL;
+    p->k = k;
+    p->ctx = ctx;
+    p->s = s;
+    p->limit = limit;
+    pthread_cond_init(&p->work, NULL);
+    s->pools[s->npools++] = p; /* stopped by svc_pools_stop, however far it got */
+    *out = p;
+    p->state = calloc((size_t)workers, sizeof *p->state);
+    p->th = calloc((size_t)workers, sizeof *p->th);
+    if (!p->state || !p->th) return G4V_SERVICE_ERR_INTERNAL;
+    p->size = workers;
+    for (int i = 0; i < workers; i++) {
+        int rc = k->worker_open(ctx, i, &p->state[i]);
+        if (rc) return rc;
+        worker_arg *a = malloc(sizeof *a);
+        if (!a) return G4V_SERVICE_ERR_INTERNAL;
+        *a = (worker_arg){p, p->state[i]};
+        if (pthread_create(&p->th[i], NULL, worker_main, a)) {
+            free(a);
+            fprintf(stderr, "g4v serve: cannot start %s %d\n", k->worker_name, i);
+            return G4V_SERVICE_ERR_INTERNAL;
+        }
+        p->n++;
+    }
+    return G4V_SERVICE_OK;
+}
+
+int svc_pools_busy(const server *s) {
+    for (int i = 0; i < s->npools; i++) {
+        const svc_pool *p = s->pools[i];
+        if (p->queued || p->busy || (p->k->hold_until_completed && p->active)) return 1;
+    }
+    return 0;
+}
+
+void svc_pools_stop(server *s) {
+    for (int i = s->npools - 1; i >= 0; i--) {
+        svc_pool *p = s->pools[i];
+        pthread_mutex_lock(&s->mu);
+        p->exit = 1;
+        pthread_cond_broadcast(&p->work);
+        pthread_mutex_unlock(&s->mu);
+        for (int t = 0; t < p->n; t++)
+            pthread_join(p->th[t], NULL);
+        for (int t = 0; p->state && t < p->size; t++)
+            if (p->state[t] && p->k->worker_close) p->k->worker_close(p->ctx, p->state[t]);
+        free(p->state);
+        free(p->th);
+        pthread_cond_destroy(&p->work);
+        free(p);
+    }
+    s->npools = 0;
+}

@@ -1,0 +1,155 @@
+/* encode_wing.c - the encode wing's descriptor (core/core.h, svc_wing): on open it starts the
+ * job kind "encode" (--contexts workers, --queue waiting) and adds its rows to the route table,
+ * POST /v1/encode and GET /v1/info; it prints its part of GET /metrics (the encode latency
+ * histogram, the queue, the contexts, the feature cache: names that never change) and of the
+ * "listening on" line. */
+#include "encode/encode_wing.h"
+#include "frontend.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* GET /v1/info: the model, its fingerprint, budgets and the service's settings. */
+static char *info_json(server *s, const encode_wing *ew, size_t *len) {
+    const g4v_model_info *m = &s->info;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    static const int budgets[] = {G4V_BUDGETS};
+    cJSON_AddStringToObject(o, "model", s->a.model);
+    cJSON_AddStringToObject(o, "variant", m->variant);
+    cJSON_AddStringToObject(o, "kind", m->kind); /* "tower" or "unified" */
+    cJSON_AddStringToObject(o, "fingerprint", s->fingerprint);
+    cJSON_AddStringToObject(o, "mode", m->precise    ? "precise"
+                                            : m->int8 == 2 ? "int8-blocks"
+                                            : m->int8      ? "int8"
+                                                           : "fast");
+    cJSON_AddStringToObject(o, "version", g4v_version());
+    cJSON_AddNumberToObject(o, "dim", m->dim);
+    cJSON_AddNumberToObject(o, "num_layers", m->num_layers);
+    cJSON_AddNumberToObject(o, "hidden_size", m->hidden_size);
+    cJSON_AddNumberToObject(o, "param_count", (double)m->param_count);
+    cJSON_AddItemToObject(o, "budgets",
+                          cJSON_CreateIntArray(budgets, sizeof budgets / sizeof budgets[0]));
+    cJSON_AddNumberToObject(o, "default_budget", m->default_budget);
+    cJSON_AddBoolToObject(o, "apply_exif", m->apply_exif);
+    cJSON_AddStringToObject(o, "resize",
+                            m->resize == G4V_RESIZE_TORCHVISION ? "torchvision" : "pillow");
+    cJSON *ids = cJSON_AddObjectToObject(o, "token_ids");
+    if (ids) {
+        cJSON_AddNumberToObject(ids, "boi", m->boi_token_id);
+        cJSON_AddNumberToObject(ids, "image", m->image_token_id);
+        cJSON_AddNumberToObject(ids, "eoi", m->eoi_token_id);
+    }
+    cJSON *sv = cJSON_AddObjectToObject(o, "service");
+    if (sv) {
+        cJSON_AddNumberToObject(sv, "contexts", ew->pool->n);
+        cJSON_AddNumberToObject(sv, "queue", s->a.queue);
+        cJSON_AddNumberToObject(sv, "max_body_bytes", (double)s->a.max_body);
+        cJSON_AddNumberToObject(sv, "max_header_bytes", s->a.max_header_bytes);
+        cJSON_AddNumberToObject(sv, "max_connections", s->a.max_connections);
+        cJSON_AddBoolToObject(sv, "api_key", s->api_key != NULL);
+        cJSON_AddNumberToObject(sv, "timeout_seconds", s->a.timeout_s);
+        cJSON_AddBoolToObject(sv, "cache", s->cache != NULL);
+    }
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!t) return NULL;
+    *len = strlen(t);
+    return t; /* cJSON allocates with malloc by default: MHD may free() it */
+}
+
+static enum MHD_Result info(request *q, struct MHD_Connection *c) {
+    (void)c;
+    size_t len = 0;
+    char *body = info_json(q->s, q->ctx, &len);
+    return svc_answer(q, MHD_HTTP_OK,
+                      body ? svc_buffer_response(body, len, "application/json") : NULL);
+}
+
+static const svc_route routes[] = {
+    {.path = "/v1/encode",
+     .methods = SVC_POST,
+     .flags = SVC_BODY | SVC_TIMED,
+     .begin = encode_begin,
+     .finish = encode_finish,
+     .done = encode_done,
+     .usage = "with the image as the body"},
+    {.path = "/v1/info", .methods = SVC_GET, .begin = info},
+};
+
+static int open_wing(server *s, void **state) {
+    const g4v_service_options *a = &s->a;
+    encode_wing *ew = calloc(1, sizeof *ew);
+    *state = ew;
+    if (!ew) return G4V_SERVICE_ERR_INTERNAL;
+    ew->s = s;
+    int threads = a->threads;
+    if (!threads) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > a->contexts ? (int)(cpus / a->contexts) : 1;
+    }
+    ew->threads = threads;
+    int rc = svc_pool_start(s, &encode_kind, ew, a->contexts, a->queue, &ew->pool);
+    if (rc) return rc;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (svc_route_add(s, &routes[i], ew)) return G4V_SERVICE_ERR_INTERNAL;
+    return G4V_SERVICE_OK;
+}
+
+static void close_wing(server *s, void *state) {
+    (void)s;
+    free(state);
+}
+
+static size_t metrics(server *s, void *state, char *b, size_t cap) {
+    encode_wing *ew = state;
+    svc_pool *p = ew->pool;
+    size_t n = 0;
+#define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
+/* One scalar metric: its HELP and TYPE lines and its value (integers up to 2^53 print exactly). */
+#define METRIC(name, type, help, value)                                                            \
+    OUT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " %.17g\n", (double)(value))
+    g4v_cache_stats cs;
+    g4v_cache_get_stats(s->cache, &cs, NULL, 0);
+    pthread_mutex_lock(&s->mu);
+    n += svc_hist_text(&s->latency, "g4v_encode_request_seconds",
+                       "Time from the request's arrival to its answer (POST /v1/encode).", b + n,
+                       n < cap ? cap - n : 0);
+    METRIC("g4v_queue_depth", "gauge", "Complete encode requests waiting for a context.",
+           p->queued);
+    METRIC("g4v_queue_capacity", "gauge", "Waiting requests allowed before 429.", p->limit);
+    METRIC("g4v_encodes_in_progress", "gauge", "Contexts encoding now.", p->busy);
+    METRIC("g4v_contexts", "gauge", "Encode contexts.", p->n);
+    METRIC("g4v_requests_in_flight", "gauge", "HTTP requests begun and not yet completed.",
+           s->inflight);
+    METRIC("g4v_encodes_total", "counter", "Images encoded or served from the cache.", ew->encodes);
+    pthread_mutex_unlock(&s->mu);
+    METRIC("g4v_cache_hits_total", "counter", "Encode requests served from the feature cache.",
+           cs.hits);
+    METRIC("g4v_cache_misses_total", "counter", "Cache lookups that found no valid entry.",
+           cs.misses);
+    METRIC("g4v_cache_corrupt_total", "counter",
+           "Damaged cache entries found (recomputed, never served).", cs.corrupt);
+    METRIC("g4v_cache_evictions_total", "counter",
+           "Cache entries removed to stay under the size bound.", cs.evictions);
+    METRIC("g4v_cache_errors_total", "counter", "Failed cache writes or scans.", cs.errors);
+#undef METRIC
+#undef OUT
+    return n;
+}
+
+static void summary(server *s, void *state, char *b, size_t cap) {
+    const encode_wing *ew = state;
+    snprintf(b, cap, "%d contexts x %d threads, queue %d", ew->pool->n, ew->threads, s->a.queue);
+}
+
+const svc_wing svc_encode_wing = {
+    .name = "encode",
+    .open = open_wing,
+    .close = close_wing,
+    .metrics = metrics,
+    .summary = summary,
+};
