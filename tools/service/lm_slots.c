@@ -89,7 +89,7 @@ typedef struct gen {
 static int on_piece(const char *p, size_t n, void *user) {
     gen *g = user;
     chat_job *j = g->j;
-    if (!g->first_s) g->first_s = g4v_now_s();
+    if (!g->first_s) g->first_s = fe_now_s();
     if (g->len + n + 1 > g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
         while (cap < g->len + n + 1)
@@ -132,7 +132,7 @@ static int on_piece(const char *p, size_t n, void *user) {
         g->why = "client_gone";
         return 1;
     }
-    if (g4v_now_s() > g->deadline) {
+    if (fe_now_s() > g->deadline) {
         g->why = "timeout";
         return 1;
     }
@@ -242,7 +242,7 @@ static void run(server *s, chat_session *cs, chat_job *j) {
         return;
     }
     double deadline = j->t0 + s->a.request_timeout_s;
-    if (g4v_now_s() > deadline) {
+    if (fe_now_s() > deadline) {
         chat_fail_set(&f, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "timeout",
                       "waited more than --request-timeout %d s for a slot", s->a.request_timeout_s);
         count(s, &u, "timeout", 0);
@@ -272,7 +272,7 @@ static void run(server *s, chat_session *cs, chat_job *j) {
     memset(&r, 0, sizeof r);
     char err[1024] = "";
     int rc = chat_session_generate(cs, on_piece, &g, &r, err, sizeof err);
-    double end = g4v_now_s();
+    double end = fe_now_s();
     u.completion_tokens = r.n_generated;
     u.generate_s = r.generate_s;
     u.ttft_s = (g.first_s ? g.first_s : end) - j->t0;
@@ -408,7 +408,7 @@ int svc_lm_start(server *s) {
     p->sess = calloc((size_t)a->lm_slots, sizeof *p->sess);
     p->th = calloc((size_t)a->lm_slots, sizeof *p->th);
     if (!p->sess || !p->th) return G4V_SERVICE_ERR_INTERNAL;
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     for (int i = 0; i < a->lm_slots; i++) {
         chat_options o;
         chat_options_init(&o);
@@ -441,7 +441,7 @@ int svc_lm_start(server *s) {
         p->n++;
     }
     fprintf(stderr, "g4v serve: chat model %s: %d slots x %d threads, %d context tokens (%.2f s)\n",
-            a->lm, p->n, threads, a->lm_ctx, g4v_now_s() - t0);
+            a->lm, p->n, threads, a->lm_ctx, fe_now_s() - t0);
     return G4V_SERVICE_OK;
 }
 
