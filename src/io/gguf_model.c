@@ -3,10 +3,10 @@
  * directory fills, so everything above src/io is unchanged. docs/GGUF.md is the contract.
  *
  * Steps: parse the header (gguf.c) -> the vision config from the clip.vision.* keys, the values
- * llama.cpp hard-codes (tools/mtmd/clip.cpp) and the tensor shapes -> the wanted list of names.c
- * (canonical names, expected shapes) -> each canonical name to its GGUF name and layout ->
- * validate type, shape and data range, refuse overlaps -> map the used ranges -> views, or owned
- * copies for what the converter changed or what our kernels do not read:
+ * llama.cpp hard-codes (llama.cpp/tools/mtmd/clip.cpp) and the tensor shapes -> the wanted list
+ * of names.c (canonical names, expected shapes) -> each canonical name to its GGUF name and
+ * layout -> validate type, shape and data range, refuse overlaps -> map the used ranges -> views,
+ * or owned copies for what the converter changed or what our kernels do not read:
  *   - the patch embedding: llama.cpp stores the conv layout [E, 3, p, p] (channel outermost);
  *     we restore HF's [E, p*p*3] (y, x, channel fastest). The 12B embedder's patch_dense columns
  *     and patch_ln1 vector got the same channel-first permutation from the converter.
