@@ -41,7 +41,7 @@ def _argv_value(flag, default):
 # peer then ran its matmuls on 2 threads, above the 1-core peak). --blas-threads (default
 # --threads) sets it apart from torch's own threads, so the peer can also run as torch 1 +
 # OpenBLAS 2: torch's OpenMP threads then do not compete with OpenBLAS's for the 2 cores
-# (bench/RESULTS.md, Run 3, gives both configurations and counts the faster as the peer's).
+# (bench/RESULTS.md, Zen 3, gives both configurations and counts the faster as the peer's).
 os.environ["OPENBLAS_NUM_THREADS"] = _argv_value("--blas-threads", _argv_value("--threads", "1"))
 
 import numpy as np  # noqa: E402  (after the thread count is in the environment)

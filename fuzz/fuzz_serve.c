@@ -87,7 +87,7 @@ static int walk_answers(const char *buf, size_t n) {
         size_t body = (size_t)(end + 4 - buf);
         if (!have || n - body < cl) return 0;
         if (json) {
-            FZ_ASSERT(g4v_utf8_valid(buf + body, (size_t)cl), "a JSON answer is not UTF-8: %.80s",
+            FZ_ASSERT(fe_utf8_valid(buf + body, (size_t)cl), "a JSON answer is not UTF-8: %.80s",
                       buf + body);
             cJSON *j = cJSON_ParseWithLength(buf + body, (size_t)cl);
             FZ_ASSERT(j != NULL, "a JSON answer does not parse: %.80s", buf + body);

@@ -170,8 +170,8 @@ static inline void g4v_model_options_init(g4v_model_options *opts) {
  * Status: G4V_ERR_IO (missing dir/file), G4V_ERR_MODEL (malformed), G4V_ERR_LIMIT (over
  * max_header_bytes, max_config_bytes or max_tensor_count), G4V_ERR_UNSUPPORTED (e.g. quantized
  * safetensors weights, a GGUF tensor type other than those four), G4V_ERR_ARG (also for an
- * environment variable G4V_ISA that is not auto, avx512, avx512-nobf16, avx2 or portable; the
- * same from g4v_ctx_create and g4v_preprocess_file), G4V_ERR_NOMEM. */
+ * environment variable G4V_ISA that is not auto, avx512, avx512-nobf16, avx2, neon-bf16, neon or
+ * portable; the same from g4v_ctx_create and g4v_preprocess_file), G4V_ERR_NOMEM. */
 G4V_API g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts,
                                   g4v_model **out, char *errbuf, size_t errbuf_size);
 
@@ -363,7 +363,7 @@ typedef struct g4v_result {
     double seconds;          /* wall time of the call (decode + resize + encode) */
 } g4v_result;
 
-/* Encodes an image file (JPEG, PNG, WebP, GIF, BMP; chosen by content). Errors name the path:
+/* Encodes an image file (JPEG, PNG, WebP, GIF, BMP, TIFF; chosen by content). Errors name the path:
  * G4V_ERR_IO (cannot read), G4V_ERR_IMAGE (corrupt/truncated), G4V_ERR_UNSUPPORTED (format),
  * G4V_ERR_LIMIT (over max_file_bytes, max_pixels or max_dimension), G4V_ERR_ARG (bad budget /
  * arguments), G4V_ERR_NOMEM.

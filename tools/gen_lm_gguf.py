@@ -2,7 +2,7 @@
 """gen_lm_gguf.py - writes a small synthetic Gemma 4 *text* model as a llama.cpp GGUF (for the
 `g4v chat` tests and `make chat-demo`): random weights, the real Gemma 4 tokenizer.
 
-The file is what llama.cpp's `gemma4` architecture loads (src/models/gemma4.cpp): the
+The file is what llama.cpp's `gemma4` architecture loads (llama.cpp/src/models/gemma4.cpp): the
 hyperparameter keys and tensor names of gguf-py's constants for MODEL_ARCH.GEMMA4, a sliding-window
 pattern as a bool array, KV sharing between the last layers, rope frequency factors on the
 full-attention layers, a final logit softcap, and (--config e2b, e4b) per-layer embeddings. The

@@ -46,6 +46,7 @@ GGUF_VERSION = 3
 ALIGN = 32
 # ggml types and llama_ftype values (gguf-py constants.py)
 F32, F16, Q8_0, Q4_K, BF16 = 0, 1, 8, 12, 30
+Q8_0_BLOCK = 32  # values per Q8_0 block (G4V_Q8_BLOCK in src/base/dtype.h)
 FTYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}
 # GGUF value types
 U32, F32V, BOOL, STRING, ARRAY = 4, 6, 7, 8, 9
@@ -188,7 +189,7 @@ def q8_0(a):
     rows = a.astype(np.float32, copy=False).reshape(-1, a.shape[-1])
     out = []
     for group in np.array_split(rows, (rows.shape[0] // 16) or 1):
-        blocks = group.reshape(-1, 32)
+        blocks = group.reshape(-1, Q8_0_BLOCK)
         d = abs(blocks).max(axis=1, keepdims=True) / 127
         with np.errstate(divide="ignore"):
             inv = np.where(d == 0, 0, 1 / d)
@@ -251,7 +252,7 @@ def convert(ck, outtype, map_name=gguf_name, quant=quantize):
         name, a = modify(name, a, vc, unified)
         new = map_name(name)
         q = pick_type(orig, new, a.ndim, outtype)
-        if q == Q8_0 and a.shape[-1] % 32:
+        if q == Q8_0 and a.shape[-1] % Q8_0_BLOCK:
             q = F16  # QuantError: falling back to F16
         out.append((new, q, a.shape, np.ascontiguousarray(quant(a, q)).tobytes()))
     return out, vc, T, unified, cfg

@@ -227,7 +227,7 @@ def _npy_rgb(path: str) -> np.ndarray | None:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError):
         a = None
-    # the CLI's rule and message (tools/g4v/npy.c)
+    # the CLI's rule and message (tools/common/npy.c)
     if (not isinstance(a, np.ndarray) or a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3
             or not a.flags.c_contiguous or a.shape[0] < 1 or a.shape[1] < 1):
         raise G4VError(_lib.ERR_IMAGE, f"{path}: a .npy image must be C-ordered uint8 "
@@ -465,8 +465,8 @@ class Model:
                exif: bool | None = None, resize: str | None = None) -> Result:
         """Encodes one image into soft tokens; returns a Result.
 
-        image   a path (str / os.PathLike; JPEG, PNG, WebP, GIF, BMP by content, or a raw uint8
-                [H, W, 3] .npy as `g4v encode` takes it), bytes / bytearray / memoryview (an
+        image   a path (str / os.PathLike; JPEG, PNG, WebP, GIF, BMP, TIFF by content, or a raw
+                uint8 [H, W, 3] .npy as `g4v encode` takes it), bytes / bytearray / memoryview (an
                 encoded image file in memory), a uint8 [H, W, 3] numpy array (RGB pixels), or a
                 PIL image (converted to RGB as transformers does; no EXIF rotation applied)
         tokens  soft-token budget (one of BUDGETS); None: the model's

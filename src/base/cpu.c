@@ -122,8 +122,8 @@ int g4v_cpu_isa_check(g4v_err *err) {
 }
 
 unsigned g4v_cpu_features(void) {
-    /* The CPU is asked once (inside a VM it traps to the hypervisor: tens of microseconds per
-     * call were measured here); G4V_ISA is read on every call, so setting it before a call
+    /* The CPU is asked once (inside a VM, CPUID traps to the hypervisor, which costs tens of
+     * microseconds per call); G4V_ISA is read on every call, so setting it before a call
      * works. Callers in hot loops still cache their dispatch decision. */
     static unsigned cached; /* detect() | DETECTED once known; racing first calls agree */
     enum { DETECTED = 1u << 31 };

@@ -12,6 +12,11 @@
 
 typedef enum g4v_dtype { G4V_DT_BF16 = 0, G4V_DT_F16 = 1, G4V_DT_F32 = 2 } g4v_dtype;
 
+/* llama.cpp's Q8_0 block, the one quantized layout a checkpoint may store (a GGUF tensor,
+ * docs/GGUF.md) and the block the INT8_BLOCKS math mode scales by (kernels/gemm_q8.h): an f16
+ * scale d, then G4V_Q8_BLOCK int8 codes q; value = d * q. The one definition of that size. */
+enum { G4V_Q8_BLOCK = 32, G4V_Q8_0_BLOCK_BYTES = 2 + G4V_Q8_BLOCK };
+
 static inline size_t g4v_dtype_size(g4v_dtype dt) { return dt == G4V_DT_F32 ? 4 : 2; }
 
 static inline const char *g4v_dtype_name(g4v_dtype dt) {

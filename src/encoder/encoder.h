@@ -79,7 +79,6 @@ typedef struct g4v_encoder_opts {
 int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g4v_encoder **out,
                        g4v_err *err);
 void g4v_encoder_free(g4v_encoder *enc);
-const g4v_vision_config *g4v_encoder_config(const g4v_encoder *enc);
 
 /* The kernel path the encoder computes with, e.g. "features=0x1f gemm=avx512-bf16dp
  * attention=avx512 ...": the CPU features its kernel table was built for and the variant chosen

@@ -227,7 +227,3 @@ void g4v_encoder_free(g4v_encoder *e) {
     g4v_free(e->vectors);
     g4v_free(e);
 }
-
-const g4v_vision_config *g4v_encoder_config(const g4v_encoder *e) {
-    return &e->cfg;
-}

@@ -11,7 +11,8 @@
  * bytes before a marker, unknown JFIF revision) are ignored as Pillow ignores them.
  * Cap: at most G4V_JPEG_MAX_SCANS scans (G4V_ERR_UNSUPPORTED: fixed, not a caller's limit).
  * Each progressive scan walks the whole image, and an AC scan of an empty band costs ~16 bytes,
- * so without it a 177 KB file of 10,000 repeated scans kept a 2048 x 2048 decode busy for 20 s.
+ * so without it a file of 10,000 repeated scans (under 200 KB) keeps a 2048 x 2048 decode busy
+ * for tens of seconds.
  * libjpeg-turbo's fuzzers cap scans at 500; we cap at 100, 5-10x what real encoders write
  * (libjpeg's progression: 6-10 scans), so the work stays within ~100 passes over the image.
  * Pillow has no cap: files with more scans decode there and are refused here.

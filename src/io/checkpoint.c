@@ -28,9 +28,6 @@
 #define SIDECAR_NAME "optiq_vision.safetensors"
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
-/* Gaps up to this size between used tensors are mapped along with them (fewer mappings); larger
- * gaps (text weights sorted between embed_vision and vision_tower) stay unmapped. */
-#define MERGE_GAP ((uint64_t)4 << 20)
 
 typedef struct loader {
     const char *dir;
@@ -42,13 +39,6 @@ typedef struct loader {
     size_t nfiles;
     g4v_err *err;
 } loader;
-
-void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim) {
-    lim->max_header_bytes = 100u * 1000 * 1000;
-    lim->max_tensor_count = 1000000;
-    lim->max_config_bytes = 16u * 1000 * 1000;
-    lim->read_weights = 0;
-}
 
 static const char *base_name(const char *path) {
     const char *s = strrchr(path, '/');
@@ -184,7 +174,7 @@ static int cmp_shard_ref(const void *a, const void *b) {
 
 /* The distinct shard names of the n weight_map entries, in order of first appearance (*names,
  * pointing into the tree), and each entry's index in that list (*of_entry). Sorted, not searched
- * linearly: a 6.7 MB index naming 100,000 shards took 197 s that way. */
+ * linearly: a linear search per entry is quadratic, minutes for an index naming 100,000 shards. */
 static int distinct_shards(const cJSON *wm, size_t n, const char ***names, size_t *nnames,
                            size_t **of_entry, g4v_err *err) {
     shard_ref *r = g4v_malloc_array(n, sizeof *r);
@@ -360,8 +350,8 @@ static int map_all(loader *L) {
             e[i] = v[i]->entry.end;
         }
         if (!st)
-            st =
-                g4v_st_map_ranges(&L->files[k], n, b, e, MERGE_GAP, p, &F->maps, &F->nmaps, L->err);
+            st = g4v_st_map_ranges(&L->files[k], n, b, e, G4V_CHECKPOINT_MERGE_GAP, p, &F->maps,
+                                   &F->nmaps, L->err);
         for (size_t i = 0; i < n && !st; i++) {
             g4v_tensor *t = v[i]->dst;
             const g4v_st_entry *en = &v[i]->entry;
@@ -378,30 +368,6 @@ static int map_all(loader *L) {
         g4v_free(v);
     }
     return st;
-}
-
-/* Clip bounds as floats; +-inf when the model has none. */
-int g4v_checkpoint_decode_clips(g4v_checkpoint *ck, const char *where, g4v_err *err) {
-    for (int i = 0; i < ck->cfg.num_layers; i++)
-        for (int j = 0; j < G4V_LIN_COUNT; j++) {
-            g4v_clip *c = &ck->layers[i].clip[j];
-            if (!ck->cfg.use_clipped_linears) {
-                *c = (g4v_clip){-INFINITY, INFINITY, -INFINITY, INFINITY};
-                continue;
-            }
-            const g4v_tensor *t = &ck->files->clips[((size_t)i * G4V_LIN_COUNT + j) * 4];
-            c->in_min = g4v_tensor_get(&t[0], 0);
-            c->in_max = g4v_tensor_get(&t[1], 0);
-            c->out_min = g4v_tensor_get(&t[2], 0);
-            c->out_max = g4v_tensor_get(&t[3], 0);
-            if (!(c->in_min <= c->in_max) || !(c->out_min <= c->out_max))
-                return g4v_fail(err, G4V_ERR_MODEL,
-                                "%s: layers.%d.%s: clip bounds input [%g, %g], output [%g, %g] "
-                                "are not ordered (or NaN)",
-                                where, i, g4v_lin_names[j], c->in_min, c->in_max, c->out_min,
-                                c->out_max);
-        }
-    return G4V_OK;
 }
 
 static void summarize(loader *L) {
@@ -495,18 +461,6 @@ static int load_config(const char *dir, const g4v_checkpoint_limits *lim, g4v_vi
     return st;
 }
 
-int g4v_checkpoint_alloc_parts(g4v_checkpoint *ck, g4v_err *err) {
-    const g4v_vision_config *cfg = &ck->cfg;
-    ck->files = g4v_calloc(1, sizeof *ck->files);
-    ck->layers = g4v_calloc(cfg->num_layers > 0 ? (size_t)cfg->num_layers : 1, sizeof *ck->layers);
-    if (ck->files && cfg->use_clipped_linears)
-        ck->files->clips =
-            g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
-    if (!ck->files || !ck->layers || (cfg->use_clipped_linears && !ck->files->clips))
-        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
-    return G4V_OK;
-}
-
 int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
                         g4v_err *err) {
     g4v_err_clear(err);
@@ -563,28 +517,4 @@ fail:
     g4v_free(L.files);
     g4v_checkpoint_close(ck);
     return st;
-}
-
-void g4v_checkpoint_close(g4v_checkpoint *ck) {
-    if (!ck) return;
-    if (ck->files) {
-        g4v_st_unmap(ck->files->maps, ck->files->nmaps);
-        g4v_free(ck->files->maps);
-        for (size_t i = 0; i < ck->files->nowned; i++)
-            g4v_free_large(ck->files->owned[i]);
-        g4v_free(ck->files->owned);
-        g4v_free(ck->files->wanted);
-        g4v_free(ck->files->clips);
-        g4v_free(ck->files);
-    }
-    g4v_free(ck->layers);
-    g4v_free(ck);
-}
-
-void g4v_checkpoint_foreach(const g4v_checkpoint *ck,
-                            void (*fn)(void *user, const char *name, const g4v_tensor *t),
-                            void *user) {
-    if (!ck || !ck->files || !fn) return;
-    for (size_t i = 0; i < ck->files->nwanted; i++)
-        fn(user, ck->files->wanted[i].name, ck->files->wanted[i].dst);
 }

@@ -1,6 +1,8 @@
 /* checkpoint_internal.h - what the two checkpoint loaders (checkpoint.c for safetensors
  * directories, gguf_model.c for llama.cpp mmproj files) share: the private part of
- * g4v_checkpoint, which g4v_checkpoint_close frees whichever loader filled it.
+ * g4v_checkpoint, which g4v_checkpoint_close frees whichever loader filled it, and the functions
+ * of checkpoint_parts.c. checkpoint.c calls gguf_model.c for a GGUF; both call
+ * checkpoint_parts.c, which calls neither.
  */
 #ifndef G4V_IO_CHECKPOINT_INTERNAL_H
 #define G4V_IO_CHECKPOINT_INTERNAL_H
@@ -8,6 +10,10 @@
 #include "io/checkpoint.h"
 #include "io/names.h"
 #include "io/safetensors.h"
+
+/* Gaps up to this size between used tensors are mapped along with them (fewer mappings); larger
+ * gaps (text weights sorted between embed_vision and vision_tower) stay unmapped. */
+#define G4V_CHECKPOINT_MERGE_GAP ((uint64_t)4 << 20)
 
 struct g4v_checkpoint_files {
     g4v_wanted *wanted; /* every tensor loaded, by canonical name (g4v_checkpoint_foreach) */
@@ -21,7 +27,7 @@ struct g4v_checkpoint_files {
 
 /* Allocates ck->files, ck->layers (cfg.num_layers entries) and, with clipped linears, the clip
  * views (num_layers x 7 x 4) for the configuration in ck->cfg: what every loader fills.
- * G4V_ERR_NOMEM on failure (the caller closes ck). */
+ * G4V_ERR_NOMEM on failure (the caller closes ck). checkpoint_parts.c. */
 int g4v_checkpoint_alloc_parts(g4v_checkpoint *ck, g4v_err *err);
 
 /* Opens the mmproj GGUF file at path into ck (allocated, zeroed by the caller; on failure the

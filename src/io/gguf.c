@@ -531,7 +531,7 @@ int g4v_gguf_tensor_check(const g4v_gguf_file *f, const g4v_gguf_tensor *t, uint
     case G4V_GGML_F32: blck = 1, size = 4; break;
     case G4V_GGML_F16:
     case G4V_GGML_BF16: blck = 1, size = 2; break;
-    case G4V_GGML_Q8_0: blck = G4V_Q8_0_BLOCK, size = G4V_Q8_0_BYTES; break;
+    case G4V_GGML_Q8_0: blck = G4V_Q8_BLOCK, size = G4V_Q8_0_BLOCK_BYTES; break;
     default: {
         char b[16];
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,

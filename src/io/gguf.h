@@ -20,6 +20,7 @@
 #ifndef G4V_IO_GGUF_H
 #define G4V_IO_GGUF_H
 
+#include "base/dtype.h"
 #include "base/error.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
@@ -50,8 +51,7 @@ enum {
 
 /* The ggml tensor types we read (ggml.h's enum ggml_type); others are only named. */
 enum { G4V_GGML_F32 = 0, G4V_GGML_F16 = 1, G4V_GGML_Q8_0 = 8, G4V_GGML_BF16 = 30 };
-#define G4V_Q8_0_BLOCK 32 /* values per Q8_0 block: an f16 scale d, then 32 int8 q; x = d * q */
-#define G4V_Q8_0_BYTES 34
+/* Q8_0's block: G4V_Q8_BLOCK and G4V_Q8_0_BLOCK_BYTES, base/dtype.h. */
 
 typedef struct g4v_gguf_kv {
     const char *key; /* NUL-terminated, in the file's string pool */

@@ -3,10 +3,10 @@
  * directory fills, so everything above src/io is unchanged. docs/GGUF.md is the contract.
  *
  * Steps: parse the header (gguf.c) -> the vision config from the clip.vision.* keys, the values
- * llama.cpp hard-codes (tools/mtmd/clip.cpp) and the tensor shapes -> the wanted list of names.c
- * (canonical names, expected shapes) -> each canonical name to its GGUF name and layout ->
- * validate type, shape and data range, refuse overlaps -> map the used ranges -> views, or owned
- * copies for what the converter changed or what our kernels do not read:
+ * llama.cpp hard-codes (llama.cpp/tools/mtmd/clip.cpp) and the tensor shapes -> the wanted list
+ * of names.c (canonical names, expected shapes) -> each canonical name to its GGUF name and
+ * layout -> validate type, shape and data range, refuse overlaps -> map the used ranges -> views,
+ * or owned copies for what the converter changed or what our kernels do not read:
  *   - the patch embedding: llama.cpp stores the conv layout [E, 3, p, p] (channel outermost);
  *     we restore HF's [E, p*p*3] (y, x, channel fastest). The 12B embedder's patch_dense columns
  *     and patch_ln1 vector got the same channel-first permutation from the converter.
@@ -29,8 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MERGE_GAP ((uint64_t)4 << 20) /* as checkpoint.c */
-#define FTYPE_BF16 32                 /* llama_ftype MOSTLY_BF16 */
+#define FTYPE_BF16 32 /* llama_ftype MOSTLY_BF16 */
 /* torch.nn.LayerNorm's default eps: the 12B embedder's three LayerNorms (docs/NUMERICS.md §9.1);
  * the mmproj's layer_norm_epsilon is the RMSNorm's (llama.cpp hard-codes 1e-5 for them too). */
 #define UNIFIED_LAYER_NORM_EPS 1e-5
@@ -436,7 +435,9 @@ static int map_all(gl *L) {
                           (unsigned long long)e[i]);
     }
     struct g4v_checkpoint_files *F = L->ck->files;
-    if (!st) st = g4v_st_map_ranges(&L->f.io, n, b, e, MERGE_GAP, p, &F->maps, &F->nmaps, L->err);
+    if (!st)
+        st = g4v_st_map_ranges(&L->f.io, n, b, e, G4V_CHECKPOINT_MERGE_GAP, p, &F->maps, &F->nmaps,
+                               L->err);
     for (size_t i = 0; i < n && !st; i++)
         v[i]->data = p[i];
     g4v_free(v);
@@ -452,10 +453,10 @@ static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 
 
 /* Q8_0 blocks -> f32, exactly (ggml's dequantize_row_q8_0: x = d * q). */
 static void dequant_q8_0(const unsigned char *src, size_t nelem, float *dst) {
-    for (size_t blk = 0; blk < nelem / G4V_Q8_0_BLOCK; blk++, src += G4V_Q8_0_BYTES) {
+    for (size_t blk = 0; blk < nelem / G4V_Q8_BLOCK; blk++, src += G4V_Q8_0_BLOCK_BYTES) {
         float d = g4v_f16_to_f32(rd16(src));
-        for (int j = 0; j < G4V_Q8_0_BLOCK; j++)
-            dst[blk * G4V_Q8_0_BLOCK + (size_t)j] = d * (float)(int8_t)src[2 + j];
+        for (int j = 0; j < G4V_Q8_BLOCK; j++)
+            dst[blk * G4V_Q8_BLOCK + (size_t)j] = d * (float)(int8_t)src[2 + j];
     }
 }
 

@@ -89,16 +89,13 @@ int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n
                     g4v_math_mode mode, g4v_wmat **out, g4v_err *err);
 /* The same, with the packed panels written to storage: 64-byte aligned, at least
  * g4v_wmat_packed_bytes bytes, owned by the caller and freed after g4v_wmat_free. A model puts all
- * its weights in one such block: separate blocks of a few MB, each rounded to whole 2 MB huge
- * pages, wasted 62 MB of e4b's 311 MB. NULL storage is g4v_wmat_create. */
+ * its weights in one such block: separate blocks of a few MB would each round up to whole 2 MB
+ * huge pages, up to 2 MB of padding per weight. NULL storage is g4v_wmat_create. */
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                        g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err);
-/* Q8_0 blocks as GGUF stores them (G4V_Q8_0_BLOCK_BYTES each: an f16 scale d, then 32 int8
- * codes q; weight = d·q). */
-enum { G4V_Q8_0_BLOCK_BYTES = 34 };
-
-/* g4v_wmat_create_in for an [n, k] weight given as Q8_0 blocks (row n: k / 32 blocks, k a
- * multiple of 32), in INT8_BLOCKS mode only: the blocked INT8 panels take the file's codes and its
+/* g4v_wmat_create_in for an [n, k] weight given as Q8_0 blocks as GGUF stores them
+ * (base/dtype.h: G4V_Q8_0_BLOCK_BYTES each; row n: k / G4V_Q8_BLOCK blocks, k a multiple of
+ * G4V_Q8_BLOCK), in INT8_BLOCKS mode only: the blocked INT8 panels take the file's codes and its
  * d widened exactly to f32 as they are (codes -128 included), with no f32 round trip and no
  * requantization (docs/NUMERICS.md §12.5). The packed size is g4v_wmat_packed_bytes(kt, any
  * dtype, n, k, G4V_MATH_INT8_BLOCKS). */

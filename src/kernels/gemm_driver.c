@@ -264,10 +264,10 @@ static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
     j->kc = cfg && cfg->kc_groups > 0 && !k->int8 ? cfg->kc_groups : W->kc_groups;
-    /* Prefetch the output rows when the output is wider than the input (N > K): Y's write
-     * misses are then the call's largest memory stream. On Zen 5, 768 -> 3072 (the MLP's gate
-     * and up projections) gained 3-7 points of the kernel's ceiling in six runs; the other
-     * shapes moved within the noise (bench/RESULTS.md, session 12). Prefetches change no bits. */
+    /* Prefetch the output rows when the output is wider than the input (N > K, as the MLP's gate
+     * and up projections): Y's write misses are then the call's largest memory stream, while
+     * for N <= K the input and weight streams dominate and the prefetch brings nothing.
+     * Prefetches change no bits. */
     j->out_prefetch = cfg && cfg->out_prefetch ? cfg->out_prefetch > 0 : W->n > W->k;
     size_t chunk_a = (size_t)k->mr * (size_t)j->kc * k->kg * (k->int8 ? 1 : k->a_bf16 ? 2 : 4);
     j->mtiles = (j->m + k->mr - 1) / k->mr;

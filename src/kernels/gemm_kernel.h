@@ -152,7 +152,7 @@ void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kp
 
 /* Bytes of a blocked INT8 A micro-panel of mr rows over kpad (codes, then block scales). */
 static inline size_t g4v_q8b_a_panel_bytes(int mr, int kpad) {
-    return (size_t)mr * (size_t)kpad + sizeof(float) * (size_t)mr * (size_t)(kpad / 32);
+    return (size_t)mr * (size_t)kpad + sizeof(float) * (size_t)mr * (size_t)(kpad / G4V_Q8_BLOCK);
 }
 
 /* The same for blocked INT8 kernels: per-(row, 32-block) scales and codes (kpad a multiple of

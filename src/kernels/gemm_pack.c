@@ -283,8 +283,7 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
      * most a quarter of the L2, chunks of equal size; a task's A rows for one chunk fill about
      * half the L2. Not BLIS's L1-sized KC: our kernels load B as whole vectors (2 per 24
      * multiply-adds in the 12 x 32 tile), so a B panel streams from L2 at full speed, while every
-     * extra K chunk stores and reloads the task's partial sums (the comparison with L1-sized
-     * chunks is in bench/RESULTS.md, session 6). */
+     * extra K chunk stores and reloads the task's partial sums. */
     size_t l2_half =
         half_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)512 << 10, (size_t)64 << 10, (size_t)2 << 20);
     m->a_budget = l2_half;

@@ -29,6 +29,8 @@
 #ifndef G4V_KERNELS_GEMM_Q8_H
 #define G4V_KERNELS_GEMM_Q8_H
 
+#include "base/dtype.h" /* G4V_Q8_BLOCK: the blocked variant's k values per scale */
+
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
@@ -37,9 +39,6 @@
 /* The largest K an INT8 weight may have: vpdpbusd on activations shifted to unsigned sums up to
  * 255·127·K, which must stay below 2^31. */
 enum { G4V_Q8_MAX_K = 1 << 16 };
-
-/* The blocked variant's block: k values per scale, as llama.cpp's Q8_0. */
-enum { G4V_Q8_BLOCK = 32 };
 
 /* The per-row (or per-column) scale from the largest magnitude; *inv is the quantizing factor. */
 static inline float g4v_q8_scale(float amax, float *inv) {

@@ -1,8 +1,8 @@
 /* ffmpeg_dl.h - FFmpeg loaded on the first video, not when the program starts.
  *
  * Linking libavformat/libavcodec pulls in ~130 shared libraries whose loading and relocation
- * cost every process ~40 ms at start (measured: an empty program linked with them starts in
- * 39 ms, without them in 1 ms), paid by every `g4v` command and every `import gemma4_vision`
+ * cost every process tens of milliseconds at start (dozens of times an unlinked program's
+ * start), paid by every `g4v` command and every `import gemma4_vision`
  * although most never decode a video. So the library is compiled against FFmpeg's headers but
  * not linked with it: g4v_ffmpeg_load() dlopens the four libraries by the soname of the major
  * version the headers declare (ABI-compatible by FFmpeg's rules) and fills a table of function

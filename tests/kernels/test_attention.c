@@ -26,19 +26,17 @@
 #include "base/pool.h"
 #include "kernels/dispatch.h"
 #include "test_util.h"
-#if G4V_X86_KERNELS /* the vector exps of vec/vec_exp.h, as one ISA folder exposes them */
-#include "kernels/x86_avx2/avx2.h"
+#if G4V_X86_KERNELS /* the vector exps of vec/vec_exp.h at the width the ISA folder uses */
+#include "vec_exp_arrays.h"
 #define VEC_EXP_NEEDS G4V_CPU_AVX2
-#define VEC_EXP g4v_exp_avx2
-#define VEC_EXP_NONPOS g4v_exp_nonpos_avx2
 #define VEC_EXP_ISA "avx2"
 #elif G4V_ARM64_KERNELS
-#include "kernels/arm64_neon/neon.h"
+#include "vec_exp_arrays.h"
 #define VEC_EXP_NEEDS G4V_CPU_NEON
-#define VEC_EXP g4v_exp_neon
-#define VEC_EXP_NONPOS g4v_exp_nonpos_neon
 #define VEC_EXP_ISA "neon"
 #endif
+#define VEC_EXP g4v_test_vec_exp
+#define VEC_EXP_NONPOS g4v_test_vec_exp_nonpos
 
 #include <float.h>
 #include <math.h>

@@ -203,7 +203,8 @@ static void test_extremes(g4v_pool *pool) {
                                 (wv[(size_t)j * k + t] < 0 ? -127 : 127);
                     s += p;
                     sb += p;
-                    if (t % 32 == 31 || t == k - 1) { /* blocks: every scale is the same */
+                    /* blocks: every scale is the same */
+                    if (t % G4V_Q8_BLOCK == G4V_Q8_BLOCK - 1 || t == k - 1) {
                         want = fmaf((float)(int32_t)sb, scale, want);
                         sb = 0;
                     }
@@ -355,24 +356,25 @@ static uint16_t to_f16(float f) {
  * every 7th block all zero). llama = 0: hand-made blocks too: codes -128..127 with the largest
  * below 127, and d = 0 over nonzero codes. wf gets the widened weight d·q. */
 static unsigned char *make_q8_0(int n, int k, int llama, float *wf) {
-    int nb = k / 32;
+    int nb = k / G4V_Q8_BLOCK;
     unsigned char *blocks = malloc((size_t)n * nb * G4V_Q8_0_BLOCK_BYTES);
     for (int j = 0; j < n; j++)
         for (int b = 0; b < nb; b++) {
             unsigned char *blk = blocks + ((size_t)j * nb + b) * G4V_Q8_0_BLOCK_BYTES;
             int kind = llama ? ((j + 2 * b) % 7 == 0 ? 4 : 0) : (j * 3 + b) % 6;
-            float v[32], amax = 0.0f, scale = kind == 1 ? 1e-3f : kind == 2 ? 30.0f : 0.5f;
-            int8_t q[32];
-            for (int t = 0; t < 32; t++) {
+            float v[G4V_Q8_BLOCK], amax = 0.0f;
+            float scale = kind == 1 ? 1e-3f : kind == 2 ? 30.0f : 0.5f;
+            int8_t q[G4V_Q8_BLOCK];
+            for (int t = 0; t < G4V_Q8_BLOCK; t++) {
                 v[t] = kind == 4 ? 0.0f : frand(-1.0f, 1.0f) * scale;
                 amax = fabsf(v[t]) > amax ? fabsf(v[t]) : amax;
             }
             float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-            for (int t = 0; t < 32; t++)
+            for (int t = 0; t < G4V_Q8_BLOCK; t++)
                 q[t] = (int8_t)roundf(v[t] * id);
             if (kind == 3) { /* hand-made: -128 present, largest positive 100 */
                 d = 0.01f;
-                for (int t = 0; t < 32; t++) {
+                for (int t = 0; t < G4V_Q8_BLOCK; t++) {
                     int c = t == 0 ? -128 : (int)(rnd() % 229) - 128;
                     q[t] = (int8_t)(c > 100 ? 100 : c);
                 }
@@ -380,10 +382,10 @@ static unsigned char *make_q8_0(int n, int k, int llama, float *wf) {
             if (kind == 5) d = 0.0f; /* a zero scale over nonzero codes */
             uint16_t h = to_f16(d);
             memcpy(blk, &h, 2);
-            memcpy(blk + 2, q, 32);
+            memcpy(blk + 2, q, G4V_Q8_BLOCK);
             float dw = g4v_load_elem(&h, G4V_DT_F16, 0);
-            for (int t = 0; t < 32; t++)
-                wf[(size_t)j * k + b * 32 + t] = dw * (float)q[t];
+            for (int t = 0; t < G4V_Q8_BLOCK; t++)
+                wf[(size_t)j * k + b * G4V_Q8_BLOCK + t] = dw * (float)q[t];
         }
     return blocks;
 }
@@ -397,7 +399,7 @@ static unsigned char *make_q8_0(int n, int k, int llama, float *wf) {
  * -128) are where the two differ, and only the direct path keeps the file's weights. */
 static void test_q8_0(g4v_pool *pool) {
     if (MODE != G4V_MATH_INT8_BLOCKS) return;
-    int m = 13, n = 37, k = 160, nb = k / 32;
+    int m = 13, n = 37, k = 160, nb = k / G4V_Q8_BLOCK;
     float *wf = malloc(sizeof(float) * (size_t)n * k), *x = malloc(sizeof(float) * (size_t)m * k);
     float *y = malloc(sizeof(float) * (size_t)m * n), *want = malloc(sizeof(float) * m * n);
     for (int i = 0; i < m * k; i++)
@@ -492,7 +494,8 @@ static void test_api(void) {
     CHECK(g4v_wmat_kernel(W) == all[0]);
     int nr = all[0]->nr, kg = all[0]->kg, kpad = (k + kg - 1) / kg * kg, np = (n + nr - 1) / nr;
     /* per channel: a scale and a correction per column; per block: both per column and block */
-    size_t extra = MODE == G4V_MATH_INT8 ? 8 * (size_t)nr : 8 * (size_t)nr * (size_t)(kpad / 32);
+    size_t extra = MODE == G4V_MATH_INT8 ? 8 * (size_t)nr
+                                         : 8 * (size_t)nr * (size_t)(kpad / G4V_Q8_BLOCK);
     CHECK(g4v_wmat_bytes(W) == (size_t)np * ((size_t)kpad * nr + extra));
     CHECK(g4v_wmat_packed_bytes(KT, G4V_DT_F32, n, k, MODE) == g4v_wmat_bytes(W));
     printf("dispatch (%s): %s -> %s\n", g4v_cpu_isa_name(),

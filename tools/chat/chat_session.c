@@ -347,7 +347,7 @@ static int encode_failed(const chat_session *s, int st, char *err, size_t errsz)
 
 static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
                         char *err, size_t errsz) {
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     ms->is_video = m->is_video;
     if (!m->is_video) {
         g4v_encode_options eo;
@@ -400,7 +400,7 @@ static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat
         ms->height = r.height;
         ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
     }
-    ms->seconds = g4v_now_s() - t0;
+    ms->seconds = fe_now_s() - t0;
     return CHAT_OK;
 oom:
     seterr(err, errsz, "out of memory");
@@ -510,7 +510,7 @@ int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
         goto out;
     }
     /* 3. prefill, as libmtmd would */
-    double t1 = g4v_now_s();
+    double t1 = fe_now_s();
     llama_pos past0 = s->n_past;
     if (chat_decode_chunks(s->lctx, &ch, s->non_causal, s->n_batch, &s->n_past, err, errsz)) {
         llama_memory_seq_rm(llama_get_memory(s->lctx), 0, past0, -1);
@@ -518,7 +518,7 @@ int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
         rc = CHAT_ERR_INTERNAL;
         goto out;
     }
-    r->prefill_s = g4v_now_s() - t1;
+    r->prefill_s = fe_now_s() - t1;
     s->turns++;
     rendered = 0; /* the turn is in the conversation now */
 
@@ -542,7 +542,7 @@ out:
 int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_turn_result *r,
                           char *err, size_t errsz) {
     int rc = CHAT_OK;
-    double t0 = g4v_now_s() - r->encode_s - r->prefill_s;
+    double t0 = fe_now_s() - r->encode_s - r->prefill_s;
     char *ans = NULL;
     struct llama_batch one = {0};
     /* 4. the answer */
@@ -552,12 +552,12 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     if (!ans || !one.token) goto oom;
     ans[0] = 0;
     r->stop = "max_tokens";
-    double t2 = g4v_now_s();
+    double t2 = fe_now_s();
     llama_sampler_reset(s->smpl);
     for (int k = 0; s->o.max_tokens <= 0 || k < s->o.max_tokens; k++) {
         llama_token tok = llama_sampler_sample(s->smpl, s->lctx, -1);
         r->n_generated++;
-        if (k == 0) r->ttft_s = g4v_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
+        if (k == 0) r->ttft_s = fe_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
         if (llama_vocab_is_eog(s->vocab, tok)) {
             r->stop = "end_of_turn";
             break;
@@ -594,7 +594,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
         }
         s->n_past++;
     }
-    r->generate_s = g4v_now_s() - t2;
+    r->generate_s = fe_now_s() - t2;
     r->text = ans;
     r->text_len = alen;
     ans = NULL;

@@ -1,5 +1,11 @@
-/* frontend.c - see frontend.h. */
+/* frontend.c - see frontend.h: the number parsing and formatting of the front ends, and the
+ * wrappers over libg4v's clock, UTF-8 checks and locked JSON parse (linked from libg4v.a).
+ */
 #include "frontend.h"
+
+#include "base/clock.h"
+#include "base/utf8.h"
+#include "io/json_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -37,4 +43,16 @@ int fe_parse_double(const char *s, double lo, double hi, double *out) {
     if (errno || *end || !(v >= lo && v <= hi)) return -1;
     *out = v;
     return 0;
+}
+
+double fe_now_s(void) { return g4v_now_s(); }
+
+size_t fe_utf8_seq_len(const char *s, size_t n) { return g4v_utf8_seq_len(s, n); }
+
+int fe_utf8_valid(const char *s, size_t n) { return g4v_utf8_valid(s, n); }
+
+void fe_utf8_sanitize(char *s) { g4v_utf8_sanitize(s); }
+
+struct cJSON *fe_json_parse_text(const char *text, size_t n, const char **end) {
+    return g4v_json_parse_text(text, n, end);
 }

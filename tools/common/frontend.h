@@ -1,33 +1,35 @@
 /* frontend.h - small helpers the front ends (the g4v CLI, g4v serve, g4v chat) share. They are
  * not part of libg4v: the front ends are clients of g4v.h only, and what they need beyond it --
- * a clock, UTF-8 checks for text they print as JSON, number parsing for their options -- is
- * declared here (docs/API.md "Front ends").
+ * a clock, UTF-8 checks for text they print as JSON, the locked JSON parse, number parsing for
+ * their options -- is declared here (docs/API.md "Front ends"). tools/common is the one place of
+ * the front ends that may include src/ headers (privately, in its .c files): a helper here that
+ * the library already has is a thin wrapper over the library's function, so there is one
+ * implementation and no front end declares a library-internal prototype.
  */
 #ifndef G4V_FRONTEND_H
 #define G4V_FRONTEND_H
 
 #include <stddef.h>
 
-/* The clock and the UTF-8 checks are libg4v's own (src/base/clock.c, src/base/utf8.c: the PNG
- * reader checks iTXt with the same code), compiled into g4v_frontend as well, so there is one
- * implementation, tested by test_base, and the front ends still include no src/ header. */
+/* The clock and the UTF-8 checks are libg4v's (src/base/clock.c, src/base/utf8.c: the PNG
+ * reader checks iTXt with the same code, tested by test_base), called through these wrappers. */
 /* Seconds on CLOCK_MONOTONIC; only differences are meaningful. */
-double g4v_now_s(void);
+double fe_now_s(void);
 /* Length (1-4) of the strict UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most
  * U+10FFFF) at s[0..n), 0 if s starts none. */
-size_t g4v_utf8_seq_len(const char *s, size_t n);
+size_t fe_utf8_seq_len(const char *s, size_t n);
 /* 1 if s[0..n) is valid UTF-8 throughout. */
-int g4v_utf8_valid(const char *s, size_t n);
+int fe_utf8_valid(const char *s, size_t n);
 /* In place on a NUL-terminated string: every byte that starts no valid sequence becomes '?'
  * (JSON must be UTF-8; paths and client text may not be). */
-void g4v_utf8_sanitize(char *s);
+void fe_utf8_sanitize(char *s);
 
-/* libg4v's one JSON parse (src/io/json_file.c, linked from the static library, not compiled
- * again: it holds the lock that keeps cJSON's global error state race-free, and there must be
- * one lock): cJSON's length-bounded parse (end: where it stopped) under that lock. g4v serve's
- * chat requests are parsed here while the library may parse a model's JSON in another thread. */
+/* libg4v's one JSON parse (src/io/json_file.c g4v_json_parse_text: it holds the lock that keeps
+ * cJSON's global error state race-free, and there must be one lock): cJSON's length-bounded
+ * parse (end: where it stopped) under that lock. g4v serve's chat requests are parsed here while
+ * the library may parse a model's JSON in another thread. */
 struct cJSON;
-struct cJSON *g4v_json_parse_text(const char *text, size_t n, const char **end);
+struct cJSON *fe_json_parse_text(const char *text, size_t n, const char **end);
 
 /* The one number parser of the front ends: the whole of s as a base-10 integer in [lo, hi]
  * (fe_parse_int) or a finite decimal number in [lo, hi] (fe_parse_double) into *out. 0 on

@@ -165,7 +165,7 @@ static char *utf8_copy(const char *s, size_t n) {
     if (!d) return NULL;
     memcpy(d, s, n);
     d[n] = 0;
-    g4v_utf8_sanitize(d);
+    fe_utf8_sanitize(d);
     return d;
 }
 

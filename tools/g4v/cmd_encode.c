@@ -236,7 +236,7 @@ static void stem(const char *path, char *out, size_t cap) {
 static void progress(int done, int total, double t0, int failed) {
     const int width = 30;
     int fill = total ? done * width / total : width;
-    double el = g4v_now_s() - t0, eta = done ? el / done * (total - done) : 0;
+    double el = fe_now_s() - t0, eta = done ? el / done * (total - done) : 0;
     char bar[64];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '-';
@@ -279,7 +279,7 @@ static void end_json_line(cJSON *o, int st, const char *msg) {
     }
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
-        g4v_utf8_sanitize(s);
+        fe_utf8_sanitize(s);
         puts(s);
     }
     cJSON_free(s);
@@ -415,7 +415,7 @@ static int encode_all(encode_args *a) {
     eo.bf16 = a->bf16;
     int several = a->in.count > 1, failed = 0, written = 0;
     int bar = several && !a->quiet && isatty(2);
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     if (bar) progress(0, a->in.count, t0, 0);
     for (int i = 0; i < a->in.count && rc != G4V_EXIT_OUTPUT && rc != G4V_EXIT_INTERNAL; i++) {
         const char *path = a->in.paths[i];

@@ -237,7 +237,7 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
         ok = cJSON_AddNumberToObject(l, lim[i].name, lim[i].value) != NULL;
     char *text = ok ? cJSON_Print(o) : NULL;
     if (text) {
-        g4v_utf8_sanitize(text); /* the model path may hold bytes that are not UTF-8 */
+        fe_utf8_sanitize(text); /* the model path may hold bytes that are not UTF-8 */
         printf("%s\n", text);
     }
     free(text);
@@ -279,13 +279,13 @@ int cmd_info(int argc, char **argv) {
     }
     limit lim[NLIMITS];
     limits_of(&info, lim);
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     if ((st = g4v_model_fingerprint(m, id.fingerprint, sizeof id.fingerprint, msg, sizeof msg))) {
         fprintf(stderr, "g4v info: %s: %s\n", g4v_status_name(st), msg);
         g4v_model_free(m);
         return G4V_EXIT_INTERNAL;
     }
-    id.seconds = g4v_now_s() - t0;
+    id.seconds = fe_now_s() - t0;
     rc = G4V_EXIT_OK;
     if (a.json)
         rc = print_json(dir, &info, lim, &id);

@@ -70,7 +70,7 @@ int out_st_add(out_st_writer *w, const char *name, const char *dtype, const void
      * UTF-8 gets '?' for the bad bytes, before the check for names already taken. */
     char base[1000], unique[1024];
     snprintf(base, sizeof base, "%s", name);
-    g4v_utf8_sanitize(base);
+    fe_utf8_sanitize(base);
     snprintf(unique, sizeof unique, "%s", base);
     for (int k = 2;
          cJSON_GetObjectItemCaseSensitive(w->header, unique) || !strcmp(unique, "__metadata__");
@@ -113,7 +113,7 @@ int out_st_close(out_st_writer *w, int ok) {
         e = ENOMEM;
         goto done;
     }
-    g4v_utf8_sanitize(json); /* metadata values quote input paths */
+    fe_utf8_sanitize(json); /* metadata values quote input paths */
     if (fflush(w->data) || fclose(w->data)) {
         w->data = NULL;
         e = errno;

@@ -396,7 +396,7 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
 }
 
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f) {
-    cJSON *o = g4v_json_parse_text(body, len, NULL); /* under libg4v's cJSON lock */
+    cJSON *o = fe_json_parse_text(body, len, NULL); /* under libg4v's cJSON lock */
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
         BAD("invalid_json", "the body is not a JSON object");

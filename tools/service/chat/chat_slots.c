@@ -76,7 +76,7 @@ typedef struct gen {
 static int on_piece(const char *p, size_t n, void *user) {
     gen *g = user;
     chat_job *j = g->j;
-    if (!g->first_s) g->first_s = g4v_now_s();
+    if (!g->first_s) g->first_s = fe_now_s();
     if (g->len + n + 1 > g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
         while (cap < g->len + n + 1)
@@ -119,7 +119,7 @@ static int on_piece(const char *p, size_t n, void *user) {
         g->why = "client_gone";
         return 1;
     }
-    if (g4v_now_s() > g->deadline) {
+    if (fe_now_s() > g->deadline) {
         g->why = "timeout";
         return 1;
     }
@@ -224,7 +224,7 @@ static void run(svc_worker *w, request *q, void *job) {
         return;
     }
     double deadline = j->t0 + s->a.request_timeout_s;
-    if (g4v_now_s() > deadline) {
+    if (fe_now_s() > deadline) {
         chat_fail_set(&f, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "timeout",
                       "waited more than --request-timeout %d s for a slot", s->a.request_timeout_s);
         count(w, &u, "timeout", 0);
@@ -254,7 +254,7 @@ static void run(svc_worker *w, request *q, void *job) {
     memset(&r, 0, sizeof r);
     char err[1024] = "";
     int rc = chat_session_generate(cs, on_piece, &g, &r, err, sizeof err);
-    double end = g4v_now_s();
+    double end = fe_now_s();
     u.completion_tokens = r.n_generated;
     u.generate_s = r.generate_s;
     u.ttft_s = (g.first_s ? g.first_s : end) - j->t0;
@@ -374,11 +374,11 @@ int chat_slots_open(chat_wing *cw) {
         threads = cpus > a->lm_slots ? (int)(cpus / a->lm_slots) : 1;
     }
     cw->threads = threads;
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
     if (rc) return rc;
     fprintf(stderr, "g4v serve: chat model %s: %d slots x %d threads, %d context tokens (%.2f s)\n",
-            a->lm, cw->pool->n, threads, a->lm_ctx, g4v_now_s() - t0);
+            a->lm, cw->pool->n, threads, a->lm_ctx, fe_now_s() - t0);
     return G4V_SERVICE_OK;
 }
 

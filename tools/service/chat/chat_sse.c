@@ -26,7 +26,7 @@ struct MHD_Response *chat_error_response(const chat_fail *f) {
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!text) return NULL;
-    g4v_utf8_sanitize(text); /* the message may quote the client's bytes */
+    fe_utf8_sanitize(text); /* the message may quote the client's bytes */
     return svc_buffer_response(text, strlen(text), "application/json");
 }
 
@@ -50,7 +50,7 @@ static char *sanitized(const char *s, size_t n) {
     if (!d) return NULL;
     memcpy(d, s, n);
     d[n] = 0;
-    g4v_utf8_sanitize(d);
+    fe_utf8_sanitize(d);
     return d;
 }
 

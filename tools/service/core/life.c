@@ -67,14 +67,14 @@ static int setup(server *s) {
         return model_failure(st);
     }
     g4v_model_get_info(s->model, &s->info, NULL, 0);
-    double t0 = g4v_now_s();
+    double t0 = fe_now_s();
     if ((st = g4v_model_fingerprint(s->model, s->fingerprint, sizeof s->fingerprint, msg,
                                     sizeof msg))) {
         fprintf(stderr, "g4v serve: model fingerprint: %s\n", msg);
         return G4V_SERVICE_ERR_INTERNAL;
     }
     fprintf(stderr, "g4v serve: model %s (%s), fingerprint %s (%.2f s)\n", a->model,
-            s->info.variant, s->fingerprint, g4v_now_s() - t0);
+            s->info.variant, s->fingerprint, fe_now_s() - t0);
     if (a->cache) {
         g4v_cache_options co;
         g4v_cache_options_init(&co);

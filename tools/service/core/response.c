@@ -32,7 +32,7 @@ struct MHD_Response *svc_error_response(const char *msg, const char *status) {
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!text) return NULL;
-    g4v_utf8_sanitize(text);
+    fe_utf8_sanitize(text);
     size_t n = strlen(text);
     char *body = malloc(n + 2);
     if (body) {
@@ -56,7 +56,7 @@ enum MHD_Result svc_answer(request *q, int code, struct MHD_Response *resp) {
     enum MHD_Result r = MHD_queue_response(q->conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     q->state = ST_ANSWERED; /* whatever MHD still delivers of the body is dropped */
-    svc_record(q->s, code, g4v_now_s() - q->t0, q->route && (q->route->flags & SVC_TIMED));
+    svc_record(q->s, code, fe_now_s() - q->t0, q->route && (q->route->flags & SVC_TIMED));
     return r;
 }
 

@@ -136,7 +136,7 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
         if (!q) return MHD_NO;
         q->s = s;
         q->conn = c;
-        q->t0 = g4v_now_s();
+        q->t0 = fe_now_s();
         *con_cls = q;
         pthread_mutex_lock(&s->mu);
         s->inflight++;
