@@ -46,7 +46,6 @@ static unsigned detect(void) {
 /* The bits of arch/arm64/include/uapi/asm/hwcap.h, for C libraries whose headers lack them. */
 #define G4V_HWCAP_ASIMD (1ul << 1)
 #define G4V_HWCAP_ASIMDDP (1ul << 20)
-#define G4V_HWCAP_SVE (1ul << 22)
 #define G4V_HWCAP2_I8MM (1ul << 13)
 #define G4V_HWCAP2_BF16 (1ul << 14)
 
@@ -58,12 +57,11 @@ static unsigned detect(void) {
     if (h & G4V_HWCAP_ASIMDDP) f |= G4V_CPU_ARM_DOTPROD;
     if (h2 & G4V_HWCAP2_BF16) f |= G4V_CPU_ARM_BF16;
     if (h2 & G4V_HWCAP2_I8MM) f |= G4V_CPU_ARM_I8MM;
-    if (h & G4V_HWCAP_SVE) f |= G4V_CPU_SVE;
     return f;
 }
 #elif defined(__aarch64__) && defined(__APPLE__)
 /* macOS on Apple silicon: every M-series core has NEON and FEAT_DotProd; M2 and later report
- * FEAT_BF16 and FEAT_I8MM (none has SVE). Written from Apple's documented sysctl names; not
+ * FEAT_BF16 and FEAT_I8MM. Written from Apple's documented sysctl names; not
  * tested here. */
 #include <sys/types.h>
 #include <sys/sysctl.h>

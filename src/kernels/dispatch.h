@@ -21,19 +21,6 @@
  * (use_fast below); no feature set has this bit, so use[] never holds it. */
 #define G4V_KERNEL_FAST_ONLY (1u << 30)
 
-/* The CPU feature bits any variant of this build's architecture may need: a table exists for
- * every combination of them (bits of the other architecture are ignored). */
-#if G4V_ARM64_KERNELS
-#define G4V_KERNEL_KNOWN_FEATURES                                                                  \
-    (G4V_CPU_NEON | G4V_CPU_ARM_BF16 | G4V_CPU_ARM_I8MM | G4V_CPU_SVE | G4V_CPU_ARM_DOTPROD)
-#elif G4V_X86_KERNELS
-#define G4V_KERNEL_KNOWN_FEATURES                                                                  \
-    (G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_SHA | G4V_CPU_AVX512VNNI |       \
-     G4V_CPU_AVXVNNI)
-#else
-#define G4V_KERNEL_KNOWN_FEATURES 0u
-#endif
-
 /* The kernel families: the ONE place a family is declared. G4V_KERNEL_FAMILY(ID, name, impl)
  * gives the family's enum suffix (G4V_KF_<ID>), its name (the member of g4v_kernel_impl, the
  * first argument of its G4V_VARIANT lines in variants.def, its key in the kernel path line) and
@@ -59,6 +46,17 @@ G4V_KERNEL_FAMILIES(G4V_KF_TYPEDEF_)
 #define G4V_VARIANT(fam, name, req) extern g4v_##fam##_impl g4v_##fam##_##name;
 #include "variants.def"
 #undef G4V_VARIANT
+
+/* The CPU feature bits any variant of this build needs (the union of variants.def's needs, so
+ * of this architecture's variants only): a table exists for every combination of them. A bit
+ * the CPU reports but no variant needs is ignored and never multiplies the tables. */
+enum {
+    G4V_KERNEL_NEEDS_ALL_ = 0u
+#define G4V_VARIANT(fam, name, req) | (req)
+#include "variants.def"
+#undef G4V_VARIANT
+};
+#define G4V_KERNEL_KNOWN_FEATURES ((unsigned)G4V_KERNEL_NEEDS_ALL_ & ~G4V_KERNEL_FAST_ONLY)
 
 typedef enum g4v_kernel_family {
 #define G4V_KF_ENUM_(ID, name, impl) G4V_KF_##ID,
