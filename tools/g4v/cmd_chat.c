@@ -20,6 +20,7 @@ int cmd_chat(int argc, char **argv) {
 
 #include "frontend.h"
 #include "chat_session.h"
+#include "math_option.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -34,6 +35,7 @@ typedef struct chat_args {
     int n_media, cap_media;
     const char *prompt;
     int json;
+    const char *math_opt; /* the option that set o.math (NULL: none) */
 } chat_args;
 
 static void usage(FILE *f) {
@@ -69,9 +71,11 @@ static void usage(FILE *f) {
         "  --tokens N      soft-token budget per image, one of " CLI_BUDGETS " (default %d)\n"
         "  --video-tokens N  budget per video frame (default %d)\n"
         "  --frames N      frames sampled per video (default %d)\n"
-        "  --precise       encode with f32 GEMM inputs (~1e-6 rel. error; default bf16, ~3e-3)\n"
-        "  --int8          encode in the INT8 mode (int8 linear layers, faster, ~2e-2)\n"
-        "  --int8=blocks   the INT8 mode with per-32-block scales (docs/NUMERICS.md §12.4)\n"
+        "  --math MODE     the encoder's math mode: fast (default: bf16 GEMM inputs, ~3e-3\n"
+        "                  rel. error), precise (f32 GEMM inputs, ~1e-6), int8 (int8 linear\n"
+        "                  layers, faster, ~2e-2) or int8-blocks (int8 with per-32-block\n"
+        "                  scales, docs/NUMERICS.md §12.4)\n"
+        "  --precise, --int8, --int8=blocks  the same as --math precise, int8, int8-blocks\n"
         "  --cache DIR     feature cache kept across runs (default: a private one for this run;\n"
         "                  a repeated image is always read from the cache, not re-encoded)\n"
         "  --verbose       show llama.cpp's log\n",
@@ -146,12 +150,17 @@ static int parse_args(int argc, char **argv, chat_args *a) {
             a->o.system = v;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
-        } else if (!strcmp(s, "--precise")) {
-            a->o.precise = 1;
-        } else if (!strcmp(s, "--int8")) {
-            a->o.int8 = 1;
-        } else if (!strcmp(s, "--int8=blocks")) {
-            a->o.int8 = 2;
+        } else if (fe_math_alias(s) || !strcmp(s, "--math")) {
+            char msg[256];
+            const char *name = fe_math_alias(s);
+            if (!name) {
+                NEED();
+                name = v;
+            }
+            if (fe_math_option(s, name, &a->o.math, &a->math_opt, msg, sizeof msg)) {
+                fprintf(stderr, "g4v chat: %s\n", msg);
+                return -1;
+            }
         } else if (!strcmp(s, "--verbose")) {
             a->o.verbose = 1;
         } else if (!strcmp(s, "--temp")) {

@@ -1,7 +1,7 @@
 /* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
  *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--resize pillow|torchvision]
- *              [--precise | --int8[=blocks]] [--threads N]
+ *              [--math fast|precise|int8|int8-blocks] [--threads N]
  *              [--json] [--quiet] [--bf16] [--cache DIR [--cache-max-bytes N]] -o OUT
  *
  * IMAGE: a file (JPEG/PNG/WebP/GIF/BMP by content, or a raw uint8 [H, W, 3] .npy taken as decoded
@@ -18,6 +18,7 @@
 #include "frontend.h"
 #include "g4v.h"
 #include "inputs.h"
+#include "math_option.h"
 #include "npy.h"
 #include "out_safetensors.h"
 
@@ -38,7 +39,9 @@ typedef struct {
     const char *model, *out, *cache;
     unsigned long long cache_max_bytes;
     input_list in;
-    int tokens, no_exif, precise, int8, threads, json, quiet, bf16, resize;
+    int tokens, no_exif, threads, json, quiet, bf16, resize;
+    g4v_math_mode math; /* --math, or its aliases --precise, --int8, --int8=blocks */
+    const char *math_opt; /* the option that set it (NULL: none) */
     out_kind kind;
     int tokens_set, video, frames; /* video input: --tokens given, --video, --frames N */
     int full_span; /* print the whole span even on a terminal (--full-span) */
@@ -72,12 +75,13 @@ static void usage(FILE *f) {
         "                 or torchvision (Gemma4ImageProcessor, transformers' default when\n"
         "                 torchvision is installed, and the 12B's only processor: torch's\n"
         "                 antialiased bicubic); images and video frames\n"
-        "  --precise      f32 GEMM inputs, ~1e-6 rel. error (default: bf16 inputs, ~3e-3)\n"
-        "  --int8         the INT8 mode (opt-in): the vision blocks' linear layers as int8 x\n"
-        "                 int8 -> int32 (VNNI, else AVX2), faster, ~2e-2 rel. error\n"
-        "  --int8=blocks  the INT8 mode with scales per block of 32 inputs (llama.cpp's\n"
-        "                 Q8_0; a Q8_0 GGUF's weights used as stored): more accurate than\n"
-        "                 --int8, slower (docs/NUMERICS.md §12.4)\n"
+        "  --math MODE    the math mode: fast (default: bf16 GEMM inputs, ~3e-3 rel. error),\n"
+        "                 precise (f32 GEMM inputs, ~1e-6 rel. error), int8 (opt-in: the\n"
+        "                 vision blocks' linear layers as int8 x int8 -> int32, VNNI else\n"
+        "                 AVX2, faster, ~2e-2 rel. error) or int8-blocks (int8 with scales\n"
+        "                 per block of 32 inputs, llama.cpp's Q8_0; a Q8_0 GGUF's weights\n"
+        "                 used as stored: more accurate than int8, slower; NUMERICS.md §12.4)\n"
+        "  --precise, --int8, --int8=blocks  the same as --math precise, int8, int8-blocks\n"
         "  --threads N    worker threads (default: one per CPU)\n"
         "  --bf16         store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)\n"
         "  --cache DIR    feature cache: an image already encoded with the same model,\n"
@@ -162,12 +166,13 @@ static int parse_args(int argc, char **argv, encode_args *a) {
                 return -1;
             }
             a->cache_max_bytes = (uint64_t)x;
-        } else if (!strcmp(s, "--precise")) {
-            a->precise = 1;
-        } else if (!strcmp(s, "--int8")) {
-            a->int8 = 1;
-        } else if (!strcmp(s, "--int8=blocks")) {
-            a->int8 = 2;
+        } else if (fe_math_alias(s) || (!strcmp(s, "--math") && has_val)) {
+            char msg[256];
+            const char *name = fe_math_alias(s) ? fe_math_alias(s) : argv[++i];
+            if (fe_math_option(s, name, &a->math, &a->math_opt, msg, sizeof msg)) {
+                fprintf(stderr, "g4v encode: %s\n", msg);
+                return -1;
+            }
         } else if (!strcmp(s, "--no-exif")) {
             a->no_exif = 1;
         } else if (!strcmp(s, "--resize") && has_val) {
@@ -429,8 +434,7 @@ static int encode_all(encode_args *a) {
     g4v_model_options_init(&mo);
     mo.budget = a->tokens;
     mo.apply_exif = !a->no_exif;
-    mo.precise = a->precise;
-    mo.int8 = a->int8;
+    mo.math = a->math;
     mo.resize = a->resize;
     g4v_model *model = NULL;
     g4v_ctx *ctx = NULL;

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "frontend.h"
 #include "g4v.h"
+#include "math_option.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ static const int budgets[] = {G4V_BUDGETS};
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: g4v info --model DIR [--json] [--precise | --int8[=blocks]]\n\n"
+            "usage: g4v info --model DIR [--json] [--math fast|precise|int8|int8-blocks]\n\n"
             "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
             "model.safetensors, model.safetensors.index.json + shards, or an\n"
             "optiq_vision.safetensors sidecar; names with or without the \"model.\" prefix), or\n"
@@ -33,9 +34,9 @@ static void usage(FILE *f) {
             "options:\n"
             "  --model DIR   the checkpoint directory, or an mmproj .gguf file (required)\n"
             "  --json        print one JSON object instead of text\n"
-            "  --precise     give the fingerprint for --precise mode (default: the default mode)\n"
-            "  --int8        give the fingerprint for --int8 mode, and name its GEMM kernel\n"
-            "  --int8=blocks the same for the per-32-block INT8 mode\n"
+            "  --math MODE   give the fingerprint for math mode MODE (default: fast), and\n"
+            "                for int8 and int8-blocks name its GEMM kernel\n"
+            "  --precise, --int8, --int8=blocks  the same as --math precise, int8, int8-blocks\n"
             "  -h, --help    this help\n\n"
             "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
             "            inconsistent checkpoint), 5 internal error\n");
@@ -73,7 +74,8 @@ static const char *grouped(long long v, char *buf, size_t cap) {
 
 typedef struct identity {
     char fingerprint[G4V_FINGERPRINT_HEX];
-    int precise, int8;
+    g4v_math_mode math;
+    const char *math_opt; /* the option that set math (NULL: none) */
     double seconds;
 } identity;
 
@@ -93,10 +95,6 @@ static const char *int8_kernel(const char *path, int blocks) {
     memcpy(name, s, n);
     name[n] = '\0';
     return name;
-}
-
-static const char *mode_name(const identity *id) {
-    return id->precise ? "precise" : id->int8 == 2 ? "int8-blocks" : id->int8 ? "int8" : "fast";
 }
 
 static void print_text(const char *dir, const g4v_model_info *v, const limit *lim,
@@ -137,11 +135,14 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     printf("\n");
     printf("files         %s (naming: %s)\n", v->source, v->naming);
     printf("fingerprint   %s\n              (%s mode, numerics version %d; computed in %.2f s)\n",
-           id->fingerprint, id->precise || id->int8 ? mode_name(id) : "default (fast)",
+           id->fingerprint,
+           id->math != G4V_MATH_FAST ? g4v_math_mode_name(id->math) : "default (fast)",
            v->numerics_version,
            id->seconds);
     printf("kernels       %s\n", v->kernels);
-    if (id->int8) printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->int8 == 2));
+    int int8 = id->math == G4V_MATH_INT8 || id->math == G4V_MATH_INT8_BLOCKS;
+    if (int8)
+        printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->math == G4V_MATH_INT8_BLOCKS));
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -160,6 +161,7 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
 static int print_json(const char *dir, const g4v_model_info *v, const limit *lim,
                       const identity *id) {
     cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
+    int blocks = id->math == G4V_MATH_INT8_BLOCKS, int8 = blocks || id->math == G4V_MATH_INT8;
     int ok = o && dt;
     const struct {
         const char *key;
@@ -206,9 +208,9 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
     ok = ok && cJSON_AddStringToObject(o, "naming", v->naming) &&
          cJSON_AddStringToObject(o, "source", v->source) &&
          cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
-         cJSON_AddStringToObject(o, "fingerprint_mode", mode_name(id)) &&
-         (!id->int8 || cJSON_AddStringToObject(o, "int8_gemm",
-                                                   int8_kernel(v->kernels, id->int8 == 2))) &&
+         cJSON_AddStringToObject(o, "fingerprint_mode", g4v_math_mode_name(id->math)) &&
+         (!int8 || cJSON_AddStringToObject(o, "int8_gemm",
+                                           int8_kernel(v->kernels, blocks))) &&
          cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
          cJSON_AddStringToObject(o, "kernels", v->kernels);
@@ -236,19 +238,21 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
 int cmd_info(int argc, char **argv) {
     const char *dir = NULL;
     int json = 0;
-    identity id = {"", 0, 0, 0};
+    identity id = {"", G4V_MATH_FAST, NULL, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return G4V_EXIT_OK;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
-        } else if (!strcmp(argv[i], "--precise")) {
-            id.precise = 1;
-        } else if (!strcmp(argv[i], "--int8")) {
-            id.int8 = 1;
-        } else if (!strcmp(argv[i], "--int8=blocks")) {
-            id.int8 = 2;
+        } else if (fe_math_alias(argv[i]) || (!strcmp(argv[i], "--math") && i + 1 < argc)) {
+            char msg[256];
+            const char *s = argv[i], *name = fe_math_alias(s) ? fe_math_alias(s) : argv[++i];
+            if (fe_math_option(s, name, &id.math, &id.math_opt, msg, sizeof msg)) {
+                fprintf(stderr, "g4v info: %s\n\n", msg);
+                usage(stderr);
+                return G4V_EXIT_USAGE;
+            }
         } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strncmp(argv[i], "--model=", 8)) {
@@ -269,8 +273,7 @@ int cmd_info(int argc, char **argv) {
      * packed (metadata_only): info needs the checks, not the packed matrices. */
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    mo.precise = id.precise;
-    mo.int8 = id.int8;
+    mo.math = id.math;
     mo.metadata_only = 1;
     char msg[1024];
     g4v_model *m = NULL;

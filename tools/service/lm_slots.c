@@ -420,7 +420,7 @@ int svc_lm_start(server *s) {
         o.threads = threads;
         o.budget = a->tokens;
         o.max_budget = LARGEST_BUDGET;
-        o.precise = a->precise;
+        o.math = a->math; /* the shared model's mode, which the session checks */
         chat_session *cs = NULL;
         int rc = chat_session_open(&o, &cs, msg, sizeof msg);
         if (rc) {

@@ -2,6 +2,7 @@
  * into a g4v_service_options. Kept with the service (not the CLI) because the options are the
  * service's settings: whoever runs it (the CLI, a future front end) parses the same way. */
 #include "frontend.h"
+#include "math_option.h"
 #include "service_internal.h"
 
 #include <errno.h>
@@ -45,9 +46,10 @@ static void usage(FILE *f) {
         "  --drain-seconds S    on SIGTERM, wait at most S seconds for request bodies still\n"
         "                       arriving; received requests are always finished (default 30)\n"
         "  --tokens N           default budget, one of " SVC_BUDGETS " (default %d)\n"
-        "  --precise            f32 GEMM inputs (default: bf16 inputs)\n"
-        "  --int8               the INT8 mode (int8 linear layers; docs/NUMERICS.md §12)\n"
-        "  --int8=blocks        the INT8 mode with per-32-block scales (§12.4)\n"
+        "  --math MODE          fast (default: bf16 GEMM inputs), precise (f32 GEMM\n"
+        "                       inputs), int8 (int8 linear layers; docs/NUMERICS.md §12) or\n"
+        "                       int8-blocks (int8 with per-32-block scales, §12.4)\n"
+        "  --precise, --int8, --int8=blocks  the same as --math precise, int8, int8-blocks\n"
         "  --no-exif            ignore EXIF orientation by default\n"
         "  --resize pillow|torchvision  default resize (pillow: Pillow's BICUBIC, the\n"
         "                       default; torchvision: torch's antialiased bicubic, as\n"
@@ -142,6 +144,7 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         {"--max-messages", 1, 100000, offsetof(g4v_service_options, max_messages), 0},
         {"--max-images", 0, 1000, offsetof(g4v_service_options, max_images), 0},
     };
+    const char *math_opt = NULL; /* the option that set a->math */
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int has_val = i + 1 < argc, done = 0;
@@ -180,12 +183,14 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
             a->lm = argv[++i];
         else if (!strcmp(s, "--allow-files") && has_val)
             a->allow_files = argv[++i];
-        else if (!strcmp(s, "--precise"))
-            a->precise = 1;
-        else if (!strcmp(s, "--int8"))
-            a->int8 = 1;
-        else if (!strcmp(s, "--int8=blocks"))
-            a->int8 = 2;
+        else if (fe_math_alias(s) || (!strcmp(s, "--math") && has_val)) {
+            char msg[256];
+            const char *name = fe_math_alias(s) ? fe_math_alias(s) : argv[++i];
+            if (fe_math_option(s, name, &a->math, &math_opt, msg, sizeof msg)) {
+                fprintf(stderr, "g4v serve: %s\n", msg);
+                return G4V_SERVICE_ERR_USAGE;
+            }
+        }
         else if (!strcmp(s, "--no-exif"))
             a->no_exif = 1;
         else if (!strcmp(s, "--resize") && has_val) {
