@@ -56,8 +56,7 @@ static void child(const char *dir, int budget, int threads, int reps, int precis
     char msg[512];
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    mo.precise = precise == 1;
-    mo.int8 = precise == 2; /* `precise` is the mode: 0 FAST, 1 PRECISE, 2 INT8 */
+    mo.math = (g4v_math_mode)precise; /* `precise` is the mode: 0 FAST, 1 PRECISE, 2 INT8 */
     g4v_model *m = NULL;
     g4v_ctx *ctx = NULL;
     double t0 = bench_now();

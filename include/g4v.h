@@ -107,6 +107,33 @@ G4V_API g4v_status g4v_budget_check(int budget, char *errbuf, size_t errbuf_size
                                     installed: torch's uint8 antialiased bicubic. Differs from
                                     Pillow's by 1-2 levels in ~0.3-0.5% of the resized bytes */
 
+/* The math mode of a model (g4v_model_options.math, g4v_model_info.math; docs/NUMERICS.md): how
+ * the encoder rounds at its matrix products. The outputs, the fingerprint and the cache keys of
+ * each mode are its own. */
+typedef enum g4v_math_mode {
+    G4V_MATH_FAST = 0,       /* the default: bf16 GEMM inputs, ~3e-3 relative error vs float64 */
+    G4V_MATH_PRECISE = 1,    /* f32 GEMM inputs, ~1e-6 relative error, slower */
+    G4V_MATH_INT8 = 2,       /* opt-in: the vision blocks' linear layers as int8 x int8 -> int32
+                                (VNNI, AVX2 elsewhere), weights quantized once at load per output
+                                channel, activations per row; ~2e-2 relative error, faster
+                                (docs/NUMERICS.md §12) */
+    G4V_MATH_INT8_BLOCKS = 3 /* opt-in: INT8 with weights and activations scaled per block of 32
+                                inputs (llama.cpp's Q8_0 layout; Q8_0 GGUF weights are used as
+                                stored), more accurate than INT8, slower (docs/NUMERICS.md §12.4) */
+} g4v_math_mode;
+
+/* The mode's name, the one the fingerprint, the cache key, `g4v info`, `--math` and the service's
+ * /v1/info use: "fast", "precise", "int8" or "int8-blocks"; "unknown" for any other value (never
+ * NULL). */
+G4V_API const char *g4v_math_mode_name(g4v_math_mode mode);
+
+/* The mode named name (one of g4v_math_mode_name's four names, exactly) into *out. G4V_ERR_ARG
+ * for any other text or NULL (*out untouched), with the message ("unknown math mode 'x' (use
+ * fast, precise, int8 or int8-blocks)") in errbuf ("" on success; errbuf may be NULL; truncated
+ * to errbuf_size). */
+G4V_API g4v_status g4v_math_mode_parse(const char *name, g4v_math_mode *out, char *errbuf,
+                                       size_t errbuf_size);
+
 /* ---------------------------------------------------------------------------------------------
  * Model
  */
@@ -119,8 +146,10 @@ typedef struct g4v_model_options {
     int budget;      /* default soft-token budget: one of G4V_BUDGETS (default 280) */
     int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does;
                         0: ignore it */
-    int precise;     /* 0 (default): bf16 GEMM inputs, ~3e-3 relative error vs float64;
-                        1: f32 GEMM inputs, ~1e-6 relative error, slower */
+    int legacy_precise; /* ABI only, never set by new code (use math): the slot of 0.2's
+                           `precise`, so that a program built against that header, which sets
+                           precise = 1 here, still loads the PRECISE model (docs/API.md
+                           "Growing structs"). Must be 0 when math is not G4V_MATH_FAST. */
     uint64_t max_pixels;       /* decoded image pixels; default 178,956,970 (0 = default) */
     int max_dimension;         /* longest side of an image; default 65,500 (0 = default) */
     uint64_t max_header_bytes; /* safetensors JSON header; default 100 MB (0 = default) */
@@ -142,14 +171,11 @@ typedef struct g4v_model_options {
                           g4v_model_get_info, _fingerprint and _plan work, g4v_ctx_create
                           refuses (G4V_ERR_ARG). What `g4v info` uses: a fraction of the time
                           and memory of a full load. */
-    int int8; /* 0 (default): the math mode `precise` says. 1: the INT8 mode (opt-in; precise must
-                 be 0): the vision blocks' linear layers as int8 x int8 -> int32 with VNNI
-                 (AVX2 elsewhere), weights quantized once at load, activations per row;
-                 ~2e-2 relative error vs float64 (docs/NUMERICS.md §12). Its outputs and cache
-                 entries are its own (fingerprint and cache key name the mode). 2: the INT8
-                 mode with weights and activations scaled per block of 32 inputs (llama.cpp's
-                 Q8_0 layout; Q8_0 GGUF weights are used as stored), more accurate, slower
-                 (docs/NUMERICS.md §12.4); fingerprint and cache key name "int8-blocks". */
+    int legacy_int8; /* ABI only, never set by new code (use math): the slot of 0.2's `int8`
+                        (1: G4V_MATH_INT8, 2: G4V_MATH_INT8_BLOCKS), read as legacy_precise is.
+                        Both legacy slots set is G4V_ERR_ARG, as it always was. */
+    g4v_math_mode math; /* G4V_MATH_FAST (default), G4V_MATH_PRECISE, G4V_MATH_INT8 or
+                           G4V_MATH_INT8_BLOCKS: the one way to choose the math mode */
 } g4v_model_options;
 
 /* Every g4v_X_options_init(opts) is an inline call of the exported g4v_X_options_init_sized(opts,
@@ -195,7 +221,10 @@ typedef struct g4v_model_info {
     int dim;           /* T: floats per soft token (the language model's hidden size) */
     int default_budget;      /* the budget from the load options */
     int config_output_length; /* default_output_length in config.json (280) */
-    int use_clipped_linears, standardize, precise, apply_exif;
+    int use_clipped_linears, standardize;
+    int legacy_precise; /* ABI only (read math): 1 when math is G4V_MATH_PRECISE, else 0, in the
+                           slot of 0.2's `precise` */
+    int apply_exif;
     int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
     int64_t param_count;  /* vision parameters loaded */
     uint64_t weight_bytes; /* their bytes as stored */
@@ -227,7 +256,9 @@ typedef struct g4v_model_info {
      * F16, F32 (types with no tensor left out) */
     int n_dtypes;
     g4v_dtype_count dtypes[4];
-    int int8; /* the load options' int8: the model computes in the INT8 mode (2: per block) */
+    int legacy_int8; /* ABI only (read math): 1 for G4V_MATH_INT8, 2 for G4V_MATH_INT8_BLOCKS,
+                        else 0, in the slot of 0.2's `int8` */
+    g4v_math_mode math; /* the model's math mode (the load options' math) */
 } g4v_model_info;
 
 /* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the
@@ -248,16 +279,15 @@ G4V_API g4v_status g4v_model_plan(const g4v_model *model, int width, int height,
                                   size_t errbuf_size);
 
 /* The model's identity: 64 lower-case hex digits of a SHA-256 over a format tag, the version of
- * libg4v's numerics, the math mode (precise or not), the vision configuration values that change
- * the computation, and the content of every vision tensor the encoder uses (canonical name,
- * dtype, shape, bytes), in a canonical order. The same checkpoint gives the same fingerprint in any
- * layout (one file, shards, with or without "model.", MLX names, a sidecar); changing any used
- * tensor byte or any of those settings changes it. Token ids, file names and the max_* limits are
- * not part of it (they change no feature bit). docs/SERVICE.md "Model identity".
- * Cost: the first call reads every vision tensor once (in parallel, one thread per CPU: see
- * docs/SERVICE.md for the e4b time); the model remembers the result, so later calls are free.
- * Thread-safe. hex receives G4V_FINGERPRINT_HEX bytes (NUL included); hex_size smaller is
- * G4V_ERR_ARG. */
+ * libg4v's numerics, the math mode's name (g4v_math_mode_name), the vision configuration values
+ * that change the computation, and the content of every vision tensor the encoder uses (canonical
+ * name, dtype, shape, bytes), in a canonical order. The same checkpoint gives the same fingerprint
+ * in any layout (one file, shards, with or without "model.", MLX names, a sidecar); changing any
+ * used tensor byte or any of those settings changes it. Token ids, file names and the max_* limits
+ * are not part of it (they change no feature bit). docs/SERVICE.md "Model identity". Cost: the
+ * first call reads every vision tensor once (in parallel, one thread per CPU: see docs/SERVICE.md
+ * for the e4b time); the model remembers the result, so later calls are free. Thread-safe. hex
+ * receives G4V_FINGERPRINT_HEX bytes (NUL included); hex_size smaller is G4V_ERR_ARG. */
 #define G4V_FINGERPRINT_HEX 65
 G4V_API g4v_status g4v_model_fingerprint(const g4v_model *model, char *hex, size_t hex_size,
                                          char *errbuf, size_t errbuf_size);

@@ -23,15 +23,17 @@ from .model import ImageInput, Model, ModelInfo, Result, VideoResult
 from .preprocess import Pixels, preprocess
 
 __all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "LibraryNotFoundError",
-           "BUDGETS", "DEFAULT_BUDGET", "DEFAULT_VIDEO_BUDGET", "VIDEO_ALLOC_CAP", "ImageInput",
+           "BUDGETS", "DEFAULT_BUDGET", "DEFAULT_VIDEO_BUDGET", "VIDEO_ALLOC_CAP", "MATH_MODES",
+           "ImageInput",
            "status_name", "library_version", "library_path", "cap_video_allocations",
            "preprocess", "Pixels"]
 
 
 def __getattr__(name: str) -> Any:
     """The library's constants, read from it on first use (PEP 562): BUDGETS (G4V_BUDGETS),
-    DEFAULT_BUDGET, DEFAULT_VIDEO_BUDGET, and VIDEO_ALLOC_CAP (what `g4v encode` and `g4v serve`
-    cap every single FFmpeg allocation at)."""
+    DEFAULT_BUDGET, DEFAULT_VIDEO_BUDGET, VIDEO_ALLOC_CAP (what `g4v encode` and `g4v serve`
+    cap every single FFmpeg allocation at), and MATH_MODES (the names Model's math= takes, in
+    g4v_math_mode order)."""
     if name == "BUDGETS":
         return _lib.budgets()
     if name == "DEFAULT_BUDGET":
@@ -40,6 +42,8 @@ def __getattr__(name: str) -> Any:
         return _lib.default_video_budget()
     if name == "VIDEO_ALLOC_CAP":
         return _lib.video_alloc_cap()
+    if name == "MATH_MODES":
+        return _lib.math_modes()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

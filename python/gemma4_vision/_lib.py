@@ -44,7 +44,8 @@ RESIZE_TORCHVISION = 1
 
 
 class ModelOptions(ctypes.Structure):
-    _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("apply_exif", c_int), ("precise", c_int),
+    _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("apply_exif", c_int),
+                ("legacy_precise", c_int),  # ABI only (g4v.h): 0; the mode is `math`
                 ("max_pixels", c_uint64), ("max_dimension", c_int),
                 ("max_header_bytes", c_uint64), ("max_file_bytes", c_uint64),
                 ("max_config_bytes", c_uint64), ("max_tensor_count", c_uint64),
@@ -53,7 +54,8 @@ class ModelOptions(ctypes.Structure):
                 ("read_weights", c_int),
                 ("resize", c_int),  # RESIZE_PILLOW / RESIZE_TORCHVISION
                 ("metadata_only", c_int),
-                ("int8", c_int)]  # the INT8 mode (with precise = 0); 2: per 32-block
+                ("legacy_int8", c_int),  # ABI only (g4v.h): 0
+                ("math", c_int)]  # a g4v_math_mode (math_mode_parse)
 
 
 class DtypeCount(ctypes.Structure):
@@ -67,7 +69,8 @@ class ModelInfo(ctypes.Structure):
                 ("patch_size", c_int), ("pooling_kernel_size", c_int),
                 ("position_embedding_size", c_int),
                 ("dim", c_int), ("default_budget", c_int), ("config_output_length", c_int),
-                ("use_clipped_linears", c_int), ("standardize", c_int), ("precise", c_int),
+                ("use_clipped_linears", c_int), ("standardize", c_int),
+                ("legacy_precise", c_int),  # ABI only: math == PRECISE
                 ("apply_exif", c_int),
                 ("image_token_id", c_int32), ("boi_token_id", c_int32), ("eoi_token_id", c_int32),
                 ("video_token_id", c_int32),
@@ -83,7 +86,8 @@ class ModelInfo(ctypes.Structure):
                 ("rope_theta", c_double), ("rms_norm_eps", c_double),
                 ("layer_norm_eps", c_double), ("numerics_version", c_int),
                 ("n_dtypes", c_int), ("dtypes", DtypeCount * 4),
-                ("int8", c_int)]
+                ("legacy_int8", c_int),  # ABI only: 1 INT8, 2 INT8_BLOCKS
+                ("math", c_int)]  # a g4v_math_mode (math_mode_name)
 
 
 class CtxOptions(ctypes.Structure):
@@ -150,6 +154,8 @@ _PROTOTYPES = {
     "g4v_version": (c_char_p, []),
     "g4v_budget_valid": (c_int, [c_int]),
     "g4v_budget_check": (c_int, [c_int, c_char_p, c_size_t]),
+    "g4v_math_mode_name": (c_char_p, [c_int]),
+    "g4v_math_mode_parse": (c_int, [c_char_p, POINTER(c_int), c_char_p, c_size_t]),
     "g4v_model_options_init_sized": (None, [POINTER(ModelOptions), c_size_t]),
     "g4v_model_load": (c_int, [c_char_p, POINTER(ModelOptions), POINTER(c_void_p), c_char_p,
                                c_size_t]),
@@ -302,6 +308,32 @@ def budgets():
         lib.g4v_budgets(arr, n)
         _constants["budgets"] = tuple(arr)
     return _constants["budgets"]
+
+
+def math_mode_parse(name):
+    """The g4v_math_mode named name ("fast", "precise", "int8", "int8-blocks";
+    g4v_math_mode_parse); ValueError with the library's message for any other str."""
+    if not isinstance(name, str):
+        raise TypeError(f"math must be a str, not {type(name).__name__}")
+    mode, msg = c_int(), ctypes.create_string_buffer(256)
+    if lib.g4v_math_mode_parse(name.encode(errors="replace"), ctypes.byref(mode), msg, len(msg)):
+        raise ValueError(msg.value.decode(errors="replace"))
+    return mode.value
+
+
+def math_mode_name(mode):
+    """The name of a g4v_math_mode (g4v_math_mode_name)."""
+    return lib.g4v_math_mode_name(mode).decode()
+
+
+def math_modes():
+    """Every math mode's name, in g4v_math_mode order, read from the library."""
+    if "math_modes" not in _constants:
+        names = []
+        while math_mode_name(len(names)) != "unknown":
+            names.append(math_mode_name(len(names)))
+        _constants["math_modes"] = tuple(names)
+    return _constants["math_modes"]
 
 
 def default_budget():

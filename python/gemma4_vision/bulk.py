@@ -1,6 +1,7 @@
 """bulk.py - encode many images on a Dask distributed cluster into safetensors shards + a manifest.
 
     python3 -m gemma4_vision.bulk IMAGES... --model DIR --out DIR [--tokens N] [--bf16]
+            [--math fast|precise|int8|int8-blocks]
             [--scheduler tcp://host:8786 | --workers N --threads-per-worker T] ...
 
     from gemma4_vision import bulk
@@ -90,9 +91,19 @@ def expand_inputs(args: Iterable[str | os.PathLike[str]]) -> list[str]:
     return out
 
 
-def _options(model, tokens, bf16, precise, exif):
-    return {"model": os.path.abspath(os.fspath(model)), "tokens": int(tokens), "bf16": bool(bf16),
-            "precise": bool(precise), "exif": bool(exif)}
+def _options(model, tokens, bf16, math, exif):
+    """The options that make a shard's key. The two modes bulk always had are the key's
+    "precise" (so the keys of earlier runs, and their resume, stay the same); the INT8 modes add
+    "math"."""
+    o = {"model": os.path.abspath(os.fspath(model)), "tokens": int(tokens), "bf16": bool(bf16),
+         "precise": math == "precise", "exif": bool(exif)}
+    if math not in ("fast", "precise"):
+        o["math"] = math
+    return o
+
+
+def _options_math(options):
+    return options.get("math", "precise" if options["precise"] else "fast")
 
 
 def plan_shards(paths: list[str], options: dict[str, Any],
@@ -159,7 +170,7 @@ _model_loads: dict[str, int] = {}
 
 
 def _model_spec(options, threads):
-    return {"path": options["model"], "tokens": options["tokens"], "precise": options["precise"],
+    return {"path": options["model"], "tokens": options["tokens"], "math": _options_math(options),
             "exif": options["exif"], "threads": int(threads)}
 
 
@@ -191,7 +202,7 @@ def get_model(spec):
         if m is None:
             from .model import Model
             m = Model(spec["path"], threads=spec["threads"] or _auto_threads(),
-                      precise=spec["precise"], budget=spec["tokens"], exif=spec["exif"])
+                      math=spec["math"], budget=spec["tokens"], exif=spec["exif"])
             _models[name] = m
             _model_loads[name] = _model_loads.get(name, 0) + 1
         return m
@@ -346,10 +357,13 @@ def encode(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
            bf16: bool = False, precise: bool = False, exif: bool = True,
            scheduler: str | None = None, client: Any = None, workers: int = 1,
            threads_per_worker: int = 1, encode_threads: int = 0, shard_size: int | None = None,
-           retries: int = 2, progress: bool = True, stream: TextIO = sys.stderr) -> Summary:
+           retries: int = 2, progress: bool = True, stream: TextIO = sys.stderr,
+           math: str | None = None) -> Summary:
     """Encodes every image of inputs with the checkpoint at model into shards under out.
 
     inputs       paths, directories, globs or "@list.txt" (see expand_inputs)
+    math         the math mode, as Model's: "fast" (None), "precise", "int8" or "int8-blocks";
+                 precise=True is math="precise" (a different math too is a ValueError)
     scheduler    a Dask scheduler address ("tcp://host:8786"); or client, a distributed.Client;
                  neither: a LocalCluster of `workers` processes x `threads_per_worker` threads
     encode_threads  g4v threads per encoding task (0: the CPUs divided among the tasks that run
@@ -363,7 +377,8 @@ def encode(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     Paths must be valid on every worker (see python/README.md for clusters of several machines).
     """
     from distributed import as_completed
-    from .model import BUDGETS
+    from .model import BUDGETS, _math_name
+    math = _math_name(math, precise)
     if int(tokens) not in BUDGETS:
         raise BulkError(f"unsupported token budget {tokens} (use one of "
                         f"{', '.join(map(str, BUDGETS))})")
@@ -377,7 +392,7 @@ def encode(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
         raise BulkError("no input images")
     out = os.path.abspath(os.fspath(out))
     os.makedirs(out, exist_ok=True)
-    options = _options(model, tokens, bf16, precise, exif)
+    options = _options(model, tokens, bf16, math, exif)
     local = client is None and not scheduler
     c, cluster, owned, spec = None, None, False, None
     counts = {"images": 0, "shards": 0, "failed": 0, "encoded": 0}
@@ -575,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output directory (seen by every worker)")
     p.add_argument("--tokens", type=int, default=280, help="soft-token budget (default 280)")
     p.add_argument("--bf16", action="store_true", help="store BF16 instead of F32")
-    p.add_argument("--precise", action="store_true", help="f32 GEMM inputs (slower)")
+    p.add_argument("--math", help="the math mode: fast (default), precise (f32 GEMM inputs, "
+                                  "slower), int8 or int8-blocks (docs/NUMERICS.md §12)")
+    p.add_argument("--precise", action="store_true", help="the same as --math precise")
     p.add_argument("--no-exif", action="store_true", help="ignore EXIF orientation")
     p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786); default: "
                                        "start a LocalCluster")
@@ -589,12 +606,17 @@ def main(argv: list[str] | None = None) -> int:
                         "enough shards for 4 per task slot of the cluster, at most 64)")
     p.add_argument("--quiet", action="store_true", help="no progress, no summary")
     a = p.parse_args(argv)
+    from .model import _math_name
+    try:
+        _math_name(a.math, a.precise)
+    except ValueError as e:
+        p.error(str(e).replace("math=", "--math ").replace("precise=True", "--precise"))
     if a.scheduler and (a.workers != 1 or a.threads_per_worker != 1):
         print("bulk: --workers and --threads-per-worker apply to a LocalCluster; ignored with "
               "--scheduler", file=sys.stderr)
     try:
         s = encode(a.images, a.model, a.out, tokens=a.tokens, bf16=a.bf16, precise=a.precise,
-                   exif=not a.no_exif, scheduler=a.scheduler, workers=a.workers,
+                   math=a.math, exif=not a.no_exif, scheduler=a.scheduler, workers=a.workers,
                    threads_per_worker=a.threads_per_worker, encode_threads=a.encode_threads,
                    shard_size=a.shard_size, progress=not a.quiet)
     except BulkError as e:

@@ -31,19 +31,44 @@ from ._errors import G4VError, status_name
 from ._lib import lib
 
 __all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "status_name", "BUDGETS",
-           "DEFAULT_BUDGET", "ImageInput"]
+           "DEFAULT_BUDGET", "MATH_MODES", "ImageInput"]
 
 # What encode() takes: a path, the bytes of an image file, RGB pixels, or a PIL image.
 ImageInput = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, np.ndarray, Any]
 
 
 def __getattr__(name: str) -> Any:
-    """BUDGETS and DEFAULT_BUDGET, read from the library on first use (PEP 562)."""
+    """BUDGETS, DEFAULT_BUDGET and MATH_MODES, read from the library on first use (PEP 562)."""
     if name == "BUDGETS":
         return _lib.budgets()
+    if name == "MATH_MODES":
+        return _lib.math_modes()
     if name == "DEFAULT_BUDGET":
         return _lib.default_budget()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _math_name(math: str | None = None, precise: bool = False, int8: bool | str = False) -> str:
+    """The math mode's name ("fast", "precise", "int8" or "int8-blocks") that math= and the
+    older keywords name together: precise=True is math="precise", int8=True math="int8",
+    int8="blocks" math="int8-blocks". ValueError for an unknown name or two different modes,
+    TypeError for a math that is not a str."""
+    named = []  # (what the caller wrote, the mode's name)
+    if math is not None:
+        _lib.math_mode_parse(math)  # TypeError / ValueError with the library's message
+        named.append((f"math={math!r}", math))
+    if precise:
+        named.append(("precise=True", "precise"))
+    if isinstance(int8, str):
+        if int8 != "blocks":
+            raise ValueError(f"int8 must be True, False or 'blocks', got {int8!r}")
+        named.append(("int8='blocks'", "int8-blocks"))
+    elif int8:
+        named.append(("int8=True", "int8"))
+    for what, name in named[1:]:
+        if name != named[0][1]:
+            raise ValueError(f"{named[0][0]} and {what} are two math modes: choose one")
+    return named[0][1] if named else "fast"
 
 
 def _int_arg(v: Any, what: str) -> int:
@@ -106,7 +131,9 @@ class Result:
 
 
 class ModelInfo:
-    """What `g4v info` shows (g4v_model_info): every field as an attribute; as_dict()."""
+    """What `g4v info` shows (g4v_model_info): every field as an attribute; as_dict(). math is
+    the mode's name ("fast", "precise", "int8", "int8-blocks"); precise (0/1) and int8 (0, 1,
+    2 for int8-blocks) are the same mode in the form of earlier versions."""
 
     variant: str
     kind: str
@@ -117,7 +144,11 @@ class ModelInfo:
         for field in _lib.ModelInfo._fields_:
             name = field[0]
             v = getattr(c, name)
-            if name == "dtypes":  # {"BF16": {"tensors": n, "bytes": b}, ...}
+            if name.startswith("legacy_"):  # the ABI-only slots: under their former names
+                name = name[len("legacy_"):]
+            elif name == "math":
+                v = _lib.math_mode_name(v)
+            elif name == "dtypes":  # {"BF16": {"tensors": n, "bytes": b}, ...}
                 v = {d.name.decode(): {"tensors": d.tensors, "bytes": d.bytes}
                      for d in v[:c.n_dtypes]}
             setattr(self, name, v.decode() if isinstance(v, bytes) else v)
@@ -282,13 +313,15 @@ class Model:
     """A Gemma 4 vision tower loaded from a checkpoint directory.
 
     Model(path, threads=0, precise=False, budget=None, exif=True, resize="pillow", int8=False,
-          **limits)
+          math=None, **limits)
       threads   worker threads per encode call (0: one per CPU)
-      precise   f32 GEMM inputs (~1e-6 relative error) instead of bf16 (~3e-3), slower
-      int8      the INT8 mode: int8 x int8 linear layers, ~1.3-1.5x faster than the default
-                at 256 tokens, ~2e-2 relative error (docs/NUMERICS.md §12); not with precise.
-                "blocks": the INT8 mode with scales per block of 32 inputs (llama.cpp's Q8_0;
-                a Q8_0 GGUF's weights used as stored), more accurate, slower (§12.4)
+      math      the math mode (MATH_MODES; None: "fast", bf16 GEMM inputs, ~3e-3 relative
+                error): "precise", f32 GEMM inputs (~1e-6), slower; "int8", int8 x int8 linear
+                layers, ~1.3-1.5x faster than fast at 256 tokens, ~2e-2 (docs/NUMERICS.md §12);
+                "int8-blocks", int8 with scales per block of 32 inputs (llama.cpp's Q8_0; a
+                Q8_0 GGUF's weights used as stored), more accurate than int8, slower (§12.4)
+      precise   True: math="precise"; int8 True: math="int8", "blocks": math="int8-blocks"
+                (the older spellings; naming two different modes is a ValueError)
       budget    default soft-token budget, one of BUDGETS (None: DEFAULT_BUDGET, 280)
       exif      apply the EXIF orientation of image files (as transformers does)
       resize    "pillow" (default): Pillow's BICUBIC, as transformers' Gemma4ImageProcessorPil;
@@ -308,7 +341,8 @@ class Model:
 
     def __init__(self, path: str | os.PathLike[str], threads: int = 0, precise: bool = False,
                  budget: int | None = None, exif: bool = True, resize: str = "pillow",
-                 int8: bool | str = False, **limits: int | float) -> None:
+                 int8: bool | str = False, math: str | None = None,
+                 **limits: int | float) -> None:
         self._model = None
         self._idle: list[c_void_p] = []
         self._busy = 0
@@ -326,15 +360,7 @@ class Model:
         if budget:
             opts.budget = budget
         opts.apply_exif = 1 if exif else 0
-        opts.precise = 1 if precise else 0
-        if isinstance(int8, str):
-            if int8 != "blocks":
-                raise ValueError(f"int8 must be True, False or 'blocks', got {int8!r}")
-            opts.int8 = 2
-        else:
-            opts.int8 = 1 if int8 else 0
-        if precise and int8:
-            raise ValueError("precise and int8 are two math modes: choose one")
+        opts.math = _lib.math_mode_parse(_math_name(math, precise, int8))
         opts.resize = resize_id
         for k, v in limits.items():
             if not k.startswith("max_") or not hasattr(opts, k):

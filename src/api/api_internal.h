@@ -96,10 +96,4 @@ void g4v_api_write_out(void *dst, size_t size, const void *src, size_t lib_size)
 /* Copies msg into a caller buffer (may be NULL / 0), truncating. */
 void g4v_api_copy_msg(char *buf, size_t cap, const char *msg);
 
-/* The math mode's name in fingerprints and cache keys: "fast", "precise", "int8" or
- * "int8-blocks" (int8 == 2; the first three as they always were, so their keys do not change). */
-static inline const char *g4v_api_mode_name(int precise, int int8) {
-    return precise ? "precise" : int8 == 2 ? "int8-blocks" : int8 ? "int8" : "fast";
-}
-
 #endif

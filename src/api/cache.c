@@ -170,7 +170,7 @@ int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_dig
     /* The resize rule: Pillow 13's pass order replaced Pillow 9's as the default (an entry made
      * with the old order may hold other pixels), so it is named too and such entries miss. */
     g4v_sha256_str(&s, resize == G4V_RESIZE_TORCHVISION ? "resize=torchvision" : "resize=pillow13");
-    g4v_sha256_str(&s, g4v_api_mode_name(ctx->model->opts.precise, ctx->model->opts.int8));
+    g4v_sha256_str(&s, g4v_math_mode_name(ctx->model->opts.math));
     g4v_sha256_str(&s, fp);
     g4v_sha256_str(&s, ctx->model->kernel_path);
     uint8_t d[G4V_SHA256_BYTES];

@@ -1,5 +1,5 @@
 /* fingerprint.c - g4v_model_fingerprint: SHA-256 over a format tag, the numerics version and
- * mode ("fast", "precise", "int8" or "int8-blocks"), the vision configuration values that change the
+ * math mode's name (g4v_math_mode_name), the vision configuration values that change the
  * computation, and every vision tensor the encoder uses, in canonical-name order, each as (name,
  * dtype, shape, SHA-256 of its bytes).
  *
@@ -78,9 +78,8 @@ static void hash_double(g4v_sha256_ctx *s, double d) {
     g4v_sha256_u64(s, bits);
 }
 
-int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int int8, int threads,
-                            int drop_pages,
-                            char hex[G4V_SHA256_HEX], g4v_err *err) {
+int g4v_fingerprint_compute(const g4v_checkpoint *ck, g4v_math_mode mode, int threads,
+                            int drop_pages, char hex[G4V_SHA256_HEX], g4v_err *err) {
     fp_job j = {NULL, 0, 0, drop_pages, 0};
     g4v_checkpoint_foreach(ck, collect, &j);
     if (j.nomem) {
@@ -98,7 +97,7 @@ int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int int8, int
     g4v_sha256_init(&s);
     g4v_sha256_str(&s, G4V_FINGERPRINT_TAG);
     g4v_sha256_u64(&s, G4V_NUMERICS_VERSION);
-    g4v_sha256_str(&s, g4v_api_mode_name(precise, int8));
+    g4v_sha256_str(&s, g4v_math_mode_name(mode));
     const struct {
         const char *name;
         int64_t v;
@@ -166,7 +165,7 @@ g4v_status g4v_model_fingerprint(const g4v_model *m, char *hex, size_t hex_size,
     int st = G4V_OK;
     pthread_mutex_lock(&mm->fp_lock);
     if (!mm->fp_done) {
-        st = g4v_fingerprint_compute(m->ck, m->opts.precise, m->opts.int8, 0,
+        st = g4v_fingerprint_compute(m->ck, m->opts.math, 0,
                                      !m->opts.read_weights, mm->fp,
                                      &err); /* a heap copy (read_weights) must not be dropped */
         mm->fp_done = st == G4V_OK;

@@ -13,12 +13,11 @@
 /* The tag that opens the hashed text; a new layout of the hashed fields gets a new tag. */
 #define G4V_FINGERPRINT_TAG "g4v-vision-fingerprint/1"
 
-/* Hashes ck for the given math mode (precise 0/1, int8 0/1: g4v_api_mode_name) with threads
+/* Hashes ck for the given math mode (its g4v_math_mode_name is hashed) with threads
  * workers (<= 0: one per CPU; the digest does not depend on it). drop_pages: after hashing a
  * tensor, drop its pages from memory again (read-only file mappings only, as
  * g4v_encoder_opts.drop_mapped_pages). */
-int g4v_fingerprint_compute(const g4v_checkpoint *ck, int precise, int int8, int threads,
-                            int drop_pages,
-                            char hex[G4V_SHA256_HEX], g4v_err *err);
+int g4v_fingerprint_compute(const g4v_checkpoint *ck, g4v_math_mode mode, int threads,
+                            int drop_pages, char hex[G4V_SHA256_HEX], g4v_err *err);
 
 #endif

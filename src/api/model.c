@@ -56,7 +56,7 @@ static void model_options_defaults(g4v_model_options *o) {
     g4v_checkpoint_limits_default(&lim);
     o->budget = G4V_DEFAULT_BUDGET;
     o->apply_exif = 1;
-    o->precise = 0;
+    o->math = G4V_MATH_FAST;
     o->max_pixels = io.max_pixels;
     o->max_dimension = io.max_dimension;
     o->max_header_bytes = lim.max_header_bytes;
@@ -71,6 +71,40 @@ void g4v_model_options_init_sized(g4v_model_options *o, size_t size) {
     g4v_model_options d;
     model_options_defaults(&d);
     g4v_api_init_struct(o, size, &d, sizeof d);
+}
+
+/* The math mode: o->math, or for a caller built against a header from before that field (its
+ * struct_size ends before it, or at it where the old struct had tail padding: either way math
+ * reads G4V_MATH_FAST) the legacy slots it set, checked as they always were. On success the
+ * legacy slots agree with o->math (g4v_model_get_info reports both). */
+static int resolve_math(g4v_model_options *o, g4v_err *err) {
+    if ((unsigned)o->math > G4V_MATH_INT8_BLOCKS)
+        return g4v_fail(err, G4V_ERR_ARG,
+                        "math must be G4V_MATH_FAST, _PRECISE, _INT8 or _INT8_BLOCKS, found %d",
+                        (int)o->math);
+    if (o->math != G4V_MATH_FAST) {
+        if (o->legacy_precise || o->legacy_int8)
+            return g4v_fail(err, G4V_ERR_ARG,
+                            "math is set, so the ABI-only slots legacy_precise and legacy_int8 "
+                            "must be 0 (found %d and %d)",
+                            o->legacy_precise, o->legacy_int8);
+    } else {
+        if (o->legacy_precise != 0 && o->legacy_precise != 1)
+            return g4v_fail(err, G4V_ERR_ARG, "precise must be 0 or 1, found %d",
+                            o->legacy_precise);
+        if (o->legacy_int8 < 0 || o->legacy_int8 > 2)
+            return g4v_fail(err, G4V_ERR_ARG, "int8 must be 0, 1 or 2 (per 32-block), found %d",
+                            o->legacy_int8);
+        if (o->legacy_int8 && o->legacy_precise)
+            return g4v_fail(err, G4V_ERR_ARG, "precise and int8 are two math modes: set one");
+        o->math = o->legacy_precise       ? G4V_MATH_PRECISE
+                  : o->legacy_int8 == 2 ? G4V_MATH_INT8_BLOCKS
+                  : o->legacy_int8      ? G4V_MATH_INT8
+                                        : G4V_MATH_FAST;
+    }
+    o->legacy_precise = o->math == G4V_MATH_PRECISE;
+    o->legacy_int8 = o->math == G4V_MATH_INT8_BLOCKS ? 2 : o->math == G4V_MATH_INT8;
+    return G4V_OK;
 }
 
 /* Fills zeros with defaults and checks ranges. */
@@ -93,13 +127,7 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
     if (o->apply_exif != 0 && o->apply_exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
-    if (o->precise != 0 && o->precise != 1)
-        return g4v_fail(err, G4V_ERR_ARG, "precise must be 0 or 1, found %d", o->precise);
-    if (o->int8 < 0 || o->int8 > 2)
-        return g4v_fail(err, G4V_ERR_ARG, "int8 must be 0, 1 or 2 (per 32-block), found %d",
-                        o->int8);
-    if (o->int8 && o->precise)
-        return g4v_fail(err, G4V_ERR_ARG, "precise and int8 are two math modes: set one");
+    if (resolve_math(o, err)) return G4V_ERR_ARG;
     if (o->resize != G4V_RESIZE_PILLOW && o->resize != G4V_RESIZE_TORCHVISION)
         return g4v_fail(err, G4V_ERR_ARG,
                         "resize must be G4V_RESIZE_PILLOW (0) or G4V_RESIZE_TORCHVISION (1), "
@@ -154,10 +182,7 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
      * this one. */
     g4v_pool *packers = NULL;
     if (!o.metadata_only && g4v_pool_create(0, &packers, NULL)) packers = NULL;
-    g4v_encoder_opts eo = {.mode = o.precise ? G4V_MATH_PRECISE
-                                   : o.int8 == 2 ? G4V_MATH_INT8_BLOCKS
-                                   : o.int8      ? G4V_MATH_INT8
-                                             : G4V_MATH_FAST,
+    g4v_encoder_opts eo = {.mode = o.math,
                            /* a heap copy must stay; nothing packed, nothing to drop */
                            .drop_mapped_pages = !o.read_weights && !o.metadata_only,
                            .check_only = o.metadata_only,
@@ -258,8 +283,9 @@ g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, siz
     info->config_output_length = c->default_output_length;
     info->use_clipped_linears = c->use_clipped_linears;
     info->standardize = c->standardize;
-    info->precise = m->opts.precise;
-    info->int8 = m->opts.int8;
+    info->math = m->opts.math;
+    info->legacy_precise = m->opts.legacy_precise; /* resolve_math: they agree with math */
+    info->legacy_int8 = m->opts.legacy_int8;
     info->apply_exif = m->opts.apply_exif;
     info->resize = m->opts.resize;
     info->image_token_id = c->image_token_id;

@@ -51,14 +51,12 @@
 
 #include <stddef.h>
 
-typedef enum g4v_math_mode {
-    G4V_MATH_FAST = 0,   /* activations rounded to bf16 at GEMM inputs (bf16 dot products) */
-    G4V_MATH_PRECISE = 1, /* f32 activations, f32 products of the exact weights */
-    G4V_MATH_INT8 = 2,    /* int8 x int8 -> int32: weights per output channel, activations per
-                             row (gemm_q8.h); opt-in, ~1e-2 relative error */
-    G4V_MATH_INT8_BLOCKS = 3 /* int8 as INT8 with both scales per 32-block of K (gemm_q8.h,
-                                llama.cpp's Q8_0 x Q8_0); opt-in */
-} g4v_math_mode;
+/* The math mode is the public g4v_math_mode (g4v.h, through base/error.h). What each one means at
+ * a GEMM: G4V_MATH_FAST rounds activations to bf16 at the GEMM inputs (bf16 dot products);
+ * G4V_MATH_PRECISE keeps f32 activations, f32 products of the exact weights; G4V_MATH_INT8 is
+ * int8 x int8 -> int32 with weights per output channel and activations per row (gemm_q8.h);
+ * G4V_MATH_INT8_BLOCKS is the same with both scales per 32-block of K (gemm_q8.h, llama.cpp's
+ * Q8_0 x Q8_0). */
 
 /* Whether mode is one of the INT8 modes (per channel or per block). */
 static inline int g4v_math_is_int8(g4v_math_mode mode) {

@@ -56,6 +56,57 @@ typedef struct old_video_options {
     int budget;
 } old_video_options;
 
+
+/* g4v_model_options and g4v_model_info as g4v.h 0.2.0 had them, before the math field: the mode
+ * in two ints, `precise` and `int8`, whose slots the new header keeps as legacy_precise and
+ * legacy_int8 (ABI only). A program built against that header must load the same model and read
+ * the same values as it always did. */
+typedef struct v020_model_options {
+    size_t struct_size;
+    int budget, apply_exif, precise;
+    uint64_t max_pixels;
+    int max_dimension;
+    uint64_t max_header_bytes, max_file_bytes, max_config_bytes, max_tensor_count;
+    uint64_t max_video_frames;
+    double max_video_seconds;
+    int read_weights, resize, metadata_only, int8;
+} v020_model_options;
+
+typedef struct v020_model_info {
+    char variant[32];
+    int hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
+    int patch_size, pooling_kernel_size, position_embedding_size;
+    int dim, default_budget, config_output_length;
+    int use_clipped_linears, standardize, precise, apply_exif;
+    int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
+    int64_t param_count;
+    uint64_t weight_bytes;
+    char naming[8], source[512];
+    uint64_t max_pixels;
+    int max_dimension;
+    uint64_t max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count;
+    char kind[16];
+    uint64_t max_video_frames;
+    double max_video_seconds;
+    char kernels[512];
+    int resize;
+    double rope_theta, rms_norm_eps, layer_norm_eps;
+    int numerics_version, n_dtypes;
+    g4v_dtype_count dtypes[4];
+    int int8;
+} v020_model_info;
+
+_Static_assert(offsetof(v020_model_options, precise) ==
+                   offsetof(g4v_model_options, legacy_precise) &&
+               offsetof(v020_model_options, int8) == offsetof(g4v_model_options, legacy_int8) &&
+               sizeof(v020_model_options) <= offsetof(g4v_model_options, math) + sizeof(int),
+               "0.2.0's math slots stay where they were; math comes after them");
+_Static_assert(offsetof(v020_model_info, precise) == offsetof(g4v_model_info, legacy_precise) &&
+               offsetof(v020_model_info, int8) == offsetof(g4v_model_info, legacy_int8) &&
+               offsetof(v020_model_info, resize) == offsetof(g4v_model_info, resize) &&
+               sizeof(v020_model_info) <= offsetof(g4v_model_info, math) + sizeof(int),
+               "0.2.0's g4v_model_info is a prefix of today's");
+
 static const char *dir;
 
 static void test_init_guards(void) {
@@ -128,7 +179,7 @@ static void test_old_caller(void) {
     REQUIRE(g4v_model_get_info(m, &info, msg, sizeof msg) == G4V_OK);
     g4v_model_options d;
     g4v_model_options_init(&d);
-    CHECK(info.default_budget == 70 && info.apply_exif == 1 && info.precise == 0);
+    CHECK(info.default_budget == 70 && info.apply_exif == 1 && info.math == G4V_MATH_FAST);
     CHECK(info.max_pixels == d.max_pixels && info.max_dimension == d.max_dimension);
     CHECK(info.max_file_bytes == d.max_file_bytes && info.max_video_frames == d.max_video_frames);
     CHECK(info.max_video_seconds == d.max_video_seconds && info.resize == G4V_RESIZE_PILLOW);
@@ -190,6 +241,76 @@ static void test_old_caller(void) {
     memset(&bad, 0, sizeof bad);
     CHECK(g4v_model_load(path, &bad, &m, msg, sizeof msg) == G4V_ERR_ARG && m == NULL);
     CHECK_MSG(strstr(msg, "g4v_model_options_init") != NULL, "%s", msg);
+}
+
+/* A caller built against 0.2.0's header chooses the math mode with precise / int8 and reads it
+ * back from info.precise / info.int8: the same model (its fingerprint is the one math gives) and
+ * the same values, and the pair it could always write (precise and int8) is refused as before. */
+static void test_v020_math(void) {
+    static const struct {
+        int precise, int8;
+        g4v_math_mode math;
+    } cases[] = {{0, 0, G4V_MATH_FAST},
+                 {1, 0, G4V_MATH_PRECISE},
+                 {0, 1, G4V_MATH_INT8},
+                 {0, 2, G4V_MATH_INT8_BLOCKS}};
+    char path[1024], msg[512], want[G4V_FINGERPRINT_HEX], got[G4V_FINGERPRINT_HEX];
+    snprintf(path, sizeof path, "%s/tiny", dir);
+    for (int c = 0; c < 4; c++) {
+        struct {
+            v020_model_options o;
+            unsigned char guard[GUARD_BYTES];
+        } w;
+        memset(&w, GUARD, sizeof w);
+        g4v_model_options_init_sized((g4v_model_options *)&w.o, sizeof w.o);
+        CHECK(guard_intact(w.guard) && w.o.precise == 0 && w.o.int8 == 0);
+        w.o.precise = cases[c].precise;
+        w.o.int8 = cases[c].int8;
+        g4v_model *old = NULL, *now = NULL;
+        REQUIRE(g4v_model_load(path, (const g4v_model_options *)&w.o, &old, msg, sizeof msg) ==
+                G4V_OK);
+        g4v_model_options mo;
+        g4v_model_options_init(&mo);
+        mo.math = cases[c].math;
+        REQUIRE(g4v_model_load(path, &mo, &now, msg, sizeof msg) == G4V_OK);
+        CHECK(g4v_model_fingerprint(now, want, sizeof want, NULL, 0) == G4V_OK);
+        CHECK(g4v_model_fingerprint(old, got, sizeof got, NULL, 0) == G4V_OK);
+        CHECK_MSG(!strcmp(got, want), "precise %d int8 %d", cases[c].precise, cases[c].int8);
+        for (int k = 0; k < 2; k++) { /* either model, read through the old layout */
+            struct {
+                v020_model_info i;
+                unsigned char guard[GUARD_BYTES];
+            } r;
+            memset(&r, GUARD, sizeof r);
+            CHECK(g4v_model_get_info_sized(k ? now : old, (g4v_model_info *)&r.i, sizeof r.i, msg,
+                                           sizeof msg) == G4V_OK);
+            CHECK(guard_intact(r.guard));
+            CHECK_MSG(r.i.precise == cases[c].precise && r.i.int8 == cases[c].int8,
+                      "case %d: read precise %d int8 %d", c, r.i.precise, r.i.int8);
+            CHECK(r.i.resize == G4V_RESIZE_PILLOW && r.i.n_dtypes > 0);
+        }
+        g4v_model_info info;
+        CHECK(g4v_model_get_info(old, &info, NULL, 0) == G4V_OK && info.math == cases[c].math);
+        g4v_model_free(old);
+        g4v_model_free(now);
+    }
+    v020_model_options both;
+    g4v_model_options_init_sized((g4v_model_options *)&both, sizeof both);
+    both.precise = 1;
+    both.int8 = 1;
+    g4v_model *m = (g4v_model *)1;
+    CHECK(g4v_model_load(path, (const g4v_model_options *)&both, &m, msg, sizeof msg) ==
+              G4V_ERR_ARG &&
+          m == NULL);
+    CHECK_MSG(strstr(msg, "two math modes") != NULL, "%s", msg);
+    /* the oldest layout above (budget, apply_exif, precise) still reaches PRECISE */
+    old_model_options oo;
+    g4v_model_options_init_sized((g4v_model_options *)&oo, sizeof oo);
+    oo.precise = 1;
+    REQUIRE(g4v_model_load(path, (const g4v_model_options *)&oo, &m, msg, sizeof msg) == G4V_OK);
+    g4v_model_info info;
+    CHECK(g4v_model_get_info(m, &info, NULL, 0) == G4V_OK && info.math == G4V_MATH_PRECISE);
+    g4v_model_free(m);
 }
 
 static void test_cache_stats(void) {
@@ -289,6 +410,7 @@ int main(int argc, char **argv) {
     dir = argv[1];
     test_init_guards();
     test_old_caller();
+    test_v020_math();
     test_cache_stats();
     test_errbufs();
     return test_summary("test_abi");

@@ -41,7 +41,7 @@ static void test_basics(void) {
     CHECK(!strcmp(g4v_status_name(999), "G4V_ERR_UNKNOWN"));
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.precise == 0);
+    CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.math == G4V_MATH_FAST);
     CHECK(mo.resize == G4V_RESIZE_PILLOW);
     CHECK(mo.max_pixels > 0 && mo.max_dimension > 0 && mo.max_header_bytes > 0);
     CHECK(mo.max_file_bytes == (uint64_t)1 << 30 && mo.max_config_bytes == 16000000u &&
@@ -76,6 +76,61 @@ static void test_budgets(void) {
     CHECK(g4v_default_budget() == G4V_DEFAULT_BUDGET &&
           g4v_default_video_budget() == G4V_DEFAULT_VIDEO_BUDGET &&
           g4v_video_alloc_cap() == G4V_VIDEO_ALLOC_CAP);
+}
+
+/* The math mode's names and parse: each name reads back as its mode, anything else is refused
+ * with one message; a model carries the mode it was loaded with, and each mode has its own
+ * fingerprint. */
+static void test_math_mode(void) {
+    static const char *const names[] = {"fast", "precise", "int8", "int8-blocks"};
+    static const g4v_math_mode modes[] = {G4V_MATH_FAST, G4V_MATH_PRECISE, G4V_MATH_INT8,
+                                          G4V_MATH_INT8_BLOCKS};
+    char msg[512] = "x", path[1024], fp[4][G4V_FINGERPRINT_HEX];
+    for (int i = 0; i < 4; i++) {
+        CHECK(!strcmp(g4v_math_mode_name(modes[i]), names[i]));
+        g4v_math_mode m = (g4v_math_mode)-1;
+        CHECK(g4v_math_mode_parse(names[i], &m, msg, sizeof msg) == G4V_OK && m == modes[i]);
+        CHECK(msg[0] == '\0');
+    }
+    CHECK(!strcmp(g4v_math_mode_name((g4v_math_mode)4), "unknown"));
+    CHECK(!strcmp(g4v_math_mode_name((g4v_math_mode)-1), "unknown"));
+    static const char *const bad[] = {"Fast", "int8_blocks", "int8-block", "", "fast "};
+    for (int i = 0; i < 5; i++) {
+        g4v_math_mode m = G4V_MATH_PRECISE;
+        CHECK(g4v_math_mode_parse(bad[i], &m, msg, sizeof msg) == G4V_ERR_ARG);
+        CHECK(m == G4V_MATH_PRECISE); /* untouched */
+        CHECK_CONTAINS(msg, "(use fast, precise, int8 or int8-blocks)");
+    }
+    CHECK(g4v_math_mode_parse("int9", NULL, msg, sizeof msg) == G4V_ERR_ARG);
+    CHECK(!strcmp(msg, "unknown math mode 'int9' (use fast, precise, int8 or int8-blocks)"));
+    CHECK(g4v_math_mode_parse(NULL, NULL, NULL, 0) == G4V_ERR_ARG);
+
+    snprintf(path, sizeof path, "%s/tiny", dir);
+    g4v_model_options mo;
+    for (int i = 0; i < 4; i++) {
+        g4v_model_options_init(&mo);
+        mo.metadata_only = 1;
+        mo.math = modes[i];
+        g4v_model *m = NULL;
+        g4v_model_info info;
+        REQUIRE(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_OK);
+        CHECK(g4v_model_get_info(m, &info, NULL, 0) == G4V_OK && info.math == modes[i]);
+        CHECK(g4v_model_fingerprint(m, fp[i], sizeof fp[i], NULL, 0) == G4V_OK);
+        for (int j = 0; j < i; j++) CHECK(strcmp(fp[i], fp[j]));
+        g4v_model_free(m);
+    }
+    g4v_model *m = (g4v_model *)1;
+    g4v_model_options_init(&mo);
+    mo.math = (g4v_math_mode)4;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG && m == NULL);
+    CHECK_CONTAINS(msg, "math must be");
+    /* the ABI-only slots (tests/api/test_abi.c reads them as an older caller) cannot add a
+     * second mode to math */
+    g4v_model_options_init(&mo);
+    mo.math = G4V_MATH_INT8;
+    mo.legacy_precise = 1;
+    CHECK(g4v_model_load(path, &mo, &m, msg, sizeof msg) == G4V_ERR_ARG && m == NULL);
+    CHECK_CONTAINS(msg, "legacy_precise");
 }
 
 static void test_load_errors(void) {
@@ -443,6 +498,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/tiny", dir);
     test_basics();
     test_budgets();
+    test_math_mode();
     test_load_errors();
     if (g4v_model_load(path, NULL, &model, msg, sizeof msg)) {
         fprintf(stderr, "load %s: %s\n", path, msg);

@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     o.vision_path = vision;
     o.threads = threads;
     o.temp = 0;
-    o.precise = precise;
+    o.math = precise ? G4V_MATH_PRECISE : G4V_MATH_FAST;
     chat_session *s;
     char err[1024];
     if (chat_session_open(&o, &s, err, sizeof err)) {
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = info.budget;
-    mo.precise = precise;
+    mo.math = precise ? G4V_MATH_PRECISE : G4V_MATH_FAST;
     g4v_model *vm;
     g4v_ctx *vc;
     if (g4v_model_load(vision, &mo, &vm, err, sizeof err) ||

@@ -26,7 +26,7 @@ SOURCES = {
     "chat": "tools/g4v/cmd_chat.c",
     "serve": "tools/service/**/service_options.c",
 }
-MACROS = {"FE_OPT_MATH_ROWS": ["--precise", "--int8"], "FE_OPT_RESIZE": ["--resize"]}
+MACROS = {"FE_OPT_MATH_ROWS": ["--math", "--precise", "--int8"], "FE_OPT_RESIZE": ["--resize"]}
 
 
 def table_options(cmd):

@@ -38,6 +38,9 @@ static const fe_opt_choice colours[] = {{"red", 1}, {"green", 2}, {"blue", 3}, {
 
 #define O(member) FE_FIELD(settings, member)
 
+/* an optional-value choice, as --int8[=blocks] was */
+static const fe_opt_choice int8_choices[] = {{"blocks", 2}, {NULL, 0}};
+
 static const fe_opt rows[] = {
     {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(model), .arg = "DIR",
      .help = "the model"},
@@ -63,7 +66,7 @@ static const fe_opt rows[] = {
     FE_OPT_RESIZE(settings, resize, "the resize"),
     {.name = "colour", .kind = FE_OPT_CHOICE, O(mode), .choices = colours, .help = "a colour"},
     {.name = "int8", .kind = FE_OPT_CHOICE, .flags = FE_OPT_OPTIONAL_VALUE, O(int8), .lo = 1,
-     .choices = fe_opt_int8_choices, .help = "int8\n=blocks: per block"},
+     .choices = int8_choices, .help = "int8\n=blocks: per block"},
     {.name = "quiet", .shortopt = 'q', .kind = FE_OPT_FLAG, O(quiet), .lo = 1, .help = "quiet"},
     {.name = "tag", .kind = FE_OPT_LIST, O(tags), .arg = "T", .help = "repeatable"},
     {.name = "call", .kind = FE_OPT_CALLBACK, .fn = count_call, .lo = 42, .arg = "X",

@@ -117,6 +117,25 @@ def _plugins_and_models(dask_worker):
     return [n for n in dask_worker.plugins if n.startswith("gemma4_vision-")], len(bulk._models)
 
 
+def test_bulk_math(client, tiny, dataset, tmp_path):
+    """math= reaches the workers: every tensor is `g4v encode --math int8-blocks`'s. The shard
+    keys of fast and precise are those of the runs before math= (their options unchanged), and
+    a math that disagrees with precise= is refused."""
+    out = str(tmp_path / "outq")
+    s = bulk.encode([dataset], tiny, out, tokens=70, client=client, shard_size=7, progress=False,
+                    math="int8-blocks")
+    assert (s.images, s.failed) == (13, 1) and s.options["math"] == "int8-blocks"
+    ref = cli_reference(tiny, [dataset], str(tmp_path), "--tokens", "70", "--int8=blocks")
+    check_against_cli(out, ref, 13, bad={"img005b.png"})
+    m = os.path.abspath(tiny)
+    for math in ("fast", "precise"):
+        o = bulk._options(m, 70, False, math, True)
+        assert o == {"model": m, "tokens": 70, "bf16": False, "precise": math == "precise",
+                     "exif": True} and bulk._options_math(o) == math
+    with pytest.raises(ValueError, match="two math modes"):
+        bulk.encode([dataset], tiny, out, tokens=70, client=client, precise=True, math="int8")
+
+
 def test_scheduler_address(client, tiny, dataset, tmp_path):
     """--scheduler: a cluster that lives on. The run connects by address, and at its end removes
     its plugin so that the workers free the model."""
@@ -366,6 +385,10 @@ def test_command_line(tiny, dataset, tmp_path):
     assert r.returncode == 1 and json.loads(r.stdout)["encoded"] == 0, r.stderr
     r = run_cli(dataset, "--model", tiny, "--out", out, "--tokens", "300")
     assert r.returncode == 2 and "unsupported token budget 300" in r.stderr
+    r = run_cli(dataset, "--model", tiny, "--out", out, "--math", "int4")
+    assert r.returncode == 2 and "unknown math mode 'int4'" in r.stderr, r.stderr
+    r = run_cli(dataset, "--model", tiny, "--out", out, "--math", "int8", "--precise")
+    assert r.returncode == 2 and "two math modes" in r.stderr, r.stderr
     r = run_cli(dataset, "--model", tmp_path / "nomodel", "--out", tmp_path / "o2", "--tokens",
                 "70", "--quiet")
     assert r.returncode == 2 and "did not load" in r.stderr and "nomodel" in r.stderr, r.stderr

@@ -143,6 +143,34 @@ def test_int8_blocks_matches_cli(tiny, images, tmp_path):
         g4.Model(tiny, precise=True, int8="blocks")
 
 
+def test_math_matches_cli(tiny, images, tmp_path):
+    """math= names each mode as `g4v encode --math` does, bit for bit; info.math is its name and
+    info.precise / info.int8 read as they did before math existed; precise= and int8= are aliases
+    of math=, and two different modes or an unknown name are refused."""
+    assert g4.MATH_MODES == ("fast", "precise", "int8", "int8-blocks")
+    p = images[1]
+    legacy = {"fast": (0, 0), "precise": (1, 0), "int8": (0, 1), "int8-blocks": (0, 2)}
+    aliases = {"fast": {}, "precise": {"precise": True}, "int8": {"int8": True},
+               "int8-blocks": {"int8": "blocks"}}
+    refs = {}
+    for name in g4.MATH_MODES:
+        refs[name], _ = cli_encode(tiny, p, tmp_path / f"{name}.npy", "--tokens", 70, "--math", name)
+        for kw in ({"math": name}, aliases[name], {"math": name, **aliases[name]}):
+            with g4.Model(tiny, threads=1, budget=70, **kw) as m:
+                assert same_bits(m.encode(p).features, refs[name]), kw
+                assert m.info.math == name and (m.info.precise, m.info.int8) == legacy[name], kw
+                assert "legacy_int8" not in m.info.as_dict()
+    assert len({r.tobytes() for r in refs.values()}) == 4  # four modes, four outputs
+    for kw in ({"math": "int8", "precise": True}, {"math": "fast", "int8": "blocks"},
+               {"math": "int8-blocks", "int8": True}):
+        with pytest.raises(ValueError, match="two math modes"):
+            g4.Model(tiny, **kw)
+    with pytest.raises(ValueError, match="unknown math mode 'INT8'"):
+        g4.Model(tiny, math="INT8")
+    with pytest.raises(TypeError, match="math must be a str"):
+        g4.Model(tiny, math=2)
+
+
 def test_bf16_and_precise_match_cli(tiny, images, tmp_path):
     p = images[2]
     with g4.Model(tiny, threads=2, precise=True, budget=140) as m:

@@ -162,8 +162,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = s->o.budget;
-    mo.precise = o->precise;
-    mo.int8 = o->int8;
+    mo.math = o->math;
     int st = 0;
     if (o->vision_model)
         s->vm = o->vision_model;
@@ -175,6 +174,12 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         goto fail;
     }
     g4v_model_get_info(s->vm, &s->vinfo, NULL, 0);
+    if (s->vinfo.math != o->math) { /* a borrowed model: the options must say what it computes */
+        seterr(err, errsz, "the vision model computes in the math mode %s, not %s as asked",
+               g4v_math_mode_name(s->vinfo.math), g4v_math_mode_name(o->math));
+        rc = CHAT_ERR_USAGE;
+        goto fail;
+    }
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);
     co.threads = s->threads;

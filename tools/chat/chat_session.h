@@ -4,6 +4,8 @@
 #ifndef G4V_CHAT_SESSION_H
 #define G4V_CHAT_SESSION_H
 
+#include "g4v.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +33,8 @@ typedef struct chat_options {
     int max_tokens;          /* per answer; <= 0: until the end of the turn or the context */
     const char *system;      /* system prompt or NULL */
     const char *cache_dir;   /* feature cache; NULL = a private temporary one */
-    int precise;             /* 1: libg4v's PRECISE mode (f32 GEMM inputs) */
-    int int8;                /* 1: libg4v's INT8 mode (int8 linear layers) */
+    g4v_math_mode math;      /* libg4v's math mode (G4V_MATH_FAST by default, PRECISE, INT8
+                                or INT8_BLOCKS); with vision_model, that model's own mode */
     int verbose;             /* 1: let llama.cpp log to stderr */
     struct g4v_model *vision_model; /* borrowed instead of loading vision_path, or NULL */
     struct g4v_cache *cache;        /* borrowed instead of opening cache_dir, or NULL */

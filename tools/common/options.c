@@ -13,7 +13,6 @@
 
 const fe_opt_choice fe_opt_resize_choices[] = {
     {"pillow", G4V_RESIZE_PILLOW}, {"torchvision", G4V_RESIZE_TORCHVISION}, {NULL, 0}};
-const fe_opt_choice fe_opt_int8_choices[] = {{"blocks", 2}, {NULL, 0}};
 
 int fe_opt_check_budget(long long value, char *err, size_t cap) {
     return g4v_budget_check((int)value, err, cap) == G4V_OK ? 0 : -1;
@@ -163,7 +162,9 @@ static int apply(const fe_opt *r, const char *v, void *target, char *err, size_t
     return -1;
 }
 
-static int takes_value(const fe_opt *r) { return r->kind != FE_OPT_FLAG; }
+static int takes_value(const fe_opt *r) {
+    return r->kind != FE_OPT_FLAG && !(r->flags & FE_OPT_NO_VALUE);
+}
 
 int fe_opt_parse(const fe_cmd *cmd, int argc, char **argv, void *target, char *err, size_t cap) {
     unsigned char seen[MAX_ROWS] = {0};

@@ -33,8 +33,10 @@ typedef enum fe_opt_kind {
 enum {
     FE_OPT_POSITIONAL = 1,     /* the row takes the arguments that are not options */
     FE_OPT_REQUIRED = 2,       /* the command cannot run without it: "X is required" */
-    FE_OPT_OPTIONAL_VALUE = 4, /* CHOICE: no value stores .lo; a value only as --name=VALUE */
-    FE_OPT_HIDDEN = 8          /* parsed but not listed by --help (an alias its help text names) */
+    FE_OPT_OPTIONAL_VALUE = 4, /* CHOICE: no value stores .lo; a value only as --name=VALUE
+                                  (CALLBACK: called with NULL or the value) */
+    FE_OPT_HIDDEN = 8,         /* parsed but not listed by --help (an alias its help text names) */
+    FE_OPT_NO_VALUE = 16       /* CALLBACK: a flag, the callback is called with value NULL */
 };
 
 typedef struct fe_opt_choice {
@@ -115,23 +117,5 @@ extern const fe_opt_choice fe_opt_resize_choices[];
 #define FE_OPT_RESIZE(type, member, help_)                                                     \
     {.name = "resize", .kind = FE_OPT_CHOICE, FE_FIELD(type, member),                          \
      .choices = fe_opt_resize_choices, .help = (help_)}
-
-/* The math mode: --precise, --int8, --int8=blocks. The one place that spells these flags for
- * every command (encode, info, chat, serve). Today they set two int fields: precise (1) and
- * int8 (.lo = 1; fe_opt_int8_choices' "blocks" = 2). When the mode becomes one enum field, this
- * macro (one member argument) and fe_opt_int8_choices change, nothing else: the flag row stores
- * PRECISE, the --int8 row INT8 (.lo) or INT8_BLOCKS ("blocks"), all into that one field, where
- * the last mode option given wins. */
-extern const fe_opt_choice fe_opt_int8_choices[];
-#define FE_OPT_MATH_ROWS(type, precise_member, int8_member)                                    \
-    {.name = "precise", .kind = FE_OPT_FLAG, FE_FIELD(type, precise_member), .lo = 1,          \
-     .help = "the PRECISE mode: f32 GEMM inputs, ~1e-6 rel. error (default: the fast mode, "   \
-             "bf16 GEMM inputs, ~3e-3)"},                                                      \
-    {.name = "int8", .kind = FE_OPT_CHOICE, .flags = FE_OPT_OPTIONAL_VALUE,                    \
-     FE_FIELD(type, int8_member), .lo = 1, .choices = fe_opt_int8_choices,                     \
-     .help = "the INT8 mode (opt-in): the vision blocks' linear layers as int8 x int8 -> "     \
-             "int32 (VNNI, else AVX2), faster, ~2e-2 rel. error (docs/NUMERICS.md §12)\n"      \
-             "=blocks: scales per block of 32 inputs (llama.cpp's Q8_0; a Q8_0 GGUF's "        \
-             "weights used as stored), more accurate than --int8, slower (§12.4)"}
 
 #endif

@@ -19,6 +19,7 @@ int cmd_chat(int argc, char **argv) {
 #else
 
 #include "frontend.h"
+#include "math_option.h"
 #include "options.h"
 #include "chat_session.h"
 
@@ -35,6 +36,7 @@ typedef struct chat_args {
     int n_media, cap_media;
     const char *prompt;
     int json;
+    const char *math_opt; /* the option that set o.math (NULL: none) */
 } chat_args;
 
 static int add_media(chat_args *a, const char *path, int is_video) {
@@ -107,7 +109,7 @@ static const fe_opt rows[] = {
      .help = "budget per video frame (default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"},
     {.name = "frames", .kind = FE_OPT_INT, O(o.video_frames), .lo = 1, .hi = 1024, .arg = "N",
      .help = "frames sampled per video (default " FE_STR(G4V_DEFAULT_VIDEO_FRAMES) ")"},
-    FE_OPT_MATH_ROWS(chat_args, o.precise, o.int8),
+    FE_OPT_MATH_ROWS(chat_args, o.math, math_opt),
     {.name = "cache", .kind = FE_OPT_STRING, O(o.cache_dir), .arg = "DIR",
      .help = "feature cache kept across runs (default: a private one for this run; a repeated "
              "image is always read from the cache, not re-encoded)"},

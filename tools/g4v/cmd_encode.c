@@ -1,7 +1,7 @@
 /* cmd_encode.c - `g4v encode`: images -> Gemma 4 soft tokens; encoding uses the public API only.
  *
  *   g4v encode --model DIR IMAGE... [--tokens N] [--no-exif] [--resize pillow|torchvision]
- *              [--precise | --int8[=blocks]] [--threads N]
+ *              [--math fast|precise|int8|int8-blocks] [--threads N]
  *              [--json] [--quiet] [--bf16] [--cache DIR [--cache-max-bytes N]] -o OUT
  *
  * IMAGE: a file (JPEG/PNG/WebP/GIF/BMP by content, or a raw uint8 [H, W, 3] .npy taken as decoded
@@ -18,6 +18,7 @@
 #include "frontend.h"
 #include "g4v.h"
 #include "inputs.h"
+#include "math_option.h"
 #include "npy.h"
 #include "options.h"
 #include "out_safetensors.h"
@@ -40,7 +41,9 @@ typedef struct {
     unsigned long long cache_max_bytes;
     fe_opt_list args; /* the IMAGE arguments as given; expanded into in */
     input_list in;
-    int tokens, no_exif, precise, int8, threads, json, quiet, bf16, resize;
+    int tokens, no_exif, threads, json, quiet, bf16, resize;
+    g4v_math_mode math;   /* --math, or its aliases --precise, --int8, --int8=blocks */
+    const char *math_opt; /* the option that set it (NULL: none) */
     out_kind kind;
     int tokens_set, video, frames; /* video input: --tokens given, --video, --frames N */
     int full_span; /* print the whole span even on a terminal (--full-span) */
@@ -77,7 +80,7 @@ static const fe_opt rows[] = {
                   "(Gemma4ImageProcessor, transformers' default when torchvision is installed, "
                   "and the 12B's only processor: torch's antialiased bicubic); images and video "
                   "frames"),
-    FE_OPT_MATH_ROWS(encode_args, precise, int8),
+    FE_OPT_MATH_ROWS(encode_args, math, math_opt),
     {.name = "threads", .kind = FE_OPT_INT, O(threads), .lo = 0, .hi = 4096, .arg = "N",
      .help = "worker threads (default: one per CPU)"},
     {.name = "bf16", .kind = FE_OPT_FLAG, O(bf16), .lo = 1,
@@ -374,8 +377,7 @@ static int encode_all(encode_args *a) {
     g4v_model_options_init(&mo);
     mo.budget = a->tokens;
     mo.apply_exif = !a->no_exif;
-    mo.precise = a->precise;
-    mo.int8 = a->int8;
+    mo.math = a->math;
     mo.resize = a->resize;
     g4v_model *model = NULL;
     g4v_ctx *ctx = NULL;

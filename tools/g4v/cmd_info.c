@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "frontend.h"
 #include "g4v.h"
+#include "math_option.h"
 #include "options.h"
 
 #include <cjson/cJSON.h>
@@ -50,14 +51,15 @@ static const char *grouped(long long v, char *buf, size_t cap) {
 
 typedef struct identity {
     char fingerprint[G4V_FINGERPRINT_HEX];
-    int precise, int8;
+    g4v_math_mode math;   /* the mode whose fingerprint is given */
+    const char *math_opt; /* the option that set it (NULL: none) */
     double seconds;
 } identity;
 
 typedef struct info_args {
     const char *dir;
     int json;
-    identity id; /* its precise and int8: the mode options */
+    identity id; /* its math and math_opt: the mode options */
 } info_args;
 
 #define O(member) FE_FIELD(info_args, member)
@@ -67,12 +69,12 @@ static const fe_opt rows[] = {
      .help = "the checkpoint directory, or an mmproj .gguf file (required)"},
     {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
      .help = "print one JSON object instead of text"},
-    FE_OPT_MATH_ROWS(info_args, id.precise, id.int8),
+    FE_OPT_MATH_ROWS(info_args, id.math, id.math_opt),
 };
 
 static const fe_cmd info_cmd = {
     .name = "info",
-    .usage = "info --model DIR [--json] [--precise | --int8[=blocks]]",
+    .usage = "info --model DIR [--json] [--math fast|precise|int8|int8-blocks]",
     .about =
         "Describes the vision tower of a Gemma 4 checkpoint directory (config.json plus\n"
         "model.safetensors, model.safetensors.index.json + shards, or an\n"
@@ -85,7 +87,7 @@ static const fe_cmd info_cmd = {
         "kernels names the kernel variant this CPU runs for each step (G4V_ISA caps it):\n"
         "default-mode outputs are bit-identical between machines only when it is the same.\n"
         "The mode options choose the mode whose fingerprint is given (default: the default\n"
-        "mode); with --int8, info also names the INT8 mode's GEMM kernel.\n",
+        "mode); for int8 and int8-blocks, info also names the INT8 mode's GEMM kernel.\n",
     .heading = "options:",
     FE_OPTS(rows),
     .epilog = "exit codes: 0 ok, 1 usage error, 3 model error (missing, malformed or\n"
@@ -110,10 +112,6 @@ static const char *int8_kernel(const char *path, int blocks) {
     memcpy(name, s, n);
     name[n] = '\0';
     return name;
-}
-
-static const char *mode_name(const identity *id) {
-    return id->precise ? "precise" : id->int8 == 2 ? "int8-blocks" : id->int8 ? "int8" : "fast";
 }
 
 static void print_text(const char *dir, const g4v_model_info *v, const limit *lim,
@@ -154,11 +152,13 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     printf("\n");
     printf("files         %s (naming: %s)\n", v->source, v->naming);
     printf("fingerprint   %s\n              (%s mode, numerics version %d; computed in %.2f s)\n",
-           id->fingerprint, id->precise || id->int8 ? mode_name(id) : "default (fast)",
+           id->fingerprint,
+           id->math != G4V_MATH_FAST ? g4v_math_mode_name(id->math) : "default (fast)",
            v->numerics_version,
            id->seconds);
     printf("kernels       %s\n", v->kernels);
-    if (id->int8) printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->int8 == 2));
+    if (id->math == G4V_MATH_INT8 || id->math == G4V_MATH_INT8_BLOCKS)
+        printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->math == G4V_MATH_INT8_BLOCKS));
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -177,6 +177,7 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
 static int print_json(const char *dir, const g4v_model_info *v, const limit *lim,
                       const identity *id) {
     cJSON *o = cJSON_CreateObject(), *dt = cJSON_CreateObject();
+    int blocks = id->math == G4V_MATH_INT8_BLOCKS, int8 = blocks || id->math == G4V_MATH_INT8;
     int ok = o && dt;
     const struct {
         const char *key;
@@ -223,9 +224,8 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
     ok = ok && cJSON_AddStringToObject(o, "naming", v->naming) &&
          cJSON_AddStringToObject(o, "source", v->source) &&
          cJSON_AddStringToObject(o, "fingerprint", id->fingerprint) &&
-         cJSON_AddStringToObject(o, "fingerprint_mode", mode_name(id)) &&
-         (!id->int8 || cJSON_AddStringToObject(o, "int8_gemm",
-                                                   int8_kernel(v->kernels, id->int8 == 2))) &&
+         cJSON_AddStringToObject(o, "fingerprint_mode", g4v_math_mode_name(id->math)) &&
+         (!int8 || cJSON_AddStringToObject(o, "int8_gemm", int8_kernel(v->kernels, blocks))) &&
          cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
          cJSON_AddStringToObject(o, "kernels", v->kernels);
@@ -261,8 +261,7 @@ int cmd_info(int argc, char **argv) {
      * packed (metadata_only): info needs the checks, not the packed matrices. */
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    mo.precise = id.precise;
-    mo.int8 = id.int8;
+    mo.math = id.math;
     mo.metadata_only = 1;
     char msg[1024];
     g4v_model *m = NULL;

@@ -9,6 +9,8 @@
 #ifndef G4V_SERVICE_H
 #define G4V_SERVICE_H
 
+#include "g4v.h"
+
 /* What `g4v serve`'s options set (g4v_service_options_init gives the defaults of --help). */
 typedef struct g4v_service_options {
     const char *model; /* --model: checkpoint directory or mmproj .gguf (required) */
@@ -22,8 +24,8 @@ typedef struct g4v_service_options {
     int timeout_s;     /* idle connections are closed after this */
     int drain_s;       /* on SIGTERM, how long bodies still arriving may take */
     int tokens;        /* default budget, one of G4V_BUDGETS */
-    int precise;       /* f32 GEMM inputs */
-    int int8;          /* the INT8 mode (2: per 32-block) */
+    g4v_math_mode math; /* --math (or --precise, --int8, --int8=blocks): the math mode */
+    const char *math_opt; /* the option that set math, for messages (NULL: none) */
     int no_exif;       /* ignore EXIF orientation by default */
     int resize;        /* the default G4V_RESIZE_* */
     unsigned long long max_body;        /* largest body accepted, else 413 */

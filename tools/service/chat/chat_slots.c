@@ -300,7 +300,7 @@ static int slot_open(void *ctx, int i, void **state) {
     o.threads = cw->threads;
     o.budget = a->tokens;
     o.max_budget = LARGEST_BUDGET;
-    o.precise = a->precise;
+    o.math = a->math; /* the shared model's mode, which the session checks */
     chat_session *cs = NULL;
     int rc = chat_session_open(&o, &cs, msg, sizeof msg);
     if (rc) {

@@ -56,8 +56,7 @@ static int setup(server *s) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = a->tokens;
-    mo.precise = a->precise;
-    mo.int8 = a->int8;
+    mo.math = a->math;
     mo.apply_exif = !a->no_exif;
     mo.resize = a->resize;
     if (a->max_body > mo.max_file_bytes) mo.max_file_bytes = a->max_body;

@@ -3,6 +3,7 @@
  * printed; then the rules between options. Kept with the service (not the CLI) because the
  * options are the service's settings: whoever runs it (the CLI, a future front end) parses the
  * same way. */
+#include "math_option.h"
 #include "options.h"
 #include "core/core.h"
 
@@ -47,7 +48,7 @@ static const fe_opt rows[] = {
     {.name = "tokens", .kind = FE_OPT_INT, O(tokens), .lo = 1, .hi = 1000000,
      .check = fe_opt_check_budget, .arg = "N",
      .help = "default budget, one of " SVC_BUDGETS " (default " FE_STR(G4V_DEFAULT_BUDGET) ")"},
-    FE_OPT_MATH_ROWS(g4v_service_options, precise, int8),
+    FE_OPT_MATH_ROWS(g4v_service_options, math, math_opt),
     {.name = "no-exif", .kind = FE_OPT_FLAG, O(no_exif), .lo = 1,
      .help = "ignore EXIF orientation by default"},
     FE_OPT_RESIZE(g4v_service_options, resize,

@@ -22,10 +22,7 @@ static char *info_json(server *s, const encode_wing *ew, size_t *len) {
     cJSON_AddStringToObject(o, "variant", m->variant);
     cJSON_AddStringToObject(o, "kind", m->kind); /* "tower" or "unified" */
     cJSON_AddStringToObject(o, "fingerprint", s->fingerprint);
-    cJSON_AddStringToObject(o, "mode", m->precise    ? "precise"
-                                            : m->int8 == 2 ? "int8-blocks"
-                                            : m->int8      ? "int8"
-                                                           : "fast");
+    cJSON_AddStringToObject(o, "mode", g4v_math_mode_name(m->math));
     cJSON_AddStringToObject(o, "version", g4v_version());
     cJSON_AddNumberToObject(o, "dim", m->dim);
     cJSON_AddNumberToObject(o, "num_layers", m->num_layers);
