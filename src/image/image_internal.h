@@ -4,7 +4,9 @@
  * bottom, to a g4v_pipe (pipe.c). The pipe either keeps the whole image (then orients and resizes
  * it) or, when the EXIF orientation is known before the pixels and does not transpose, streams
  * each row straight into the row-streaming resizer (resize.c), so the full-size image is never
- * stored. Everything here is reentrant; all allocations go through base/alloc.h.
+ * stored. The entry points (decode.c) pick the decoder and run it through the pipe
+ * (g4v_pipe_run), so calls go one way: decode.c -> decoders -> pipe.c. Everything here is
+ * reentrant; all allocations go through base/alloc.h.
  */
 #ifndef G4V_IMAGE_INTERNAL_H
 #define G4V_IMAGE_INTERNAL_H
@@ -61,6 +63,16 @@ void g4v_pipe_push(g4v_pipe *p);
 void g4v_pipe_set_orientation(g4v_pipe *p, int orientation);
 
 /* ---- decoders: each calls g4v_pipe_begin once, then pushes every row ---------------------- */
+typedef int g4v_decoder_fn(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
+
+/* Runs dec over bytes[0..n) through a pipe of its own, resizing to budget's target size unless
+ * budget is 0 (format names the format in messages and info), and moves the image to out; info
+ * (optional) gets what was found. For the entry points (decode.c): the pipe never names a
+ * decoder. */
+int g4v_pipe_run(const uint8_t *bytes, size_t n, g4v_decoder_fn *dec, const char *format,
+                 int budget, const g4v_image_opts *opts, g4v_image *out, g4v_image_info *info,
+                 g4v_err *err);
+
 int g4v_decode_jpeg(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
 int g4v_decode_png(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);
 int g4v_decode_webp(const uint8_t *b, size_t n, g4v_pipe *p, g4v_err *err);

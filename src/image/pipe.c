@@ -1,4 +1,5 @@
-/* pipe.c - the image layer's entry points and the row pipe between decoders and the resize.
+/* pipe.c - the row pipe between the decoders and the resize (the entry points that pick a
+ * decoder and run it through here, g4v_pipe_run, are decode.c's).
  *
  * A decoder calls g4v_pipe_begin(w, h, orientation) and then fills rows top to bottom. Two modes:
  *  - full: rows land in a whole RGB image; at the end it is oriented (EXIF) and, for
@@ -15,7 +16,6 @@
 #include "image/image_internal.h"
 
 #include "base/alloc.h"
-#include "base/budget.h"
 
 #include <string.h>
 
@@ -32,13 +32,6 @@ struct g4v_pipe {
     g4v_image out;         /* streaming: the resized image (before the final transpose) */
     int ow, oh;            /* oriented size */
 };
-
-void g4v_image_opts_default(g4v_image_opts *o) {
-    o->max_pixels = 178956970ull;
-    o->max_dimension = 65500;
-    o->apply_exif = 1;
-    o->resize_order = G4V_RESIZE_PILLOW_13;
-}
 
 void g4v_image_free(g4v_image *img) {
     if (!img) return;
@@ -144,49 +137,6 @@ static void pipe_release(g4v_pipe *p) {
     p->rs = NULL;
 }
 
-typedef int (*decoder_fn)(const uint8_t *, size_t, g4v_pipe *, g4v_err *);
-
-/* The decoder for the format bytes[0..n) holds; G4V_ERR_UNSUPPORTED naming what was found. */
-static int pick_decoder(const uint8_t *b, size_t n, decoder_fn *dec, const char **name,
-                        g4v_err *err) {
-    switch (g4v_image_sniff(b, n, name)) {
-    case G4V_FMT_JPEG:
-        *dec = g4v_decode_jpeg;
-        return G4V_OK;
-    case G4V_FMT_PNG:
-        *dec = g4v_decode_png;
-        return G4V_OK;
-    case G4V_FMT_GIF:
-        *dec = g4v_decode_gif;
-        return G4V_OK;
-    case G4V_FMT_WEBP:
-        *dec = g4v_decode_webp;
-        return G4V_OK;
-    case G4V_FMT_BMP:
-        *dec = g4v_decode_bmp;
-        return G4V_OK;
-    case G4V_FMT_TIFF:
-        *dec = g4v_decode_tiff;
-        return G4V_OK;
-    case G4V_FMT_OTHER:
-        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                        "image format %s is not supported (supported: JPEG, PNG, WebP, GIF, BMP, TIFF)",
-                        *name);
-    default:
-        break;
-    }
-    char hex[3 * 8 + 1] = {0};
-    for (size_t i = 0; i < n && i < 8; i++) {
-        static const char d[] = "0123456789abcdef";
-        hex[3 * i] = d[b[i] >> 4];
-        hex[3 * i + 1] = d[b[i] & 15];
-        hex[3 * i + 2] = i + 1 < n && i + 1 < 8 ? ' ' : 0;
-    }
-    return g4v_fail(err, G4V_ERR_UNSUPPORTED,
-                    "unknown image format (first bytes: %s); supported: JPEG, PNG, WebP, GIF, BMP, TIFF",
-                    hex);
-}
-
 /* Streaming mode: the resize already happened row by row; transposing orientations (5..8) still
  * need the small result transposed. Moves the image to out. */
 static int finish_streamed(g4v_pipe *p, g4v_image *out, g4v_err *err) {
@@ -231,42 +181,24 @@ static int finish_full(g4v_pipe *p, int o, g4v_image *out, g4v_err *err) {
     return G4V_OK;
 }
 
-/* What g4v_image_decode(_info) and g4v_image_load share: bytes -> decoder -> pipe -> out (resized
- * to budget's target size unless budget is 0). Every exit after the decoder ran releases the pipe
- * in one place. */
-static int decode_image(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
-                        g4v_image *out, g4v_image_info *info, g4v_err *err) {
-    g4v_image_opts defaults;
-    if (!opts) {
-        g4v_image_opts_default(&defaults);
-        opts = &defaults;
-    }
-    if (!out) return g4v_fail(err, G4V_ERR_ARG, "image: out is NULL");
-    out->rgb = NULL;
-    out->width = out->height = 0;
-    if (info) memset(info, 0, sizeof *info);
-    if (!bytes && n) return g4v_fail(err, G4V_ERR_ARG, "image: bytes is NULL");
-    /* refuse a bad budget before spending time on decoding */
-    if (budget && g4v_budget_require(budget, err)) return G4V_ERR_ARG;
-    if (n == 0) return g4v_fail(err, G4V_ERR_IMAGE, "image: empty input (0 bytes)");
-    const char *name;
-    decoder_fn dec = NULL;
-    int st = pick_decoder(bytes, n, &dec, &name, err);
-    if (st) return st;
+/* image_internal.h. Every exit after the decoder ran releases the pipe in one place. */
+int g4v_pipe_run(const uint8_t *bytes, size_t n, g4v_decoder_fn *dec, const char *format,
+                 int budget, const g4v_image_opts *opts, g4v_image *out, g4v_image_info *info,
+                 g4v_err *err) {
     g4v_pipe p;
     memset(&p, 0, sizeof p);
     p.view.opts = opts;
-    p.view.format = name;
+    p.view.format = format;
     p.budget = budget;
     p.orientation = G4V_ORIENT_LATER;
-    st = dec(bytes, n, &p, err);
+    int st = dec(bytes, n, &p, err);
     if (!st && (!p.begun || p.y != p.h))
-        st = g4v_fail(err, G4V_ERR_INTERNAL, "%s: decoder delivered %d of %d rows", name, p.y,
+        st = g4v_fail(err, G4V_ERR_INTERNAL, "%s: decoder delivered %d of %d rows", format, p.y,
                       p.h);
     if (!st) {
         int o = effective_orientation(&p, p.orientation == G4V_ORIENT_LATER ? 1 : p.orientation);
         if (info) {
-            info->format = name;
+            info->format = format;
             info->src_width = p.w, info->src_height = p.h;
             info->orientation = o;
             info->width = o >= 5 ? p.h : p.w;
@@ -277,23 +209,4 @@ static int decode_image(const void *bytes, size_t n, int budget, const g4v_image
     }
     pipe_release(&p);
     return st;
-}
-
-int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opts,
-                          g4v_image *out, g4v_image_info *info, g4v_err *err) {
-    return decode_image(bytes, n, 0, opts, out, info, err);
-}
-
-int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
-                     g4v_err *err) {
-    return decode_image(bytes, n, 0, opts, out, NULL, err);
-}
-
-int g4v_image_load(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
-                   g4v_image *out, g4v_image_info *info, g4v_err *err) {
-    if (budget == 0) {
-        if (out) out->rgb = NULL;
-        return g4v_budget_require(budget, err);
-    }
-    return decode_image(bytes, n, budget, opts, out, info, err);
 }

@@ -103,13 +103,14 @@ typedef struct g4v_attn_args {
 typedef void g4v_attention_fn(g4v_pool *pool, const g4v_attn_args *a);
 
 /* An attention variant (registered in variants.def like any other): what it runs, the scratch
- * one pool worker needs for head_dim d, and, for a variant that reads K and V in a form of its
- * own, the size of that form and its preparation (both NULL for one that reads them as they
- * are). The preparation writes keys [j0, j0 + a->nk) of the form for nk_all keys into dst
- * (64-byte aligned, kv_bytes(nk_all, Hkv, d) bytes), reading a->k, v (at key j0's row), ldk,
- * ldv, hsk, hsv, Hkv, d, in parallel on pool; pieces that cover [0, nk_all) once, in any order,
- * give the bytes of one call over all the keys. The front ends below route through it, so a
- * new variant is its file plus its variants.def line. */
+ * one pool worker needs for head_dim d (also the stride between the workers' pieces of
+ * a->scratch), and, for a variant that reads K and V in a form of its own, the size of that
+ * form and its preparation (both NULL for one that reads them as they are). The preparation
+ * writes keys [j0, j0 + a->nk) of the form for nk_all keys into dst (64-byte aligned,
+ * kv_bytes(nk_all, Hkv, d) bytes), reading a->k, v (at key j0's row), ldk, ldv, hsk, hsv, Hkv,
+ * d, in parallel on pool; pieces that cover [0, nk_all) once, in any order, give the bytes of
+ * one call over all the keys. The front ends below route through it, so a new variant is its
+ * file plus its variants.def line. */
 typedef struct g4v_attention_kernel {
     g4v_attention_fn *run;
     size_t (*scratch_floats)(int d);
@@ -120,8 +121,9 @@ typedef struct g4v_attention_kernel {
 /* ---- attention front ends (attention.c) ------------------------------------------------------ */
 
 /* Floats of scratch one worker needs, for any registered variant (the largest of their
- * scratch_floats): multiply by g4v_pool_size for the whole buffer. Every variant finds its
- * worker's piece at a->scratch + worker * g4v_attention_scratch_floats(d). */
+ * scratch_floats): multiply by g4v_pool_size for the whole buffer. Each variant finds its
+ * worker's piece at a->scratch + worker * its own scratch_floats(d), which this bounds, so a
+ * variant never calls back here (the registry in dispatch.c names the variants). */
 size_t g4v_attention_scratch_floats(int d);
 
 /* For callers that run several attention calls over the same keys (the encoder: one call per

@@ -20,7 +20,8 @@
 #define G4V_SHA256_BYTES 32
 #define G4V_SHA256_HEX 65 /* 64 hex digits + NUL */
 
-/* The 64 round constants of FIPS 180-4 §4.2.2, shared by every compression (sha256.c). */
+/* The 64 round constants of FIPS 180-4 §4.2.2, shared by every compression
+ * (sha256_k.c). */
 extern const uint32_t g4v_sha256_k[64];
 
 /* Compresses nblocks 64-byte blocks of p into the state h: what a variant implements. */

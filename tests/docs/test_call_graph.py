@@ -12,7 +12,6 @@ fails on every strongly connected set of two or more files in one library, namin
 
 usage: pytest test_call_graph.py --arg=MANIFEST
 """
-import fnmatch
 import os
 import subprocess
 import sys
@@ -20,40 +19,6 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
-
-# Circles known, each to be removed, as the patterns of its files (fnmatch). A circle is allowed
-# only when every one of its files matches a pattern of one entry and every plain path of that
-# entry is in it: a circle that grows into another file fails.
-ALLOWED = [
-    # Present on main 01c2b9d, found by this test; each needs a change of its own (delete the
-    # entry with it):
-    # - the kernel registry: dispatch.c's variant table names every variant, the attention
-    #   variants call attention.c's g4v_attention_scratch_floats (which walks that table) for
-    #   their per-worker stride, and the SHA-256 variants read sha256.c's g4v_sha256_k while
-    #   sha256.c asks dispatch.c for the kernel table. Fix: each attention variant strides by
-    #   its own scratch_floats (within the maximum the workspace holds), and the K table moves
-    #   to a file of its own.
-    ["src/kernels/dispatch.c", "src/kernels/attention.c", "src/kernels/sha256.c",
-     "src/kernels/*/attention*.c", "src/kernels/*/sha256*.c"],
-    # - the image entry points and the row pipe share pipe.c: g4v_image_decode calls every
-    #   decoder, and every decoder calls back g4v_pipe_begin/row/push. Fix: the entry points
-    #   (format sniffing, decode_image, g4v_image_decode/load) move to a file of their own.
-    ["src/image/pipe.c", "src/image/bmp.c", "src/image/gif.c", "src/image/jpeg.c",
-     "src/image/png.c", "src/image/tiff.c", "src/image/webp.c"],
-    # - the CLI: main.c calls each cmd_*.c, and cmd_encode.c and cmd_info.c call back main.c's
-    #   cli_exit_for_status. Fix: that function moves out of main.c to a file of its own.
-    ["tools/g4v/main.c", "tools/g4v/cmd_*.c"],
-]
-
-
-def allowed(comp):
-    for entry in ALLOWED:
-        plain = [p for p in entry if not any(c in p for c in "*?[")]
-        if all(p in comp for p in plain) and \
-                all(any(fnmatch.fnmatchcase(f, p) for p in entry) for f in comp):
-            return True
-    return False
-
 
 def source_of(obj):
     """CMake's object path .../CMakeFiles/TARGET.dir/src/io/checkpoint.c.o -> src/io/checkpoint.c
@@ -166,9 +131,6 @@ def test_call_graph():
         objs = [o for o in objs if os.path.exists(o)]
         print(f"{lib}: {len(objs)} objects")
         for comp, detail in library_circles(objs):
-            if allowed(comp):
-                print(f"  allowed circle: {sorted(comp)}")
-                continue
             bad.append(f"{lib}: {' <-> '.join(sorted(comp))}:\n    " + "\n    ".join(detail))
     for b in bad:
         print("call circle in " + b)

@@ -30,8 +30,8 @@ int cmd_encode(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 
-/* Maps a library status (g4v_status) to the exit code for a failure of that kind.
- * model_context: nonzero when the failure happened while loading the model. */
+/* Maps a library status (g4v_status) to the exit code for a failure of that kind
+ * (exit_status.c). model_context: nonzero when the failure happened while loading the model. */
 int cli_exit_for_status(int status, int model_context);
 
 #endif

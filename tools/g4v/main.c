@@ -30,25 +30,6 @@ static void usage(FILE *f) {
                "            5 internal error\n");
 }
 
-int cli_exit_for_status(int status, int model_context) {
-    switch (status) {
-    case G4V_OK:
-        return G4V_EXIT_OK;
-    case G4V_ERR_ARG:
-        return G4V_EXIT_USAGE;
-    case G4V_ERR_MODEL:
-        return G4V_EXIT_MODEL;
-    case G4V_ERR_IO:
-        return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
-    case G4V_ERR_IMAGE:
-    case G4V_ERR_LIMIT:
-    case G4V_ERR_UNSUPPORTED:
-        return model_context ? G4V_EXIT_MODEL : G4V_EXIT_INPUT;
-    default:
-        return G4V_EXIT_INTERNAL;
-    }
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);

@@ -127,7 +127,7 @@ static void attn_task(void *varg, int task, int worker) {
     int d = a->d;
     size_t hsk = a->hsk ? a->hsk : (size_t)d, hsv = a->hsv ? a->hsv : (size_t)d;
 
-    float *qT = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
+    float *qT = a->scratch + (size_t)worker * scratch_floats(d);
     float *O = qT + (size_t)BQ * d, *S = O + (size_t)BQ * d;
     float *m = S + (size_t)BK * BQ, *l = m + BQ, *corr = l + BQ;
     /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */

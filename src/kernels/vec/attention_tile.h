@@ -179,6 +179,12 @@ static void tile_update(float *S, const float *v0, size_t ldv, int d, int nk, fl
     }
 }
 
+/* Per worker, 64-byte aligned floats: per register tile qT, O [d][QB], m, l [QB]; one S [KB][QB];
+ * and the slack for the alignment. */
+static size_t tile_scratch_floats(int d) {
+    return (size_t)NSUB * (2 * (size_t)QB * (size_t)d + 2 * (size_t)QB) + (size_t)KB * QB + 16;
+}
+
 typedef struct {
     const g4v_attn_args *a;
     int q_blocks;          /* 96-query blocks per head */
@@ -195,7 +201,7 @@ typedef struct {
  * L2/L3 by NSUB (K and V of one head are 5 MB at L = 10,080). Every tile's arithmetic is what it
  * would be alone, so the tiling changes speed, never results.
  * Scratch per worker, 64-byte aligned floats: per tile qT, O [d][QB], m, l [QB]; one S [KB][QB]:
- * tile_scratch_floats(d), within g4v_attention_scratch_floats(d). */
+ * tile_scratch_floats(d) (above), which is also the stride between the workers' pieces. */
 static void attn_task(void *varg, int task, int worker) {
     const attn_job *job = varg;
     const g4v_attn_args *a = job->a;
@@ -205,7 +211,7 @@ static void attn_task(void *varg, int task, int worker) {
     int nsub = (nq_task + QB - 1) / QB;
     const float *k = a->k + (size_t)kvh * job->head_k, *v = a->v + (size_t)kvh * job->head_v;
 
-    float *base = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
+    float *base = a->scratch + (size_t)worker * tile_scratch_floats(d);
     float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
     sub_tile t[NSUB];
     for (int s = 0; s < nsub; s++) {
@@ -250,12 +256,6 @@ static void attn_task(void *varg, int task, int worker) {
                 out[c] = t[s].O[(size_t)c * QB + i] * inv;
         }
     }
-}
-
-/* Per worker, 64-byte aligned floats: per register tile qT, O [d][QB], m, l [QB]; one S [KB][QB];
- * and the slack for the alignment. */
-static size_t tile_scratch_floats(int d) {
-    return (size_t)NSUB * (2 * (size_t)QB * (size_t)d + 2 * (size_t)QB) + (size_t)KB * QB + 16;
 }
 
 static void tile_attention(g4v_pool *pool, const g4v_attn_args *a) {

@@ -431,7 +431,7 @@ static void attn_task(void *varg, int task, int worker) {
     const float *k = a->kv_prepared ? NULL : a->k + (size_t)kvh * job->head_k;
     const float *v = a->kv_prepared ? NULL : a->v + (size_t)kvh * job->head_v;
 
-    float *base = a->scratch + (size_t)worker * g4v_attention_scratch_floats(d);
+    float *base = a->scratch + (size_t)worker * scratch_floats(d);
     float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
     sub_tile t[NSUB];
     for (int s = 0; s < nsub; s++) {
