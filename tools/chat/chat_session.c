@@ -1,10 +1,9 @@
 /* chat_session.c - g4v soft tokens into a Gemma 4 text model in libllama (chat_session.h). */
-#define _GNU_SOURCE /* nftw, mkdtemp */
 #include "chat_session.h"
 #include "chat_error.h"
 #include "frontend.h"
+#include "tempdir.h"
 
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -103,13 +102,6 @@ static void gguf_arch(const char *path, char *arch, size_t cap) {
     fclose(f);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 void chat_session_close(chat_session *s) {
     if (!s) return;
     if (s->smpl) llama_sampler_free(s->smpl);
@@ -119,8 +111,7 @@ void chat_session_close(chat_session *s) {
     g4v_ctx_free(s->vctx);
     if (!s->o.cache) g4v_cache_close(s->cache);
     if (!s->o.vision_model) g4v_model_free(s->vm);
-    if (s->cache_private && s->cache_dir[0])
-        nftw(s->cache_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (s->cache_private) fe_temp_dir_remove(s->cache_dir);
     free(s);
 }
 
@@ -193,12 +184,9 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     } else if (o->cache_dir) {
         snprintf(s->cache_dir, sizeof s->cache_dir, "%s", o->cache_dir);
     } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(s->cache_dir, sizeof s->cache_dir, "%s/g4v-chat-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(s->cache_dir)) {
-            seterr(err, errsz, "cannot create a temporary feature cache under %s",
-                   tmp && *tmp ? tmp : "/tmp");
-            s->cache_dir[0] = 0;
+        const char *where = NULL;
+        if (fe_temp_dir(s->cache_dir, sizeof s->cache_dir, "g4v-chat", &where)) {
+            seterr(err, errsz, "cannot create a temporary feature cache under %s", where);
             rc = CHAT_ERR_INTERNAL;
             goto fail;
         }

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE /* POLLRDHUP, memmem */
 #include "chat/chat_wing.h"
 #include "frontend.h"
+#include "tempdir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,8 +361,11 @@ int chat_slots_open(chat_wing *cw) {
     if (s->cache) {
         cw->cache = s->cache;
     } else {
-        if (svc_temp_dir(cw->cache_dir, sizeof cw->cache_dir, "g4v-serve", "a feature cache"))
+        const char *where = NULL;
+        if (fe_temp_dir(cw->cache_dir, sizeof cw->cache_dir, "g4v-serve", &where)) {
+            fprintf(stderr, "g4v serve: cannot create a feature cache under %s\n", where);
             return G4V_SERVICE_ERR_LISTEN;
+        }
         cw->cache_private = 1;
         if (g4v_cache_open(cw->cache_dir, NULL, &cw->cache, msg, sizeof msg)) {
             fprintf(stderr, "g4v serve: feature cache: %s\n", msg);
@@ -385,7 +389,7 @@ int chat_slots_open(chat_wing *cw) {
 void chat_slots_close(chat_wing *cw) {
     if (!cw->cache_private) return;
     g4v_cache_close(cw->cache);
-    svc_temp_dir_remove(cw->cache_dir);
+    fe_temp_dir_remove(cw->cache_dir);
 }
 
 #endif

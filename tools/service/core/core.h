@@ -267,14 +267,6 @@ int svc_http_code_for(int g4v_status);
 void svc_record(server *s, int code, double seconds, int timed);
 char *svc_metrics_text(server *s, size_t *len); /* malloc'ed, NULL when out of memory */
 
-/* ---- a private temporary directory (tempdir.c) ----------------------------------------------- */
-
-/* Creates $TMPDIR/PREFIX-XXXXXX (TMPDIR unset or empty: /tmp) into dir: 0, or -1 with dir[0] = 0
- * ("cannot create WHAT under DIR" printed). */
-int svc_temp_dir(char *dir, size_t cap, const char *prefix, const char *what);
-/* Removes dir and everything under it (nothing when dir is empty). */
-void svc_temp_dir_remove(const char *dir);
-
 /* ---- listen.c ---------------------------------------------------------------------------------
  * A listening socket on host:port, its URL into where and whether it is a loopback address into
  * *loopback; -1 (printed) on failure. Then libmicrohttpd on it (fd >= 0: epoll and a thread
