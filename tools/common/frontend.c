@@ -53,6 +53,15 @@ int fe_utf8_valid(const char *s, size_t n) { return g4v_utf8_valid(s, n); }
 
 void fe_utf8_sanitize(char *s) { g4v_utf8_sanitize(s); }
 
+char *fe_utf8_copy(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    g4v_utf8_sanitize(d);
+    return d;
+}
+
 struct cJSON *fe_json_parse_text(const char *text, size_t n, const char **end) {
     return g4v_json_parse_text(text, n, end);
 }

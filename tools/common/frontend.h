@@ -23,6 +23,9 @@ int fe_utf8_valid(const char *s, size_t n);
 /* In place on a NUL-terminated string: every byte that starts no valid sequence becomes '?'
  * (JSON must be UTF-8; paths and client text may not be). */
 void fe_utf8_sanitize(char *s);
+/* A malloc'ed, NUL-terminated copy of s[0..n), sanitized as fe_utf8_sanitize does (a token may
+ * end inside a character); NULL when out of memory. */
+char *fe_utf8_copy(const char *s, size_t n);
 
 /* libg4v's one JSON parse (src/io/json_file.c g4v_json_parse_text: it holds the lock that keeps
  * cJSON's global error state race-free, and there must be one lock): cJSON's length-bounded

@@ -161,16 +161,6 @@ static int emit_stdout(const char *piece, size_t len, void *user) {
     return 0;
 }
 
-/* JSON must be UTF-8: a token may end inside a character, or be a stray byte. */
-static char *utf8_copy(const char *s, size_t n) {
-    char *d = malloc(n + 1);
-    if (!d) return NULL;
-    memcpy(d, s, n);
-    d[n] = 0;
-    fe_utf8_sanitize(d);
-    return d;
-}
-
 static void print_json(const chat_session *s, const chat_args *a, const chat_media *media,
                        const chat_turn_result *r, int rc, const char *err) {
     chat_session_info in;
@@ -178,7 +168,7 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ok", rc == CHAT_OK);
     if (rc != CHAT_OK) cJSON_AddStringToObject(o, "error", err);
-    char *t = utf8_copy(r->text ? r->text : "", r->text ? r->text_len : 0);
+    char *t = fe_utf8_copy(r->text ? r->text : "", r->text ? r->text_len : 0);
     cJSON_AddStringToObject(o, "text", t ? t : "");
     free(t);
     if (r->stop) cJSON_AddStringToObject(o, "stop", r->stop);

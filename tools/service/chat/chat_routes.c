@@ -111,8 +111,8 @@ static int open_wing(server *s, void **state) {
     cw->s = s;
     int rc = chat_slots_open(cw);
     if (rc) return rc;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (svc_route_add(s, &routes[i], cw)) return G4V_SERVICE_ERR_INTERNAL;
+    if (svc_routes_add(s, routes, sizeof routes / sizeof routes[0], cw))
+        return G4V_SERVICE_ERR_INTERNAL;
     return G4V_SERVICE_OK;
 }
 

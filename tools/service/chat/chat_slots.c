@@ -372,12 +372,7 @@ int chat_slots_open(chat_wing *cw) {
             return G4V_SERVICE_ERR_LISTEN;
         }
     }
-    int threads = a->lm_threads;
-    if (!threads) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus > a->lm_slots ? (int)(cpus / a->lm_slots) : 1;
-    }
-    cw->threads = threads;
+    int threads = cw->threads = svc_threads_each(a->lm_threads, a->lm_slots);
     double t0 = fe_now_s();
     int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
     if (rc) return rc;

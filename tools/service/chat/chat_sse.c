@@ -45,15 +45,6 @@ size_t chat_utf8_safe_len(const char *text, size_t n) {
     return n;
 }
 
-static char *sanitized(const char *s, size_t n) {
-    char *d = malloc(n + 1);
-    if (!d) return NULL;
-    memcpy(d, s, n);
-    d[n] = 0;
-    fe_utf8_sanitize(d);
-    return d;
-}
-
 static void add_usage(cJSON *o, const chat_usage *u) {
     cJSON *us = cJSON_AddObjectToObject(o, "usage");
     cJSON_AddNumberToObject(us, "prompt_tokens", u->prompt_tokens);
@@ -86,7 +77,7 @@ static cJSON *envelope(const chat_job *j, const char *object) {
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
                            size_t *len) {
     cJSON *o = envelope(j, "chat.completion");
-    char *t = sanitized(text, n), *out = NULL;
+    char *t = fe_utf8_copy(text, n), *out = NULL;
     if (!o || !t) goto done;
     cJSON *ch = cJSON_AddArrayToObject(o, "choices");
     cJSON *c = cJSON_CreateObject();
@@ -138,7 +129,7 @@ static int push(chat_job *j, const char *text) {
 static int push_chunk(chat_job *j, const char *role, const char *content, size_t n,
                       const char *finish) {
     cJSON *o = envelope(j, "chat.completion.chunk");
-    char *t = content ? sanitized(content, n) : NULL, *s = NULL;
+    char *t = content ? fe_utf8_copy(content, n) : NULL, *s = NULL;
     int rc = -1;
     if (!o || (content && !t)) goto done;
     cJSON *ch = cJSON_AddArrayToObject(o, "choices");

@@ -91,9 +91,9 @@ typedef struct svc_route {
     const char *usage; /* optional: what follows "use METHOD" in the 405's message */
 } svc_route;
 
-/* Adds a row (copied) with the context its handlers see as q->ctx. 0, or -1 (printed) when the
- * table is full or the path is there already. */
-int svc_route_add(server *s, const svc_route *r, void *ctx);
+/* Adds rows[0..n) (copied) with the context their handlers see as q->ctx. 0, or -1 (printed)
+ * when the table is full or a path is there already. */
+int svc_routes_add(server *s, const svc_route *rows, size_t n, void *ctx);
 /* Adds path as the endpoint of a wing that is not running: every method is answered 404 with
  * "PATH: text"; it is not listed among the endpoints. 0 or -1 (printed). */
 int svc_route_add_off(server *s, const char *path, const char *text);
@@ -161,6 +161,9 @@ struct svc_worker {
  * others at close. */
 int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit,
                    svc_pool **out);
+/* The compute threads each of `workers` workers gets: `requested`, or (0) the CPUs shared out
+ * among them, at least 1. */
+int svc_threads_each(int requested, int workers);
 /* Admits job (the request's connection suspended until a worker replies) or refuses it through
  * the kind: 503 while stopping, 429 (Retry-After) when `limit` jobs would wait. */
 enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job);
@@ -176,7 +179,7 @@ typedef struct svc_wing {
     const char *name;
     /* NULL: always runs; else 1 if it runs with these options */
     int (*wanted)(const g4v_service_options *o);
-    /* Starts its job kinds (svc_pool_start) and adds its routes (svc_route_add): 0 or a
+    /* Starts its job kinds (svc_pool_start) and adds its routes (svc_routes_add): 0 or a
      * G4V_SERVICE_ERR_* (printed). *state: its own, given to the hooks below (set even on
      * failure, for close). */
     int (*open)(server *s, void **state);

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job) {
     server *s = q->s;
@@ -95,6 +96,12 @@ static void *worker_main(void *arg) {
         if (p->k->release) p->k->release(job);
     }
     return NULL;
+}
+
+int svc_threads_each(int requested, int workers) {
+    if (requested > 0) return requested;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return workers > 0 && cpus > workers ? (int)(cpus / workers) : 1;
 }
 
 int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit,

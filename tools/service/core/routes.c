@@ -34,8 +34,10 @@ static int add_row(server *s, const svc_row *row) {
     return 0;
 }
 
-int svc_route_add(server *s, const svc_route *r, void *ctx) {
-    return add_row(s, &(svc_row){.r = *r, .ctx = ctx});
+int svc_routes_add(server *s, const svc_route *rows, size_t n, void *ctx) {
+    for (size_t i = 0; i < n; i++)
+        if (add_row(s, &(svc_row){.r = rows[i], .ctx = ctx})) return -1;
+    return 0;
 }
 
 int svc_route_add_off(server *s, const char *path, const char *text) {
@@ -201,7 +203,5 @@ static const svc_route core_routes[] = {
 };
 
 int svc_routes_core(server *s) {
-    for (size_t i = 0; i < sizeof core_routes / sizeof core_routes[0]; i++)
-        if (svc_route_add(s, &core_routes[i], NULL)) return -1;
-    return 0;
+    return svc_routes_add(s, core_routes, sizeof core_routes / sizeof core_routes[0], NULL);
 }

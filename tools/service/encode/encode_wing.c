@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* GET /v1/info: the model, its fingerprint, budgets and the service's settings. */
 static char *info_json(server *s, const encode_wing *ew, size_t *len) {
@@ -83,16 +82,11 @@ static int open_wing(server *s, void **state) {
     *state = ew;
     if (!ew) return G4V_SERVICE_ERR_INTERNAL;
     ew->s = s;
-    int threads = a->threads;
-    if (!threads) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus > a->contexts ? (int)(cpus / a->contexts) : 1;
-    }
-    ew->threads = threads;
+    ew->threads = svc_threads_each(a->threads, a->contexts);
     int rc = svc_pool_start(s, &encode_kind, ew, a->contexts, a->queue, &ew->pool);
     if (rc) return rc;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (svc_route_add(s, &routes[i], ew)) return G4V_SERVICE_ERR_INTERNAL;
+    if (svc_routes_add(s, routes, sizeof routes / sizeof routes[0], ew))
+        return G4V_SERVICE_ERR_INTERNAL;
     return G4V_SERVICE_OK;
 }
 
