@@ -75,8 +75,8 @@ void g4v_model_options_init_sized(g4v_model_options *o, size_t size) {
 
 /* The math mode: o->math, or for a caller built against a header from before that field (its
  * struct_size ends before it, or at it where the old struct had tail padding: either way math
- * reads G4V_MATH_FAST) the legacy slots it set, checked as they always were. On success the
- * legacy slots agree with o->math (g4v_model_get_info reports both). */
+ * reads G4V_MATH_FAST) the legacy slots it set, checked as they always were. From here on
+ * o->math alone says the mode (g4v_model_get_info derives the legacy slots from it). */
 static int resolve_math(g4v_model_options *o, g4v_err *err) {
     if ((unsigned)o->math > G4V_MATH_INT8_BLOCKS)
         return g4v_fail(err, G4V_ERR_ARG,
@@ -102,8 +102,6 @@ static int resolve_math(g4v_model_options *o, g4v_err *err) {
                   : o->legacy_int8      ? G4V_MATH_INT8
                                         : G4V_MATH_FAST;
     }
-    o->legacy_precise = o->math == G4V_MATH_PRECISE;
-    o->legacy_int8 = o->math == G4V_MATH_INT8_BLOCKS ? 2 : o->math == G4V_MATH_INT8;
     return G4V_OK;
 }
 
@@ -284,8 +282,9 @@ g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, siz
     info->use_clipped_linears = c->use_clipped_linears;
     info->standardize = c->standardize;
     info->math = m->opts.math;
-    info->legacy_precise = m->opts.legacy_precise; /* resolve_math: they agree with math */
-    info->legacy_int8 = m->opts.legacy_int8;
+    /* what a caller of the old layout reads as precise and int8 */
+    info->legacy_precise = m->opts.math == G4V_MATH_PRECISE;
+    info->legacy_int8 = m->opts.math == G4V_MATH_INT8_BLOCKS ? 2 : m->opts.math == G4V_MATH_INT8;
     info->apply_exif = m->opts.apply_exif;
     info->resize = m->opts.resize;
     info->image_token_id = c->image_token_id;
