@@ -92,7 +92,7 @@ int chat_tokenize(const struct llama_vocab *vocab, const chat_piece *pieces, int
             if (add_text(out, vocab, p->text, err, errsz)) goto fail;
             continue;
         }
-        if (p->n_rows <= 0 || !p->rows) {
+        if (p->n_rows < 0 || (!p->rows && !p->item) || (p->rows && p->n_rows <= 0)) {
             seterr(err, errsz, "image %d has no rows", out->n_images + 1);
             goto fail;
         }
@@ -106,6 +106,8 @@ int chat_tokenize(const struct llama_vocab *vocab, const chat_piece *pieces, int
         k->is_image = 1;
         k->rows = p->rows;
         k->n_tokens = p->n_rows;
+        k->item = p->item;
+        k->ref = p->ref;
         out->n_pos += p->n_rows;
         out->n_image_rows += p->n_rows;
         out->n_images++;
@@ -141,11 +143,11 @@ fail:
     return -1;
 }
 
-static int decode_text(struct llama_context *lctx, const chat_chunk *k, int n_batch,
+static int decode_text(struct llama_context *lctx, const chat_chunk *k, int from, int n_batch,
                        int logits_last, llama_pos *n_past, char *err, size_t errsz) {
     /* mtmd_helper_eval_chunk_single: batches of up to n_batch tokens, logits on the last one */
     struct llama_batch b = llama_batch_init(n_batch, 0, 1);
-    int i = 0;
+    int i = from;
     while (i < k->n_tokens) {
         b.n_tokens = 0;
         for (; i < k->n_tokens && b.n_tokens < n_batch; i++) {
@@ -173,6 +175,10 @@ static int decode_image(struct llama_context *lctx, const chat_chunk *k, int non
                         int n_batch, llama_pos *n_past, char *err, size_t errsz) {
     /* mtmd_helper_decode_image_chunk: 1-D positions, logits off, the rows as they are */
     int n = k->n_tokens;
+    if (!k->rows || n <= 0) {
+        seterr(err, errsz, "an image chunk without its rows");
+        return -1;
+    }
     llama_pos *pos = malloc((size_t)n * sizeof *pos);
     int32_t *n_seq = malloc((size_t)n * sizeof *n_seq);
     llama_seq_id seq0 = 0;
@@ -228,11 +234,20 @@ int chat_decode_chunks(struct llama_context *lctx, const chat_chunks *c, int non
         return -1;
     }
     for (int i = 0; i < c->n; i++) {
-        const chat_chunk *k = &c->v[i];
-        int last = i == c->n - 1;
-        int rc = k->is_image ? decode_image(lctx, k, non_causal, n_batch, n_past, err, errsz)
-                             : decode_text(lctx, k, n_batch, last, n_past, err, errsz);
+        int rc = chat_decode_chunk(lctx, &c->v[i], 0, non_causal, n_batch, i == c->n - 1, n_past,
+                                   err, errsz);
         if (rc) return rc;
     }
     return 0;
+}
+
+int chat_decode_chunk(struct llama_context *lctx, const chat_chunk *k, int from, int non_causal,
+                      int n_batch, int logits_last, llama_pos *n_past, char *err, size_t errsz) {
+    if (n_batch <= 0 || from < 0 || (k->is_image && from) || (!k->is_image && from >= k->n_tokens)) {
+        seterr(err, errsz, "bad chunk decode (n_batch %d, from %d of %d)", n_batch, from,
+               k->n_tokens);
+        return -1;
+    }
+    return k->is_image ? decode_image(lctx, k, non_causal, n_batch, n_past, err, errsz)
+                       : decode_text(lctx, k, from, n_batch, logits_last, n_past, err, errsz);
 }

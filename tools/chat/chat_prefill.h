@@ -11,20 +11,26 @@
 #define G4V_CHAT_PREFILL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "llama.h"
 
 typedef struct chat_piece {
     const char *text;  /* a text piece, or NULL for an image */
-    const float *rows; /* the image's rows: n_rows x n_embd floats */
-    int n_rows;
+    const float *rows; /* the image's rows: n_rows x n_embd floats, or NULL while the image is
+                          not encoded yet (then item says which image it is) */
+    int n_rows;        /* 0 while not known */
+    uint64_t item;     /* the image as a chat item (chat_items.h), or 0 */
+    int ref;           /* the caller's index of the image (where to encode it from) */
 } chat_piece;
 
 typedef struct chat_chunk {
     int is_image;
     llama_token *tokens; /* text chunk */
-    int n_tokens;        /* text tokens, or image rows */
-    const float *rows;   /* image chunk (not owned) */
+    int n_tokens;        /* text tokens, or image rows (0 while not known) */
+    const float *rows;   /* image chunk (not owned; NULL while not encoded) */
+    uint64_t item;       /* image chunk: its chat item */
+    int ref;             /* image chunk: the piece's ref */
 } chat_chunk;
 
 typedef struct chat_chunks {
@@ -53,5 +59,11 @@ void chat_chunks_free(chat_chunks *c);
  * when non_causal. *n_past advances. 0, or -1 with a message. */
 int chat_decode_chunks(struct llama_context *lctx, const chat_chunks *c, int non_causal,
                        int n_batch, llama_pos *n_past, char *err, size_t errsz);
+
+/* One chunk as chat_decode_chunks decodes it, a text chunk from its token `from` on (prompt
+ * reuse resumes inside a chunk; an image is always decoded whole: from must be 0), with the
+ * logits of its last token when logits_last. 0, or -1 with a message. */
+int chat_decode_chunk(struct llama_context *lctx, const chat_chunk *k, int from, int non_causal,
+                      int n_batch, int logits_last, llama_pos *n_past, char *err, size_t errsz);
 
 #endif

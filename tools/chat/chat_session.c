@@ -1,6 +1,7 @@
 /* chat_session.c - g4v soft tokens into a Gemma 4 text model in libllama (chat_session.h). */
-#include "chat_session.h"
 #include "chat_error.h"
+#include "chat_items.h"
+#include "chat_session_impl.h"
 #include "frontend.h"
 #include "tempdir.h"
 
@@ -12,29 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chat_prefill.h"
-#include "chat_template.h"
-#include "g4v.h"
-#include "llama.h"
-
-struct chat_session {
-    chat_options o;
-    int open_budget; /* the budget the session was opened with: a restart's default */
-    g4v_model *vm;
-    g4v_ctx *vctx;
-    g4v_cache *cache;
-    char cache_dir[512];
-    int cache_private;
-    g4v_model_info vinfo;
-    struct llama_model *lm;
-    struct llama_context *lctx;
-    const struct llama_vocab *vocab;
-    struct llama_sampler *smpl;
-    chat_template tmpl;
-    char arch[32];
-    int n_embd, n_ctx, n_batch, threads, non_causal, turns;
-    llama_pos n_past;
-};
 
 void chat_options_init(chat_options *o) {
     memset(o, 0, sizeof *o);
@@ -104,6 +82,11 @@ static void gguf_arch(const char *path, char *arch, size_t cap) {
 
 void chat_session_close(chat_session *s) {
     if (!s) return;
+    chat_plan_clear(s);
+    free(s->pt);
+    free(s->pm);
+    free(s->items);
+    free(s->fed_media);
     if (s->smpl) llama_sampler_free(s->smpl);
     if (s->lctx) llama_free(s->lctx);
     if (s->lm) llama_model_free(s->lm);
@@ -314,222 +297,31 @@ void chat_turn_result_free(chat_turn_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* One encoded medium: its rows (copied out of the g4v ctx) and, for a video, frame labels. */
-typedef struct enc_media {
-    float *rows;
-    int n_rows, n_frames;
-    int *frame_rows;       /* rows per frame */
-    char (*mmss)[16];
-} enc_media;
-
-static void enc_free(enc_media *e, int n) {
-    for (int i = 0; e && i < n; i++) {
-        free(e[i].rows);
-        free(e[i].frame_rows);
-        free(e[i].mmss);
-    }
-    free(e);
-}
-
-/* An encode call failed: its message into err; the turn's input was bad unless memory or the
- * library itself failed. */
-static int encode_failed(const chat_session *s, int st, char *err, size_t errsz) {
-    seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
-    return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
-}
-
-static int encode_media(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
-                        char *err, size_t errsz) {
-    double t0 = fe_now_s();
-    ms->is_video = m->is_video;
-    if (!m->is_video) {
-        g4v_encode_options eo;
-        g4v_encode_options_init(&eo);
-        eo.budget = s->o.budget;
-        g4v_result r;
-        int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
-                         : g4v_encode_file(s->vctx, m->path, &eo, &r);
-        if (st) return encode_failed(s, st, err, errsz);
-        size_t n = (size_t)r.n_tokens * (size_t)r.dim;
-        e->rows = malloc(n * sizeof(float));
-        e->frame_rows = malloc(sizeof(int));
-        if (!e->rows || !e->frame_rows) goto oom;
-        memcpy(e->rows, r.features, n * sizeof(float));
-        e->n_rows = r.n_tokens;
-        e->n_frames = 1;
-        e->frame_rows[0] = r.n_tokens;
-        ms->n_rows = r.n_tokens;
-        ms->n_frames = 1;
-        ms->width = r.width;
-        ms->height = r.height;
-        ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
-    } else {
-        if (m->data) {
-            seterr(err, errsz, "%s: a video is read from a file, not from memory", m->path);
-            return CHAT_ERR_INPUT;
-        }
-        g4v_video_options vo;
-        g4v_video_options_init(&vo);
-        vo.budget = s->o.video_budget;
-        vo.num_frames = s->o.video_frames;
-        g4v_video_result r;
-        int st = g4v_encode_video_file(s->vctx, m->path, &vo, &r);
-        if (st) return encode_failed(s, st, err, errsz);
-        size_t n = (size_t)r.n_tokens * (size_t)r.dim;
-        e->rows = malloc(n * sizeof(float));
-        e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
-        e->mmss = malloc((size_t)r.n_frames * sizeof *e->mmss);
-        if (!e->rows || !e->frame_rows || !e->mmss) goto oom;
-        memcpy(e->rows, r.features, n * sizeof(float));
-        e->n_rows = r.n_tokens;
-        e->n_frames = r.n_frames;
-        for (int k = 0; k < r.n_frames; k++) {
-            e->frame_rows[k] = r.frames[k].n_tokens;
-            memcpy(e->mmss[k], r.frames[k].mmss, sizeof e->mmss[k]);
-        }
-        ms->n_rows = r.n_tokens;
-        ms->n_frames = r.n_frames;
-        ms->width = r.width;
-        ms->height = r.height;
-        ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
-    }
-    ms->seconds = fe_now_s() - t0;
-    return CHAT_OK;
-oom:
-    seterr(err, errsz, "out of memory");
-    return CHAT_ERR_INTERNAL;
-}
-
-/* The rendered turn with its media markers replaced: text pieces and image pieces. A video is,
- * per frame, "MM:SS " + the frame's rows (wrapped in <|image> ... <image|> by chat_tokenize),
- * frames joined by one space (g4v_video_prompt_text). */
-static int build_pieces(const char *text, const enc_media *e, int n_media, int n_embd,
-                        chat_piece **out, int *n_out, char ***strs, int *n_strs) {
-    int cap = 2 * n_media + 2;
-    for (int i = 0; i < n_media; i++) cap += 2 * e[i].n_frames;
-    int n = 0, ns = 0, mi = 0;
-    chat_piece *p = calloc((size_t)cap, sizeof *p);
-    char **sv = calloc((size_t)cap, sizeof *sv);
-    if (!p || !sv) goto oom;
-    const char *cur = text;
-    size_t mlen = strlen(CHAT_MEDIA_MARKER);
-    for (;;) {
-        const char *hit = strstr(cur, CHAT_MEDIA_MARKER);
-        size_t len = hit ? (size_t)(hit - cur) : strlen(cur);
-        char *t = malloc(len + 1);
-        if (!t) goto oom;
-        memcpy(t, cur, len);
-        t[len] = 0;
-        sv[ns++] = t;
-        p[n++].text = t;
-        if (!hit) break;
-        if (mi >= n_media) goto oom; /* cannot happen: one marker per medium */
-        const enc_media *m = &e[mi++];
-        size_t off = 0;
-        for (int k = 0; k < m->n_frames; k++) {
-            if (m->mmss) {
-                char *lab = malloc(24);
-                if (!lab) goto oom;
-                snprintf(lab, 24, "%s%s ", k ? " " : "", m->mmss[k]);
-                sv[ns++] = lab;
-                p[n++].text = lab;
-            }
-            p[n].rows = m->rows + off * (size_t)n_embd;
-            p[n].n_rows = m->frame_rows[k];
-            n++;
-            off += (size_t)m->frame_rows[k];
-        }
-        cur = hit + mlen;
-    }
-    *out = p;
-    *n_out = n;
-    *strs = sv;
-    *n_strs = ns;
-    return 0;
-oom:
-    for (int i = 0; sv && i < ns; i++) free(sv[i]);
-    free(sv);
-    free(p);
-    return -1;
-}
-
 int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
                          const char *text, chat_turn_result *r, char *err, size_t errsz) {
     memset(r, 0, sizeof *r);
-    int rc = CHAT_OK;
-    enc_media *e = calloc((size_t)(n_media > 0 ? n_media : 1), sizeof *e);
+    int held = (int)s->n_past;
+    int rc = chat_session_add_user(s, media, n_media, text, err, errsz);
+    if (rc) return rc;
+    chat_feed_stats st;
+    rc = chat_session_feed(s, &st, err, errsz);
+    if (rc) return rc;
     r->media = calloc((size_t)(n_media > 0 ? n_media : 1), sizeof *r->media);
-    char *content = NULL, *turn = NULL, **strs = NULL;
-    chat_piece *pieces = NULL;
-    int n_pieces = 0, n_strs = 0, rendered = 0;
-    chat_chunks ch = {0};
-    if (!e || !r->media) goto oom;
+    if (!r->media) {
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    for (int i = 0; i < n_media && i < s->n_fed_media; i++)
+        r->media[i] = s->fed_media[i];
     r->n_media = n_media;
-
-    /* 1. every medium first: a bad one refuses the turn before anything reaches the model */
-    for (int i = 0; i < n_media; i++) {
-        rc = encode_media(s, &media[i], &e[i], &r->media[i], err, errsz);
-        if (rc) goto out;
-        r->encode_s += r->media[i].seconds;
-    }
-    /* 2. the turn's text: media first, then the text (Gemma 4's template renders content items
-     *    in order; one placeholder per medium) */
-    size_t tl = strlen(text), ml = strlen(CHAT_MEDIA_MARKER);
-    content = malloc((size_t)n_media * ml + tl + 1);
-    if (!content) goto oom;
-    content[0] = 0;
-    for (int i = 0; i < n_media; i++) strcat(content, CHAT_MEDIA_MARKER);
-    strcat(content, text);
-    turn = chat_template_user_turn(&s->tmpl, s->o.system, content, s->turns == 0, err, errsz);
-    if (!turn) {
-        rc = CHAT_ERR_INTERNAL;
-        goto out;
-    }
-    rendered = 1;
-    if (build_pieces(turn, e, n_media, s->n_embd, &pieces, &n_pieces, &strs, &n_strs)) goto oom;
-    if (chat_tokenize(s->vocab, pieces, n_pieces, s->turns == 0, &ch, err, errsz)) {
-        rc = CHAT_ERR_INTERNAL;
-        goto out;
-    }
-    r->n_prompt_pos = ch.n_pos;
-    r->n_prompt_text = ch.n_text_tokens;
-    r->n_prompt_rows = ch.n_image_rows;
-    if (s->n_past + ch.n_pos + 1 > s->n_ctx) {
-        seterr(err, errsz,
-               "the prompt does not fit in the context: this turn needs %d positions (%d text "
-               "tokens, %d image rows) + 1 to answer, %d of %d are left (--ctx)",
-               ch.n_pos, ch.n_text_tokens, ch.n_image_rows, s->n_ctx - (int)s->n_past, s->n_ctx);
-        rc = CHAT_ERR_INPUT;
-        goto out;
-    }
-    /* 3. prefill, as libmtmd would */
-    double t1 = fe_now_s();
-    llama_pos past0 = s->n_past;
-    if (chat_decode_chunks(s->lctx, &ch, s->non_causal, s->n_batch, &s->n_past, err, errsz)) {
-        llama_memory_seq_rm(llama_get_memory(s->lctx), 0, past0, -1);
-        s->n_past = past0;
-        rc = CHAT_ERR_INTERNAL;
-        goto out;
-    }
-    r->prefill_s = fe_now_s() - t1;
-    s->turns++;
-    rendered = 0; /* the turn is in the conversation now */
-
+    r->n_prompt_text = st.text_tokens;
+    r->n_prompt_rows = st.image_rows;
+    r->n_prompt_pos = st.text_tokens + st.image_rows;
+    r->encode_s = st.encode_s;
+    r->prefill_s = st.prefill_s;
+    r->n_cached = held;
     r->n_past = (int)s->n_past;
-    goto out;
-oom:
-    seterr(err, errsz, "out of memory");
-    rc = CHAT_ERR_INTERNAL;
-out:
-    if (rendered) chat_template_undo_user(&s->tmpl);
-    chat_chunks_free(&ch);
-    for (int i = 0; strs && i < n_strs; i++) free(strs[i]);
-    free(strs);
-    free(pieces);
-    free(turn);
-    free(content);
-    enc_free(e, n_media);
-    return rc;
+    return CHAT_OK;
 }
 
 int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_turn_result *r,
@@ -586,7 +378,9 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
             break;
         }
         s->n_past++;
+        if (chat_items_push(s, chat_item_text(tok))) goto oom;
     }
+    s->plan_base = s->n_items;
     r->generate_s = fe_now_s() - t2;
     r->text = ans;
     r->text_len = alen;
@@ -641,58 +435,70 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
     llama_sampler_free(s->smpl);
     s->smpl = smpl;
     s->o = n;
-    llama_memory_clear(llama_get_memory(s->lctx), true);
-    s->n_past = 0;
+    chat_plan_clear(s);
+    if (s->o.no_prompt_reuse) {
+        llama_memory_clear(llama_get_memory(s->lctx), true);
+        s->n_past = 0;
+        s->n_items = 0;
+    }
+    s->plan_base = 0;
+    s->matching = 1; /* the next feed compares its plan with what the context holds */
     s->turns = 0;
     chat_template_reset(&s->tmpl);
     return CHAT_OK;
 }
 
-int chat_session_feed_answer(chat_session *s, const char *text, char *err, size_t errsz) {
-    int len = (int)strlen(text);
-    int n = -llama_tokenize(s->vocab, text, len, NULL, 0, false, false);
-    if (n < 0) n = 0;
-    llama_token *tok = malloc((size_t)(n > 0 ? n : 1) * sizeof *tok);
-    if (!tok) {
-        seterr(err, errsz, "out of memory");
-        return CHAT_ERR_INTERNAL;
+const uint64_t *chat_session_items(const chat_session *s, int *n) {
+    *n = s->n_items;
+    return s->items;
+}
+
+int chat_session_state_save(chat_session *s, void **state, size_t *size, char *err,
+                            size_t errsz) {
+    *state = NULL;
+    *size = 0;
+    size_t n = llama_state_seq_get_size(s->lctx, 0);
+    void *b = malloc(n ? n : 1);
+    if (!b) {
+        seterr(err, errsz, "out of memory saving a context state of %zu bytes", n);
+        return -1;
     }
-    if (n > 0 && llama_tokenize(s->vocab, text, len, tok, n, false, false) != n) {
-        free(tok);
-        seterr(err, errsz, "cannot tokenize an earlier answer");
-        return CHAT_ERR_INTERNAL;
+    if (llama_state_seq_get_data(s->lctx, b, n, 0) != n) {
+        free(b);
+        seterr(err, errsz, "llama_state_seq_get_data failed%s", last_log());
+        return -1;
     }
-    if (s->n_past + n + 1 > s->n_ctx) {
-        free(tok);
-        seterr(err, errsz,
-               "the conversation does not fit in the context: an earlier answer of %d tokens "
-               "after %d positions, %d in all",
-               n, (int)s->n_past, s->n_ctx);
-        return CHAT_ERR_INPUT;
+    *state = b;
+    *size = n;
+    return 0;
+}
+
+int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
+                            const void *state, size_t size, char *err, size_t errsz) {
+    llama_memory_t mem = llama_get_memory(s->lctx);
+    llama_memory_seq_rm(mem, 0, -1, -1);
+    s->n_items = 0;
+    s->n_past = 0;
+    s->plan_base = 0;
+    llama_pos n_pos = 0;
+    for (int i = 0; i < n_items; i++)
+        n_pos += chat_item_n_pos(items[i]);
+    clear_log();
+    if (llama_state_seq_set_data(s->lctx, state, size, 0) != size ||
+        llama_memory_seq_pos_max(mem, 0) + 1 != n_pos || llama_memory_seq_pos_min(mem, 0) != 0) {
+        llama_memory_seq_rm(mem, 0, -1, -1);
+        seterr(err, errsz, "a saved context state of %zu bytes does not load%s", size, last_log());
+        return -1;
     }
-    for (int i = 0; i < n; i += s->n_batch) {
-        int m = n - i < s->n_batch ? n - i : s->n_batch;
-        struct llama_batch b = llama_batch_get_one(tok + i, m);
-        llama_pos *pos = malloc((size_t)m * sizeof *pos);
-        if (!pos) {
-            free(tok);
+    for (int i = 0; i < n_items; i++)
+        if (chat_items_push(s, items[i])) {
+            llama_memory_seq_rm(mem, 0, -1, -1);
+            s->n_items = 0;
             seterr(err, errsz, "out of memory");
-            return CHAT_ERR_INTERNAL;
+            return -1;
         }
-        for (int k = 0; k < m; k++) pos[k] = s->n_past + k;
-        b.pos = pos;
-        int d = llama_decode(s->lctx, b);
-        free(pos);
-        if (d) {
-            free(tok);
-            seterr(err, errsz, "llama_decode failed on an earlier answer (%d)", d);
-            return CHAT_ERR_INTERNAL;
-        }
-        s->n_past += m;
-    }
-    free(tok);
-    chat_template_answer(&s->tmpl, text);
-    return CHAT_OK;
+    s->n_past = n_pos;
+    return 0;
 }
 
 struct llama_context *chat_session_llama_context(chat_session *s) { return s->lctx; }

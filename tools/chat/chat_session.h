@@ -40,6 +40,9 @@ typedef struct chat_options {
     struct g4v_cache *cache;        /* borrowed instead of opening cache_dir, or NULL */
     int max_budget;          /* largest budget chat_session_restart may ask for (it sizes the
                                 decode batch); 0 = budget */
+    int no_prompt_reuse;     /* 1: a restart clears the context (every request decodes its whole
+                                prompt); 0: it keeps it, and the next prompt's prefix that the
+                                context holds is not decoded again (docs/CHAT.md "Prompt reuse") */
 } chat_options;
 
 void chat_options_init(chat_options *o);
@@ -59,6 +62,7 @@ typedef struct chat_media_stat {
     int n_frames;   /* video frames (1 for an image) */
     int width, height; /* target size */
     int cache_hit;  /* image served from the feature cache */
+    int reused;     /* an image the context already held: neither encoded nor decoded again */
     double seconds; /* encode (or cache read) time */
 } chat_media_stat;
 
@@ -70,6 +74,7 @@ typedef struct chat_turn_result {
     int n_prompt_rows;      /* of which image rows */
     int n_generated;        /* tokens sampled (the end-of-turn token included) */
     int n_past;             /* positions in the context after the turn */
+    int n_cached;           /* positions the context held before the turn (earlier turns) */
     const char *stop;       /* "end_of_turn", "max_tokens" or "context_full" */
     double encode_s, prefill_s, ttft_s, generate_s;
     chat_media_stat *media; /* [n_media] */
@@ -101,16 +106,48 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
                           char *err, size_t errsz);
 
 /* A new conversation on the same models and context (g4v serve: one per request): forgets
- * every turn and takes o's per-conversation settings -- system, temp, top_k, top_p, seed,
+ * every turn -- the context keeps what it holds for the next feed to reuse, unless the session
+ * was opened with no_prompt_reuse -- and takes o's per-conversation settings -- system, temp, top_k, top_p, seed,
  * max_tokens, budget (0: the one the session was opened with, whatever earlier restarts
  * asked for) -- the rest of o is ignored. CHAT_OK, or CHAT_ERR_USAGE
  * for a budget that is not one of G4V_BUDGETS or above the session's max_budget. */
 int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz);
 
-/* Feeds an earlier answer of the model (an assistant message of a replayed conversation) after
- * the last user turn without sampling, as if the model had said it. CHAT_OK, CHAT_ERR_INPUT
- * (over the context) or CHAT_ERR_INTERNAL. */
-int chat_session_feed_answer(chat_session *s, const char *text, char *err, size_t errsz);
+/* A prompt in two steps (g4v serve replays a request's conversation this way): plan its turns
+ * -- a user turn (media, text), or an earlier answer of the model (an assistant message, fed
+ * without sampling as if the model had said it) -- then feed the plan. Planning renders and
+ * tokenizes; an image is only hashed (a video is encoded: its frames decide its text). Feeding
+ * keeps what the context already holds of the plan from its start (after a restart that kept
+ * the context) and decodes the rest, encoding the images in it first; the logits of the last
+ * position are then in the llama context. Media stay borrowed until the feed returns. A plan
+ * refused before the context changes (an image that cannot be encoded, a prompt over the
+ * context) leaves the session as it was; one that fails while decoding leaves the context
+ * holding what it held before the feed. CHAT_OK, CHAT_ERR_INPUT or CHAT_ERR_INTERNAL. */
+int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
+                          char *err, size_t errsz);
+int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz);
+
+typedef struct chat_feed_stats {
+    int reused_pos;  /* positions of the plan the context held: not decoded */
+    int decoded_pos; /* positions decoded */
+    int text_tokens, image_rows; /* the whole plan's */
+    int images_reused, images_encoded, images_cached; /* images (video frames: per video) */
+    double encode_s, prefill_s;
+} chat_feed_stats;
+int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz);
+
+/* What the context holds as items (chat_items.h), and what it would hold once the plan is fed
+ * (malloc'ed; images whose rows are not known yet carry 0 rows). 0, or -1 out of memory. */
+const uint64_t *chat_session_items(const chat_session *s, int *n);
+int chat_session_plan_items(const chat_session *s, uint64_t **items, int *n);
+
+/* The context's state (sequence 0: llama_state_seq_get_data) and its items, for the prompt
+ * cache: saved into a malloc'ed buffer, and loaded in place of what the context holds (after a
+ * restart, before the plan is fed). 0, or -1 with a message (a state that does not load leaves
+ * the context empty). */
+int chat_session_state_save(chat_session *s, void **state, size_t *size, char *err, size_t errsz);
+int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
+                            const void *state, size_t size, char *err, size_t errsz);
 
 /* For tests: the libllama objects and the position count. */
 struct llama_context *chat_session_llama_context(chat_session *s);

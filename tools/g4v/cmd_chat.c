@@ -174,6 +174,7 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
     if (r->stop) cJSON_AddStringToObject(o, "stop", r->stop);
     cJSON *tk = cJSON_AddObjectToObject(o, "tokens");
     cJSON_AddNumberToObject(tk, "prompt", r->n_prompt_pos);
+    cJSON_AddNumberToObject(tk, "cached", r->n_cached); /* earlier turns, not decoded again */
     cJSON_AddNumberToObject(tk, "prompt_text", r->n_prompt_text);
     cJSON_AddNumberToObject(tk, "image_rows", r->n_prompt_rows);
     cJSON_AddNumberToObject(tk, "generated", r->n_generated);
@@ -197,6 +198,7 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
         int sz[2] = {m->width, m->height};
         cJSON_AddItemToObject(x, "target_size", cJSON_CreateIntArray(sz, 2));
         cJSON_AddBoolToObject(x, "cache_hit", m->cache_hit);
+        cJSON_AddBoolToObject(x, "reused", m->reused);
         cJSON_AddNumberToObject(x, "seconds", m->seconds);
         cJSON_AddItemToArray(ma, x);
     }
@@ -235,6 +237,9 @@ static int one_turn(chat_session *s, const chat_args *a, const chat_media *media
     } else {
         if (r.text) fputc('\n', stdout);
         fflush(stdout);
+        if (!rc && a->o.verbose)
+            fprintf(stderr, "g4v chat: %d prompt positions decoded, %d held from earlier turns\n",
+                    r.n_prompt_pos, r.n_cached);
     }
     if (rc) fprintf(stderr, "g4v chat: %s\n", err);
     chat_turn_result_free(&r);

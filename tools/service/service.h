@@ -46,6 +46,7 @@ typedef struct g4v_service_options {
     int lm_threads;          /* threads per slot; 0: CPUs / slots, at least 1 */
     int lm_ctx;              /* context tokens per slot */
     int max_queue;           /* chat requests that may wait for a slot before 429 */
+    int no_prompt_reuse;     /* 1: every chat request decodes its whole prompt (no prefix reuse) */
     int request_timeout_s;   /* a chat request's limit from arrival to its last token */
     int max_messages;        /* messages per chat request */
     int max_images;          /* images per chat request */

@@ -43,6 +43,12 @@ size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
     METRIC("g4v_chat_images_encoded_total", "counter", "Chat images encoded.", cw->images_encoded);
     METRIC("g4v_chat_images_cached_total", "counter",
            "Chat images read from the feature cache instead.", cw->images_cached);
+    METRIC("g4v_chat_cached_tokens_total", "counter",
+           "Prompt positions a slot held already and did not decode again (prompt reuse).",
+           cw->cached_tokens);
+    METRIC("g4v_chat_images_reused_total", "counter",
+           "Chat images a slot held already: neither encoded nor decoded again.",
+           cw->images_reused);
     n += svc_hist_text(&cw->ttft, "g4v_chat_time_to_first_token_seconds",
                        "From a chat request's arrival to its first token.", b + n,
                        n < cap ? cap - n : 0);

@@ -429,5 +429,6 @@ chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail 
         return NULL;
     }
     cJSON_Delete(o);
+    chat_job_keys(j);
     return j;
 }

@@ -139,7 +139,9 @@ static void session_fail(chat_fail *f, int rc, const char *err) {
         chat_fail_set(f, 500, "server_error", "internal_error", "%s", err);
 }
 
-/* Feeds every turn of the conversation; the last (a user turn) is left to generate. */
+/* Plans every turn of the conversation and feeds the plan: the slot's context keeps what it
+ * already holds of it (prompt reuse) and decodes the rest; the last turn (a user turn) is left
+ * to generate. */
 static int replay(chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     char err[1024] = "";
     chat_options o;
@@ -155,7 +157,7 @@ static int replay(chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     for (int t = 0; !rc && t < j->n_turns; t++) {
         chat_turn_in *ti = &j->turns[t];
         if (ti->role == CHAT_ROLE_ASSISTANT) {
-            rc = chat_session_feed_answer(cs, ti->text, err, sizeof err);
+            rc = chat_session_add_answer(cs, ti->text, err, sizeof err);
             continue;
         }
         chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
@@ -169,30 +171,61 @@ static int replay(chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
             m[i].size = ti->img[i].size;
             m[i].is_video = ti->img[i].is_video;
         }
-        chat_turn_result r;
-        rc = chat_session_prefill(cs, m, ti->n_img, ti->text, &r, err, sizeof err);
+        rc = chat_session_add_user(cs, m, ti->n_img, ti->text, err, sizeof err);
         free(m);
-        if (!rc) {
-            u->image_tokens += r.n_prompt_rows;
-            u->prefill_s += r.prefill_s + r.encode_s;
-            for (int i = 0; i < r.n_media; i++)
-                r.media[i].cache_hit ? u->images_cached++ : u->images_encoded++;
-        }
-        chat_turn_result_free(&r);
     }
+    chat_feed_stats st;
+    if (!rc) rc = chat_session_feed(cs, &st, err, sizeof err);
     if (rc) {
         session_fail(f, rc, err);
         return -1;
     }
+    u->image_tokens = st.image_rows;
+    u->prefill_s = st.prefill_s + st.encode_s;
+    u->images_cached = st.images_cached;
+    u->images_encoded = st.images_encoded;
+    u->images_reused = st.images_reused;
+    u->cached_tokens = st.reused_pos;
     u->prompt_tokens = chat_session_n_past(cs);
     return 0;
 }
 
+/* The free slot the job goes to (chat_affinity.c); a worker always finds one: there are as many
+ * slots as workers. */
+static chat_slot *slot_take(chat_wing *cw, const chat_job *j) {
+    server *s = cw->s;
+    pthread_mutex_lock(&s->mu);
+    int i = chat_affinity_pick(cw->slots, cw->n_slots, j);
+    chat_slot *sl = i >= 0 ? &cw->slots[i] : NULL;
+    if (sl) {
+        sl->busy = 1;
+        sl->last_used = ++cw->use_clock;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return sl;
+}
+
+/* What the slot's context holds now, for the next request's choice: the request's turns once
+ * they were fed, and the answer when it was given whole. Under the server's mutex. */
+static void slot_keys(chat_slot *sl, const chat_job *j, int fed, const char *answer, size_t n) {
+    sl->n_keys = 0;
+    if (!fed) return;
+    memcpy(sl->keys, j->keys, (size_t)j->n_keys * sizeof *sl->keys);
+    sl->n_keys = j->n_keys;
+    if (answer && j->n_keys == j->n_turns && j->n_keys > 0)
+        sl->keys[sl->n_keys++] = chat_answer_key(j->keys[j->n_keys - 1], answer, n);
+}
+
 /* Counts the request for /metrics and frees its slot, before its answer is released. */
-static void count(svc_worker *w, const chat_usage *u, const char *why, int ok) {
+static void count(svc_worker *w, chat_slot *sl, const chat_job *j, int fed, const char *answer,
+                  size_t answer_len, const chat_usage *u, const char *why, int ok) {
     chat_wing *cw = w->p->ctx;
     server *s = cw->s;
     pthread_mutex_lock(&s->mu);
+    if (sl) {
+        slot_keys(sl, j, fed, ok ? answer : NULL, answer_len);
+        sl->busy = 0;
+    }
     if (!ok) {
         cw->failed++;
     } else {
@@ -203,6 +236,8 @@ static void count(svc_worker *w, const chat_usage *u, const char *why, int ok) {
         cw->gen_s += u->generate_s;
         cw->images_encoded += (uint64_t)u->images_encoded;
         cw->images_cached += (uint64_t)u->images_cached;
+        cw->images_reused += (uint64_t)u->images_reused;
+        cw->cached_tokens += (uint64_t)u->cached_tokens;
         svc_hist_add(&cw->ttft, u->ttft_s);
     }
     if (why && !strcmp(why, "client_gone")) cw->cancelled++;
@@ -215,12 +250,12 @@ static void count(svc_worker *w, const chat_usage *u, const char *why, int ok) {
 static void run(svc_worker *w, request *q, void *job) {
     (void)q; /* j->q until the job replies */
     chat_job *j = job;
-    chat_session *cs = w->state;
     server *s = j->s;
+    chat_wing *cw = w->p->ctx;
     chat_fail f;
     chat_usage u = {0};
     if (client_gone(j)) { /* hung up while waiting: nobody to answer */
-        count(w, &u, "client_gone", 0);
+        count(w, NULL, j, 0, NULL, 0, &u, "client_gone", 0);
         reply(j, 499, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
         return;
     }
@@ -228,12 +263,20 @@ static void run(svc_worker *w, request *q, void *job) {
     if (fe_now_s() > deadline) {
         chat_fail_set(&f, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "timeout",
                       "waited more than --request-timeout %d s for a slot", s->a.request_timeout_s);
-        count(w, &u, "timeout", 0);
+        count(w, NULL, j, 0, NULL, 0, &u, "timeout", 0);
         reply_fail(j, &f);
         return;
     }
+    chat_slot *sl = slot_take(cw, j);
+    if (!sl) {
+        chat_fail_set(&f, 500, "server_error", "internal_error", "no free language-model slot");
+        count(w, NULL, j, 0, NULL, 0, &u, NULL, 0);
+        reply_fail(j, &f);
+        return;
+    }
+    chat_session *cs = sl->cs;
     if (replay(cs, j, &u, &f)) {
-        count(w, &u, NULL, 0);
+        count(w, sl, j, 0, NULL, 0, &u, NULL, 0);
         reply_fail(j, &f);
         return;
     }
@@ -241,7 +284,7 @@ static void run(svc_worker *w, request *q, void *job) {
         struct MHD_Response *r = chat_stream_response(j);
         if (!r) {
             chat_fail_set(&f, 500, "server_error", "out_of_memory", "out of memory");
-            count(w, &u, NULL, 0);
+            count(w, sl, j, 1, NULL, 0, &u, NULL, 0);
             reply_fail(j, &f);
             return;
         }
@@ -265,7 +308,7 @@ static void run(svc_worker *w, request *q, void *job) {
     chat_turn_result_free(&r);
     int gone = g.why && !strcmp(g.why, "client_gone");
     if (rc && !gone) session_fail(&f, rc, err);
-    count(w, &u, g.why, !rc && !gone);
+    count(w, sl, j, 1, g.text ? g.text : "", g.len, &u, g.why, !rc && !gone);
     if (j->stream) {
         if (gone || rc) {
             chat_stream_abort(j);
@@ -286,7 +329,6 @@ static void run(svc_worker *w, request *q, void *job) {
 }
 
 static int slot_open(void *ctx, int i, void **state) {
-    (void)i;
     chat_wing *cw = ctx;
     server *s = cw->s;
     const g4v_service_options *a = &s->a;
@@ -302,6 +344,7 @@ static int slot_open(void *ctx, int i, void **state) {
     o.budget = a->tokens;
     o.max_budget = LARGEST_BUDGET;
     o.math = a->math; /* the shared model's mode, which the session checks */
+    o.no_prompt_reuse = a->no_prompt_reuse;
     chat_session *cs = NULL;
     int rc = chat_session_open(&o, &cs, msg, sizeof msg);
     if (rc) {
@@ -310,13 +353,21 @@ static int slot_open(void *ctx, int i, void **state) {
                : rc == CHAT_ERR_MODEL ? G4V_SERVICE_ERR_MODEL
                                       : G4V_SERVICE_ERR_INTERNAL;
     }
-    *state = cs;
+    pthread_mutex_lock(&s->mu);
+    cw->slots[i].cs = cs;
+    pthread_mutex_unlock(&s->mu);
+    *state = &cw->slots[i];
     return 0;
 }
 
 static void slot_close(void *ctx, void *state) {
-    (void)ctx;
-    chat_session_close(state);
+    chat_wing *cw = ctx;
+    chat_slot *sl = state;
+    pthread_mutex_lock(&cw->s->mu);
+    chat_session *cs = sl->cs;
+    sl->cs = NULL;
+    pthread_mutex_unlock(&cw->s->mu);
+    chat_session_close(cs);
 }
 
 /* The request's hold on the job, taken before a slot can see it; the queue keeps the
@@ -373,6 +424,9 @@ int chat_slots_open(chat_wing *cw) {
         }
     }
     int threads = cw->threads = svc_threads_each(a->lm_threads, a->lm_slots);
+    cw->slots = calloc((size_t)a->lm_slots, sizeof *cw->slots);
+    if (!cw->slots) return G4V_SERVICE_ERR_INTERNAL;
+    cw->n_slots = a->lm_slots;
     double t0 = fe_now_s();
     int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
     if (rc) return rc;
@@ -382,6 +436,8 @@ int chat_slots_open(chat_wing *cw) {
 }
 
 void chat_slots_close(chat_wing *cw) {
+    free(cw->slots); /* the pool has stopped: every slot is closed */
+    cw->slots = NULL;
     if (!cw->cache_private) return;
     g4v_cache_close(cw->cache);
     fe_temp_dir_remove(cw->cache_dir);

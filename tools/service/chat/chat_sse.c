@@ -51,13 +51,15 @@ static void add_usage(cJSON *o, const chat_usage *u) {
     cJSON_AddNumberToObject(us, "completion_tokens", u->completion_tokens);
     cJSON_AddNumberToObject(us, "total_tokens", u->prompt_tokens + u->completion_tokens);
     cJSON *d = cJSON_AddObjectToObject(us, "prompt_tokens_details");
-    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
     cJSON_AddNumberToObject(d, "image_tokens", u->image_tokens);
     /* ours: what the images cost and where the time went */
     cJSON *g = cJSON_AddObjectToObject(o, "g4v");
     cJSON_AddNumberToObject(g, "image_tokens", u->image_tokens);
     cJSON_AddNumberToObject(g, "images_encoded", u->images_encoded);
     cJSON_AddNumberToObject(g, "images_cached", u->images_cached);
+    cJSON_AddNumberToObject(g, "images_reused", u->images_reused);
+    cJSON_AddNumberToObject(g, "cached_tokens", u->cached_tokens);
     cJSON_AddStringToObject(g, "stop", u->stop);
     cJSON_AddNumberToObject(g, "time_to_first_token_s", u->ttft_s);
     cJSON_AddNumberToObject(g, "prefill_s", u->prefill_s);

@@ -6,11 +6,13 @@
  *                   to the core's route table with --lm only
  *   chat_sse.c      the answer as JSON or as server-sent events, the streaming response, and the
  *                   OpenAI-style error body
- *   chat_slots.c    the job kind "chat": the slots (one chat_session each) as the workers of
- *                   the core's queue (core/queue.c)
+ *   chat_slots.c    the job kind "chat": the slots (one chat_session each) run by the workers
+ *                   of the core's queue (core/queue.c)
+ *   chat_affinity.c which free slot a request goes to: the one whose conversation it continues
  *   chat_metrics.c  the chat lines of GET /metrics
  * Only chat_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
- * The files call one another in one direction only: routes -> slots -> sse -> request.
+ * The files call one another in one direction only: routes -> slots -> affinity, sse ->
+ * request.
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
@@ -26,6 +28,7 @@
  * error code. */
 #define CHAT_MAX_STOP 4       /* stop strings (as OpenAI) */
 #define CHAT_MAX_STOP_LEN 64  /* bytes per stop string */
+#define CHAT_MAX_KEYS 256     /* turns of a conversation that slot affinity looks at */
 
 /* One image of a message: the bytes of a data: URI, or a file under --allow-files. */
 typedef struct chat_image {
@@ -67,6 +70,8 @@ struct chat_job {
     int n_stop;
     char id[48];
     long created;
+    uint64_t keys[CHAT_MAX_KEYS]; /* chat_affinity.c: the conversation up to each turn */
+    int n_keys;
 
     /* its life */
     pthread_mutex_t mu;
@@ -83,17 +88,31 @@ struct chat_job {
     int out_done, out_error;
 };
 
+/* A language-model slot: a chat session, whether a request runs on it, and the keys of the
+ * conversation its context holds (chat_affinity.c). Under the server's mutex. */
+typedef struct chat_slot {
+    struct chat_session *cs;
+    int busy;
+    uint64_t keys[CHAT_MAX_KEYS + 1];
+    int n_keys;
+    uint64_t last_used; /* a counter: the larger, the later */
+} chat_slot;
+
 /* The wing's state: the slots' pool, the feature cache they share, what /metrics reports (under
  * the server's mutex). */
 typedef struct chat_wing {
     server *s;
     svc_pool *pool;
     int threads;      /* per slot */
+    chat_slot *slots; /* --lm-slots of them; a worker takes the one chat_affinity_pick names */
+    int n_slots;
+    uint64_t use_clock;
     g4v_cache *cache; /* shared by the slots: --cache, or a private one */
     char cache_dir[512];
     int cache_private;
     uint64_t requests, cancelled, timeouts, failed; /* 429s: pool->rejected */
     uint64_t prompt_tokens, gen_tokens, images_encoded, images_cached;
+    uint64_t cached_tokens, images_reused; /* prompt reuse: positions and images not decoded */
     double prefill_s, gen_s;
     svc_hist ttft;
 } chat_wing;
@@ -113,6 +132,7 @@ enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
 /* chat_sse.c: the answer */
 typedef struct chat_usage {
     int prompt_tokens, completion_tokens, image_tokens, images_encoded, images_cached;
+    int cached_tokens, images_reused; /* prompt positions and images the slot held already */
     const char *finish_reason; /* "stop" or "length" */
     const char *stop;          /* ours: "end_of_turn", "stop_string", "max_tokens", ... */
     double ttft_s, prefill_s, generate_s;
@@ -130,6 +150,12 @@ int chat_stream_end(chat_job *j, const chat_usage *u);
 void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
 /* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */
 size_t chat_utf8_safe_len(const char *text, size_t n);
+
+/* chat_affinity.c: the job's keys (after parsing), a slot's key for the answer it gave after
+ * the key prev, and the free slot a job goes to (-1: none free). */
+void chat_job_keys(chat_job *j);
+uint64_t chat_answer_key(uint64_t prev, const char *text, size_t n);
+int chat_affinity_pick(const chat_slot *slots, int n, const chat_job *j);
 
 /* chat_slots.c: opens the shared feature cache and the slots' pool into cw (0, or a
  * G4V_SERVICE_ERR_* printed; without libllama: --lm refused); closes the private cache. */

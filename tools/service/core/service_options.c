@@ -78,6 +78,10 @@ static const fe_opt rows[] = {
     {.name = "lm-ctx", .kind = FE_OPT_INT, O(lm_ctx), .lo = 256, .hi = 1 << 20, .arg = "N",
      .help = "context tokens per slot: the longest conversation, prompt and answer (default "
              "8192)"},
+    {.name = "no-prompt-reuse", .kind = FE_OPT_FLAG, O(no_prompt_reuse), .lo = 1,
+     .help = "decode every request's whole prompt: a slot forgets its conversation after each "
+             "request (default: the prefix a slot holds is reused, docs/CHAT.md \"Prompt "
+             "reuse\")"},
     {.name = "max-queue", .kind = FE_OPT_INT, O(max_queue), .lo = 0, .hi = 100000, .arg = "Q",
      .help = "chat requests that may wait for a slot; more get 429 with Retry-After (default 8)"},
     {.name = "request-timeout", .kind = FE_OPT_INT, O(request_timeout_s), .lo = 1, .hi = 86400,

@@ -1,0 +1,449 @@
+/* chat_feed.c - the plan of a prompt and its feeding (chat_session_impl.h, docs/CHAT.md
+ * "Prompt reuse").
+ *
+ * A prompt is first planned: each turn rendered by the template and tokenized, each image only
+ * hashed (its rows are not needed to compare it), each video encoded (its frames decide its
+ * text). Feeding then walks the plan against what the context already holds (items): while
+ * they are the same, nothing is decoded; at the first difference the context is cut there and
+ * the rest is decoded, the images in it encoded first. An image is kept or decoded whole (its
+ * rows may attend to each other). When the whole plan is already held, its last item is
+ * decoded again, for the logits of the last position. */
+#include "chat_error.h"
+#include "chat_items.h"
+#include "chat_session_impl.h"
+#include "frontend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int chat_items_push(chat_session *s, uint64_t item) {
+    if (s->n_items == s->cap_items) {
+        int cap = s->cap_items ? 2 * s->cap_items : 1024;
+        uint64_t *v = realloc(s->items, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        s->items = v;
+        s->cap_items = cap;
+    }
+    s->items[s->n_items++] = item;
+    return 0;
+}
+
+void chat_plan_clear(chat_session *s) {
+    for (int t = 0; t < s->n_pt; t++)
+        chat_chunks_free(&s->pt[t].ch);
+    for (int i = 0; i < s->n_pm; i++)
+        chat_enc_free(&s->pm[i].e);
+    s->n_pt = 0;
+    s->n_pm = 0;
+}
+
+static plan_turn *push_turn(chat_session *s) {
+    if (s->n_pt == s->cap_pt) {
+        int cap = s->cap_pt ? 2 * s->cap_pt : 8;
+        plan_turn *v = realloc(s->pt, (size_t)cap * sizeof *v);
+        if (!v) return NULL;
+        s->pt = v;
+        s->cap_pt = cap;
+    }
+    plan_turn *t = &s->pt[s->n_pt];
+    memset(t, 0, sizeof *t);
+    return t; /* counted by the caller once filled */
+}
+
+static int reserve_media(chat_session *s, int n) {
+    if (s->n_pm + n <= s->cap_pm) return 0;
+    int cap = s->cap_pm ? s->cap_pm : 8;
+    while (cap < s->n_pm + n)
+        cap *= 2;
+    plan_medium *v = realloc(s->pm, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    s->pm = v;
+    s->cap_pm = cap;
+    return 0;
+}
+
+/* The rendered turn with its media markers replaced: text pieces and image pieces. A video is,
+ * per frame, "MM:SS " + the frame's rows (wrapped in <|image> ... <image|> by chat_tokenize),
+ * frames joined by one space (g4v_video_prompt_text). An image is a piece without rows yet. */
+static int build_pieces(const char *text, const plan_medium *pm, int first, int n_media,
+                        int n_embd, chat_piece **out, int *n_out, char ***strs, int *n_strs) {
+    int cap = 2 * n_media + 2;
+    for (int i = 0; i < n_media; i++)
+        cap += 2 * (pm[first + i].src.is_video ? pm[first + i].e.n_frames : 1);
+    int n = 0, ns = 0, mi = 0;
+    chat_piece *p = calloc((size_t)cap, sizeof *p);
+    char **sv = calloc((size_t)cap, sizeof *sv);
+    if (!p || !sv) goto oom;
+    const char *cur = text;
+    size_t mlen = strlen(CHAT_MEDIA_MARKER);
+    for (;;) {
+        const char *hit = strstr(cur, CHAT_MEDIA_MARKER);
+        size_t len = hit ? (size_t)(hit - cur) : strlen(cur);
+        char *t = malloc(len + 1);
+        if (!t) goto oom;
+        memcpy(t, cur, len);
+        t[len] = 0;
+        sv[ns++] = t;
+        p[n++].text = t;
+        if (!hit) break;
+        if (mi >= n_media) goto oom; /* cannot happen: one marker per medium */
+        int ref = first + mi++;
+        const plan_medium *m = &pm[ref];
+        if (!m->src.is_video) {
+            p[n].item = chat_item_image(m->hash, 0);
+            p[n].ref = ref;
+            n++;
+        }
+        size_t off = 0;
+        for (int k = 0; m->src.is_video && k < m->e.n_frames; k++) {
+            char *lab = malloc(24);
+            if (!lab) goto oom;
+            snprintf(lab, 24, "%s%s ", k ? " " : "", m->e.mmss[k]);
+            sv[ns++] = lab;
+            p[n++].text = lab;
+            p[n].rows = m->e.rows + off * (size_t)n_embd;
+            p[n].n_rows = m->e.frame_rows[k];
+            p[n].item = chat_item_image(chat_frame_hash(m->hash, k), m->e.frame_rows[k]);
+            p[n].ref = ref;
+            n++;
+            off += (size_t)m->e.frame_rows[k];
+        }
+        cur = hit + mlen;
+    }
+    *out = p;
+    *n_out = n;
+    *strs = sv;
+    *n_strs = ns;
+    return 0;
+oom:
+    for (int i = 0; sv && i < ns; i++)
+        free(sv[i]);
+    free(sv);
+    free(p);
+    return -1;
+}
+
+int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
+                          char *err, size_t errsz) {
+    int rc = CHAT_OK, first = s->n_pm, rendered = 0, n_pieces = 0, n_strs = 0;
+    char *content = NULL, *turn = NULL, **strs = NULL;
+    chat_piece *pieces = NULL;
+    plan_turn *pt = push_turn(s);
+    if (!pt || reserve_media(s, n_media)) goto oom;
+    /* 1. every medium's identity (a video: its frames too); a bad one refuses the turn */
+    for (int i = 0; i < n_media; i++) {
+        plan_medium *m = &s->pm[s->n_pm];
+        memset(m, 0, sizeof *m);
+        m->src = media[i];
+        m->turn = s->n_pt;
+        m->stat.is_video = media[i].is_video;
+        rc = chat_media_hash(s, &media[i], &m->hash, err, errsz);
+        if (!rc && media[i].is_video) rc = chat_media_encode(s, m, err, errsz);
+        if (rc) goto out;
+        s->n_pm++;
+    }
+    /* 2. the turn's text: media first, then the text (Gemma 4's template renders content items
+     *    in order; one placeholder per medium) */
+    size_t tl = strlen(text), ml = strlen(CHAT_MEDIA_MARKER);
+    content = malloc((size_t)n_media * ml + tl + 1);
+    if (!content) goto oom;
+    content[0] = 0;
+    for (int i = 0; i < n_media; i++)
+        strcat(content, CHAT_MEDIA_MARKER);
+    strcat(content, text);
+    turn = chat_template_user_turn(&s->tmpl, s->o.system, content, s->turns == 0, err, errsz);
+    if (!turn) {
+        rc = CHAT_ERR_INTERNAL;
+        goto out;
+    }
+    rendered = 1;
+    if (build_pieces(turn, s->pm, first, n_media, s->n_embd, &pieces, &n_pieces, &strs, &n_strs))
+        goto oom;
+    if (chat_tokenize(s->vocab, pieces, n_pieces, s->turns == 0, &pt->ch, err, errsz)) {
+        rc = CHAT_ERR_INTERNAL;
+        goto out;
+    }
+    s->n_pt++;
+    s->turns++;
+    rendered = 0;
+    goto out;
+oom:
+    seterr(err, errsz, "out of memory");
+    rc = CHAT_ERR_INTERNAL;
+out:
+    if (rendered) chat_template_undo_user(&s->tmpl);
+    if (rc) { /* the turn's media leave the plan */
+        for (int i = first; i < s->n_pm; i++)
+            chat_enc_free(&s->pm[i].e);
+        s->n_pm = first;
+    }
+    for (int i = 0; strs && i < n_strs; i++)
+        free(strs[i]);
+    free(strs);
+    free(pieces);
+    free(turn);
+    free(content);
+    return rc;
+}
+
+int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {
+    int len = (int)strlen(text);
+    int n = -llama_tokenize(s->vocab, text, len, NULL, 0, false, false);
+    if (n < 0) n = 0;
+    plan_turn *pt = push_turn(s);
+    llama_token *tok = malloc((size_t)(n > 0 ? n : 1) * sizeof *tok);
+    if (!pt || !tok) {
+        free(tok);
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    if (n > 0 && llama_tokenize(s->vocab, text, len, tok, n, false, false) != n) {
+        free(tok);
+        seterr(err, errsz, "cannot tokenize an earlier answer");
+        return CHAT_ERR_INTERNAL;
+    }
+    pt->is_answer = 1;
+    if (n > 0) {
+        pt->ch.v = calloc(1, sizeof *pt->ch.v);
+        if (!pt->ch.v) {
+            free(tok);
+            seterr(err, errsz, "out of memory");
+            return CHAT_ERR_INTERNAL;
+        }
+        pt->ch.n = pt->ch.cap = 1;
+        pt->ch.v[0].tokens = tok;
+        pt->ch.v[0].n_tokens = n;
+        pt->ch.n_pos = pt->ch.n_text_tokens = n;
+        tok = NULL;
+    }
+    free(tok);
+    s->n_pt++;
+    chat_template_answer(&s->tmpl, text);
+    return CHAT_OK;
+}
+
+static int chunk_items(const chat_chunk *k) { return k->is_image ? 1 : k->n_tokens; }
+
+static uint64_t chunk_item(const chat_chunk *k, int j) {
+    return k->is_image ? chat_item_image(k->item, k->n_tokens) : chat_item_text(k->tokens[j]);
+}
+
+int chat_session_plan_items(const chat_session *s, uint64_t **out, int *n_out) {
+    int n = s->plan_base;
+    for (int t = 0; t < s->n_pt; t++)
+        for (int k = 0; k < s->pt[t].ch.n; k++)
+            n += chunk_items(&s->pt[t].ch.v[k]);
+    uint64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return -1;
+    memcpy(v, s->items, (size_t)s->plan_base * sizeof *v);
+    int i = s->plan_base;
+    for (int t = 0; t < s->n_pt; t++)
+        for (int k = 0; k < s->pt[t].ch.n; k++)
+            for (int j = 0; j < chunk_items(&s->pt[t].ch.v[k]); j++)
+                v[i++] = chunk_item(&s->pt[t].ch.v[k], j);
+    *out = v;
+    *n_out = n;
+    return 0;
+}
+
+/* Where feeding resumes: turn t, chunk k, token j (n_pt, 0, 0: nothing left). */
+typedef struct cursor {
+    int t, k, j;
+} cursor;
+
+/* The last item of the plan, as a cursor, and its positions (0 if the plan is empty). */
+static int last_item(const chat_session *s, cursor *c) {
+    for (int t = s->n_pt - 1; t >= 0; t--) {
+        const chat_chunks *ch = &s->pt[t].ch;
+        if (!ch->n) continue;
+        const chat_chunk *k = &ch->v[ch->n - 1];
+        *c = (cursor){t, ch->n - 1, k->is_image ? 0 : k->n_tokens - 1};
+        return k->is_image ? k->n_tokens : 1;
+    }
+    return 0;
+}
+
+/* Walks the plan against items[plan_base..): how far it is the same. Image chunks that match
+ * learn their rows from the item held. */
+static cursor match(chat_session *s, int *i_out, llama_pos *pos_out) {
+    int i = s->plan_base;
+    llama_pos pos = *pos_out;
+    for (int t = 0; t < s->n_pt; t++) {
+        chat_chunks *ch = &s->pt[t].ch;
+        for (int k = 0; k < ch->n; k++) {
+            chat_chunk *c = &ch->v[k];
+            for (int j = 0; j < chunk_items(c); j++) {
+                if (!s->matching || i >= s->n_items || !chat_item_same(s->items[i], chunk_item(c, j))) {
+                    *i_out = i;
+                    *pos_out = pos;
+                    return (cursor){t, k, j};
+                }
+                if (c->is_image && !c->n_tokens) c->n_tokens = chat_item_n_pos(s->items[i]);
+                pos += chat_item_n_pos(s->items[i]);
+                i++;
+            }
+        }
+    }
+    *i_out = i;
+    *pos_out = pos;
+    return (cursor){s->n_pt, 0, 0};
+}
+
+static int at_or_after(cursor a, cursor b) {
+    return a.t != b.t ? a.t > b.t : a.k != b.k ? a.k > b.k : a.j >= b.j;
+}
+
+/* Encodes the images at or after c that are not encoded yet. */
+static int encode_rest(chat_session *s, cursor c, chat_feed_stats *st, char *err, size_t errsz) {
+    for (int t = c.t; t < s->n_pt; t++) {
+        chat_chunks *ch = &s->pt[t].ch;
+        for (int k = t == c.t ? c.k : 0; k < ch->n; k++) {
+            chat_chunk *x = &ch->v[k];
+            if (!x->is_image || x->rows) continue;
+            plan_medium *m = &s->pm[x->ref];
+            if (!m->e.rows) {
+                int rc = chat_media_encode(s, m, err, errsz);
+                if (rc) return rc;
+                st->encode_s += m->stat.seconds;
+                m->stat.cache_hit ? st->images_cached++ : st->images_encoded++;
+            }
+            x->rows = m->e.rows;
+            x->n_tokens = m->e.n_rows;
+            x->item = chat_item_image(x->item, m->e.n_rows);
+        }
+    }
+    return CHAT_OK;
+}
+
+/* Positions the plan still needs from c on. */
+static int rest_positions(const chat_session *s, cursor c) {
+    int n = 0;
+    for (int t = c.t; t < s->n_pt; t++) {
+        const chat_chunks *ch = &s->pt[t].ch;
+        for (int k = t == c.t ? c.k : 0; k < ch->n; k++)
+            n += ch->v[k].n_tokens - (t == c.t && k == c.k ? c.j : 0);
+    }
+    return n;
+}
+
+static void plan_counts(chat_session *s, cursor c, chat_feed_stats *st) {
+    for (int t = 0; t < s->n_pt; t++) {
+        st->text_tokens += s->pt[t].ch.n_text_tokens;
+        for (int k = 0; k < s->pt[t].ch.n; k++) {
+            const chat_chunk *x = &s->pt[t].ch.v[k];
+            if (!x->is_image) continue;
+            st->image_rows += x->n_tokens;
+            if (!at_or_after((cursor){t, k, 0}, c) && !s->pm[x->ref].src.is_video) {
+                s->pm[x->ref].stat.reused = 1;
+                s->pm[x->ref].stat.n_rows = x->n_tokens;
+                s->pm[x->ref].stat.n_frames = 1;
+                st->images_reused++;
+            }
+        }
+    }
+}
+
+/* The plan is over: its media's stats are kept for chat_session_prefill's result. */
+static void plan_done(chat_session *s) {
+    free(s->fed_media);
+    s->fed_media = NULL;
+    s->n_fed_media = 0;
+    if (s->n_pm && (s->fed_media = malloc((size_t)s->n_pm * sizeof *s->fed_media))) {
+        for (int i = 0; i < s->n_pm; i++)
+            s->fed_media[i] = s->pm[i].stat;
+        s->n_fed_media = s->n_pm;
+    }
+    chat_plan_clear(s);
+}
+
+/* The plan is refused before the context changed: its turns leave the conversation (one user
+ * turn, as g4v chat plans them, is undone; a longer plan, as g4v serve replays a request, leaves
+ * the template to the next restart). */
+static int plan_refused(chat_session *s, int rc) {
+    if (s->n_pt == 1 && !s->pt[0].is_answer) {
+        chat_template_undo_user(&s->tmpl);
+        s->turns--;
+    } else {
+        chat_template_reset(&s->tmpl);
+        s->turns = 0;
+    }
+    plan_done(s);
+    return rc;
+}
+
+int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
+    memset(st, 0, sizeof *st);
+    for (int i = 0; i < s->n_pm; i++)
+        if (s->pm[i].src.is_video) {
+            st->encode_s += s->pm[i].stat.seconds;
+            s->pm[i].stat.cache_hit ? st->images_cached++ : st->images_encoded++;
+        }
+    llama_memory_t mem = llama_get_memory(s->lctx);
+    llama_pos base_pos = 0;
+    for (int i = 0; i < s->plan_base; i++)
+        base_pos += chat_item_n_pos(s->items[i]);
+    int i = 0;
+    llama_pos pos = base_pos;
+    cursor c = match(s, &i, &pos);
+    if (c.t == s->n_pt) { /* all held: the last item again, for the logits */
+        cursor l;
+        int n = last_item(s, &l);
+        if (!n) {
+            seterr(err, errsz, "nothing to feed");
+            return plan_refused(s, CHAT_ERR_INTERNAL);
+        }
+        c = l;
+        i--;
+        pos -= n;
+    }
+    /* the images to decode first: a bad one refuses the prompt before the context changes */
+    int rc = encode_rest(s, c, st, err, errsz);
+    if (rc) return plan_refused(s, rc);
+    plan_counts(s, c, st);
+    int need = rest_positions(s, c);
+    if (pos + need + 1 > s->n_ctx) {
+        seterr(err, errsz,
+               "the prompt does not fit in the context: it needs %d more positions (%d text "
+               "tokens and %d image rows in all) + 1 to answer, %d of %d are left (--ctx)",
+               need, st->text_tokens, st->image_rows, s->n_ctx - (int)pos, s->n_ctx);
+        return plan_refused(s, CHAT_ERR_INPUT);
+    }
+    if (i < s->n_items) { /* what differs goes */
+        llama_memory_seq_rm(mem, 0, pos, -1);
+        s->n_items = i;
+    }
+    s->n_past = pos;
+    st->reused_pos = (int)(pos - base_pos);
+    int items0 = s->n_items;
+    llama_pos past0 = pos;
+    double t1 = fe_now_s();
+    for (int t = c.t; t < s->n_pt; t++) {
+        chat_chunks *ch = &s->pt[t].ch;
+        for (int k = t == c.t ? c.k : 0; k < ch->n; k++) {
+            chat_chunk *x = &ch->v[k];
+            int from = t == c.t && k == c.k ? c.j : 0;
+            if (chat_decode_chunk(s->lctx, x, from, s->non_causal, s->n_batch, k == ch->n - 1,
+                                  &s->n_past, err, errsz))
+                goto fail;
+            for (int j = from; j < chunk_items(x); j++)
+                if (chat_items_push(s, chunk_item(x, j))) {
+                    seterr(err, errsz, "out of memory");
+                    goto fail;
+                }
+        }
+    }
+    st->prefill_s = fe_now_s() - t1;
+    st->decoded_pos = (int)(s->n_past - past0);
+    s->matching = 0;
+    s->plan_base = s->n_items;
+    plan_done(s);
+    return CHAT_OK;
+fail:
+    llama_memory_seq_rm(mem, 0, past0, -1);
+    s->n_past = past0;
+    s->n_items = items0;
+    s->matching = 0;
+    s->plan_base = s->n_items;
+    plan_refused(s, 0);
+    return CHAT_ERR_INTERNAL;
+}

@@ -1,0 +1,141 @@
+/* chat_media.c - one medium of a chat turn: its identity (a content hash, what prompt reuse
+ * compares) and its soft-token rows from libg4v, through the feature cache
+ * (chat_session_impl.h). */
+#include "chat_error.h"
+#include "chat_session_impl.h"
+#include "frontend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void chat_enc_free(enc_media *e) {
+    if (!e) return;
+    free(e->rows);
+    free(e->frame_rows);
+    free(e->mmss);
+    memset(e, 0, sizeof *e);
+}
+
+/* FNV-1a, 64 bits, over what decides a medium's rows. */
+typedef struct hash64 {
+    uint64_t h;
+} hash64;
+static void h_init(hash64 *h) { h->h = 0xcbf29ce484222325ull; }
+static void h_add(hash64 *h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h->h ^= b[i];
+        h->h *= 0x100000001b3ull;
+    }
+}
+
+int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
+                    size_t errsz) {
+    hash64 h;
+    h_init(&h);
+    int head[3] = {m->is_video, m->is_video ? s->o.video_budget : s->o.budget,
+                   m->is_video ? s->o.video_frames : 0};
+    h_add(&h, head, sizeof head);
+    if (m->data) {
+        h_add(&h, m->data, m->size);
+    } else {
+        FILE *f = fopen(m->path, "rb");
+        if (!f) {
+            seterr(err, errsz, "%s: cannot read the file", m->path);
+            return CHAT_ERR_INPUT;
+        }
+        unsigned char buf[65536];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            h_add(&h, buf, n);
+        int bad = ferror(f);
+        fclose(f);
+        if (bad) {
+            seterr(err, errsz, "%s: cannot read the file", m->path);
+            return CHAT_ERR_INPUT;
+        }
+    }
+    *out = h.h;
+    return CHAT_OK;
+}
+
+uint64_t chat_frame_hash(uint64_t video_hash, int frame) {
+    hash64 h;
+    h_init(&h);
+    h_add(&h, &video_hash, sizeof video_hash);
+    h_add(&h, &frame, sizeof frame);
+    return h.h;
+}
+
+/* An encode call failed: its message into err; the turn's input was bad unless memory or the
+ * library itself failed. */
+static int encode_failed(const chat_session *s, int st, char *err, size_t errsz) {
+    seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
+    return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
+}
+
+int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz) {
+    const chat_media *m = &pm->src;
+    enc_media *e = &pm->e;
+    chat_media_stat *ms = &pm->stat;
+    double t0 = fe_now_s();
+    ms->is_video = m->is_video;
+    if (!m->is_video) {
+        g4v_encode_options eo;
+        g4v_encode_options_init(&eo);
+        eo.budget = s->o.budget;
+        g4v_result r;
+        int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
+                         : g4v_encode_file(s->vctx, m->path, &eo, &r);
+        if (st) return encode_failed(s, st, err, errsz);
+        size_t n = (size_t)r.n_tokens * (size_t)r.dim;
+        e->rows = malloc(n * sizeof(float));
+        e->frame_rows = malloc(sizeof(int));
+        if (!e->rows || !e->frame_rows) goto oom;
+        memcpy(e->rows, r.features, n * sizeof(float));
+        e->n_rows = r.n_tokens;
+        e->n_frames = 1;
+        e->frame_rows[0] = r.n_tokens;
+        ms->n_rows = r.n_tokens;
+        ms->n_frames = 1;
+        ms->width = r.width;
+        ms->height = r.height;
+        ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
+    } else {
+        if (m->data) {
+            seterr(err, errsz, "%s: a video is read from a file, not from memory", m->path);
+            return CHAT_ERR_INPUT;
+        }
+        g4v_video_options vo;
+        g4v_video_options_init(&vo);
+        vo.budget = s->o.video_budget;
+        vo.num_frames = s->o.video_frames;
+        g4v_video_result r;
+        int st = g4v_encode_video_file(s->vctx, m->path, &vo, &r);
+        if (st) return encode_failed(s, st, err, errsz);
+        size_t n = (size_t)r.n_tokens * (size_t)r.dim;
+        e->rows = malloc(n * sizeof(float));
+        e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
+        e->mmss = malloc((size_t)r.n_frames * sizeof *e->mmss);
+        if (!e->rows || !e->frame_rows || !e->mmss) goto oom;
+        memcpy(e->rows, r.features, n * sizeof(float));
+        e->n_rows = r.n_tokens;
+        e->n_frames = r.n_frames;
+        for (int k = 0; k < r.n_frames; k++) {
+            e->frame_rows[k] = r.frames[k].n_tokens;
+            memcpy(e->mmss[k], r.frames[k].mmss, sizeof e->mmss[k]);
+        }
+        ms->n_rows = r.n_tokens;
+        ms->n_frames = r.n_frames;
+        ms->width = r.width;
+        ms->height = r.height;
+        ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
+    }
+    ms->seconds = fe_now_s() - t0;
+    return CHAT_OK;
+oom:
+    chat_enc_free(e);
+    seterr(err, errsz, "out of memory");
+    return CHAT_ERR_INTERNAL;
+}

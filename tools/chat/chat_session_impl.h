@@ -1,0 +1,89 @@
+/* chat_session_impl.h - the inside of a chat session, shared by the files that make it up:
+ *   chat_session.c  open, close, information, a new conversation, the answer
+ *   chat_media.c    one medium encoded by libg4v (through the feature cache), and its identity
+ *   chat_feed.c     the plan of a prompt (turns rendered and tokenized, images not yet encoded)
+ *                   and its feeding: the prefix the context already holds is kept, the rest
+ *                   decoded (docs/CHAT.md "Prompt reuse")
+ * Invariant: items[0..n_items) is exactly what the llama context holds on sequence 0, and their
+ * positions add up to n_past. */
+#ifndef G4V_CHAT_SESSION_IMPL_H
+#define G4V_CHAT_SESSION_IMPL_H
+
+#include "chat_prefill.h"
+#include "chat_session.h"
+#include "chat_template.h"
+#include "g4v.h"
+#include "llama.h"
+
+#include <stdint.h>
+
+/* One encoded medium: its rows (copied out of the g4v ctx) and, for a video, frame labels. */
+typedef struct enc_media {
+    float *rows;
+    int n_rows, n_frames;
+    int *frame_rows; /* rows per frame */
+    char (*mmss)[16];
+} enc_media;
+
+/* A medium of the plan: where it comes from (borrowed until the feed returns), its identity,
+ * and its rows once encoded (an image is encoded only when it must be decoded). */
+typedef struct plan_medium {
+    chat_media src;
+    uint64_t hash;  /* content hash (chat_media_hash) */
+    enc_media e;    /* e.rows NULL while not encoded */
+    chat_media_stat stat;
+    int turn;       /* the plan turn it belongs to */
+} plan_medium;
+
+/* A turn of the plan: a user turn (rendered, tokenized) or an earlier answer. */
+typedef struct plan_turn {
+    chat_chunks ch;
+    int is_answer;
+} plan_turn;
+
+struct chat_session {
+    chat_options o;
+    int open_budget; /* the budget the session was opened with: a restart's default */
+    g4v_model *vm;
+    g4v_ctx *vctx;
+    g4v_cache *cache;
+    char cache_dir[512];
+    int cache_private;
+    g4v_model_info vinfo;
+    struct llama_model *lm;
+    struct llama_context *lctx;
+    const struct llama_vocab *vocab;
+    struct llama_sampler *smpl;
+    chat_template tmpl;
+    char arch[32];
+    int n_embd, n_ctx, n_batch, threads, non_causal, turns;
+    llama_pos n_past;
+
+    /* what the context holds */
+    uint64_t *items;
+    int n_items, cap_items;
+    /* the plan not yet fed: turns after items[0..plan_base) (all of them after a restart with
+     * reuse, which keeps the context: matching says the plan is still compared with it) */
+    plan_turn *pt;
+    int n_pt, cap_pt;
+    plan_medium *pm;
+    int n_pm, cap_pm;
+    int plan_base, matching;
+    chat_media_stat *fed_media; /* the last fed plan's media */
+    int n_fed_media;
+};
+
+/* chat_media.c */
+void chat_enc_free(enc_media *e);
+int chat_media_encode(chat_session *s, plan_medium *m, char *err, size_t errsz);
+/* The content hash of a medium: its bytes (memory or file), kind and budget (frames for a
+ * video). 0 with *out, or CHAT_ERR_INPUT for an unreadable file. */
+int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
+                    size_t errsz);
+uint64_t chat_frame_hash(uint64_t video_hash, int frame);
+
+/* chat_feed.c */
+void chat_plan_clear(chat_session *s);
+int chat_items_push(chat_session *s, uint64_t item);
+
+#endif
