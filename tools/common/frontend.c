@@ -1,11 +1,12 @@
 /* frontend.c - see frontend.h: the number parsing and formatting of the front ends, and the
- * wrappers over libg4v's clock, UTF-8 checks and locked JSON parse (linked from libg4v.a).
+ * wrappers over libg4v's clock, UTF-8 checks, locked JSON parse and SHA-256 (linked from libg4v.a).
  */
 #include "frontend.h"
 
 #include "base/clock.h"
 #include "base/utf8.h"
 #include "io/json_file.h"
+#include "kernels/sha256.h"
 
 #include <errno.h>
 #include <math.h>
@@ -64,4 +65,22 @@ char *fe_utf8_copy(const char *s, size_t n) {
 
 struct cJSON *fe_json_parse_text(const char *text, size_t n, const char **end) {
     return g4v_json_parse_text(text, n, end);
+}
+
+_Static_assert(sizeof(g4v_sha256_ctx) <= sizeof(fe_sha256_ctx), "fe_sha256_ctx too small");
+_Static_assert(_Alignof(g4v_sha256_ctx) <= _Alignof(fe_sha256_ctx), "fe_sha256_ctx misaligned");
+_Static_assert(FE_SHA256_BYTES == G4V_SHA256_BYTES, "SHA-256 digest size");
+
+void fe_sha256_init(fe_sha256_ctx *s) { g4v_sha256_init((g4v_sha256_ctx *)(void *)s->opaque); }
+
+void fe_sha256_update(fe_sha256_ctx *s, const void *data, size_t n) {
+    g4v_sha256_update((g4v_sha256_ctx *)(void *)s->opaque, data, n);
+}
+
+void fe_sha256_final(fe_sha256_ctx *s, uint8_t out[FE_SHA256_BYTES]) {
+    g4v_sha256_final((g4v_sha256_ctx *)(void *)s->opaque, out);
+}
+
+void fe_sha256(const void *data, size_t n, uint8_t out[FE_SHA256_BYTES]) {
+    g4v_sha256(data, n, out);
 }

@@ -10,6 +10,7 @@
 #define G4V_FRONTEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The clock and the UTF-8 checks are libg4v's (src/base/clock.c, src/base/utf8.c: the PNG
  * reader checks iTXt with the same code, tested by test_base), called through these wrappers. */
@@ -45,5 +46,19 @@ int fe_parse_double(const char *s, double lo, double hi, double *out);
  * read back within an epsilon: 1.001 for 1.0010000000000001). Non-finite v gives "null", which
  * JSON can hold. Returns buf. */
 char *fe_format_double(char *buf, size_t cap, double v);
+
+/* libg4v's SHA-256 (src/kernels/sha256.h: FIPS 180-4, tested against the NIST vectors, with the
+ * SHA extensions where the CPU has them) for the chat prompt cache's file names and checksums.
+ * fe_sha256_ctx is storage for the library's hashing state, opaque here (frontend.c checks that
+ * it is large enough). */
+#define FE_SHA256_BYTES 32
+typedef struct fe_sha256_ctx {
+    _Alignas(16) unsigned char opaque[160];
+} fe_sha256_ctx;
+void fe_sha256_init(fe_sha256_ctx *s);
+void fe_sha256_update(fe_sha256_ctx *s, const void *data, size_t n);
+void fe_sha256_final(fe_sha256_ctx *s, uint8_t out[FE_SHA256_BYTES]);
+/* One-shot digest of data[0..n). */
+void fe_sha256(const void *data, size_t n, uint8_t out[FE_SHA256_BYTES]);
 
 #endif
