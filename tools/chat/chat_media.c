@@ -17,17 +17,18 @@ void chat_enc_free(enc_media *e) {
     memset(e, 0, sizeof *e);
 }
 
-/* FNV-1a, 64 bits, over what decides a medium's rows. */
+/* SHA-256 over what decides a medium's rows; its first 8 bytes are the hash. */
 typedef struct hash64 {
-    uint64_t h;
+    fe_sha256_ctx c;
 } hash64;
-static void h_init(hash64 *h) { h->h = 0xcbf29ce484222325ull; }
-static void h_add(hash64 *h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h->h ^= b[i];
-        h->h *= 0x100000001b3ull;
-    }
+static void h_init(hash64 *h) { fe_sha256_init(&h->c); }
+static void h_add(hash64 *h, const void *p, size_t n) { fe_sha256_update(&h->c, p, n); }
+static uint64_t h_final(hash64 *h) {
+    uint8_t d[FE_SHA256_BYTES];
+    fe_sha256_final(&h->c, d);
+    uint64_t v;
+    memcpy(&v, d, sizeof v);
+    return v;
 }
 
 int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
@@ -56,7 +57,7 @@ int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, c
             return CHAT_ERR_INPUT;
         }
     }
-    *out = h.h;
+    *out = h_final(&h);
     return CHAT_OK;
 }
 
@@ -65,7 +66,7 @@ uint64_t chat_frame_hash(uint64_t video_hash, int frame) {
     h_init(&h);
     h_add(&h, &video_hash, sizeof video_hash);
     h_add(&h, &frame, sizeof frame);
-    return h.h;
+    return h_final(&h);
 }
 
 /* An encode call failed: its message into err; the turn's input was bad unless memory or the

@@ -241,6 +241,10 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     cp.n_threads = s->threads;
     cp.n_threads_batch = s->threads;
     cp.no_perf = true;
+    /* every layer's cache the whole context long, the sliding-window ones too: prompt reuse cuts
+     * a context anywhere, and a window layer must still hold the positions before the cut
+     * (docs/CHAT.md "Prompt reuse"; libllama's default, set here because reuse relies on it) */
+    cp.swa_full = true;
     s->lctx = llama_init_from_model(s->lm, cp);
     if (!s->lctx) {
         seterr(err, errsz, "cannot create a llama.cpp context of %d tokens%s", s->n_ctx,

@@ -149,6 +149,11 @@ int chat_session_state_save(chat_session *s, void **state, size_t *size, char *e
 int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
                             const void *state, size_t size, char *err, size_t errsz);
 
+/* What a saved state of this session's context depends on besides its items, as text for the
+ * prompt cache's key (chat_identity.c): both models' fingerprints, the math mode, libllama's
+ * CPU features, the context settings. 0, or -1 with a message. */
+int chat_session_identity(chat_session *s, char *out, size_t cap, char *err, size_t errsz);
+
 /* For tests: the libllama objects and the position count. */
 struct llama_context *chat_session_llama_context(chat_session *s);
 const struct llama_model *chat_session_llama_model(const chat_session *s);

@@ -3,6 +3,7 @@
  * tokens per second), time to first token, the queue, slot use, and images encoded vs read from
  * the feature cache. Names are an interface: add, never rename. Nothing without --lm. */
 #include "chat/chat_wing.h"
+#include "chat_prompt_cache.h"
 
 #include <stdio.h>
 
@@ -49,6 +50,40 @@ size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
     METRIC("g4v_chat_images_reused_total", "counter",
            "Chat images a slot held already: neither encoded nor decoded again.",
            cw->images_reused);
+    if (cw->pc) { /* docs/PROMPT_CACHE.md */
+        chat_pcache_stats ps;
+        chat_pcache_get_stats(cw->pc, &ps);
+        METRIC("g4v_chat_prompt_cache_hits_total", "counter",
+               "Prompts resumed from a saved state of the prompt cache.", ps.hits);
+        METRIC("g4v_chat_prompt_cache_disk_hits_total", "counter",
+               "Of those, states read from the disk tier.", ps.hits_disk);
+        METRIC("g4v_chat_prompt_cache_misses_total", "counter",
+               "Prompt cache lookups that found no better state.", ps.misses);
+        METRIC("g4v_chat_prompt_cache_reused_tokens_total", "counter",
+               "Prompt positions the prompt cache's states held.", ps.positions_reused);
+        METRIC("g4v_chat_prompt_cache_stores_total", "counter", "States saved.", ps.stores);
+        METRIC("g4v_chat_prompt_cache_too_large_total", "counter",
+               "States larger than every tier's bound, not kept.", ps.too_large);
+        METRIC("g4v_chat_prompt_cache_ram_evictions_total", "counter",
+               "States evicted from RAM by its bound.", ps.evictions_ram);
+        METRIC("g4v_chat_prompt_cache_disk_evictions_total", "counter",
+               "State files evicted from disk by its bound.", ps.evictions_disk);
+        METRIC("g4v_chat_prompt_cache_refused_total", "counter",
+               "State files found bad (truncated, corrupted) and deleted.", ps.refused);
+        METRIC("g4v_chat_prompt_cache_write_errors_total", "counter",
+               "State files that could not be written.", ps.write_errors);
+        METRIC("g4v_chat_prompt_cache_ram_bytes", "gauge", "Bytes of states in RAM.",
+               ps.ram_bytes);
+        METRIC("g4v_chat_prompt_cache_ram_bytes_limit", "gauge", "--prompt-cache-ram.",
+               ps.ram_bound);
+        METRIC("g4v_chat_prompt_cache_ram_entries", "gauge", "States in RAM.", ps.ram_entries);
+        METRIC("g4v_chat_prompt_cache_disk_bytes", "gauge", "Bytes of state files on disk.",
+               ps.disk_bytes);
+        METRIC("g4v_chat_prompt_cache_disk_bytes_limit", "gauge", "--prompt-cache-disk.",
+               ps.disk_bound);
+        METRIC("g4v_chat_prompt_cache_disk_entries", "gauge", "State files on disk.",
+               ps.disk_entries);
+    }
     n += svc_hist_text(&cw->ttft, "g4v_chat_time_to_first_token_seconds",
                        "From a chat request's arrival to its first token.", b + n,
                        n < cap ? cap - n : 0);

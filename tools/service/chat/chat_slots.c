@@ -33,6 +33,8 @@ void chat_slots_close(chat_wing *cw) { (void)cw; }
 
 #else
 
+#include "chat_items.h"
+#include "chat_prompt_cache.h"
 #include "chat_session.h"
 
 #include <poll.h>
@@ -40,6 +42,9 @@ void chat_slots_close(chat_wing *cw) { (void)cw; }
 #include <unistd.h>
 
 enum { LARGEST_BUDGET = 1120 }; /* the last of G4V_BUDGETS: a slot takes any */
+/* A cached state replaces what a slot holds only when it saves this many more positions: loading
+ * a state costs about as much as decoding a few dozen tokens. */
+enum { PCACHE_MIN_GAIN = 32 };
 
 /* The client hung up: libmicrohttpd completed the request, or the socket says so. */
 static int client_gone(chat_job *j) {
@@ -142,7 +147,9 @@ static void session_fail(chat_fail *f, int rc, const char *err) {
 /* Plans every turn of the conversation and feeds the plan: the slot's context keeps what it
  * already holds of it (prompt reuse) and decodes the rest; the last turn (a user turn) is left
  * to generate. */
-static int replay(chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
+static void pcache_consult(chat_wing *cw, chat_session *cs);
+
+static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     char err[1024] = "";
     chat_options o;
     chat_options_init(&o);
@@ -175,6 +182,7 @@ static int replay(chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
         free(m);
     }
     chat_feed_stats st;
+    if (!rc) pcache_consult(cw, cs);
     if (!rc) rc = chat_session_feed(cs, &st, err, sizeof err);
     if (rc) {
         session_fail(f, rc, err);
@@ -188,6 +196,77 @@ static int replay(chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     u->cached_tokens = st.reused_pos;
     u->prompt_tokens = chat_session_n_past(cs);
     return 0;
+}
+
+/* The slot's context into the prompt cache (docs/PROMPT_CACHE.md). */
+static void pcache_save(chat_wing *cw, chat_session *cs) {
+    int n;
+    const uint64_t *items = chat_session_items(cs, &n);
+    if (!n) return;
+    void *state;
+    size_t size;
+    char err[512];
+    if (chat_session_state_save(cs, &state, &size, err, sizeof err)) {
+        fprintf(stderr, "g4v serve: prompt cache: %s\n", err);
+        return;
+    }
+    chat_pcache_put(cw->pc, items, n, state, size);
+    free(state);
+}
+
+/* Before a slot feeds its plan: when the plan would drop most of what the slot holds (another
+ * conversation takes it), that goes to the prompt cache first; when the cache holds a state that
+ * shares more with the plan (by PCACHE_MIN_GAIN positions), it takes the slot's place. */
+static void pcache_consult(chat_wing *cw, chat_session *cs) {
+    if (!cw->pc) return;
+    uint64_t *plan;
+    int np, nh;
+    if (chat_session_plan_items(cs, &plan, &np)) return;
+    const uint64_t *held = chat_session_items(cs, &nh);
+    int common = chat_items_common(plan, np, held, nh), common_pos = 0;
+    for (int i = 0; i < common; i++)
+        common_pos += chat_item_n_pos(held[i]);
+    chat_pcache_hit hit;
+    int found = chat_pcache_find(cw->pc, plan, np, common + 1, &hit) == 1;
+    if (found && hit.n_common_pos < common_pos + PCACHE_MIN_GAIN) {
+        chat_pcache_hit_free(&hit);
+        found = 0;
+    }
+    int covered = found && chat_items_common(held, nh, hit.items, hit.n_items) == nh;
+    if (nh && !covered && (found || 2 * common < nh)) pcache_save(cw, cs);
+    if (found) {
+        char err[512];
+        if (chat_session_state_load(cs, hit.items, hit.n_items, hit.state, hit.size, err,
+                                    sizeof err))
+            fprintf(stderr, "g4v serve: prompt cache: %s; the prompt is decoded instead\n", err);
+        chat_pcache_hit_free(&hit);
+    }
+    free(plan);
+}
+
+/* The prompt cache, keyed by what the slots' states depend on; NULL (no cache) when both tiers
+ * are off or reuse is. 0, or a G4V_SERVICE_ERR_* printed. */
+static int pcache_open(chat_wing *cw) {
+    const g4v_service_options *a = &cw->s->a;
+    uint64_t disk = a->cache ? a->prompt_cache_disk : 0;
+    if (a->no_prompt_reuse || (!a->prompt_cache_ram && !disk)) return G4V_SERVICE_OK;
+    char id[2048], err[512];
+    if (chat_session_identity(cw->slots[0].cs, id, sizeof id, err, sizeof err)) {
+        fprintf(stderr, "g4v serve: prompt cache: %s\n", err);
+        return G4V_SERVICE_ERR_MODEL;
+    }
+    chat_pcache_options po;
+    memset(&po, 0, sizeof po);
+    po.ram_bytes = (size_t)a->prompt_cache_ram;
+    po.dir = disk ? a->cache : NULL;
+    po.disk_bytes = disk;
+    const char *parts[] = {"g4v serve prompt states", id};
+    chat_pcache_key(po.key, parts, 2);
+    if (chat_pcache_open(&po, &cw->pc, err, sizeof err)) {
+        fprintf(stderr, "g4v serve: prompt cache: %s\n", err);
+        return G4V_SERVICE_ERR_LISTEN;
+    }
+    return G4V_SERVICE_OK;
 }
 
 /* The free slot the job goes to (chat_affinity.c); a worker always finds one: there are as many
@@ -275,7 +354,7 @@ static void run(svc_worker *w, request *q, void *job) {
         return;
     }
     chat_session *cs = sl->cs;
-    if (replay(cs, j, &u, &f)) {
+    if (replay(cw, cs, j, &u, &f)) {
         count(w, sl, j, 0, NULL, 0, &u, NULL, 0);
         reply_fail(j, &f);
         return;
@@ -363,6 +442,7 @@ static int slot_open(void *ctx, int i, void **state) {
 static void slot_close(void *ctx, void *state) {
     chat_wing *cw = ctx;
     chat_slot *sl = state;
+    if (cw->pc && cw->s->a.cache && sl->cs) pcache_save(cw, sl->cs); /* kept across the restart */
     pthread_mutex_lock(&cw->s->mu);
     chat_session *cs = sl->cs;
     sl->cs = NULL;
@@ -429,6 +509,7 @@ int chat_slots_open(chat_wing *cw) {
     cw->n_slots = a->lm_slots;
     double t0 = fe_now_s();
     int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
+    if (!rc) rc = pcache_open(cw);
     if (rc) return rc;
     fprintf(stderr, "g4v serve: chat model %s: %d slots x %d threads, %d context tokens (%.2f s)\n",
             a->lm, cw->pool->n, threads, a->lm_ctx, fe_now_s() - t0);
@@ -436,8 +517,10 @@ int chat_slots_open(chat_wing *cw) {
 }
 
 void chat_slots_close(chat_wing *cw) {
-    free(cw->slots); /* the pool has stopped: every slot is closed */
+    free(cw->slots); /* the pool has stopped: every slot is closed, its state saved */
     cw->slots = NULL;
+    chat_pcache_close(cw->pc); /* writes what waits for the disk */
+    cw->pc = NULL;
     if (!cw->cache_private) return;
     g4v_cache_close(cw->cache);
     fe_temp_dir_remove(cw->cache_dir);

@@ -105,6 +105,7 @@ typedef struct chat_wing {
     svc_pool *pool;
     int threads;      /* per slot */
     chat_slot *slots; /* --lm-slots of them; a worker takes the one chat_affinity_pick names */
+    struct chat_pcache *pc; /* the prompt cache beyond the slots, or NULL */
     int n_slots;
     uint64_t use_clock;
     g4v_cache *cache; /* shared by the slots: --cache, or a private one */

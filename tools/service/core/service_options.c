@@ -82,6 +82,14 @@ static const fe_opt rows[] = {
      .help = "decode every request's whole prompt: a slot forgets its conversation after each "
              "request (default: the prefix a slot holds is reused, docs/CHAT.md \"Prompt "
              "reuse\")"},
+    {.name = "prompt-cache-ram", .kind = FE_OPT_UINT, O(prompt_cache_ram), .lo = 0,
+     .hi = 1ll << 50, .arg = "BYTES",
+     .help = "prompt cache in RAM: the states of conversations a slot had to let go, resumed "
+             "without prefill when they come back; 0 turns it off (default 2147483648)"},
+    {.name = "prompt-cache-disk", .kind = FE_OPT_UINT, O(prompt_cache_disk), .lo = 0,
+     .hi = 1ll << 60, .arg = "BYTES",
+     .help = "with --cache: the prompt cache on disk too (CACHE/prompts/), kept across restarts; "
+             "0 turns it off (default 8589934592)"},
     {.name = "max-queue", .kind = FE_OPT_INT, O(max_queue), .lo = 0, .hi = 100000, .arg = "Q",
      .help = "chat requests that may wait for a slot; more get 429 with Retry-After (default 8)"},
     {.name = "request-timeout", .kind = FE_OPT_INT, O(request_timeout_s), .lo = 1, .hi = 86400,
@@ -146,6 +154,8 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->lm_slots = 1;
     a->lm_ctx = 8192;
     a->max_queue = 8;
+    a->prompt_cache_ram = 2ull << 30;
+    a->prompt_cache_disk = 8ull << 30;
     a->request_timeout_s = 600;
     a->max_messages = 64;
     a->max_images = 16;
