@@ -192,8 +192,9 @@ asan: test-deps ## unit + hostile-input tests under ASan + UBSan with fault inje
 
 # The public API's tests (incl. N threads over one shared model) and the chat prompt cache's store
 # (tests/chat/test_prompt_cache.c) under ThreadSanitizer.
-# make tsan also runs g4v serve's chat test (tests/chat/test_chat_serve.py, whose section 7 has two
-# slots answering six requests at once over a shared vision model and feature cache) with a
+# make tsan also runs g4v serve's chat tests (tests/chat/test_chat_serve.py, whose section 7 has
+# two slots answering six requests at once over a shared vision model and feature cache, and
+# tests/chat/test_chat_reuse_serve.py: prompt reuse, two slots, the prompt cache) with a
 # ThreadSanitizer g4v; libllama itself is not instrumented. Any report fails the target.
 tsan: test-deps ## the API thread tests and g4v serve's chat slots under ThreadSanitizer (build-tsan/)
 	@set -e; $(LLAMA_PREFIX); \
@@ -203,7 +204,7 @@ tsan: test-deps ## the API thread tests and g4v serve's chat slots under ThreadS
 	cd build-tsan; TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan; \
 	rm -rf tsan-logs; mkdir tsan-logs; \
 	TSAN_OPTIONS="exitcode=66 log_path=$$PWD/tsan-logs/report" \
-	  ctest --output-on-failure -R '^chat_serve$$'; \
+	  ctest --output-on-failure -R '^chat_(serve|reuse_serve)$$'; \
 	if ls tsan-logs/report* >/dev/null 2>&1; then cat tsan-logs/report*; \
 	  echo "tsan: ThreadSanitizer reported races in g4v serve (above)"; exit 1; fi
 

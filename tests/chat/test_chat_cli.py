@@ -78,6 +78,11 @@ def test_chat_cli():
               "turn 3 continues the KV cache of turn 1")
         check(c["media"][0]["cache_hit"] is True and c["media"][1]["cache_hit"] is False,
               "turn 3: img1 from the cache, img2 encoded")
+        # the context is kept: turn 3 decodes only itself, the earlier turn is reported cached
+        check(a["tokens"]["cached"] == 0 and c["tokens"]["cached"] ==
+              c["tokens"]["context_used"] - c["tokens"]["prompt"] - c["tokens"]["generated"] +
+              (1 if c["stop"] == "end_of_turn" else 0) and c["tokens"]["cached"] > 256,
+              f"turn 3 reports the earlier turn as cached ({a['tokens']} {c['tokens']})")
     check(rc == 0, f"the conversation exits 0 ({rc})")
     check("bad.jpg" in err, "the refused turn's error on stderr")
 
