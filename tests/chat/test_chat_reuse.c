@@ -25,20 +25,10 @@
 #include "chat_session.h"
 #include "g4v.h"
 #include "llama.h"
+#include "test_util.h"
 
 #define N_ANSWER 12
 #define KEEP_TOKENS 5
-
-static int fails;
-#define CHECK(c, ...)                                                                         \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                       \
-            printf(__VA_ARGS__);                                                              \
-            printf("\n");                                                                     \
-            fails++;                                                                          \
-        }                                                                                     \
-    } while (0)
 
 static void quiet(enum ggml_log_level level, const char *text, void *user) {
     (void)user;
@@ -102,6 +92,21 @@ static chat_feed_stats replay(chat_session *s, const chat_media *img, const char
     return st;
 }
 
+/* Plans the three-turn request of the state and "held whole" checks: the image turn, the
+ * edited answer, the follow-up, its answer, and "Why?". */
+static void plan_three(chat_session *s, const chat_media *img, const char *edited,
+                       const char *more) {
+    char err[1024];
+    if (chat_session_add_user(s, img, 1, "Describe.", err, sizeof err) ||
+        chat_session_add_answer(s, edited, err, sizeof err) ||
+        chat_session_add_user(s, NULL, 0, "And then?", err, sizeof err) ||
+        chat_session_add_answer(s, more, err, sizeof err) ||
+        chat_session_add_user(s, NULL, 0, "Why?", err, sizeof err)) {
+        printf("FAIL: plan: %s\n", err);
+        exit(1);
+    }
+}
+
 static char *answer(chat_session *s) {
     chat_turn_result r;
     memset(&r, 0, sizeof r);
@@ -152,7 +157,7 @@ int main(int argc, char **argv) {
     char *ans = answer(a);
     int held;
     const uint64_t *items = chat_session_items(a, &held);
-    CHECK(held >= prompt_items + KEEP_TOKENS, "the answer is held (%d items)", held);
+    CHECK_MSG(held >= prompt_items + KEEP_TOKENS, "the answer is held (%d items)", held);
     /* the client's edit: the text of the first KEEP_TOKENS answer tokens, then other words */
     char edited[1024] = "";
     const struct llama_vocab *vocab = llama_model_get_vocab(chat_session_llama_model(a));
@@ -169,17 +174,17 @@ int main(int argc, char **argv) {
     restart(a, 4);
     st = replay(a, &img, edited, "And then?");
     int kept_a = st.reused_pos;
-    CHECK(st.images_reused == 1 && st.images_encoded == 0 && st.images_cached == 0,
+    CHECK_MSG(st.images_reused == 1 && st.images_encoded == 0 && st.images_cached == 0,
           "A: the image is reused (%d reused, %d encoded, %d cached)", st.images_reused,
           st.images_encoded, st.images_cached);
-    CHECK(kept_a >= st.image_rows + KEEP_TOKENS, "A: %d positions kept", kept_a);
+    CHECK_MSG(kept_a >= st.image_rows + KEEP_TOKENS, "A: %d positions kept", kept_a);
     float *la = logits_copy(a);
     char *more_a = answer(a);
 
     /* B: fresh, the same decode calls: the first turn, then as many answer tokens as A kept,
      * one per call (greedy gives A's tokens again) */
     int n_kept_answer = kept_a - first_pos;
-    CHECK(n_kept_answer >= KEEP_TOKENS && n_kept_answer < N_ANSWER,
+    CHECK_MSG(n_kept_answer >= KEEP_TOKENS && n_kept_answer < N_ANSWER,
           "A kept %d answer tokens (%d+ expected)", n_kept_answer, KEEP_TOKENS);
     chat_session *b = open_session(lm, vision, threads, 1);
     restart(b, n_kept_answer > 0 ? n_kept_answer : 1);
@@ -190,9 +195,9 @@ int main(int argc, char **argv) {
     float *lb = logits_copy(b);
     char *more_b = answer(b);
     double d;
-    CHECK(sb.reused_pos == kept_a, "B keeps what A kept (%d vs %d)", sb.reused_pos, kept_a);
-    CHECK(same_logits(la, lb, nv, &d), "A's logits = B's, bit for bit (max |diff| %.3g)", d);
-    CHECK(!strcmp(more_a, more_b), "A's 4 greedy tokens = B's ('%s' vs '%s')", more_a, more_b);
+    CHECK_MSG(sb.reused_pos == kept_a, "B keeps what A kept (%d vs %d)", sb.reused_pos, kept_a);
+    CHECK_MSG(same_logits(la, lb, nv, &d), "A's logits = B's, bit for bit (max |diff| %.3g)", d);
+    CHECK_MSG(!strcmp(more_a, more_b), "A's 4 greedy tokens = B's ('%s' vs '%s')", more_a, more_b);
     printf("reuse: kept %d positions (%d answer tokens), decoded %d; A = B bit for bit: %s\n",
            kept_a, n_kept_answer, st.decoded_pos, same_logits(la, lb, nv, &d) ? "yes" : "NO");
 
@@ -204,44 +209,30 @@ int main(int argc, char **argv) {
     const uint64_t *ia = chat_session_items(a, &n_items);
     uint64_t *ic = malloc((size_t)n_items * sizeof *ic);
     memcpy(ic, ia, (size_t)n_items * sizeof *ic);
-    CHECK(!chat_session_state_save(a, &state, &size, err, sizeof err), "save: %s", err);
+    CHECK_MSG(!chat_session_state_save(a, &state, &size, err, sizeof err), "save: %s", err);
     chat_session *sv = open_session(lm, vision, threads, 1);
     restart(sv, 2);
-    CHECK(!chat_session_state_load(sv, ic, n_items, state, size, err, sizeof err), "load: %s",
+    CHECK_MSG(!chat_session_state_load(sv, ic, n_items, state, size, err, sizeof err), "load: %s",
           err);
-    char *req3 = malloc(strlen(edited) + 1);
-    strcpy(req3, edited);
     restart(a, 2);
-    chat_session_add_user(a, &img, 1, "Describe.", err, sizeof err);
-    chat_session_add_answer(a, edited, err, sizeof err);
-    chat_session_add_user(a, NULL, 0, "And then?", err, sizeof err);
-    chat_session_add_answer(a, more_a, err, sizeof err);
-    chat_session_add_user(a, NULL, 0, "Why?", err, sizeof err);
+    plan_three(a, &img, edited, more_a);
     chat_feed_stats s3a, s3s;
-    CHECK(!chat_session_feed(a, &s3a, err, sizeof err), "A, third: %s", err);
-    chat_session_add_user(sv, &img, 1, "Describe.", err, sizeof err);
-    chat_session_add_answer(sv, edited, err, sizeof err);
-    chat_session_add_user(sv, NULL, 0, "And then?", err, sizeof err);
-    chat_session_add_answer(sv, more_a, err, sizeof err);
-    chat_session_add_user(sv, NULL, 0, "Why?", err, sizeof err);
-    CHECK(!chat_session_feed(sv, &s3s, err, sizeof err), "S, third: %s", err);
+    CHECK_MSG(!chat_session_feed(a, &s3a, err, sizeof err), "A, third: %s", err);
+    plan_three(sv, &img, edited, more_a);
+    CHECK_MSG(!chat_session_feed(sv, &s3s, err, sizeof err), "S, third: %s", err);
     float *l3a = logits_copy(a), *l3s = logits_copy(sv);
-    CHECK(s3a.reused_pos == s3s.reused_pos && s3a.reused_pos > kept_a,
+    CHECK_MSG(s3a.reused_pos == s3s.reused_pos && s3a.reused_pos > kept_a,
           "the loaded state is reused as A's own (%d vs %d)", s3s.reused_pos, s3a.reused_pos);
-    CHECK(same_logits(l3a, l3s, nv, &d), "a loaded state = the saved one, bit for bit (%.3g)", d);
+    CHECK_MSG(same_logits(l3a, l3s, nv, &d), "a loaded state = the saved one, bit for bit (%.3g)", d);
     printf("state: %zu bytes for %d items; loaded = saved: %s\n", size, n_items,
            same_logits(l3a, l3s, nv, &d) ? "yes" : "NO");
 
     /* the same request again: held whole, the last position decoded again */
     restart(a, 2);
-    chat_session_add_user(a, &img, 1, "Describe.", err, sizeof err);
-    chat_session_add_answer(a, edited, err, sizeof err);
-    chat_session_add_user(a, NULL, 0, "And then?", err, sizeof err);
-    chat_session_add_answer(a, more_a, err, sizeof err);
-    chat_session_add_user(a, NULL, 0, "Why?", err, sizeof err);
+    plan_three(a, &img, edited, more_a);
     chat_feed_stats s4;
-    CHECK(!chat_session_feed(a, &s4, err, sizeof err), "A, again: %s", err);
-    CHECK(s4.decoded_pos == 1 && s4.reused_pos == s3a.reused_pos + s3a.decoded_pos - 1 &&
+    CHECK_MSG(!chat_session_feed(a, &s4, err, sizeof err), "A, again: %s", err);
+    CHECK_MSG(s4.decoded_pos == 1 && s4.reused_pos == s3a.reused_pos + s3a.decoded_pos - 1 &&
               s4.images_reused == 1 && s4.images_encoded == 0,
           "a request held whole: 1 position decoded, %d reused (%d, images %d/%d)",
           s4.reused_pos, s4.decoded_pos, s4.images_reused, s4.images_encoded);
@@ -255,7 +246,7 @@ int main(int argc, char **argv) {
     restart(c, 4);
     chat_feed_stats sc = replay(c, &img, edited, "And then?");
     float *lc = logits_copy(c);
-    CHECK(sc.reused_pos == 0, "no reuse: nothing kept (%d)", sc.reused_pos);
+    CHECK_MSG(sc.reused_pos == 0, "no reuse: nothing kept (%d)", sc.reused_pos);
     same_logits(la, lc, nv, &d);
     printf("reuse vs one-shot prefill: max |logit diff| %.3g (largest logit %.3g), greedy token "
            "%s\n", d, lc[argmax(lc, nv)],
@@ -269,7 +260,6 @@ int main(int argc, char **argv) {
     free(l4);
     free(state);
     free(ic);
-    free(req3);
     free(ans);
     free(more_a);
     free(more_b);
@@ -277,10 +267,5 @@ int main(int argc, char **argv) {
     chat_session_close(b);
     chat_session_close(sv);
     chat_session_close(c);
-    if (fails) {
-        printf("%d check(s) failed\n", fails);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return test_summary("test_chat_reuse");
 }

@@ -15,11 +15,11 @@ import glob
 import os
 import signal
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pyutil import check  # noqa: E402
+from serveutil import with_servers  # noqa: E402
 from test_chat_serve import Server, content_of, data_uri, fx, user  # noqa: E402
 
 QUESTIONS = ["What is in this picture?", "And the colours?", "Say more.", "Why?", "Thanks. Last?"]
@@ -61,13 +61,7 @@ def conversation(s, image, stream_turns=(), hangup_turn=None):
 
 
 def test_chat_reuse_serve():
-    tmp = tempfile.mkdtemp(prefix="g4v_chat_reuse_")
-    servers = []
-    try:
-        run(tmp, servers)
-    finally:
-        for s in servers:
-            s.stop()
+    with_servers("g4v_chat_reuse_", run)
 
 
 def run(tmp, servers):
