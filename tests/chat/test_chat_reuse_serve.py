@@ -163,6 +163,12 @@ def run(tmp, servers):
                       f"two slots, {k} turn {t + 1}: its own slot "
                       f"({u['prompt_tokens_details']['cached_tokens']} cached)")
     check(got["a"] == ref_a and got["b"] == ref_b, "two slots, interleaved: the same answers")
+    # a new conversation about image b goes to the slot holding image b
+    for img in (img_b, img_a):
+        _, u, g = ask(two, [], "A new question about it.", img)
+        check(g and g["images_reused"] == 1 and
+              u["prompt_tokens_details"]["cached_tokens"] >= 256,
+              f"two slots: a new question about a held image goes to its slot ({g})")
     check(two.metrics().get("g4v_chat_prompt_cache_hits_total") is None,
           "--prompt-cache-ram 0 without --cache: no prompt cache")
 

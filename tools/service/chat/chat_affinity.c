@@ -3,7 +3,9 @@
  * including it (the system prompt, the budget, each turn's role, text and media, chained); a
  * slot remembers the keys of the conversation its context holds, its answer included. A request
  * goes to the free slot that shares the most keys with it from the start, else to the free slot
- * used longest ago. The choice is only a guess that is cheap to make (no tokenizing, no image
+ * used longest ago. A user turn has two keys, one after its media (which the template puts
+ * before its text) and one after its text: a new question about the same image, under the same
+ * system prompt, goes to the slot that holds that image. The choice is only a guess that is cheap to make (no tokenizing, no image
  * decoding): the slot's session then compares the prompt token by token and decodes only what
  * differs. */
 #include "chat/chat_wing.h"
@@ -25,14 +27,21 @@ static uint64_t mix_str(uint64_t h, const char *s) {
     return mix(h, s ? s : "", n);
 }
 
+static int push_key(chat_job *j, uint64_t h) {
+    if (j->n_keys == CHAT_MAX_KEYS) return -1;
+    j->keys[j->n_keys++] = h;
+    return 0;
+}
+
 void chat_job_keys(chat_job *j) {
     uint64_t h = 0xcbf29ce484222325ull;
     h = mix_str(h, j->system);
     h = mix(h, &j->budget, sizeof j->budget);
-    for (int t = 0; t < j->n_turns && t < CHAT_MAX_KEYS; t++) {
+    j->n_keys = 0;
+    j->keys_complete = 0;
+    for (int t = 0; t < j->n_turns; t++) {
         const chat_turn_in *ti = &j->turns[t];
         h = mix(h, &ti->role, sizeof ti->role);
-        h = mix_str(h, ti->text);
         for (int i = 0; i < ti->n_img; i++) {
             const chat_image *im = &ti->img[i];
             h = mix(h, &im->is_video, sizeof im->is_video);
@@ -47,13 +56,15 @@ void chat_job_keys(chat_job *j) {
                 }
             }
         }
-        j->keys[t] = h;
+        if (ti->role == CHAT_ROLE_USER && push_key(j, h)) return;
+        h = mix_str(h, ti->text);
+        if (push_key(j, h)) return;
     }
-    j->n_keys = j->n_turns < CHAT_MAX_KEYS ? j->n_turns : CHAT_MAX_KEYS;
+    j->keys_complete = 1;
 }
 
 uint64_t chat_answer_key(uint64_t prev, const char *text, size_t n) {
-    int role = CHAT_ROLE_ASSISTANT;
+    int role = CHAT_ROLE_ASSISTANT; /* as chat_job_keys hashes an assistant turn */
     uint64_t h = mix(prev, &role, sizeof role);
     h = mix(h, text, n);
     return mix(h, "", 1);

@@ -291,7 +291,7 @@ static void slot_keys(chat_slot *sl, const chat_job *j, int fed, const char *ans
     if (!fed) return;
     memcpy(sl->keys, j->keys, (size_t)j->n_keys * sizeof *sl->keys);
     sl->n_keys = j->n_keys;
-    if (answer && j->n_keys == j->n_turns && j->n_keys > 0)
+    if (answer && j->keys_complete && j->n_keys > 0)
         sl->keys[sl->n_keys++] = chat_answer_key(j->keys[j->n_keys - 1], answer, n);
 }
 

@@ -28,7 +28,8 @@
  * error code. */
 #define CHAT_MAX_STOP 4       /* stop strings (as OpenAI) */
 #define CHAT_MAX_STOP_LEN 64  /* bytes per stop string */
-#define CHAT_MAX_KEYS 256     /* turns of a conversation that slot affinity looks at */
+#define CHAT_MAX_KEYS 256     /* keys of a conversation that slot affinity looks at (two per
+                                 user turn, one per answer) */
 
 /* One image of a message: the bytes of a data: URI, or a file under --allow-files. */
 typedef struct chat_image {
@@ -71,7 +72,7 @@ struct chat_job {
     char id[48];
     long created;
     uint64_t keys[CHAT_MAX_KEYS]; /* chat_affinity.c: the conversation up to each turn */
-    int n_keys;
+    int n_keys, keys_complete;    /* complete: every turn has its keys */
 
     /* its life */
     pthread_mutex_t mu;
