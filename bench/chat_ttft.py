@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """chat_ttft.py - time to first token: `g4v chat` against llama.cpp's own `llama-mtmd-cli`, on the
-same files in the same run (docs/CHAT.md §7; `make bench-chat`, part of `make bench`).
+same files in the same run (docs/CHAT.md §5.4.2; `make bench-chat`, part of `make bench`).
 
 Both programs get the same text-model GGUF, the same mmproj GGUF (g4v reads it as its vision
 model source), the same image, prompt, thread count and greedy sampling, and stop after one new

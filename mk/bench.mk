@@ -43,16 +43,27 @@ bench-llama: test-deps ## ours vs llama.cpp's gemma4v encoder, same checkpoint (
 	@uptime
 	PYTHON=$(PYTHON) bench/llama_peer.sh $(BUILD) $(BENCH_MODEL) $(BENCH_LLAMA_THREADS) $(BENCH_LLAMA_REPS)
 
-# make bench-chat (part of make bench; BENCH_CHAT=0 leaves it out): time to first token of
-# g4v chat against llama.cpp's own llama-mtmd-cli on the same files (bench/chat_ttft.py,
-# docs/CHAT.md §7). Both link one native libllama (scripts/build-llama.sh --bench, ~10 min once);
-# the text model has the real E2B shapes with random Q4_0 weights (generated once into
-# $(CHAT_BENCH)), the vision model is a synthetic e2b tower as an F16 mmproj, the image 768x768.
+# make bench-chat (part of make bench; BENCH_CHAT=0 leaves it out): time to first token against
+# llama.cpp's own programs on the same files (docs/CHAT.md §5.4). First a 5-turn conversation about
+# one image through the official OpenAI Python client (bench/chat_turns.py; the client in a venv of
+# scripts/openai-env.sh): g4v serve --lm with prompt reuse, without it (--no-prompt-reuse, when the
+# binary has it) and llama-server with its prompt cache, one at a time, CHAT_TURNS_REPS
+# conversations each in turn, and each turn against the time to prefill its new text alone. Then
+# the one-shot g4v chat against llama-mtmd-cli (bench/chat_ttft.py; CHAT_BENCH_ONESHOT=0 skips it).
+# All link one native libllama (scripts/build-llama.sh --bench, ~15 min once, which also builds
+# both llama.cpp programs); the text model has the real E2B shapes with random Q4_0 weights
+# (generated once into $(CHAT_BENCH)), the vision model is a synthetic e2b tower as an F16 mmproj,
+# the image 768x768 (256 rows on both sides), CHAT_BENCH_THREADS threads everywhere.
 CHAT_BENCH ?= $(BUILD)/bench-chat
 CHAT_BENCH_REPS ?= 5
-bench-chat: test-deps ## time to first token: g4v chat vs llama-mtmd-cli, same files (BENCH_CHAT=0 skips)
+CHAT_BENCH_THREADS ?= 2
+CHAT_BENCH_ONESHOT ?= 1
+CHAT_TURNS_REPS ?= 3
+CHAT_TURNS_MAX_TOKENS ?= 32
+bench-chat: test-deps ## TTFT per turn of a chat vs llama-server, one-shot vs llama-mtmd-cli
 	@set -e; prefix=$$(scripts/build-llama.sh --bench | tail -1); \
 	src=$$(scripts/build-llama.sh | tail -1)/src; \
+	py=$$(scripts/openai-env.sh | tail -1); \
 	$(call configure,$(BUILD)-chatbench,-DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$src $(CMAKE_FLAGS)); \
 	$(call compile,$(BUILD)-chatbench,g4v_cli); \
 	mkdir -p $(CHAT_BENCH); d=$(CHAT_BENCH); \
@@ -64,10 +75,17 @@ bench-chat: test-deps ## time to first token: g4v chat vs llama-mtmd-cli, same f
 	[ -f $$d/mmproj-e2b-f16.gguf ] || $(PYTHON) tools/gguf_from_checkpoint.py $$d/vis-e2b \
 	  $$d/mmproj-e2b-f16.gguf --outtype f16; \
 	[ -f $$d/photo-768.jpg ] || $(PYTHON) examples/make_demo_image.py $$d/photo-768.jpg 768; \
+	[ -f $$d/warm-640.jpg ] || $(PYTHON) examples/make_demo_image.py $$d/warm-640.jpg 640; \
 	uptime; \
-	$(PYTHON) bench/chat_ttft.py --g4v $(BUILD)-chatbench/g4v --mtmd-cli $$prefix/bin/llama-mtmd-cli \
+	$$py bench/chat_turns.py --g4v $(BUILD)-chatbench/g4v --llama-server $$prefix/bin/llama-server \
 	  --lm $$d/lm-e2b-full.gguf --mmproj $$d/mmproj-e2b-f16.gguf --image $$d/photo-768.jpg \
-	  --reps $(CHAT_BENCH_REPS) --threads $(JOBS) --json $$d/ttft.json
+	  --warmup-image $$d/warm-640.jpg --reps $(CHAT_TURNS_REPS) --threads $(CHAT_BENCH_THREADS) \
+	  --max-tokens $(CHAT_TURNS_MAX_TOKENS) --json $$d/turns.json; \
+	if [ "$(CHAT_BENCH_ONESHOT)" != 0 ]; then uptime; \
+	  $(PYTHON) bench/chat_ttft.py --g4v $(BUILD)-chatbench/g4v \
+	  --mtmd-cli $$prefix/bin/llama-mtmd-cli --lm $$d/lm-e2b-full.gguf \
+	  --mmproj $$d/mmproj-e2b-f16.gguf --image $$d/photo-768.jpg --reps $(CHAT_BENCH_REPS) \
+	  --threads $(CHAT_BENCH_THREADS) --json $$d/ttft.json; fi
 
 # make bench-report: one markdown report of this machine (bench/report.sh): CPU flags, kernel
 # table, GEMM per ISA level and attention per variant against measured peaks, encoder seconds,

@@ -12,9 +12,10 @@
 # Build: Release, GGML_NATIVE=OFF (AVX2/FMA/F16C baseline on x86-64, so one cache serves every
 # CI machine), no CUDA/Metal, no curl/openssl, libllama + libmtmd only (no tools, no server);
 # 5-9 minutes on 2 cores. RUNPATH $ORIGIN: the libraries find each other where installed.
-#   --bench        the peer for `make bench-chat` instead: GGML_NATIVE=ON (llama.cpp at its best
-#                  on this CPU) plus the llama-mtmd-cli tool, into <commit>-native/{include,lib,bin}
-#                  (the native build is not portable across CPUs: never for CI's tests)
+#   --bench        the peers for `make bench-chat` instead: GGML_NATIVE=ON (llama.cpp at its best
+#                  on this CPU) plus llama.cpp's llama-mtmd-cli and llama-server (without its web
+#                  UI, HTTP only), into <commit>-native/{include,lib,bin} (~15 minutes on 2 cores;
+#                  the native build is not portable across CPUs: never for CI's tests)
 set -eu
 FLAVOR=portable
 [ "${1:-}" = "--bench" ] && FLAVOR=native
@@ -23,6 +24,8 @@ NPM_PKG=node-llama-cpp@3.22.1
 CACHE=${G4V_LLAMA_CACHE:-$HOME/.cache/g4v-llama}
 PREFIX=$CACHE/$COMMIT
 [ $FLAVOR = native ] && PREFIX=$CACHE/$COMMIT-native
+# a native build from before llama-server was part of it is rebuilt
+[ $FLAVOR = native ] && [ ! -x "$PREFIX/bin/llama-server" ] && rm -f "$PREFIX/.complete"
 JOBS=${JOBS:-$(nproc)}
 
 if [ -f "$PREFIX/.complete" ] && [ -f "$PREFIX/include/llama.h" ]; then
@@ -59,24 +62,26 @@ if ! have_src; then
 fi
 
 if [ $FLAVOR = native ]; then
-  # llama.cpp's own CLI needs its common library and the tools; only the three targets are built
-  # and copied (a full install would build every tool)
+  # llama.cpp's own CLI and server need its common library and the tools; only these targets are
+  # built and copied (a full install would build every tool). The server's web UI is left out:
+  # its prebuilt assets would be downloaded at build time, and the benchmark needs only the API.
   BUILD=$CACHE/build-$COMMIT-native
-  echo "build-llama: native build with llama-mtmd-cli into $PREFIX ($JOBS jobs)" >&2
+  echo "build-llama: native build with llama-mtmd-cli and llama-server into $PREFIX ($JOBS jobs)" >&2
   cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_RPATH='$ORIGIN/../lib' \
     -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
     -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_SUBPROCESS=OFF \
     -DLLAMA_BUILD_MTMD=ON -DBUILD_SHARED_LIBS=ON >&2
-  cmake --build "$BUILD" -j "$JOBS" --target llama mtmd llama-mtmd-cli >&2
+  cmake --build "$BUILD" -j "$JOBS" --target llama mtmd llama-mtmd-cli llama-server >&2
   rm -rf "$PREFIX"
   mkdir -p "$PREFIX/include" "$PREFIX/lib" "$PREFIX/bin"
   cp "$SRC"/include/llama*.h "$SRC"/ggml/include/*.h "$SRC"/tools/mtmd/mtmd*.h "$PREFIX/include/"
   cp -P "$BUILD"/bin/lib*.so* "$PREFIX/lib/"
-  cp "$BUILD/bin/llama-mtmd-cli" "$PREFIX/bin/"
+  cp "$BUILD/bin/llama-mtmd-cli" "$BUILD/bin/llama-server" "$PREFIX/bin/"
   rm -rf "$BUILD"
-  echo "commit $COMMIT, GGML_NATIVE=ON, tools, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
+  echo "commit $COMMIT, GGML_NATIVE=ON, tools, server, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
   echo "$PREFIX"
   exit 0
 fi
