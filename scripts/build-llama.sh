@@ -14,23 +14,26 @@
 # The CPU backend is llama.cpp's set of run-time variants (GGML_BACKEND_DL=ON,
 # GGML_CPU_ALL_VARIANTS=ON): lib/libggml-cpu-<variant>.so for each instruction-set level (x86-64:
 # x64, sse42 ... haswell (AVX2), skylakex/icelake/zen4 (AVX-512), alderlake (AVX-VNNI),
-# sapphirerapids (AMX); aarch64 Linux: armv8.0_1 ... armv9.2_2), of which the process loads the
-# best its CPU runs (tools/chat/chat_backend.c). So one cache serves every machine and each gets
-# its best kernels; ~25-30 minutes on 2 cores (every variant compiles the CPU backend).
+# sapphirerapids (AMX); aarch64 Linux: armv8.0_1 ... armv9.2_2, which need GCC >= 14 or Clang),
+# of which the process loads the best its CPU runs (tools/chat/chat_backend.c). So one cache serves
+# every machine and each gets its best kernels; ~25-30 minutes on 2 cores (every variant compiles
+# the CPU backend).
 # RUNPATH $ORIGIN: the libraries and the variants find each other where installed.
 #   --avx2         today's former default, for comparison (make bench-llama-backends): one CPU
 #                  backend linked into libggml, GGML_NATIVE=OFF (the AVX2/FMA/F16C baseline on
-#                  x86-64), into <commit>/{include,lib}; 5-9 minutes on 2 cores
+#                  x86-64, Armv8-A on aarch64), into <commit>/{include,lib}; 5-9 minutes on 2 cores
 #   --bench        the peer for `make bench-chat` instead: GGML_NATIVE=ON (llama.cpp at its best
 #                  on this CPU) plus the llama-mtmd-cli tool, into <commit>-native/{include,lib,bin}
 #                  (the native build is not portable across CPUs: never for CI's tests)
+#   --src          only the verified source tree: prints <commit>/src, builds nothing
 set -eu
 FLAVOR=variants
 case "${1:-}" in
   "") ;;
   --avx2) FLAVOR=avx2 ;;
   --bench) FLAVOR=native ;;
-  *) echo "usage: build-llama.sh [--avx2 | --bench]" >&2; exit 1 ;;
+  --src) FLAVOR=src ;;
+  *) echo "usage: build-llama.sh [--avx2 | --bench | --src]" >&2; exit 1 ;;
 esac
 COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 NPM_PKG=node-llama-cpp@3.22.1
@@ -40,10 +43,11 @@ case $FLAVOR in
   variants) PREFIX=$CACHE/$COMMIT-cpu-variants MARK=GGML_CPU_ALL_VARIANTS=ON ;;
   avx2) PREFIX=$CACHE/$COMMIT MARK=GGML_NATIVE=OFF ;;
   native) PREFIX=$CACHE/$COMMIT-native MARK=GGML_NATIVE=ON ;;
+  src) PREFIX=$CACHE/$COMMIT MARK="" ;;
 esac
 JOBS=${JOBS:-$(nproc)}
 
-if grep -qs -- "$MARK" "$PREFIX/.complete" && [ -f "$PREFIX/include/llama.h" ]; then
+if [ -n "$MARK" ] && grep -qs -- "$MARK" "$PREFIX/.complete" && [ -f "$PREFIX/include/llama.h" ]; then
   echo "build-llama: $PREFIX is built ($(cat "$PREFIX/.complete"))" >&2
   echo "$PREFIX"
   exit 0
@@ -76,6 +80,11 @@ if ! have_src; then
   fi
 fi
 
+if [ $FLAVOR = src ]; then
+  echo "$SRC"
+  exit 0
+fi
+
 if [ $FLAVOR = native ]; then
   # llama.cpp's own CLI needs its common library and the tools; only the three targets are built
   # and copied (a full install would build every tool)
@@ -104,6 +113,13 @@ command -v ninja >/dev/null && GEN="-G Ninja"
 BUILD=$CACHE/build-$COMMIT-$FLAVOR
 if [ $FLAVOR = variants ]; then
   CPU_OPTS="-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON"
+  # aarch64's highest levels are Armv9.2-A with SME, which GCC < 14 (Debian 12's 12.2) rejects
+  if [ "$(uname -m)" = aarch64 ] && ! echo 'int main(void){return 0;}' |
+     ${CC:-cc} -march=armv9.2-a+dotprod+fp16+sve+i8mm+sve2+sme -x c -c -o /dev/null - 2>/dev/null; then
+    echo "build-llama: ${CC:-cc} cannot compile llama.cpp's armv9.2-a+sme CPU variants: set CC and" \
+         "CXX to GCC >= 14 or Clang, or build the baseline alone (--avx2)" >&2
+    exit 1
+  fi
 else
   CPU_OPTS=""
 fi

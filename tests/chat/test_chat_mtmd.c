@@ -128,6 +128,7 @@ int main(int argc, char **argv) {
      * before any llama_* or mtmd_* call, and named in the log */
     chat_backend_cpu cpu;
     char err[1024], line[1024];
+    llama_log_set(quiet, NULL);
     if (chat_backend_cpu_get(&cpu, err, sizeof err)) {
         printf("FAIL: %s\n", err);
         return 1;

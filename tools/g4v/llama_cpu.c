@@ -7,11 +7,24 @@
 
 #ifdef G4V_HAVE_LLAMA
 #include "chat_backend.h"
+#include "llama.h"
+
+/* llama.cpp's log (ggml's "loaded CPU backend from ..."): errors only, the answer says the rest */
+static void errors_only(enum ggml_log_level level, const char *text, void *user) {
+    (void)user;
+    if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
+}
+
+/* chat_backend_cpu_get with llama.cpp's log kept quiet */
+static int get(chat_backend_cpu *c, char *err, size_t errsz) {
+    llama_log_set(errors_only, NULL);
+    return chat_backend_cpu_get(c, err, errsz);
+}
 
 int cli_llama_cpu_line(char *buf, size_t n) {
     chat_backend_cpu c;
     char err[1400];
-    if (chat_backend_cpu_get(&c, err, sizeof err)) {
+    if (get(&c, err, sizeof err)) {
         snprintf(buf, n, "none: %s", err);
         return -1;
     }
@@ -21,7 +34,7 @@ int cli_llama_cpu_line(char *buf, size_t n) {
 
 void cli_llama_cpu_path(char *buf, size_t n) {
     chat_backend_cpu c;
-    if (chat_backend_cpu_get(&c, NULL, 0))
+    if (get(&c, NULL, 0))
         snprintf(buf, n, "%s", "");
     else
         snprintf(buf, n, "%s", c.path);
@@ -32,7 +45,7 @@ cJSON *cli_llama_cpu_json(void) {
     char err[1400];
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (chat_backend_cpu_get(&c, err, sizeof err)) {
+    if (get(&c, err, sizeof err)) {
         if (!cJSON_AddStringToObject(o, "error", err)) goto oom;
         return o;
     }
