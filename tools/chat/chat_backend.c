@@ -16,7 +16,6 @@
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_status;       /* chat_backend_load's outcome: 0 or -1 */
-static int g_linked;       /* the CPU backend was there before anything was loaded */
 static char g_err[1400];   /* the reason when g_status is -1 */
 
 /* The file that holds the code at addr ("" when the loader does not know it). */
@@ -45,10 +44,7 @@ static int llama_dir(char *dir, size_t n) {
 }
 
 static void load_once(void) {
-    if (ggml_backend_reg_by_name("CPU")) { /* linked into libggml: nothing to load */
-        g_linked = 1;
-        return;
-    }
+    if (ggml_backend_reg_by_name("CPU")) return; /* linked into libggml, or loaded already */
     char dir[1024];
     const char *where = dir;
     if (llama_dir(dir, sizeof dir) == 0) {
@@ -100,7 +96,11 @@ int chat_backend_cpu_get(chat_backend_cpu *out, char *err, size_t errsz) {
         void *p;
     } u = {.fn = get_features};
     file_of(u.p, out->path, sizeof out->path);
-    out->loaded_at_run_time = !g_linked;
+    /* a loadable module exports its entry point (ggml's GGML_BACKEND_DL_IMPL); a backend linked
+     * into libggml has none */
+    void *h = out->path[0] ? dlopen(out->path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    out->loaded_at_run_time = h && dlsym(h, "ggml_backend_init");
+    if (h) dlclose(h);
     const char *base = strrchr(out->path, '/');
     base = base ? base + 1 : out->path;
     if (!strncmp(base, VARIANT_PREFIX, strlen(VARIANT_PREFIX))) {
