@@ -18,7 +18,7 @@ REPS=${4:-3}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -f "$MODEL/config.json" ] || { echo "llama_peer: $MODEL/config.json not found" >&2; exit 1; }
 prefix=$(scripts/build-llama.sh --bench | tail -1)
-src=$(scripts/build-llama.sh | tail -1)/src
+src=$(scripts/build-llama.sh --src | tail -1)
 d=$BUILD/bench-llama
 mkdir -p "$d"
 name=$(basename "$MODEL")

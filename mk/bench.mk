@@ -62,7 +62,7 @@ CHAT_TURNS_REPS ?= 3
 CHAT_TURNS_MAX_TOKENS ?= 32
 bench-chat: test-deps ## TTFT per turn of a chat vs llama-server, one-shot vs llama-mtmd-cli
 	@set -e; prefix=$$(scripts/build-llama.sh --bench | tail -1); \
-	src=$$(scripts/build-llama.sh | tail -1)/src; \
+	src=$$(scripts/build-llama.sh --src | tail -1); \
 	py=$$(scripts/openai-env.sh | tail -1); \
 	$(call configure,$(BUILD)-chatbench,-DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$src $(CMAKE_FLAGS)); \
 	$(call compile,$(BUILD)-chatbench,g4v_cli); \
@@ -96,6 +96,33 @@ bench-chat: test-deps ## TTFT per turn of a chat vs llama-server, one-shot vs ll
 bench-report: test-deps ## one markdown report of this machine (bench/report.sh; REPORT_QUICK=1)
 	$(call configure-build,$(BUILD),$(CMAKE_FLAGS))
 	BUILD=$(BUILD) PYTHON=$(PYTHON) BENCH_MODEL=$(BENCH_MODEL) BENCH_LLAMA=$(BENCH_LLAMA) bench/report.sh
+
+# make bench-llama-backends: the text model's prefill of one image (256 rows) under the three
+# builds of scripts/build-llama.sh, alternately in the same run (bench/llama_backends.py,
+# docs/CHAT.md §6): the default (CPU backend variants chosen at run time), --bench (native) and
+# --avx2 (the former default). One g4v, linked against the default, runs against each through
+# LD_LIBRARY_PATH. The files are bench-chat's ($(CHAT_BENCH): the real-shaped E2B text model,
+# Q4_0, 2.6 GB, and a synthetic e2b vision tower, generated once). Builds each library the first
+# time (~30 + 10 + 8 minutes on 2 cores).
+.PHONY: bench-llama-backends
+LLAMA_BACKENDS_REPS ?= 5
+bench-llama-backends: test-deps ## LM prefill: run-time CPU variants vs native vs AVX2 libllama
+	@set -e; $(LLAMA_PREFIX); native=$$(scripts/build-llama.sh --bench | tail -1); \
+	avx2=$$(scripts/build-llama.sh --avx2 | tail -1); \
+	$(call configure,$(BUILD),$(LLAMA_FLAGS) $(CMAKE_FLAGS)); \
+	$(call compile,$(BUILD),g4v_cli); \
+	mkdir -p $(CHAT_BENCH); d=$(CHAT_BENCH); \
+	[ -f $$d/lm-e2b-full.gguf ] || $(PYTHON) tools/gen_lm_gguf.py $$d/lm-e2b-full.gguf \
+	  --config e2b-full --layers 35 --quant q4_0 --gguf-py $$prefix/src/gguf-py \
+	  --vocab $$prefix/src/models/ggml-vocab-gemma-4.gguf; \
+	[ -f $$d/vis-e2b/config.json ] || $(PYTHON) tools/gen_checkpoint.py $$d/vis-e2b --config e2b \
+	  --seed 1 --no-decoys; \
+	[ -f $$d/photo-768.jpg ] || $(PYTHON) examples/make_demo_image.py $$d/photo-768.jpg 768; \
+	uptime; \
+	$(PYTHON) bench/llama_backends.py --g4v $(BUILD)/g4v --lib variants=$$prefix/lib \
+	  --lib native=$$native/lib --lib avx2=$$avx2/lib --lm $$d/lm-e2b-full.gguf \
+	  --model $$d/vis-e2b --image $$d/photo-768.jpg --reps $(LLAMA_BACKENDS_REPS) \
+	  --threads $(JOBS) --json $$d/llama-backends.json
 
 # make bench-tune: the GEMM driver's blocking variants side by side (bench/bench_gemm_tune.c: %
 # of the peak of the same run, wall and CPU time, the micro-kernel's ceiling, the pool's wake-up;

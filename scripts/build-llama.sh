@@ -4,31 +4,53 @@
 # Gets the pinned llama.cpp release the way node-llama-cpp ships it (npm pack node-llama-cpp@3.22.1;
 # its package/llama/gitRelease.bundle is a git bundle of the release source, commit de3ff815),
 # verifies the commit, builds the shared libraries for the CPU and installs them into
-#     ${G4V_LLAMA_CACHE:-~/.cache/g4v-llama}/<commit>/{include,lib}
-# with the source tree kept as <commit>/src (gguf-py and the Gemma 4 vocabulary for the tests).
-# Idempotent: a finished install (<commit>/.complete) is reused. Prints the prefix last.
+#     ${G4V_LLAMA_CACHE:-~/.cache/g4v-llama}/<commit>-cpu-variants/{include,lib}
+# with the source tree kept as <commit>/src (gguf-py and the Gemma 4 vocabulary for the tests),
+# linked from the prefix as src. Idempotent: a finished install of the same flavor (its .complete
+# names the flavor's build options) is reused. Prints the prefix last.
 #   LLAMA_SRC=DIR   use an existing clone of that commit instead of npm (it is verified)
 #   JOBS=N          parallel build jobs (default: nproc)
-# Build: Release, GGML_NATIVE=OFF (AVX2/FMA/F16C baseline on x86-64, so one cache serves every
-# CI machine), no CUDA/Metal, no curl/openssl, libllama + libmtmd only (no tools, no server);
-# 5-9 minutes on 2 cores. RUNPATH $ORIGIN: the libraries find each other where installed.
+# Build: Release, no CUDA/Metal, no curl/openssl, libllama + libmtmd only (no tools, no server).
+# The CPU backend is llama.cpp's set of run-time variants (GGML_BACKEND_DL=ON,
+# GGML_CPU_ALL_VARIANTS=ON): lib/libggml-cpu-<variant>.so for each instruction-set level (x86-64:
+# x64, sse42 ... haswell (AVX2), skylakex/icelake/zen4 (AVX-512), alderlake (AVX-VNNI),
+# sapphirerapids (AMX); aarch64 Linux: armv8.0_1 ... armv9.2_2, which need GCC >= 14 or Clang),
+# of which the process loads the best its CPU runs (tools/chat/chat_backend.c). So one cache serves
+# every machine and each gets its best kernels; ~25-30 minutes on 2 cores (every variant compiles
+# the CPU backend).
+# RUNPATH $ORIGIN: the libraries and the variants find each other where installed.
+#   --avx2         today's former default, for comparison (make bench-llama-backends): one CPU
+#                  backend linked into libggml, GGML_NATIVE=OFF (the AVX2/FMA/F16C baseline on
+#                  x86-64, Armv8-A on aarch64), into <commit>/{include,lib}; 5-9 minutes on 2 cores
 #   --bench        the peers for `make bench-chat` instead: GGML_NATIVE=ON (llama.cpp at its best
 #                  on this CPU) plus llama.cpp's llama-mtmd-cli and llama-server (without its web
 #                  UI, HTTP only), into <commit>-native/{include,lib,bin} (~15 minutes on 2 cores;
 #                  the native build is not portable across CPUs: never for CI's tests)
+#   --src          only the verified source tree: prints <commit>/src, builds nothing
 set -eu
-FLAVOR=portable
-[ "${1:-}" = "--bench" ] && FLAVOR=native
+FLAVOR=variants
+case "${1:-}" in
+  "") ;;
+  --avx2) FLAVOR=avx2 ;;
+  --bench) FLAVOR=native ;;
+  --src) FLAVOR=src ;;
+  *) echo "usage: build-llama.sh [--avx2 | --bench | --src]" >&2; exit 1 ;;
+esac
 COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 NPM_PKG=node-llama-cpp@3.22.1
 CACHE=${G4V_LLAMA_CACHE:-$HOME/.cache/g4v-llama}
-PREFIX=$CACHE/$COMMIT
-[ $FLAVOR = native ] && PREFIX=$CACHE/$COMMIT-native
+# each flavor's prefix, and the build option its .complete must name to be reused
+case $FLAVOR in
+  variants) PREFIX=$CACHE/$COMMIT-cpu-variants MARK=GGML_CPU_ALL_VARIANTS=ON ;;
+  avx2) PREFIX=$CACHE/$COMMIT MARK=GGML_NATIVE=OFF ;;
+  native) PREFIX=$CACHE/$COMMIT-native MARK=GGML_NATIVE=ON ;;
+  src) PREFIX=$CACHE/$COMMIT MARK="" ;;
+esac
 # a native build from before llama-server was part of it is rebuilt
 [ $FLAVOR = native ] && [ ! -x "$PREFIX/bin/llama-server" ] && rm -f "$PREFIX/.complete"
 JOBS=${JOBS:-$(nproc)}
 
-if [ -f "$PREFIX/.complete" ] && [ -f "$PREFIX/include/llama.h" ]; then
+if [ -n "$MARK" ] && grep -qs -- "$MARK" "$PREFIX/.complete" && [ -f "$PREFIX/include/llama.h" ]; then
   echo "build-llama: $PREFIX is built ($(cat "$PREFIX/.complete"))" >&2
   echo "$PREFIX"
   exit 0
@@ -61,6 +83,11 @@ if ! have_src; then
   fi
 fi
 
+if [ $FLAVOR = src ]; then
+  echo "$SRC"
+  exit 0
+fi
+
 if [ $FLAVOR = native ]; then
   # llama.cpp's own CLI and server need its common library and the tools; only these targets are
   # built and copied (a full install would build every tool). The server's web UI is left out:
@@ -88,17 +115,39 @@ fi
 
 GEN=""
 command -v ninja >/dev/null && GEN="-G Ninja"
-BUILD=$CACHE/build-$COMMIT
-echo "build-llama: building into $PREFIX ($JOBS jobs)" >&2
+BUILD=$CACHE/build-$COMMIT-$FLAVOR
+if [ $FLAVOR = variants ]; then
+  CPU_OPTS="-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON"
+  # aarch64's highest levels are Armv9.2-A with SME, which GCC < 14 (Debian 12's 12.2) rejects
+  if [ "$(uname -m)" = aarch64 ] && ! echo 'int main(void){return 0;}' |
+     ${CC:-cc} -march=armv9.2-a+dotprod+fp16+sve+i8mm+sve2+sme -x c -c -o /dev/null - 2>/dev/null; then
+    echo "build-llama: ${CC:-cc} cannot compile llama.cpp's armv9.2-a+sme CPU variants: set CC and" \
+         "CXX to GCC >= 14 or Clang, or build the baseline alone (--avx2)" >&2
+    exit 1
+  fi
+else
+  CPU_OPTS=""
+fi
+echo "build-llama: $FLAVOR build into $PREFIX ($JOBS jobs)" >&2
 # shellcheck disable=SC2086
 cmake -S "$SRC" -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
   -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_INSTALL_RPATH='$ORIGIN' \
-  -DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+  -DGGML_NATIVE=OFF $CPU_OPTS -DGGML_CUDA=OFF -DGGML_METAL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
   -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_SUBPROCESS=OFF \
   -DLLAMA_BUILD_MTMD=ON -DBUILD_SHARED_LIBS=ON >&2
 cmake --build "$BUILD" -j "$JOBS" >&2
 cmake --install "$BUILD" >&2
 rm -rf "$BUILD"
-echo "commit $COMMIT, GGML_NATIVE=OFF, shared, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
+if [ $FLAVOR = variants ]; then
+  # ggml installs the backend modules with the executables; they belong beside libggml-base,
+  # where their RUNPATH finds it and where chat_backend.c looks for them
+  mv "$PREFIX"/bin/libggml-*.so "$PREFIX/lib/"
+  rmdir "$PREFIX/bin" 2>/dev/null || true
+  ln -sfn "../$COMMIT/src" "$PREFIX/src"
+  OPTS="GGML_NATIVE=OFF, GGML_BACKEND_DL=ON, GGML_CPU_ALL_VARIANTS=ON"
+else
+  OPTS="GGML_NATIVE=OFF"
+fi
+echo "commit $COMMIT, $OPTS, shared, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
 echo "$PREFIX"

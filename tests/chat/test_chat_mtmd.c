@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_backend.h"
 #include "chat_session.h"
 #include "g4v.h"
 #include "llama.h"
@@ -123,6 +124,18 @@ int main(int argc, char **argv) {
     int n_img = argc - 5;
     char **imgs = argv + 5;
 
+    /* llama.cpp's CPU backend for both sides (libmtmd's encoder and the text model): loaded
+     * before any llama_* or mtmd_* call, and named in the log */
+    chat_backend_cpu cpu;
+    char err[1024], line[1024];
+    llama_log_set(quiet, NULL);
+    if (chat_backend_cpu_get(&cpu, err, sizeof err)) {
+        printf("FAIL: %s\n", err);
+        return 1;
+    }
+    chat_backend_cpu_summary(&cpu, line, sizeof line);
+    printf("llama.cpp CPU backend: %s\n", line);
+
     /* ours: the chat session's own prefill */
     chat_options o;
     chat_options_init(&o);
@@ -132,7 +145,6 @@ int main(int argc, char **argv) {
     o.temp = 0;
     o.math = precise ? G4V_MATH_PRECISE : G4V_MATH_FAST;
     chat_session *s;
-    char err[1024];
     if (chat_session_open(&o, &s, err, sizeof err)) {
         printf("FAIL: chat_session_open: %s\n", err);
         return 1;

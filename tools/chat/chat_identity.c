@@ -1,6 +1,6 @@
 /* chat_identity.c - what a saved context state depends on besides its items, as text for the
  * prompt cache's key (docs/PROMPT_CACHE.md): the text model file, the vision model and its math
- * mode, libllama's CPU features, and the context settings that change the state's bytes or the
+ * mode, libllama's CPU features and the CPU backend variant it loaded (chat_backend.c), and the context settings that change the state's bytes or the
  * results decoded from it.
  *
  * The text model is identified by its size and SHA-256 over its first 8 MiB (the GGUF header:
@@ -8,6 +8,7 @@
  * whole at every start would cost seconds; a file edited only between the samples, keeping its
  * size and header, is not told apart (a documented limit). The vision model has its own full
  * fingerprint (g4v_model_fingerprint). */
+#include "chat_backend.h"
 #include "chat_error.h"
 #include "chat_session_impl.h"
 #include "frontend.h"
@@ -58,11 +59,13 @@ int chat_session_identity(chat_session *s, char *out, size_t cap, char *err, siz
     char lm[65], vis[80];
     if (lm_fingerprint(s->o.lm_path, lm, err, errsz)) return -1;
     if (g4v_model_fingerprint(s->vm, vis, sizeof vis, err, errsz)) return -1;
+    chat_backend_cpu cpu;
+    if (chat_backend_cpu_get(&cpu, err, errsz)) return -1;
     int n = snprintf(out, cap,
-                     "lm %s\nvision %s math %s\nllama %s\nn_batch %d n_ubatch %d swa_full 1 "
-                     "non_causal %d kv f16\n",
+                     "lm %s\nvision %s math %s\nllama %s\ncpu %s %s\nn_batch %d n_ubatch %d "
+                     "swa_full 1 non_causal %d kv f16\n",
                      lm, vis, g4v_math_mode_name(s->vinfo.math), llama_print_system_info(),
-                     s->n_batch, s->n_batch, s->non_causal);
+                     cpu.variant, cpu.features, s->n_batch, s->n_batch, s->non_causal);
     if (n < 0 || (size_t)n >= cap) {
         seterr(err, errsz, "the session's identity does not fit %zu bytes", cap);
         return -1;

@@ -1,4 +1,5 @@
 /* chat_session.c - g4v soft tokens into a Gemma 4 text model in libllama (chat_session.h). */
+#include "chat_backend.h"
 #include "chat_error.h"
 #include "chat_items.h"
 #include "chat_session_impl.h"
@@ -185,6 +186,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     /* the text side */
     atomic_store(&g_verbose, o->verbose);
     llama_log_set(log_cb, NULL);
+    if (chat_backend_load(err, errsz)) goto fail; /* CHAT_ERR_MODEL: no CPU backend for it */
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     clear_log();

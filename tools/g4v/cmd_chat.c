@@ -19,6 +19,7 @@ int cmd_chat(int argc, char **argv) {
 #else
 
 #include "frontend.h"
+#include "llama_cpu.h"
 #include "math_option.h"
 #include "options.h"
 #include "chat_session.h"
@@ -36,6 +37,7 @@ typedef struct chat_args {
     int n_media, cap_media;
     const char *prompt;
     int json;
+    int version;
     const char *math_opt; /* the option that set o.math (NULL: none) */
 } chat_args;
 
@@ -115,12 +117,16 @@ static const fe_opt rows[] = {
              "image is always read from the cache, not re-encoded)"},
     {.name = "verbose", .kind = FE_OPT_FLAG, O(o.verbose), .lo = 1,
      .help = "show llama.cpp's log"},
+    {.name = "version", .kind = FE_OPT_FLAG, O(version), .lo = 1,
+     .help = "print g4v's version and the CPU backend llama.cpp runs the text model on (its "
+             "instruction-set level and features; with --json as JSON), then exit"},
 };
 
 static const fe_cmd chat_cmd = {
     .name = "chat",
     .usage = "chat --lm LM.gguf --model VISION [--image FILE]... [--video FILE]...\n"
-             "                [-p TEXT] [options]",
+             "                [-p TEXT] [options]\n"
+             "       g4v chat --version [--json]",
     .about = "Answers questions about images and videos with a Gemma 4 language model run by\n"
              "llama.cpp's libllama; the images are encoded by g4v and their soft tokens fed to the\n"
              "model exactly as llama.cpp's libmtmd feeds its own (docs/CHAT.md).\n",
@@ -306,13 +312,66 @@ static int interactive(chat_session *s, chat_args *a) {
     return last;
 }
 
+/* g4v chat --version [--json]: the CPU backend is loaded as a chat would load it. Exit 3 when
+ * there is none. */
+static int print_version(int json) {
+    char line[1600], path[1024];
+    int rc = cli_llama_cpu_line(line, sizeof line);
+    if (json) {
+        cJSON *o = cJSON_CreateObject(), *b = cli_llama_cpu_json();
+        char *text = NULL;
+        if (o && b && cJSON_AddStringToObject(o, "version", g4v_version())) {
+            cJSON_AddItemToObject(o, "llama_cpu_backend", b);
+            b = NULL;
+            text = cJSON_Print(o);
+        }
+        if (text) {
+            fe_utf8_sanitize(text); /* the library path may hold bytes that are not UTF-8 */
+            printf("%s\n", text);
+        }
+        cJSON_Delete(o);
+        cJSON_Delete(b);
+        if (!text) {
+            fprintf(stderr, "g4v chat: out of memory\n");
+            return G4V_EXIT_INTERNAL;
+        }
+        cJSON_free(text);
+    } else {
+        cli_llama_cpu_path(path, sizeof path);
+        printf("g4v %s\nllama.cpp CPU backend: %s\n", g4v_version(), line);
+        if (path[0]) printf("  from %s\n", path);
+    }
+    return rc ? G4V_EXIT_MODEL : G4V_EXIT_OK;
+}
+
+/* Only --version and --json: no model is needed, so the required options are not asked for. */
+static int only_version(int argc, char **argv, int *json) {
+    int version = 0;
+    *json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--version"))
+            version = 1;
+        else if (!strcmp(argv[i], "--json"))
+            *json = 1;
+        else
+            return 0;
+    }
+    return version;
+}
+
 int cmd_chat(int argc, char **argv) {
     chat_args a;
     memset(&a, 0, sizeof a);
+    int json;
+    if (only_version(argc, argv, &json)) return print_version(json);
     int p = parse_args(argc, argv, &a);
     if (p) {
         free(a.media);
         return p > 0 ? G4V_EXIT_OK : G4V_EXIT_USAGE;
+    }
+    if (a.version) {
+        free(a.media);
+        return print_version(a.json);
     }
     g4v_video_quiet_ffmpeg();
     chat_session *s;

@@ -3,11 +3,13 @@
  * describes it from g4v_model_info and g4v_model_fingerprint: variant, dimensions, options,
  * parameter count and bytes, dtypes, where the tensors came from, the prompt token ids, the
  * supported soft-token budgets and the input limits in force (g4v_model_options' defaults, which
- * this load and `g4v encode` use). --json prints the same fields as one JSON object.
+ * this load and `g4v encode` use), and, in a g4v built with libllama, the CPU backend llama.cpp
+ * runs `g4v chat`'s text model on (llama_cpu.h). --json prints the same fields as one JSON object.
  */
 #include "cli.h"
 #include "frontend.h"
 #include "g4v.h"
+#include "llama_cpu.h"
 #include "math_option.h"
 #include "options.h"
 
@@ -159,6 +161,11 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     printf("kernels       %s\n", v->kernels);
     if (id->math == G4V_MATH_INT8 || id->math == G4V_MATH_INT8_BLOCKS)
         printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->math == G4V_MATH_INT8_BLOCKS));
+#ifdef G4V_HAVE_LLAMA
+    char llama[1600];
+    cli_llama_cpu_line(llama, sizeof llama);
+    printf("llama.cpp cpu %s\n", llama);
+#endif
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);
     printf("budgets      ");
@@ -229,6 +236,9 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
          cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
          cJSON_AddStringToObject(o, "kernels", v->kernels);
+    cJSON *llama = ok ? cli_llama_cpu_json() : NULL; /* null without libllama */
+    ok = llama != NULL;
+    if (ok) cJSON_AddItemToObject(o, "llama_cpu_backend", llama);
     cJSON *b = ok ? cJSON_CreateIntArray(budgets, NBUDGETS) : NULL;
     if (b) cJSON_AddItemToObject(o, "budgets", b);
     cJSON *l = b ? cJSON_AddObjectToObject(o, "limits") : NULL;

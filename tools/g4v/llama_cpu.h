@@ -1,0 +1,22 @@
+/* llama_cpu.h - what `g4v chat --version` and `g4v info` say about the CPU backend llama.cpp runs
+ * the language model on (tools/chat/chat_backend.h, docs/CHAT.md §6). */
+#ifndef G4V_CLI_LLAMA_CPU_H
+#define G4V_CLI_LLAMA_CPU_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* One line for people: "zen4, loaded at run time (SSE3 ... AVX512_BF16 ...)", "linked into
+ * libggml (...)", or why there is none. 0 when a backend is there, -1 otherwise (this g4v has
+ * no libllama, or no CPU backend could be loaded: the line says which). */
+int cli_llama_cpu_line(char *buf, size_t n);
+
+/* The file the backend was loaded from into buf ("" when there is none). */
+void cli_llama_cpu_path(char *buf, size_t n);
+
+/* The "llama_cpu_backend" value of the JSON outputs: {"variant": "zen4" or null,
+ * "loaded_at_run_time": bool, "features": ["SSE3", ...], "path": "..."}, {"error": "..."} when
+ * no CPU backend could be loaded, or JSON null without libllama. NULL: out of memory. */
+cJSON *cli_llama_cpu_json(void);
+
+#endif
