@@ -3,7 +3,9 @@
  * tokens per second), time to first token, the queue, slot use, and images encoded vs read from
  * the feature cache. Names are an interface: add, never rename. Nothing without --lm. */
 #include "chat/chat_wing.h"
-#include "chat_prompt_cache.h"
+#ifdef G4V_HAVE_LLAMA
+#include "chat_prompt_cache.h" /* tools/chat: only with libllama */
+#endif
 
 #include <stdio.h>
 
@@ -50,6 +52,7 @@ size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
     METRIC("g4v_chat_images_reused_total", "counter",
            "Chat images a slot held already: neither encoded nor decoded again.",
            cw->images_reused);
+#ifdef G4V_HAVE_LLAMA
     if (cw->pc) { /* docs/PROMPT_CACHE.md */
         chat_pcache_stats ps;
         chat_pcache_get_stats(cw->pc, &ps);
@@ -84,6 +87,7 @@ size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
         METRIC("g4v_chat_prompt_cache_disk_entries", "gauge", "State files on disk.",
                ps.disk_entries);
     }
+#endif
     n += svc_hist_text(&cw->ttft, "g4v_chat_time_to_first_token_seconds",
                        "From a chat request's arrival to its first token.", b + n,
                        n < cap ? cap - n : 0);
