@@ -33,7 +33,10 @@
 #define N_GREEDY 8
 #define TEXT "Describe the images in one sentence."
 #define HEAD "<|turn>user\n"
-#define TAIL "<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"
+/* g4v's own Gemma 4 format (--chat-template builtin): the generation prompt of the 26B/31B
+ * family ends in the empty thought block, E2B/E4B's does not (docs/CHAT.md §2) */
+#define TAIL "<turn|>\n<|turn>model\n"
+#define THOUGHT "<|channel>thought\n<channel|>"
 
 static int fails;
 #define CHECK(c, ...)                                                                         \
@@ -144,6 +147,7 @@ int main(int argc, char **argv) {
     o.threads = threads;
     o.temp = 0;
     o.math = precise ? G4V_MATH_PRECISE : G4V_MATH_FAST;
+    o.chat_template = "builtin";
     chat_session *s;
     if (chat_session_open(&o, &s, err, sizeof err)) {
         printf("FAIL: chat_session_open: %s\n", err);
@@ -260,7 +264,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    size_t tl = strlen(HEAD) + strlen(TEXT) + strlen(TAIL) + 64 * (size_t)n_units;
+    size_t tl = strlen(HEAD) + strlen(TEXT) + strlen(TAIL) + strlen(THOUGHT) + 64 * (size_t)n_units;
     char *prompt = malloc(tl);
     strcpy(prompt, HEAD);
     for (int i = 0; i < n_units; i++) {
@@ -269,6 +273,7 @@ int main(int argc, char **argv) {
     }
     strcat(prompt, TEXT);
     strcat(prompt, TAIL);
+    if (strstr(info.template_origin, "26B/31B")) strcat(prompt, THOUGHT);
     mtmd_input_text it = {prompt, strlen(prompt), true, true};
     mtmd_input_chunks *chunks = mtmd_input_chunks_init();
     if (mtmd_tokenize(mctx, chunks, &it, (const mtmd_bitmap **)bm, (size_t)n_units)) {

@@ -31,23 +31,41 @@ int chat_items_push(chat_session *s, uint64_t item) {
 void chat_plan_clear(chat_session *s) {
     for (int t = 0; t < s->n_pt; t++)
         chat_chunks_free(&s->pt[t].ch);
-    for (int i = 0; i < s->n_pm; i++)
-        chat_enc_free(&s->pm[i].e);
     s->n_pt = 0;
-    s->n_pm = 0;
+    s->plan_dirty = 1;
 }
 
-static plan_turn *push_turn(chat_session *s) {
-    if (s->n_pt == s->cap_pt) {
-        int cap = s->cap_pt ? 2 * s->cap_pt : 8;
-        plan_turn *v = realloc(s->pt, (size_t)cap * sizeof *v);
-        if (!v) return NULL;
-        s->pt = v;
-        s->cap_pt = cap;
-    }
-    plan_turn *t = &s->pt[s->n_pt];
-    memset(t, 0, sizeof *t);
-    return t; /* counted by the caller once filled */
+static void medium_free(plan_medium *m) {
+    chat_enc_free(&m->e);
+    free(m->path_copy);
+    memset(m, 0, sizeof *m);
+}
+
+/* The conversation's media from index `from` on leave it. */
+static void media_drop(chat_session *s, int from) {
+    for (int i = from; i < s->n_pm; i++)
+        medium_free(&s->pm[i]);
+    if (from < s->n_pm) s->n_pm = from;
+}
+
+void chat_conversation_clear(chat_session *s) {
+    chat_plan_clear(s);
+    media_drop(s, 0);
+    chat_template_reset(&s->tmpl);
+    s->kept_msgs = s->kept_media = 0;
+}
+
+void chat_conversation_keep(chat_session *s) {
+    s->kept_msgs = s->tmpl.n_msgs;
+    s->kept_media = s->n_pm;
+}
+
+/* Back to the conversation as it was when last kept (a refused prompt). */
+static void conversation_undo(chat_session *s) {
+    chat_plan_clear(s);
+    while (s->tmpl.n_msgs > s->kept_msgs)
+        chat_template_pop(&s->tmpl);
+    media_drop(s, s->kept_media);
 }
 
 static int reserve_media(chat_session *s, int n) {
@@ -62,14 +80,15 @@ static int reserve_media(chat_session *s, int n) {
     return 0;
 }
 
-/* The rendered turn with its media markers replaced: text pieces and image pieces. A video is,
- * per frame, "MM:SS " + the frame's rows (wrapped in <|image> ... <image|> by chat_tokenize),
- * frames joined by one space (g4v_video_prompt_text). An image is a piece without rows yet. */
-static int build_pieces(const char *text, const plan_medium *pm, int first, int n_media,
-                        int n_embd, chat_piece **out, int *n_out, char ***strs, int *n_strs) {
+/* The rendered conversation with its media markers replaced: text pieces and image pieces. A
+ * video is, per frame, "MM:SS " + the frame's rows (wrapped in <|image> ... <image|> by
+ * chat_tokenize), frames joined by one space (g4v_video_prompt_text). An image is a piece without
+ * rows yet. */
+static int build_pieces(const char *text, const plan_medium *pm, int n_media, int n_embd,
+                        chat_piece **out, int *n_out, char ***strs, int *n_strs) {
     int cap = 2 * n_media + 2;
     for (int i = 0; i < n_media; i++)
-        cap += 2 * (pm[first + i].src.is_video ? pm[first + i].e.n_frames : 1);
+        cap += 2 * (pm[i].src.is_video ? pm[i].e.n_frames : 1);
     int n = 0, ns = 0, mi = 0;
     chat_piece *p = calloc((size_t)cap, sizeof *p);
     char **sv = calloc((size_t)cap, sizeof *sv);
@@ -86,8 +105,8 @@ static int build_pieces(const char *text, const plan_medium *pm, int first, int 
         sv[ns++] = t;
         p[n++].text = t;
         if (!hit) break;
-        if (mi >= n_media) goto oom; /* cannot happen: one marker per medium */
-        int ref = first + mi++;
+        if (mi >= n_media) goto oom; /* cannot happen: chat_template_render checks the count */
+        int ref = mi++;
         const plan_medium *m = &pm[ref];
         if (!m->src.is_video) {
             p[n].item = chat_item_image(m->hash, 0);
@@ -103,7 +122,7 @@ static int build_pieces(const char *text, const plan_medium *pm, int first, int 
             p[n++].text = lab;
             p[n].rows = m->e.rows + off * (size_t)n_embd;
             p[n].n_rows = m->e.frame_rows[k];
-            p[n].item = chat_item_image(chat_frame_hash(m->hash, k), m->e.frame_rows[k]);
+            p[n].item = chat_item_frame(chat_frame_hash(m->hash, k), m->e.frame_rows[k]);
             p[n].ref = ref;
             n++;
             off += (size_t)m->e.frame_rows[k];
@@ -123,112 +142,108 @@ oom:
     return -1;
 }
 
-int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
-                          char *err, size_t errsz) {
-    int rc = CHAT_OK, first = s->n_pm, rendered = 0, n_pieces = 0, n_strs = 0;
-    char *content = NULL, *turn = NULL, **strs = NULL;
+/* The plan: the whole conversation rendered (the generation prompt at its end) and tokenized,
+ * as one plan turn compared from position 0 with what the context holds. */
+static int plan_build(chat_session *s, char *err, size_t errsz) {
+    if (!s->plan_dirty) return CHAT_OK;
+    chat_plan_clear(s);
+    int rc = CHAT_OK, n_pieces = 0, n_strs = 0;
+    char **strs = NULL;
     chat_piece *pieces = NULL;
-    plan_turn *pt = push_turn(s);
-    if (!pt || reserve_media(s, n_media)) goto oom;
-    /* 1. every medium's identity (a video: its frames too); a bad one refuses the turn */
-    for (int i = 0; i < n_media; i++) {
-        plan_medium *m = &s->pm[s->n_pm];
-        memset(m, 0, sizeof *m);
-        m->src = media[i];
-        m->turn = s->n_pt;
-        m->stat.is_video = media[i].is_video;
-        rc = chat_media_hash(s, &media[i], &m->hash, err, errsz);
-        if (!rc && media[i].is_video) rc = chat_media_encode(s, m, err, errsz);
-        if (rc) goto out;
-        s->n_pm++;
+    char *text = chat_template_render(&s->tmpl, s->o.system, s->o.think, 1, err, errsz);
+    if (!text) return CHAT_ERR_INPUT;
+    if (s->n_pt == s->cap_pt) {
+        plan_turn *v = realloc(s->pt, sizeof *v);
+        if (!v) goto oom;
+        s->pt = v;
+        s->cap_pt = 1;
     }
-    /* 2. the turn's text: media first, then the text (Gemma 4's template renders content items
-     *    in order; one placeholder per medium) */
-    size_t tl = strlen(text), ml = strlen(CHAT_MEDIA_MARKER);
-    content = malloc((size_t)n_media * ml + tl + 1);
-    if (!content) goto oom;
-    content[0] = 0;
-    for (int i = 0; i < n_media; i++)
-        strcat(content, CHAT_MEDIA_MARKER);
-    strcat(content, text);
-    turn = chat_template_user_turn(&s->tmpl, s->o.system, content, s->turns == 0, err, errsz);
-    if (!turn) {
-        rc = CHAT_ERR_INTERNAL;
-        goto out;
-    }
-    rendered = 1;
-    if (build_pieces(turn, s->pm, first, n_media, s->n_embd, &pieces, &n_pieces, &strs, &n_strs))
+    memset(&s->pt[0], 0, sizeof s->pt[0]);
+    if (build_pieces(text, s->pm, s->n_pm, s->n_embd, &pieces, &n_pieces, &strs, &n_strs))
         goto oom;
-    if (chat_tokenize(s->vocab, pieces, n_pieces, s->turns == 0, &pt->ch, err, errsz)) {
+    if (chat_tokenize(s->vocab, pieces, n_pieces, 1, &s->pt[0].ch, err, errsz)) {
         rc = CHAT_ERR_INTERNAL;
         goto out;
     }
-    s->n_pt++;
-    s->turns++;
-    rendered = 0;
+    s->n_pt = 1;
+    s->plan_dirty = 0;
+    s->plan_base = 0;
+    s->matching = 1;
+    for (int i = 0; i < s->n_pm; i++) s->pm[i].stat.reused = 0;
     goto out;
 oom:
     seterr(err, errsz, "out of memory");
     rc = CHAT_ERR_INTERNAL;
 out:
-    if (rendered) chat_template_undo_user(&s->tmpl);
-    if (rc) { /* the turn's media leave the plan */
-        for (int i = first; i < s->n_pm; i++)
-            chat_enc_free(&s->pm[i].e);
-        s->n_pm = first;
-    }
     for (int i = 0; strs && i < n_strs; i++)
         free(strs[i]);
     free(strs);
     free(pieces);
-    free(turn);
-    free(content);
+    free(text);
     return rc;
 }
 
-int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {
-    int len = (int)strlen(text);
-    int n = -llama_tokenize(s->vocab, text, len, NULL, 0, false, false);
-    if (n < 0) n = 0;
-    plan_turn *pt = push_turn(s);
-    llama_token *tok = malloc((size_t)(n > 0 ? n : 1) * sizeof *tok);
-    if (!pt || !tok) {
-        free(tok);
+int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
+                          char *err, size_t errsz) {
+    int rc = CHAT_OK, first = s->n_pm;
+    unsigned char *kinds = malloc((size_t)(n_media > 0 ? n_media : 1));
+    if (!kinds || reserve_media(s, n_media)) goto oom;
+    /* every medium's identity (a video: its frames too); a bad one refuses the turn */
+    for (int i = 0; i < n_media; i++) {
+        plan_medium *m = &s->pm[s->n_pm];
+        memset(m, 0, sizeof *m);
+        m->src = media[i];
+        if (!media[i].data) { /* kept for a later turn's plan (g4v chat's next turn) */
+            size_t n = strlen(media[i].path) + 1;
+            if (!(m->path_copy = malloc(n))) goto oom;
+            memcpy(m->path_copy, media[i].path, n);
+            m->src.path = m->path_copy;
+        }
+        m->turn = s->tmpl.n_msgs;
+        m->stat.is_video = media[i].is_video;
+        kinds[i] = (unsigned char)(media[i].is_video != 0);
+        s->n_pm++;
+        rc = chat_media_hash(s, &media[i], &m->hash, err, errsz);
+        if (!rc && media[i].is_video) rc = chat_media_encode(s, m, err, errsz);
+        if (rc) goto out;
+    }
+    if (chat_template_add(&s->tmpl, 0, text, NULL, kinds, n_media)) goto oom;
+    s->plan_dirty = 1;
+    s->turns++;
+    goto out;
+oom:
+    seterr(err, errsz, "out of memory");
+    rc = CHAT_ERR_INTERNAL;
+out:
+    if (rc) media_drop(s, first); /* the turn's media leave the conversation */
+    free(kinds);
+    return rc;
+}
+
+int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,
+                                    char *err, size_t errsz) {
+    if (chat_template_add(&s->tmpl, 1, text, reasoning, NULL, 0)) {
         seterr(err, errsz, "out of memory");
         return CHAT_ERR_INTERNAL;
     }
-    if (n > 0 && llama_tokenize(s->vocab, text, len, tok, n, false, false) != n) {
-        free(tok);
-        seterr(err, errsz, "cannot tokenize an earlier answer");
-        return CHAT_ERR_INTERNAL;
-    }
-    pt->is_answer = 1;
-    if (n > 0) {
-        pt->ch.v = calloc(1, sizeof *pt->ch.v);
-        if (!pt->ch.v) {
-            free(tok);
-            seterr(err, errsz, "out of memory");
-            return CHAT_ERR_INTERNAL;
-        }
-        pt->ch.n = pt->ch.cap = 1;
-        pt->ch.v[0].tokens = tok;
-        pt->ch.v[0].n_tokens = n;
-        pt->ch.n_pos = pt->ch.n_text_tokens = n;
-        tok = NULL;
-    }
-    free(tok);
-    s->n_pt++;
-    chat_template_answer(&s->tmpl, text);
+    s->plan_dirty = 1;
     return CHAT_OK;
+}
+
+int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {
+    return chat_session_add_answer_thought(s, text, NULL, err, errsz);
 }
 
 static int chunk_items(const chat_chunk *k) { return k->is_image ? 1 : k->n_tokens; }
 
 static uint64_t chunk_item(const chat_chunk *k, int j) {
-    return k->is_image ? chat_item_image(k->item, k->n_tokens) : chat_item_text(k->tokens[j]);
+    if (!k->is_image) return chat_item_text(k->tokens[j]);
+    return chat_item_image(k->item, k->n_tokens) | (k->item & CHAT_ITEM_FRAME);
 }
 
-int chat_session_plan_items(const chat_session *s, uint64_t **out, int *n_out) {
+int chat_session_plan_items(chat_session *s, uint64_t **out, int *n_out) {
+    char err[256];
+    if (plan_build(s, err, sizeof err)) return -1;
     int n = s->plan_base;
     for (int t = 0; t < s->n_pt; t++)
         for (int k = 0; k < s->pt[t].ch.n; k++)
@@ -356,24 +371,20 @@ static void plan_done(chat_session *s) {
     chat_plan_clear(s);
 }
 
-/* The plan is refused before the context changed: its turns leave the conversation (one user
- * turn, as g4v chat plans them, is undone; a longer plan, as g4v serve replays a request, leaves
- * the template to the next restart). */
+/* The plan is refused before the context changed: the messages added since the conversation was
+ * last kept leave it (g4v chat's refused turn; g4v serve restarts per request anyway). */
 static int plan_refused(chat_session *s, int rc) {
-    if (s->n_pt == 1 && !s->pt[0].is_answer) {
-        chat_template_undo_user(&s->tmpl);
-        s->turns--;
-    } else {
-        chat_template_reset(&s->tmpl);
-        s->turns = 0;
-    }
     plan_done(s);
+    conversation_undo(s);
+    s->turns = s->tmpl.n_msgs;
     return rc;
 }
 
 int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
     memset(st, 0, sizeof *st);
-    for (int i = 0; i < s->n_pm; i++)
+    int rc = plan_build(s, err, errsz);
+    if (rc) return plan_refused(s, rc);
+    for (int i = s->kept_media; i < s->n_pm; i++) /* the videos new since the last feed */
         if (s->pm[i].src.is_video) {
             st->encode_s += s->pm[i].stat.seconds;
             s->pm[i].stat.cache_hit ? st->images_cached++ : st->images_encoded++;
@@ -397,7 +408,7 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
         pos -= n;
     }
     /* the images to decode first: a bad one refuses the prompt before the context changes */
-    int rc = encode_rest(s, c, st, err, errsz);
+    rc = encode_rest(s, c, st, err, errsz);
     if (rc) return plan_refused(s, rc);
     plan_counts(s, c, st);
     int need = rest_positions(s, c);
@@ -437,6 +448,7 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
     s->matching = 0;
     s->plan_base = s->n_items;
     plan_done(s);
+    chat_conversation_keep(s);
     return CHAT_OK;
 fail:
     llama_memory_seq_rm(mem, 0, past0, -1);
@@ -446,4 +458,52 @@ fail:
     s->plan_base = s->n_items;
     plan_refused(s, 0);
     return CHAT_ERR_INTERNAL;
+}
+
+int chat_session_prompt(const chat_session *s, char **text, int32_t **ids, int *n_ids) {
+    int n = 0;
+    for (int i = 0; i < s->n_items; i++)
+        n += chat_item_n_pos(s->items[i]);
+    int32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    size_t cap = 256, len = 0;
+    char *t = malloc(cap);
+    if (!v || !t) goto oom;
+    t[0] = 0;
+    int k = 0;
+    for (int i = 0; i < s->n_items; i++) {
+        uint64_t it = s->items[i];
+        int rows = chat_item_is_text(it) ? 1 : chat_item_n_pos(it);
+        for (int r = 0; r < rows; r++) {
+            char piece[256];
+            int m;
+            if (chat_item_is_text(it)) {
+                v[k] = chat_item_token(it);
+                m = llama_token_to_piece(s->vocab, v[k], piece, (int32_t)sizeof piece - 1, 0,
+                                         true);
+                if (m < 0) m = 0;
+            } else { /* the processor's placeholder ids for the rows */
+                int frame = chat_item_is_frame(it);
+                v[k] = frame ? s->vinfo.video_token_id : s->vinfo.image_token_id;
+                m = snprintf(piece, sizeof piece, "%s", frame ? "<|video|>" : "<|image|>");
+            }
+            k++;
+            if (len + (size_t)m + 1 > cap) {
+                while (len + (size_t)m + 1 > cap) cap *= 2;
+                char *t2 = realloc(t, cap);
+                if (!t2) goto oom;
+                t = t2;
+            }
+            memcpy(t + len, piece, (size_t)m);
+            len += (size_t)m;
+            t[len] = 0;
+        }
+    }
+    *text = t;
+    *ids = v;
+    *n_ids = k;
+    return 0;
+oom:
+    free(v);
+    free(t);
+    return -1;
 }

@@ -3,6 +3,7 @@
 #include "chat_error.h"
 #include "chat_items.h"
 #include "chat_session_impl.h"
+#include "chat_thought.h"
 #include "frontend.h"
 #include "tempdir.h"
 
@@ -83,7 +84,7 @@ static void gguf_arch(const char *path, char *arch, size_t cap) {
 
 void chat_session_close(chat_session *s) {
     if (!s) return;
-    chat_plan_clear(s);
+    chat_conversation_clear(s);
     free(s->pt);
     free(s->pm);
     free(s->items);
@@ -97,6 +98,13 @@ void chat_session_close(chat_session *s) {
     if (!s->o.vision_model) g4v_model_free(s->vm);
     if (s->cache_private) fe_temp_dir_remove(s->cache_dir);
     free(s);
+}
+
+/* The id of a special token given as text, or -1 when it is not one token. */
+static llama_token single_token(const struct llama_vocab *v, const char *text) {
+    llama_token t[2];
+    int n = llama_tokenize(v, text, (int32_t)strlen(text), t, 2, false, true);
+    return n == 1 ? t[0] : -1;
 }
 
 static struct llama_sampler *make_sampler(const chat_options *o) {
@@ -255,10 +263,14 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         goto fail;
     }
     s->n_ctx = (int)llama_n_ctx(s->lctx);
-    if (chat_template_init(&s->tmpl, s->lm, msg, sizeof msg)) {
+    if (chat_template_init(&s->tmpl, s->lm, o->chat_template, o->vision_path, msg,
+                           sizeof msg)) {
         seterr(err, errsz, "%s: %s", o->lm_path, msg);
+        rc = CHAT_ERR_USAGE;
         goto fail;
     }
+    s->tok_open = single_token(s->vocab, "<|channel>");
+    s->tok_close = single_token(s->vocab, "<channel|>");
     s->smpl = make_sampler(&s->o);
     if (!s->smpl) {
         seterr(err, errsz, "cannot create the sampler");
@@ -283,6 +295,7 @@ void chat_session_get_info(const chat_session *s, chat_session_info *i) {
     i->n_batch = s->n_batch;
     i->non_causal = s->non_causal;
     i->builtin_template = s->tmpl.builtin;
+    snprintf(i->template_origin, sizeof i->template_origin, "%s", s->tmpl.origin);
     snprintf(i->vision_kind, sizeof i->vision_kind, "%s", s->vinfo.kind);
     snprintf(i->vision_variant, sizeof i->vision_variant, "%s", s->vinfo.variant);
     i->budget = s->o.budget;
@@ -299,6 +312,7 @@ void chat_session_get_info(const chat_session *s, chat_session_info *i) {
 void chat_turn_result_free(chat_turn_result *r) {
     if (!r) return;
     free(r->text);
+    free(r->reasoning);
     free(r->media);
     memset(r, 0, sizeof *r);
 }
@@ -306,7 +320,6 @@ void chat_turn_result_free(chat_turn_result *r) {
 int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
                          const char *text, chat_turn_result *r, char *err, size_t errsz) {
     memset(r, 0, sizeof *r);
-    int held = (int)s->n_past;
     int rc = chat_session_add_user(s, media, n_media, text, err, errsz);
     if (rc) return rc;
     chat_feed_stats st;
@@ -317,15 +330,15 @@ int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
         seterr(err, errsz, "out of memory");
         return CHAT_ERR_INTERNAL;
     }
-    for (int i = 0; i < n_media && i < s->n_fed_media; i++)
-        r->media[i] = s->fed_media[i];
+    for (int i = 0; i < n_media && i < s->n_fed_media; i++) /* this turn's: the last ones */
+        r->media[i] = s->fed_media[s->n_fed_media - n_media + i];
     r->n_media = n_media;
     r->n_prompt_text = st.text_tokens;
     r->n_prompt_rows = st.image_rows;
     r->n_prompt_pos = st.text_tokens + st.image_rows;
     r->encode_s = st.encode_s;
     r->prefill_s = st.prefill_s;
-    r->n_cached = held;
+    r->n_cached = st.reused_pos;
     r->n_past = (int)s->n_past;
     return CHAT_OK;
 }
@@ -334,14 +347,12 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
                           char *err, size_t errsz) {
     int rc = CHAT_OK;
     double t0 = fe_now_s() - r->encode_s - r->prefill_s;
-    char *ans = NULL;
     struct llama_batch one = {0};
-    /* 4. the answer */
-    size_t acap = 256, alen = 0;
-    ans = malloc(acap);
+    chat_thought th;
+    chat_thought_init(&th, emit, user);
+    /* 4. the answer, its thought apart */
     one = llama_batch_init(1, 0, 1);
-    if (!ans || !one.token) goto oom;
-    ans[0] = 0;
+    if (!one.token) goto oom;
     r->stop = "max_tokens";
     double t2 = fe_now_s();
     llama_sampler_reset(s->smpl);
@@ -354,19 +365,14 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
             break;
         }
         char buf[256];
-        int n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, false);
-        if (n > 0) {
-            if (alen + (size_t)n + 1 > acap) {
-                while (alen + (size_t)n + 1 > acap) acap *= 2;
-                char *a2 = realloc(ans, acap);
-                if (!a2) goto oom;
-                ans = a2;
-            }
-            memcpy(ans + alen, buf, (size_t)n);
-            alen += (size_t)n;
-            ans[alen] = 0;
-            if (emit && emit(buf, (size_t)n, user)) break;
-        }
+        int n = 0, kind = tok == s->tok_open    ? CHAT_PIECE_OPEN
+                          : tok == s->tok_close ? CHAT_PIECE_CLOSE
+                                                : CHAT_PIECE_TEXT;
+        if (kind == CHAT_PIECE_TEXT)
+            n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, false);
+        int a = chat_thought_add(&th, kind, buf, n > 0 ? (size_t)n : 0);
+        if (a < 0) goto oom;
+        if (a > 0) break;
         if (s->n_past + 1 > s->n_ctx) {
             r->stop = "context_full";
             break;
@@ -388,18 +394,26 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     }
     s->plan_base = s->n_items;
     r->generate_s = fe_now_s() - t2;
-    r->text = ans;
-    r->text_len = alen;
-    ans = NULL;
+    r->text = th.answer.s ? th.answer.s : calloc(1, 1);
+    r->text_len = th.answer.n;
+    th.answer.s = NULL;
+    if (!r->text) goto oom;
+    r->reasoning = th.thought.s;
+    r->reasoning_len = th.thought.n;
+    th.thought.s = NULL;
     r->n_past = (int)s->n_past;
-    chat_template_answer(&s->tmpl, r->text);
+    /* the answer joins the conversation: the next turn's rendering holds it (thought stripped
+     * as the template does; the context is cut where the rendering differs from it) */
+    if (chat_template_add(&s->tmpl, 1, r->text, r->reasoning, NULL, 0)) goto oom;
+    s->plan_dirty = 1;
+    chat_conversation_keep(s);
     goto out;
 oom:
     seterr(err, errsz, "out of memory");
     rc = CHAT_ERR_INTERNAL;
 out:
     if (one.token) llama_batch_free(one);
-    free(ans);
+    chat_thought_free(&th);
     return rc;
 }
 
@@ -433,6 +447,7 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
     n.seed = o->seed;
     n.max_tokens = o->max_tokens;
     n.budget = budget;
+    n.think = o->think;
     struct llama_sampler *smpl = make_sampler(&n);
     if (!smpl) {
         seterr(err, errsz, "cannot create the sampler");
@@ -441,7 +456,7 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
     llama_sampler_free(s->smpl);
     s->smpl = smpl;
     s->o = n;
-    chat_plan_clear(s);
+    chat_conversation_clear(s);
     if (s->o.no_prompt_reuse) {
         llama_memory_clear(llama_get_memory(s->lctx), true);
         s->n_past = 0;
@@ -450,7 +465,6 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
     s->plan_base = 0;
     s->matching = 1; /* the next feed compares its plan with what the context holds */
     s->turns = 0;
-    chat_template_reset(&s->tmpl);
     return CHAT_OK;
 }
 

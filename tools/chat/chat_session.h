@@ -40,6 +40,10 @@ typedef struct chat_options {
     struct g4v_cache *cache;        /* borrowed instead of opening cache_dir, or NULL */
     int max_budget;          /* largest budget chat_session_restart may ask for (it sizes the
                                 decode batch); 0 = budget */
+    int think;               /* 1: thinking on (enable_thinking): the answer's thought comes back
+                                apart, in chat_turn_result.reasoning */
+    const char *chat_template; /* a Jinja file, or "builtin", instead of the model's own template
+                                  (docs/CHAT.md §2); NULL: the model's */
     int no_prompt_reuse;     /* 1: a restart clears the context (every request decodes its whole
                                 prompt); 0: it keeps it, and the next prompt's prefix that the
                                 context holds is not decoded again (docs/CHAT.md "Prompt reuse") */
@@ -67,14 +71,18 @@ typedef struct chat_media_stat {
 } chat_media_stat;
 
 typedef struct chat_turn_result {
-    char *text;             /* the answer (bytes as the model produced them), NUL-terminated */
+    char *text;             /* the answer (bytes as the model produced them), NUL-terminated,
+                               without its thought */
     size_t text_len;
-    int n_prompt_pos;       /* positions this turn's prompt took */
+    char *reasoning;        /* the thought (between <|channel>thought\n and <channel|>), or NULL */
+    size_t reasoning_len;
+    int n_prompt_pos;       /* positions of the prompt: the whole conversation so far, rendered */
     int n_prompt_text;      /* of which text tokens */
     int n_prompt_rows;      /* of which image rows */
     int n_generated;        /* tokens sampled (the end-of-turn token included) */
     int n_past;             /* positions in the context after the turn */
-    int n_cached;           /* positions the context held before the turn (earlier turns) */
+    int n_cached;           /* of them, positions the context held already (earlier turns, as
+                               far as the new rendering equals them): not decoded again */
     const char *stop;       /* "end_of_turn", "max_tokens" or "context_full" */
     double encode_s, prefill_s, ttft_s, generate_s;
     chat_media_stat *media; /* [n_media] */
@@ -83,8 +91,9 @@ typedef struct chat_turn_result {
 
 void chat_turn_result_free(chat_turn_result *r);
 
-/* Streams each piece of the answer as it is sampled. Return nonzero to stop. */
-typedef int (*chat_emit_fn)(const char *piece, size_t len, void *user);
+/* Streams each piece of the answer as it is sampled (thought != 0: a piece of its thought).
+ * Return nonzero to stop. */
+typedef int (*chat_emit_fn)(const char *piece, size_t len, int thought, void *user);
 
 /* Loads both models and checks that they belong together. CHAT_OK or a CHAT_ERR_* with a
  * message in err. */
@@ -107,7 +116,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
 
 /* A new conversation on the same models and context (g4v serve: one per request): forgets
  * every turn -- the context keeps what it holds for the next feed to reuse, unless the session
- * was opened with no_prompt_reuse -- and takes o's per-conversation settings -- system, temp, top_k, top_p, seed,
+ * was opened with no_prompt_reuse -- and takes o's per-conversation settings -- system, think, temp, top_k, top_p, seed,
  * max_tokens, budget (0: the one the session was opened with, whatever earlier restarts
  * asked for) -- the rest of o is ignored. CHAT_OK, or CHAT_ERR_USAGE
  * for a budget that is not one of G4V_BUDGETS or above the session's max_budget. */
@@ -126,6 +135,10 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
 int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
                           char *err, size_t errsz);
 int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz);
+/* An earlier answer with its thought (reasoning_content; the template decides whether it is
+ * rendered: Gemma 4's only after the last user turn). */
+int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,
+                                    char *err, size_t errsz);
 
 typedef struct chat_feed_stats {
     int reused_pos;  /* positions of the plan the context held: not decoded */
@@ -139,7 +152,12 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
 /* What the context holds as items (chat_items.h), and what it would hold once the plan is fed
  * (malloc'ed; images whose rows are not known yet carry 0 rows). 0, or -1 out of memory. */
 const uint64_t *chat_session_items(const chat_session *s, int *n);
-int chat_session_plan_items(const chat_session *s, uint64_t **items, int *n);
+int chat_session_plan_items(chat_session *s, uint64_t **items, int *n);
+
+/* What the context holds, as the prompt text (special tokens written out, each image row as
+ * <|image|>) and token ids (an image row as the image token's id): after a feed, the prompt the
+ * model was given (g4v chat --print-prompt). Both malloc'd. 0, or -1 out of memory. */
+int chat_session_prompt(const chat_session *s, char **text, int32_t **ids, int *n_ids);
 
 /* The context's state (sequence 0: llama_state_seq_get_data) and its items, for the prompt
  * cache: saved into a malloc'ed buffer, and loaded in place of what the context holds (after a
@@ -164,6 +182,7 @@ typedef struct chat_session_info {
     int n_embd, n_ctx, n_layer, n_vocab, threads, n_batch;
     int non_causal;        /* image rows attend to each other in the sliding-window layers */
     int builtin_template;  /* 1: Gemma 4's format written by us */
+    char template_origin[600]; /* where the chat template came from */
     char vision_kind[16];  /* "tower" or "unified" */
     char vision_variant[32];
     int budget, video_budget, video_frames;

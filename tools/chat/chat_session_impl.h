@@ -32,13 +32,13 @@ typedef struct plan_medium {
     uint64_t hash;  /* content hash (chat_media_hash) */
     enc_media e;    /* e.rows NULL while not encoded */
     chat_media_stat stat;
-    int turn;       /* the plan turn it belongs to */
+    int turn;       /* the message it belongs to */
+    char *path_copy; /* src.path, owned (a file named by g4v chat: later turns plan it again) */
 } plan_medium;
 
-/* A turn of the plan: a user turn (rendered, tokenized) or an earlier answer. */
+/* The plan: the whole conversation rendered and tokenized (one such turn). */
 typedef struct plan_turn {
     chat_chunks ch;
-    int is_answer;
 } plan_turn;
 
 struct chat_session {
@@ -55,6 +55,7 @@ struct chat_session {
     const struct llama_vocab *vocab;
     struct llama_sampler *smpl;
     chat_template tmpl;
+    llama_token tok_open, tok_close; /* <|channel> and <channel|> (-1: not in the vocabulary) */
     char arch[32];
     int n_embd, n_ctx, n_batch, threads, non_causal, turns;
     llama_pos n_past;
@@ -62,13 +63,15 @@ struct chat_session {
     /* what the context holds */
     uint64_t *items;
     int n_items, cap_items;
-    /* the plan not yet fed: turns after items[0..plan_base) (all of them after a restart with
-     * reuse, which keeps the context: matching says the plan is still compared with it) */
+    /* the conversation: its messages are in tmpl, its media in pm (kept_msgs/kept_media of them
+     * were fed; the rest leave it when a feed refuses them) */
+    plan_medium *pm;
+    int n_pm, cap_pm, kept_msgs, kept_media;
+    /* the plan not yet fed: the whole conversation rendered (plan_dirty: not yet), compared from
+     * items[plan_base] on (0: the whole rendering is compared with the context) */
     plan_turn *pt;
     int n_pt, cap_pt;
-    plan_medium *pm;
-    int n_pm, cap_pm;
-    int plan_base, matching;
+    int plan_base, matching, plan_dirty;
     chat_media_stat *fed_media; /* the last fed plan's media */
     int n_fed_media;
 };
@@ -84,6 +87,8 @@ uint64_t chat_frame_hash(uint64_t video_hash, int frame);
 
 /* chat_feed.c */
 void chat_plan_clear(chat_session *s);
+void chat_conversation_clear(chat_session *s); /* messages, media and plan */
+void chat_conversation_keep(chat_session *s);  /* what is in it now stays on a refusal */
 int chat_items_push(chat_session *s, uint64_t item);
 
 #endif

@@ -1,12 +1,20 @@
-/* chat_template.c - Gemma 4's turn format, or the model's template via libllama (chat_template.h) */
+/* chat_template.c - the conversation rendered by the model's Jinja template, or by our Gemma 4
+ * format (chat_template.h) */
 #include "chat_template.h"
 #include "chat_error.h"
+#ifdef G4V_HAVE_CHAT_JINJA
+#include "chat_jinja.h"
+#else
+typedef struct chat_jinja chat_jinja;
+#endif
 
-#include <ctype.h>
-#include <stdarg.h>
+#include <cjson/cJSON.h>
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char *xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
@@ -15,186 +23,433 @@ static char *xstrdup(const char *s) {
     return d;
 }
 
-int chat_template_init(chat_template *t, const struct llama_model *model, char *err,
-                       size_t errsz) {
-    memset(t, 0, sizeof *t);
-    const char *tmpl = llama_model_chat_template(model, NULL);
-    /* Gemma 4's own template, or none: our rendering of Gemma 4's format */
-    if (!tmpl || !*tmpl || strstr(tmpl, "<|turn>")) {
-        t->builtin = 1;
-        return 0;
-    }
-    /* another template: libllama must know it */
-    struct llama_chat_message m = {"user", "x"};
-    char buf[256];
-    if (llama_chat_apply_template(tmpl, &m, 1, true, buf, (int32_t)sizeof buf) < 0) {
-        seterr(err, errsz, "the model's chat template is neither Gemma 4's nor one libllama "
-                           "knows");
-        return -1;
-    }
-    t->tmpl = xstrdup(tmpl);
-    if (!t->tmpl) {
-        seterr(err, errsz, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-void chat_template_free(chat_template *t) {
-    if (!t) return;
-    for (int i = 0; i < t->n_msgs; i++) {
-        free((char *)t->msgs[i].role);
-        free((char *)t->msgs[i].content);
-    }
-    free(t->msgs);
-    free(t->tmpl);
-    memset(t, 0, sizeof *t);
-}
-
-/* Jinja's |trim: leading and trailing whitespace off. Returns a malloc'd copy. */
-static char *trimmed(const char *s) {
-    while (*s && isspace((unsigned char)*s)) s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1])) n--;
-    char *d = malloc(n + 1);
-    if (!d) return NULL;
-    memcpy(d, s, n);
-    d[n] = 0;
-    return d;
-}
-
-static char *cat(const char *const *parts, int n) {
-    size_t len = 1;
-    for (int i = 0; i < n; i++) len += strlen(parts[i]);
-    char *s = malloc(len), *p = s;
-    if (!s) return NULL;
-    for (int i = 0; i < n; i++) {
-        size_t k = strlen(parts[i]);
-        memcpy(p, parts[i], k);
-        p += k;
-    }
-    *p = 0;
-    return s;
-}
-
-static int push_msg(chat_template *t, const char *role, const char *content) {
-    if (t->n_msgs == t->cap_msgs) {
-        int cap = t->cap_msgs ? 2 * t->cap_msgs : 8;
-        struct llama_chat_message *v = realloc(t->msgs, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        t->msgs = v;
-        t->cap_msgs = cap;
-    }
-    char *r = xstrdup(role), *c = xstrdup(content);
-    if (!r || !c) {
-        free(r);
-        free(c);
-        return -1;
-    }
-    t->msgs[t->n_msgs].role = r;
-    t->msgs[t->n_msgs].content = c;
-    t->n_msgs++;
-    return 0;
-}
-
-static char *apply(const chat_template *t, int n, int add_ass) {
-    int cap = 4096;
-    for (int i = 0; i < n; i++) cap += 2 * (int)strlen(t->msgs[i].content);
-    char *buf = malloc((size_t)cap);
-    if (!buf) return NULL;
-    int k = llama_chat_apply_template(t->tmpl, t->msgs, (size_t)n, add_ass, buf, cap);
-    if (k >= cap) {
-        char *b2 = realloc(buf, (size_t)k + 1);
-        if (!b2) {
-            free(buf);
-            return NULL;
-        }
-        buf = b2;
-        k = llama_chat_apply_template(t->tmpl, t->msgs, (size_t)n, add_ass, buf, k + 1);
-    }
-    if (k < 0) {
-        free(buf);
+static char *read_file(const char *path, char *err, size_t errsz) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        seterr(err, errsz, "cannot read the chat template %s", path);
         return NULL;
     }
-    buf[k] = 0;
-    return buf;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    for (size_t k; b && (k = fread(b + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            char *b2 = realloc(b, cap *= 2);
+            if (!b2) {
+                free(b);
+                b = NULL;
+            }
+            b = b2;
+        }
+    }
+    fclose(f);
+    if (!b) {
+        seterr(err, errsz, "out of memory reading %s", path);
+        return NULL;
+    }
+    b[n] = 0;
+    return b;
 }
 
-char *chat_template_user_turn(chat_template *t, const char *system, const char *content,
-                              int first, char *err, size_t errsz) {
-    char *text = NULL;
-    if (t->builtin) {
-        char *c = trimmed(content), *s = system && first ? trimmed(system) : NULL;
-        if (!c || (system && first && !s)) goto oom_b;
-        const char *parts[] = {
-            first ? "" : "<turn|>\n", /* closes the model's previous answer */
-            s ? "<|turn>system\n" : "", s ? s : "", s ? "<turn|>\n" : "",
-            "<|turn>user\n", c, "<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"};
-        text = cat(parts, (int)(sizeof parts / sizeof parts[0]));
-    oom_b:
-        free(c);
-        free(s);
-        if (!text) seterr(err, errsz, "out of memory");
-        return text;
-    }
-    /* generic: what the template adds for the new message, after what it rendered before
-     * (llama.cpp's common_chat_format_single does the same) */
-    int n_prev = t->n_msgs;
-    if (first && system && *system && push_msg(t, "system", system)) goto oom;
-    int n_before = t->n_msgs;
-    char *prev = n_before > 0 && !first ? apply(t, n_before, 0) : NULL;
-    if (!first && n_before > 0 && !prev) goto bad;
-    if (push_msg(t, "user", content)) {
-        free(prev);
-        goto oom;
-    }
-    char *full = apply(t, t->n_msgs, 1);
-    if (!full) {
-        free(prev);
-        goto bad;
-    }
-    size_t skip = prev && !strncmp(full, prev, strlen(prev)) ? strlen(prev) : 0;
-    text = xstrdup(full + skip);
-    free(full);
-    free(prev);
-    if (!text) goto oom;
-    return text;
-bad:
-    seterr(err, errsz, "llama_chat_apply_template failed");
-    goto undo;
-oom:
-    seterr(err, errsz, "out of memory");
-undo:
-    while (t->n_msgs > n_prev) {
-        t->n_msgs--;
-        free((char *)t->msgs[t->n_msgs].role);
-        free((char *)t->msgs[t->n_msgs].content);
-    }
+static int is_dir(const char *p) {
+    struct stat st;
+    return p && !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+#ifndef G4V_HAVE_CHAT_JINJA /* built without a C++ compiler (cmake/ChatJinja.cmake) */
+static chat_jinja *chat_jinja_compile(const char *source, char *err, size_t errsz) {
+    (void)source;
+    seterr(err, errsz, "this g4v was built without a Jinja engine (no C++ compiler): give "
+                       "--chat-template builtin for g4v's own Gemma 4 format");
     return NULL;
 }
+static char *chat_jinja_render(const chat_jinja *t, const char *c, char *err, size_t errsz) {
+    (void)t;
+    (void)c;
+    seterr(err, errsz, "no Jinja engine");
+    return NULL;
+}
+static void chat_jinja_free(chat_jinja *t) { (void)t; }
+#endif
 
-int chat_template_answer(chat_template *t, const char *answer) {
-    if (t->builtin) return 0;
-    return push_msg(t, "assistant", answer);
+static int compile(chat_template *t, const char *src, const char *origin, char *err,
+                   size_t errsz) {
+    char msg[1024];
+    t->jinja = chat_jinja_compile(src, msg, sizeof msg);
+    if (!t->jinja) {
+        seterr(err, errsz, "the chat template (%s) does not compile: %s", origin, msg);
+        return -1;
+    }
+    snprintf(t->origin, sizeof t->origin, "%.590s", origin);
+    return 0;
+}
+
+int chat_template_init(chat_template *t, const struct llama_model *model, const char *override,
+                       const char *hf_dir, char *err, size_t errsz) {
+    memset(t, 0, sizeof *t);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    char piece[64];
+    int n = llama_token_to_piece(vocab, llama_vocab_bos(vocab), piece, (int32_t)sizeof piece - 1,
+                                 0, true);
+    t->bos_text = xstrdup(n > 0 ? (piece[n] = 0, piece) : "");
+    if (!t->bos_text) goto oom;
+    if (override && strcmp(override, "builtin")) {
+        char *src = read_file(override, err, errsz);
+        if (!src) return -1;
+        char origin[4200];
+        snprintf(origin, sizeof origin, "file %.4000s", override);
+        int rc = compile(t, src, origin, err, errsz);
+        free(src);
+        return rc;
+    }
+    const char *gguf = override ? NULL : llama_model_chat_template(model, NULL);
+    if (gguf && *gguf) return compile(t, gguf, "the text model's tokenizer.chat_template", err, errsz);
+    if (!override && is_dir(hf_dir)) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/chat_template.jinja", hf_dir);
+        struct stat st;
+        if (!stat(path, &st)) {
+            char *src = read_file(path, err, errsz);
+            if (!src) return -1;
+            char origin[4200];
+            snprintf(origin, sizeof origin, "file %s", path);
+            int rc = compile(t, src, origin, err, errsz);
+            free(src);
+            return rc;
+        }
+    }
+    /* ours: E2B/E4B (per-layer inputs) leave the thought block out, 26B/31B write it empty */
+    char v[32];
+    t->builtin = 1;
+    t->empty_thought =
+        llama_model_meta_val_str(model, "gemma4.embedding_length_per_layer_input", v, sizeof v) < 0 ||
+        atoi(v) <= 0;
+    snprintf(t->origin, sizeof t->origin, "built-in Gemma 4 format (%s family)",
+             t->empty_thought ? "26B/31B" : "E2B/E4B");
+    return 0;
+oom:
+    seterr(err, errsz, "out of memory");
+    return -1;
 }
 
 void chat_template_reset(chat_template *t) {
     for (int i = 0; i < t->n_msgs; i++) {
-        free((char *)t->msgs[i].role);
-        free((char *)t->msgs[i].content);
+        free(t->msgs[i].text);
+        free(t->msgs[i].reasoning);
+        free(t->msgs[i].is_video);
     }
     t->n_msgs = 0;
 }
 
-void chat_template_undo_user(chat_template *t) {
-    if (t->builtin || t->n_msgs == 0) return;
-    if (strcmp(t->msgs[t->n_msgs - 1].role, "user")) return;
-    t->n_msgs--;
-    free((char *)t->msgs[t->n_msgs].role);
-    free((char *)t->msgs[t->n_msgs].content);
-    if (t->n_msgs == 1 && !strcmp(t->msgs[0].role, "system")) { /* a refused first turn */
-        t->n_msgs--;
-        free((char *)t->msgs[0].role);
-        free((char *)t->msgs[0].content);
+void chat_template_free(chat_template *t) {
+    if (!t) return;
+    chat_template_reset(t);
+    free(t->msgs);
+    chat_jinja_free(t->jinja);
+    free(t->bos_text);
+    memset(t, 0, sizeof *t);
+}
+
+int chat_template_add(chat_template *t, int assistant, const char *text, const char *reasoning,
+                      const unsigned char *is_video, int n_media) {
+    if (t->n_msgs == t->cap_msgs) {
+        int cap = t->cap_msgs ? 2 * t->cap_msgs : 8;
+        chat_msg *v = realloc(t->msgs, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        t->msgs = v;
+        t->cap_msgs = cap;
     }
+    chat_msg m = {.assistant = assistant, .n_media = n_media};
+    m.text = xstrdup(text ? text : "");
+    m.reasoning = reasoning && *reasoning ? xstrdup(reasoning) : NULL;
+    m.is_video = malloc((size_t)(n_media > 0 ? n_media : 1));
+    if (!m.text || (reasoning && *reasoning && !m.reasoning) || !m.is_video) {
+        free(m.text);
+        free(m.reasoning);
+        free(m.is_video);
+        return -1;
+    }
+    if (n_media > 0) memcpy(m.is_video, is_video, (size_t)n_media);
+    t->msgs[t->n_msgs++] = m;
+    return 0;
+}
+
+void chat_template_pop(chat_template *t) {
+    if (!t->n_msgs) return;
+    chat_msg *m = &t->msgs[--t->n_msgs];
+    free(m->text);
+    free(m->reasoning);
+    free(m->is_video);
+}
+
+/* ---- our rendering ---------------------------------------------------------------------- */
+
+/* A growing string; ok turns 0 once an allocation failed. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+    int ok;
+} sbuf;
+
+static void put_n(sbuf *b, const char *s, size_t n) {
+    if (!b->ok) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->n + n + 1 > cap) cap *= 2;
+        char *v = realloc(b->s, cap);
+        if (!v) {
+            b->ok = 0;
+            return;
+        }
+        b->s = v;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
+
+/* Length of the whitespace character at s (Python's str.isspace, which Jinja's |trim uses), or
+ * 0. Only s[0..avail) is looked at. */
+static size_t space_at(const unsigned char *s, size_t avail) {
+    if (!avail) return 0;
+    if ((*s >= 0x09 && *s <= 0x0d) || (*s >= 0x1c && *s <= 0x20)) return 1;
+    uint32_t c;
+    size_t k;
+    if ((*s & 0xe0) == 0xc0 && avail >= 2) {
+        c = ((uint32_t)(s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+        k = 2;
+    } else if ((*s & 0xf0) == 0xe0 && avail >= 3) {
+        c = ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+        k = 3;
+    } else {
+        return 0;
+    }
+    int sp = c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+             c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+    return sp ? k : 0;
+}
+
+/* Jinja's |trim (Python's str.strip()): [*start, *start + *len) without the whitespace. */
+static void trim_span(const char *s, size_t *start, size_t *len) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t a = 0, z = strlen(s), k;
+    while (a < z && (k = space_at(u + a, z - a))) a += k;
+    for (;;) { /* the last character: step back over UTF-8 continuation bytes */
+        if (z <= a) break;
+        size_t b = z - 1;
+        while (b > a && (u[b] & 0xc0) == 0x80 && z - b < 3) b--;
+        k = space_at(u + b, z - b);
+        if (k && b + k == z) {
+            z = b;
+            continue;
+        }
+        break;
+    }
+    *start = a;
+    *len = z - a;
+}
+
+static void put_trimmed(sbuf *b, const char *s) {
+    size_t a, n;
+    trim_span(s, &a, &n);
+    put_n(b, s + a, n);
+}
+
+/* The template's strip_thinking: each "<|channel>...<channel|>" block out, then trimmed. */
+static void put_stripped(sbuf *b, const char *s) {
+    sbuf t = {.ok = 1};
+    put(&t, "");
+    const char *open = "<|channel>", *close = "<channel|>";
+    for (const char *p = s;;) {
+        const char *e = strstr(p, close);
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *o = NULL;
+        for (const char *q = p; (q = strstr(q, open)) && q < p + len; q++) {
+            o = q;
+            break;
+        }
+        put_n(&t, p, o ? (size_t)(o - p) : len);
+        if (!e) break;
+        p = e + strlen(close);
+    }
+    if (!t.ok) {
+        b->ok = 0;
+    } else {
+        put_trimmed(b, t.s);
+    }
+    free(t.s);
+}
+
+char *chat_template_render_builtin(const chat_template *t, const char *system,
+                                   int enable_thinking, int add_generation_prompt) {
+    sbuf b = {.ok = 1};
+    put(&b, "");
+    if (enable_thinking || system) {
+        put(&b, "<|turn>system\n");
+        if (enable_thinking) put(&b, "<|think|>\n");
+        if (system) put_trimmed(&b, system);
+        put(&b, "<turn|>\n");
+    }
+    int last_user = -1;
+    for (int i = 0; i < t->n_msgs; i++)
+        if (!t->msgs[i].assistant) last_user = i;
+    for (int i = 0; i < t->n_msgs; i++) {
+        const chat_msg *m = &t->msgs[i];
+        /* an answer right after an answer continues the same model turn */
+        if (!(m->assistant && i > 0 && t->msgs[i - 1].assistant))
+            put(&b, m->assistant ? "<|turn>model\n" : "<|turn>user\n");
+        if (m->assistant && m->reasoning && i > last_user) {
+            put(&b, "<|channel>thought\n");
+            put(&b, m->reasoning);
+            put(&b, "\n<channel|>");
+        }
+        if (m->assistant) {
+            put_stripped(&b, m->text);
+        } else {
+            for (int k = 0; k < m->n_media; k++)
+                put(&b, CHAT_MEDIA_MARKER);
+            put_trimmed(&b, m->text);
+        }
+        if (!(m->assistant && i + 1 < t->n_msgs && t->msgs[i + 1].assistant))
+            put(&b, "<turn|>\n");
+    }
+    if (add_generation_prompt) {
+        put(&b, "<|turn>model\n");
+        if (t->empty_thought && !enable_thinking) put(&b, "<|channel>thought\n<channel|>");
+    }
+    if (!b.ok) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---- the model's template -------------------------------------------------------------- */
+
+/* The context transformers gives the template, as JSON text. */
+static char *context_json(const chat_template *t, const char *system, int enable_thinking,
+                          int add_generation_prompt) {
+    cJSON *c = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(c, "messages");
+    int ok = c && msgs;
+    if (ok && system) {
+        cJSON *m = cJSON_CreateObject();
+        ok = m && cJSON_AddItemToArray(msgs, m) && cJSON_AddStringToObject(m, "role", "system") &&
+             cJSON_AddStringToObject(m, "content", system);
+    }
+    for (int i = 0; ok && i < t->n_msgs; i++) {
+        const chat_msg *x = &t->msgs[i];
+        cJSON *m = cJSON_CreateObject();
+        ok = m && cJSON_AddItemToArray(msgs, m) &&
+             cJSON_AddStringToObject(m, "role", x->assistant ? "assistant" : "user");
+        if (!ok) break;
+        if (x->assistant || !x->n_media) {
+            ok = cJSON_AddStringToObject(m, "content", x->text) != NULL;
+        } else { /* content parts: the media, then the text */
+            cJSON *parts = cJSON_AddArrayToObject(m, "content");
+            ok = parts != NULL;
+            for (int k = 0; ok && k <= x->n_media; k++) {
+                cJSON *p = cJSON_CreateObject();
+                ok = p && cJSON_AddItemToArray(parts, p);
+                if (!ok) break;
+                if (k < x->n_media)
+                    ok = cJSON_AddStringToObject(p, "type", x->is_video[k] ? "video" : "image") != NULL;
+                else
+                    ok = cJSON_AddStringToObject(p, "type", "text") &&
+                         cJSON_AddStringToObject(p, "text", x->text);
+            }
+        }
+        if (ok && x->assistant && x->reasoning)
+            ok = cJSON_AddStringToObject(m, "reasoning_content", x->reasoning) != NULL;
+    }
+    ok = ok && cJSON_AddBoolToObject(c, "add_generation_prompt", add_generation_prompt) &&
+         cJSON_AddBoolToObject(c, "enable_thinking", enable_thinking) &&
+         cJSON_AddStringToObject(c, "bos_token", t->bos_text) &&
+         cJSON_AddStringToObject(c, "eos_token", "<eos>");
+    char *s = ok ? cJSON_PrintUnformatted(c) : NULL;
+    cJSON_Delete(c);
+    return s;
+}
+
+/* The media placeholders of the template's output, in order, as CHAT_MEDIA_MARKER; each must be
+ * the kind of the next medium of the conversation. */
+static char *mark_media(const chat_template *t, const char *out, char *err, size_t errsz) {
+    int total = 0;
+    for (int i = 0; i < t->n_msgs; i++) total += t->msgs[i].n_media;
+    unsigned char *kinds = malloc((size_t)(total ? total : 1));
+    if (!kinds) goto oom;
+    int k = 0;
+    for (int i = 0; i < t->n_msgs; i++)
+        for (int j = 0; j < t->msgs[i].n_media; j++) kinds[k++] = t->msgs[i].is_video[j];
+    sbuf b = {.ok = 1};
+    put(&b, "");
+    const char *img = "<|image|>", *vid = "<|video|>";
+    int seen = 0;
+    for (const char *p = out;;) {
+        const char *a = strstr(p, img), *v = strstr(p, vid);
+        const char *hit = a && (!v || a < v) ? a : v;
+        if (!hit) {
+            put(&b, p);
+            break;
+        }
+        int is_video = hit == v;
+        if (seen >= total || kinds[seen] != is_video) {
+            seterr(err, errsz,
+                   "the prompt holds more %s placeholders than media given, or in another "
+                   "order: a text may not hold \"%s\" itself",
+                   is_video ? "video" : "image", is_video ? vid : img);
+            free(b.s);
+            free(kinds);
+            return NULL;
+        }
+        put_n(&b, p, (size_t)(hit - p));
+        put(&b, CHAT_MEDIA_MARKER);
+        seen++;
+        p = hit + strlen(img); /* both placeholders are 9 bytes */
+    }
+    free(kinds);
+    if (!b.ok) {
+        free(b.s);
+        goto oom;
+    }
+    if (seen != total) {
+        seterr(err, errsz, "the chat template (%s) rendered %d of the %d media", t->origin, seen,
+               total);
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+oom:
+    seterr(err, errsz, "out of memory");
+    return NULL;
+}
+
+char *chat_template_render(const chat_template *t, const char *system, int enable_thinking,
+                           int add_generation_prompt, char *err, size_t errsz) {
+    if (t->builtin) {
+        char *s = chat_template_render_builtin(t, system, enable_thinking, add_generation_prompt);
+        if (!s) seterr(err, errsz, "out of memory");
+        return s;
+    }
+    char *ctx = context_json(t, system, enable_thinking, add_generation_prompt);
+    if (!ctx) {
+        seterr(err, errsz, "out of memory");
+        return NULL;
+    }
+    char msg[512];
+    char *out = chat_jinja_render(t->jinja, ctx, msg, sizeof msg);
+    free(ctx);
+    if (!out) {
+        seterr(err, errsz, "the chat template (%s): %s", t->origin, msg);
+        return NULL;
+    }
+    /* BOS is added by the tokenizer (as transformers' processor tokenizes the rendering with
+     * add_special_tokens=False after a template that writes bos_token: the same ids) */
+    size_t nb = strlen(t->bos_text);
+    const char *body = nb && !strncmp(out, t->bos_text, nb) ? out + nb : out;
+    char *marked = mark_media(t, body, err, errsz);
+    free(out);
+    return marked;
 }

@@ -1,16 +1,22 @@
-/* chat_template.h - the text around a user turn for a Gemma 4 text model (docs/CHAT.md §2).
+/* chat_template.h - a conversation and its prompt text (docs/CHAT.md §2 "The prompt").
  *
- * Gemma 4's chat template (the Jinja template in the model's GGUF, e.g. llama.cpp's
- * models/templates/google-gemma-4-31B-it.jinja) renders a conversation as
- *     <bos><|turn>system\n{system}<turn|>\n                      (only with a system prompt)
- *     <|turn>user\n{media...}{text}<turn|>\n<|turn>model\n<|channel>thought\n<channel|>
- * with one <|image|> / <|video|> per medium in the user content (expanded by the processor into
- * <|image> + rows + <image|>, and per video frame "MM:SS " + that, frames joined by spaces) and,
- * with thinking off (the default), the empty thought channel after <|turn>model\n. libllama's
- * llama_chat_apply_template does not know this template (it detects Gemma 1-3's <start_of_turn>
- * only), so for a model whose template uses <|turn> -- or that has none -- we write this format
- * ourselves. A later turn continues the KV cache: "<turn|>\n" closes the model's answer, then the
- * next user turn as above. Any other template is rendered by llama_chat_apply_template. */
+ * The conversation is kept as messages and rendered whole, every time, the way transformers'
+ * apply_chat_template renders it: the model's own Jinja template when its files carry one (the
+ * text GGUF's tokenizer.chat_template, else chat_template.jinja beside a Hugging Face checkpoint,
+ * else a file given with --chat-template), rendered by a real Jinja engine (chat_jinja.h) with the
+ * variables transformers passes (messages with content parts, add_generation_prompt,
+ * enable_thinking, bos_token); only without one, our own rendering of Gemma 4's format, equal to
+ * the official July 2026 templates of its two families:
+ *     <|turn>system\n[<|think|>\n]{system}<turn|>\n     (with a system prompt or thinking on)
+ *     <|turn>user\n{media...}{text}<turn|>\n             (a user turn: media first, text trimmed)
+ *     <|turn>model\n{answer, thinking stripped}<turn|>\n (an earlier answer)
+ *     <|turn>model\n[<|channel>thought\n<channel|>]    (the generation prompt; the empty thought
+ *                                                        block only for 26B/31B with thinking off)
+ * Every medium becomes one <|image|> / <|video|> in the template's output, which the caller gets
+ * as CHAT_MEDIA_MARKER and expands like the processor (<|image> + rows + <image|>; per video
+ * frame "MM:SS " + that, frames joined by spaces). The prompt cache and prefix reuse compare the
+ * whole rendering with what the context holds, so a template that rewrites earlier turns (their
+ * thinking stripped) costs only the positions after the first difference. */
 #ifndef G4V_CHAT_TEMPLATE_H
 #define G4V_CHAT_TEMPLATE_H
 
@@ -21,32 +27,52 @@
 /* Placeholder for one medium in rendered text (split out again by the caller). */
 #define CHAT_MEDIA_MARKER "\x1eg4v-media\x1e"
 
+struct chat_jinja;
+
+/* One message of the conversation (the system prompt is not one: it is given to the render). */
+typedef struct chat_msg {
+    int assistant;      /* 0: the user's; 1: the model's answer */
+    char *text;         /* content text (an answer's, as the model said it after its thinking) */
+    char *reasoning;    /* an answer's thinking, or NULL */
+    int n_media;        /* the user's media, before the text */
+    unsigned char *is_video; /* [n_media] */
+} chat_msg;
+
 typedef struct chat_template {
-    int builtin;      /* 1: Gemma 4's turn format written by us; 0: llama_chat_apply_template */
-    char *tmpl;       /* the model's template (NULL when builtin) */
-    /* generic: the conversation so far (role/content strings owned), re-rendered each turn */
-    struct llama_chat_message *msgs;
+    int builtin;              /* 1: rendered by us (the files carry no template) */
+    int empty_thought;        /* builtin: the 26B/31B family's empty thought block */
+    struct chat_jinja *jinja; /* the model's template, compiled (NULL when builtin) */
+    char origin[600];         /* where it came from, for messages and g4v chat --json */
+    char *bos_text;           /* the BOS token's text (bos_token); the render leaves it out */
+    chat_msg *msgs;
     int n_msgs, cap_msgs;
 } chat_template;
 
-/* Picks the format for model. 0, or -1 with a message. */
-int chat_template_init(chat_template *t, const struct llama_model *model, char *err,
-                       size_t errsz);
+/* Where the template comes from: override (a file, "builtin" for ours, or NULL), else the text
+ * model's tokenizer.chat_template, else hf_dir/chat_template.jinja (hf_dir may be NULL or not a
+ * directory), else ours, of the family the model's GGUF says (E2B/E4B have per-layer inputs).
+ * 0, or -1 with a message (a template that does not compile). */
+int chat_template_init(chat_template *t, const struct llama_model *model, const char *override,
+                       const char *hf_dir, char *err, size_t errsz);
 void chat_template_free(chat_template *t);
 
-/* The text to feed for a new user turn whose content is `content` (media already replaced by
- * CHAT_MEDIA_MARKER): first != 0 for the first turn of the conversation (system prompt, if any,
- * included; BOS is not part of the text). Returns a malloc'd string or NULL with a message. */
-char *chat_template_user_turn(chat_template *t, const char *system, const char *content,
-                              int first, char *err, size_t errsz);
-
-/* Records the model's answer to the last user turn (generic templates re-render history). */
-int chat_template_answer(chat_template *t, const char *answer);
-
-/* Forgets the whole conversation (the format stays). */
+/* Appends a message (copies). 0, or -1 out of memory. */
+int chat_template_add(chat_template *t, int assistant, const char *text, const char *reasoning,
+                      const unsigned char *is_video, int n_media);
+/* Drops the last message. */
+void chat_template_pop(chat_template *t);
+/* Forgets the whole conversation (the template stays). */
 void chat_template_reset(chat_template *t);
 
-/* Forgets the last user turn (a turn refused after chat_template_user_turn). */
-void chat_template_undo_user(chat_template *t);
+/* The whole conversation as prompt text, BOS left out, each medium as CHAT_MEDIA_MARKER in the
+ * order of the messages: system (or NULL), thinking on or off, the generation prompt. Returns a
+ * malloc'd string, or NULL with a message (the template raised an error, or its output does not
+ * hold the media in order: a text that itself holds <|image|> or <|video|>). */
+char *chat_template_render(const chat_template *t, const char *system, int enable_thinking,
+                           int add_generation_prompt, char *err, size_t errsz);
+
+/* Our rendering alone (the fallback), for tests: the same arguments. */
+char *chat_template_render_builtin(const chat_template *t, const char *system,
+                                   int enable_thinking, int add_generation_prompt);
 
 #endif

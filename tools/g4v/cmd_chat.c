@@ -38,6 +38,7 @@ typedef struct chat_args {
     const char *prompt;
     int json;
     int version;
+    int print_prompt;
     const char *math_opt; /* the option that set o.math (NULL: none) */
 } chat_args;
 
@@ -85,6 +86,18 @@ static const fe_opt rows[] = {
              "  /quit         end (so does end of input)"},
     {.name = "system", .kind = FE_OPT_STRING, O(o.system), .arg = "TEXT",
      .help = "a system prompt"},
+    {.name = "think", .kind = FE_OPT_FLAG, O(o.think), .lo = 1,
+     .help = "thinking on (the template's enable_thinking): the model thinks before it answers; "
+             "the thought goes to stderr (with --json: the \"reasoning\" field) and is left out "
+             "of later turns, as the template does"},
+    {.name = "chat-template", .kind = FE_OPT_STRING, O(o.chat_template), .arg = "FILE",
+     .help = "a Jinja chat template instead of the model's own (the text GGUF's "
+             "tokenizer.chat_template, else chat_template.jinja beside a checkpoint "
+             "directory); 'builtin': g4v's own Gemma 4 format"},
+    {.name = "print-prompt", .kind = FE_OPT_FLAG, O(print_prompt), .lo = 1,
+     .help = "show each turn's whole prompt as the model gets it: its text (special tokens "
+             "written out, each soft token as <|image|> or <|video|>) and token ids, on stderr "
+             "(with --json: the \"prompt\" field)"},
     {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
      .help = "print a JSON object per answer (text, tokens, timings, media with their soft-token "
              "counts and feature-cache hits) instead of streaming"},
@@ -160,15 +173,48 @@ static int exit_for(int rc) {
     }
 }
 
-static int emit_stdout(const char *piece, size_t len, void *user) {
-    (void)user;
-    fwrite(piece, 1, len, stdout);
-    fflush(stdout);
+/* The answer to stdout, its thought to stderr (framed, so that a reader sees where it ends). */
+typedef struct stream_state {
+    int in_thought;
+} stream_state;
+
+static int emit_stdout(const char *piece, size_t len, int thought, void *user) {
+    stream_state *st = user;
+    if (thought && !st->in_thought) fputs("[thinking]\n", stderr);
+    if (!thought && st->in_thought) fputs("\n[/thinking]\n", stderr);
+    st->in_thought = thought;
+    fwrite(piece, 1, len, thought ? stderr : stdout);
+    fflush(thought ? stderr : stdout);
     return 0;
 }
 
+/* The prompt the model was given: {"text", "ids"} (NULL out of memory). */
+static cJSON *prompt_json(const chat_session *s) {
+    char *text;
+    int32_t *ids;
+    int n;
+    if (chat_session_prompt(s, &text, &ids, &n)) return NULL;
+    cJSON *o = cJSON_CreateObject();
+    char *t = fe_utf8_copy(text, strlen(text));
+    int *iv = malloc((size_t)(n ? n : 1) * sizeof *iv);
+    if (iv)
+        for (int i = 0; i < n; i++) iv[i] = ids[i];
+    if (o && t && iv) {
+        cJSON_AddStringToObject(o, "text", t);
+        cJSON_AddItemToObject(o, "ids", cJSON_CreateIntArray(iv, n));
+    } else {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    free(iv);
+    free(t);
+    free(text);
+    free(ids);
+    return o;
+}
+
 static void print_json(const chat_session *s, const chat_args *a, const chat_media *media,
-                       const chat_turn_result *r, int rc, const char *err) {
+                       const chat_turn_result *r, int rc, const char *err, cJSON *prompt) {
     chat_session_info in;
     chat_session_get_info(s, &in);
     cJSON *o = cJSON_CreateObject();
@@ -177,6 +223,12 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
     char *t = fe_utf8_copy(r->text ? r->text : "", r->text ? r->text_len : 0);
     cJSON_AddStringToObject(o, "text", t ? t : "");
     free(t);
+    if (r->reasoning) {
+        t = fe_utf8_copy(r->reasoning, r->reasoning_len);
+        cJSON_AddStringToObject(o, "reasoning", t ? t : "");
+        free(t);
+    }
+    if (prompt) cJSON_AddItemToObject(o, "prompt", prompt); /* taken */
     if (r->stop) cJSON_AddStringToObject(o, "stop", r->stop);
     cJSON *tk = cJSON_AddObjectToObject(o, "tokens");
     cJSON_AddNumberToObject(tk, "prompt", r->n_prompt_pos);
@@ -219,6 +271,8 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
     cJSON_AddNumberToObject(mo, "n_layer", in.n_layer);
     cJSON_AddBoolToObject(mo, "image_attention_bidirectional", in.non_causal);
     cJSON_AddStringToObject(mo, "template", in.builtin_template ? "gemma4" : "model");
+    cJSON_AddStringToObject(mo, "template_origin", in.template_origin);
+    cJSON_AddBoolToObject(mo, "thinking", a->o.think);
     cJSON *sa = cJSON_AddObjectToObject(o, "sampling");
     cJSON_AddNumberToObject(sa, "temp", a->o.temp);
     cJSON_AddNumberToObject(sa, "top_k", a->o.top_k);
@@ -236,11 +290,27 @@ static int one_turn(chat_session *s, const chat_args *a, const chat_media *media
                     const char *text) {
     chat_turn_result r;
     char err[1024] = "";
-    int rc = chat_session_turn(s, media, n_media, text, a->json ? NULL : emit_stdout, NULL, &r,
-                               err, sizeof err);
+    stream_state st = {0};
+    int rc = chat_session_prefill(s, media, n_media, text, &r, err, sizeof err);
+    cJSON *pj = !rc && a->print_prompt && a->json ? prompt_json(s) : NULL; /* before the answer */
+    if (!rc && a->print_prompt && !a->json) { /* before the answer: shown even if it fails */
+        char *pt;
+        int32_t *ids;
+        int n;
+        if (!chat_session_prompt(s, &pt, &ids, &n)) {
+            fprintf(stderr, "g4v chat: prompt (%d positions):\n%s\ng4v chat: ids:", n, pt);
+            for (int i = 0; i < n; i++) fprintf(stderr, " %d", (int)ids[i]);
+            fputc('\n', stderr);
+            free(pt);
+            free(ids);
+        }
+    }
+    if (!rc)
+        rc = chat_session_generate(s, a->json ? NULL : emit_stdout, &st, &r, err, sizeof err);
     if (a->json) {
-        print_json(s, a, media, &r, rc, err);
+        print_json(s, a, media, &r, rc, err, pj);
     } else {
+        if (st.in_thought) fputs("\n[/thinking]\n", stderr);
         if (r.text) fputc('\n', stdout);
         fflush(stdout);
         if (!rc && a->o.verbose)

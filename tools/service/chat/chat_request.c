@@ -42,6 +42,7 @@ void chat_job_unref(chat_job *j) {
         }
         free(j->turns[t].img);
         free(j->turns[t].text);
+        free(j->turns[t].reasoning);
     }
     free(j->turns);
     free(j->system);
@@ -306,7 +307,20 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
         seen_turn = 1;
         /* consecutive messages of one role are one turn */
         if (!j->n_turns || j->turns[j->n_turns - 1].role != ro) j->turns[j->n_turns++].role = ro;
-        if (take_content(s, j, content, ro, mi, &j->turns[j->n_turns - 1], f)) return -1;
+        chat_turn_in *t = &j->turns[j->n_turns - 1];
+        if (take_content(s, j, content, ro, mi, t, f)) return -1;
+        const cJSON *rc = cJSON_GetObjectItemCaseSensitive(m, "reasoning_content");
+        if (ro == CHAT_ROLE_ASSISTANT && rc && !cJSON_IsNull(rc)) {
+            if (!cJSON_IsString(rc)) {
+                BAD("invalid_messages", "messages[%d]: \"reasoning_content\" must be a string",
+                    mi);
+                return -1;
+            }
+            if (!(t->reasoning = append_text(t->reasoning, rc->valuestring))) {
+                chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+                return -1;
+            }
+        }
     }
     if (!j->n_turns || j->turns[j->n_turns - 1].role != CHAT_ROLE_USER) {
         BAD("invalid_messages", "the last message must be a user message");
@@ -317,6 +331,49 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
             return -1;
         }
+    return 0;
+}
+
+/* A boolean field into *v (absent or null: untouched). */
+static int take_bool(const cJSON *o, const char *name, int *v, const char *form, chat_fail *f) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!x || cJSON_IsNull(x)) return 0;
+    if (!cJSON_IsBool(x)) {
+        BAD("invalid_parameter", "%s", form);
+        return -1;
+    }
+    *v = cJSON_IsTrue(x);
+    return 0;
+}
+
+/* Thinking, as the OpenAI API (reasoning_effort) and llama-server / vLLM
+ * (chat_template_kwargs.enable_thinking) ask for it. Gemma 4 has no effort levels: any effort but
+ * "none" turns it on. */
+static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "reasoning_effort");
+    if (e && !cJSON_IsNull(e)) {
+        static const char *const levels[] = {"none", "minimal", "low", "medium", "high"};
+        int k = -1;
+        for (int i = 0; cJSON_IsString(e) && i < 5; i++)
+            if (!strcmp(e->valuestring, levels[i])) k = i;
+        if (k < 0) {
+            BAD("invalid_parameter", "\"reasoning_effort\" must be one of none, minimal, low, "
+                                     "medium, high (Gemma 4 thinks or not: any but none turns "
+                                     "thinking on)");
+            return -1;
+        }
+        j->think = k > 0;
+    }
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(o, "chat_template_kwargs");
+    if (kw && !cJSON_IsNull(kw)) {
+        if (!cJSON_IsObject(kw)) {
+            BAD("invalid_parameter", "\"chat_template_kwargs\" must be an object");
+            return -1;
+        }
+        if (take_bool(kw, "enable_thinking", &j->think,
+                      "\"chat_template_kwargs\": {\"enable_thinking\": true|false}", f))
+            return -1;
+    }
     return 0;
 }
 
@@ -391,8 +448,12 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
             return -1;
         }
         if (t) j->budget = (int)t->valuedouble;
+        if (take_bool(x, "think", &j->think, "\"g4v\": {\"think\": true|false}", f) ||
+            take_bool(x, "debug_prompt", &j->debug_prompt,
+                      "\"g4v\": {\"debug_prompt\": true|false}", f))
+            return -1;
     }
-    return 0;
+    return take_thinking(o, j, f);
 }
 
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f) {

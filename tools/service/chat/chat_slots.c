@@ -77,12 +77,50 @@ typedef struct gen {
     char *text;
     size_t len, cap, sent, scanned, hold;
     const char *why; /* set when we stopped it: "stop_string", "timeout", "client_gone" */
+    char *th;        /* the thought so far (th_sent of it streamed) */
+    size_t th_len, th_cap, th_sent;
 } gen;
 
-static int on_piece(const char *p, size_t n, void *user) {
+/* A piece of the thought: kept, and streamed as far as it ends on a whole character. Stop
+ * strings are looked for in the answer only. */
+static int on_thought(gen *g, const char *p, size_t n) {
+    chat_job *j = g->j;
+    if (g->th_len + n + 1 > g->th_cap) {
+        size_t cap = g->th_cap ? g->th_cap * 2 : 1024;
+        while (cap < g->th_len + n + 1)
+            cap *= 2;
+        char *t = realloc(g->th, cap);
+        if (!t) {
+            g->why = "out_of_memory";
+            return 1;
+        }
+        g->th = t;
+        g->th_cap = cap;
+    }
+    memcpy(g->th + g->th_len, p, n);
+    g->th_len += n;
+    g->th[g->th_len] = 0;
+    if (j->stream) {
+        size_t safe = chat_utf8_safe_len(g->th, g->th_len);
+        if (safe > g->th_sent) {
+            if (chat_stream_reasoning(j, g->th + g->th_sent, safe - g->th_sent)) {
+                g->why = "client_gone";
+                return 1;
+            }
+            g->th_sent = safe;
+        }
+    }
+    return 0;
+}
+
+static int on_piece(const char *p, size_t n, int thought, void *user) {
     gen *g = user;
     chat_job *j = g->j;
     if (!g->first_s) g->first_s = fe_now_s();
+    if (thought) {
+        if (on_thought(g, p, n)) return 1;
+        n = 0; /* the checks below still run: a hang-up, the deadline */
+    }
     if (g->len + n + 1 > g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
         while (cap < g->len + n + 1)
@@ -95,7 +133,7 @@ static int on_piece(const char *p, size_t n, void *user) {
         g->text = t;
         g->cap = cap;
     }
-    memcpy(g->text + g->len, p, n);
+    if (n) memcpy(g->text + g->len, p, n);
     g->len += n;
     g->text[g->len] = 0;
     /* a stop string ends the answer before it (searched where it may have begun) */
@@ -160,11 +198,12 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
     o.seed = j->seed;
     o.max_tokens = j->max_tokens;
     o.budget = j->budget;
+    o.think = j->think;
     int rc = chat_session_restart(cs, &o, err, sizeof err);
     for (int t = 0; !rc && t < j->n_turns; t++) {
         chat_turn_in *ti = &j->turns[t];
         if (ti->role == CHAT_ROLE_ASSISTANT) {
-            rc = chat_session_add_answer(cs, ti->text, err, sizeof err);
+            rc = chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, sizeof err);
             continue;
         }
         chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
@@ -195,6 +234,11 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
     u->images_reused = st.images_reused;
     u->cached_tokens = st.reused_pos;
     u->prompt_tokens = chat_session_n_past(cs);
+    if (j->debug_prompt &&
+        chat_session_prompt(cs, &u->prompt_text, &u->prompt_ids, &u->n_prompt_ids)) {
+        chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -365,6 +409,8 @@ static void run(svc_worker *w, request *q, void *job) {
             chat_fail_set(&f, 500, "server_error", "out_of_memory", "out of memory");
             count(w, sl, j, 1, NULL, 0, &u, NULL, 0);
             reply_fail(j, &f);
+            free(u.prompt_text);
+            free(u.prompt_ids);
             return;
         }
         reply(j, MHD_HTTP_OK, r);
@@ -382,6 +428,8 @@ static void run(svc_worker *w, request *q, void *job) {
     u.generate_s = r.generate_s;
     u.ttft_s = (g.first_s ? g.first_s : end) - j->t0;
     u.stop = g.why ? g.why : r.stop;
+    u.reasoning = g.th;
+    u.reasoning_len = g.th_len;
     u.finish_reason = !strcmp(u.stop, "end_of_turn") || !strcmp(u.stop, "stop_string") ? "stop"
                                                                                         : "length";
     chat_turn_result_free(&r);
@@ -392,6 +440,7 @@ static void run(svc_worker *w, request *q, void *job) {
         if (gone || rc) {
             chat_stream_abort(j);
         } else {
+            chat_stream_reasoning(j, g.th + g.th_sent, g.th_len - g.th_sent);
             chat_stream_text(j, g.text + g.sent, g.len - g.sent);
             chat_stream_end(j, &u);
         }
@@ -405,6 +454,9 @@ static void run(svc_worker *w, request *q, void *job) {
         reply(j, MHD_HTTP_OK, body ? svc_buffer_response(body, len, "application/json") : NULL);
     }
     free(g.text);
+    free(g.th);
+    free(u.prompt_text);
+    free(u.prompt_ids);
 }
 
 static int slot_open(void *ctx, int i, void **state) {

@@ -64,6 +64,15 @@ static void add_usage(cJSON *o, const chat_usage *u) {
     cJSON_AddNumberToObject(g, "time_to_first_token_s", u->ttft_s);
     cJSON_AddNumberToObject(g, "prefill_s", u->prefill_s);
     cJSON_AddNumberToObject(g, "generate_s", u->generate_s);
+    if (u->prompt_text) { /* "g4v": {"debug_prompt": true} */
+        cJSON *p = cJSON_AddObjectToObject(g, "prompt");
+        char *t = fe_utf8_copy(u->prompt_text, strlen(u->prompt_text));
+        cJSON *ids = cJSON_AddArrayToObject(p, "ids");
+        cJSON_AddStringToObject(p, "text", t ? t : "");
+        for (int i = 0; ids && i < u->n_prompt_ids; i++)
+            cJSON_AddItemToArray(ids, cJSON_CreateNumber(u->prompt_ids[i]));
+        free(t);
+    }
 }
 
 static cJSON *envelope(const chat_job *j, const char *object) {
@@ -88,6 +97,11 @@ char *chat_completion_json(const chat_job *j, const char *text, size_t n, const 
     cJSON *m = cJSON_AddObjectToObject(c, "message");
     cJSON_AddStringToObject(m, "role", "assistant");
     cJSON_AddStringToObject(m, "content", t);
+    if (u->reasoning) { /* as llama-server and vLLM return a thought */
+        char *r = fe_utf8_copy(u->reasoning, u->reasoning_len);
+        cJSON_AddStringToObject(m, "reasoning_content", r ? r : "");
+        free(r);
+    }
     cJSON_AddStringToObject(c, "finish_reason", u->finish_reason);
     add_usage(o, u);
     out = cJSON_PrintUnformatted(o);
@@ -128,8 +142,8 @@ static int push(chat_job *j, const char *text) {
     return 0;
 }
 
-static int push_chunk(chat_job *j, const char *role, const char *content, size_t n,
-                      const char *finish) {
+static int push_chunk(chat_job *j, const char *role, const char *field, const char *content,
+                      size_t n, const char *finish) {
     cJSON *o = envelope(j, "chat.completion.chunk");
     char *t = content ? fe_utf8_copy(content, n) : NULL, *s = NULL;
     int rc = -1;
@@ -140,7 +154,7 @@ static int push_chunk(chat_job *j, const char *role, const char *content, size_t
     cJSON_AddNumberToObject(c, "index", 0);
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
     if (role) cJSON_AddStringToObject(d, "role", role);
-    if (t) cJSON_AddStringToObject(d, "content", t);
+    if (t) cJSON_AddStringToObject(d, field, t);
     if (finish)
         cJSON_AddStringToObject(c, "finish_reason", finish);
     else
@@ -153,14 +167,18 @@ done:
     return rc;
 }
 
-int chat_stream_role(chat_job *j) { return push_chunk(j, "assistant", "", 0, NULL); }
+int chat_stream_role(chat_job *j) { return push_chunk(j, "assistant", "content", "", 0, NULL); }
 
 int chat_stream_text(chat_job *j, const char *text, size_t n) {
-    return n ? push_chunk(j, NULL, text, n, NULL) : 0;
+    return n ? push_chunk(j, NULL, "content", text, n, NULL) : 0;
+}
+
+int chat_stream_reasoning(chat_job *j, const char *text, size_t n) {
+    return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL) : 0;
 }
 
 int chat_stream_end(chat_job *j, const chat_usage *u) {
-    if (push_chunk(j, NULL, NULL, 0, u->finish_reason)) return -1;
+    if (push_chunk(j, NULL, NULL, NULL, 0, u->finish_reason)) return -1;
     if (j->include_usage) {
         cJSON *o = envelope(j, "chat.completion.chunk");
         char *s = NULL;

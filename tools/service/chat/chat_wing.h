@@ -46,6 +46,7 @@ enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT };
 typedef struct chat_turn_in {
     int role;
     char *text;
+    char *reasoning; /* an assistant message's reasoning_content, or NULL */
     chat_image *img;
     int n_img;
 } chat_turn_in;
@@ -65,6 +66,9 @@ struct chat_job {
     chat_turn_in *turns;
     int n_turns, n_images;
     int max_tokens, top_k, budget, stream, include_usage;
+    int think;        /* thinking on: reasoning_effort, chat_template_kwargs.enable_thinking or
+                         "g4v": {"think": true} */
+    int debug_prompt; /* "g4v": {"debug_prompt": true}: the answer carries the prompt */
     float temperature, top_p;
     uint32_t seed;
     char *stop[CHAT_MAX_STOP];
@@ -138,6 +142,11 @@ typedef struct chat_usage {
     const char *finish_reason; /* "stop" or "length" */
     const char *stop;          /* ours: "end_of_turn", "stop_string", "max_tokens", ... */
     double ttft_s, prefill_s, generate_s;
+    const char *reasoning;     /* the thought (message.reasoning_content), or NULL */
+    size_t reasoning_len;
+    char *prompt_text;         /* "g4v": {"debug_prompt": true}: the prompt, or NULL */
+    int32_t *prompt_ids;
+    int n_prompt_ids;
 } chat_usage;
 /* The non-streamed answer's JSON (malloc'ed), text sanitized to UTF-8. */
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
@@ -148,6 +157,7 @@ struct MHD_Response *chat_stream_response(chat_job *j);
  * [DONE]); wakes the connection. 0, or -1 when the client is gone. */
 int chat_stream_role(chat_job *j);
 int chat_stream_text(chat_job *j, const char *text, size_t n);
+int chat_stream_reasoning(chat_job *j, const char *text, size_t n); /* delta.reasoning_content */
 int chat_stream_end(chat_job *j, const chat_usage *u);
 void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
 /* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */
