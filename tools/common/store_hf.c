@@ -137,11 +137,12 @@ static int fill_snapshot(ms_model *m, const char *repo, const char *id, const ch
 
 /* A model that is not usable because a download stopped says so. */
 static void note_incomplete(ms_model *m, const char *repo) {
-    char b[512];
+    char b[512], was[sizeof m->why];
     if (m->usable || !incomplete_blob(repo, b, sizeof b)) return;
-    size_t l = strlen(m->why);
-    ms_msg(m->why + l, sizeof m->why - l, "%s(%s/%s: a download did not finish)",
-             l ? " " : "", repo, b);
+    memcpy(was, m->why, sizeof was);
+    ms_msg(m->why, sizeof m->why, "incomplete download: %s/%s did not finish; finish it (e.g. "
+                                  "`hf download %.*s`) [%s]", repo, b,
+           (int)strcspn(m->name, ":"), m->name, was);
 }
 
 int ms_hf_find(const char *org, const char *name, const char *quant, const char *revision,
@@ -199,7 +200,11 @@ int ms_hf_find(const char *org, const char *name, const char *quant, const char 
                  snap, id);
         return MS_ERR_UNUSABLE;
     }
-    if (fill_snapshot(m, repo, id, snap, commit, quant, err, ecap)) return MS_ERR_UNUSABLE;
+    char why[1024];
+    if (fill_snapshot(m, repo, id, snap, commit, quant, why, sizeof why)) {
+        ms_msg(err, ecap, "%s: %s", id, why);
+        return MS_ERR_UNUSABLE;
+    }
     ms_judge(m, want);
     note_incomplete(m, repo);
     return MS_OK;

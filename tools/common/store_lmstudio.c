@@ -50,7 +50,11 @@ int ms_lms_find(const char *org, const char *name, const char *quant, int want, 
             ms_find_ci(pub, name, folder, sizeof folder) && ms_is_dir(folder)) {
             const char *p = strrchr(pub, '/') + 1, *r = strrchr(folder, '/') + 1;
             ms_msg(id, sizeof id, "%s/%s", p, r);
-            if (fill(m, folder, id, quant, err, ecap)) return MS_ERR_UNUSABLE;
+            char why[1024];
+            if (fill(m, folder, id, quant, why, sizeof why)) {
+                ms_msg(err, ecap, "%s: %s", id, why);
+                return MS_ERR_UNUSABLE;
+            }
             ms_judge(m, want);
             return MS_OK;
         }

@@ -14,7 +14,14 @@
 
 typedef struct models_args {
     int json, all;
+    int source; /* an ms_source, or -1: every store */
 } models_args;
+
+static const fe_opt_choice source_choices[] = {{"huggingface", MS_SRC_HF},
+                                               {"hf", MS_SRC_HF},
+                                               {"ollama", MS_SRC_OLLAMA},
+                                               {"lmstudio", MS_SRC_LMSTUDIO},
+                                               {NULL, 0}};
 
 #define O(member) FE_FIELD(models_args, member)
 
@@ -23,11 +30,13 @@ static const fe_opt rows[] = {
      .help = "print one JSON object (stores, models) instead of text"},
     {.name = "all", .kind = FE_OPT_FLAG, O(all), .lo = 1,
      .help = "list every model in the stores, not only those whose name says Gemma 4"},
+    {.name = "source", .kind = FE_OPT_CHOICE, O(source), .choices = source_choices,
+     .arg = "huggingface|ollama|lmstudio", .help = "list one store only (default: all three)"},
 };
 
 static const fe_cmd models_cmd = {
     .name = "models",
-    .usage = "models [--json] [--all]",
+    .usage = "models [--json] [--all] [--source huggingface|ollama|lmstudio]",
     .about =
         "Lists the Gemma 4 models already on this machine (docs/GUIDE.md \"Models already on\n"
         "disk\"), read offline from:\n"
@@ -133,7 +142,7 @@ static int print_json(const ms_list *l) {
 }
 
 int cmd_models(int argc, char **argv) {
-    models_args a = {0, 0};
+    models_args a = {.json = 0, .all = 0, .source = -1};
     int rc = fe_opt_run(&models_cmd, argc, argv, &a);
     if (rc) return rc == FE_OPT_HELP ? G4V_EXIT_OK : G4V_EXIT_USAGE;
     ms_list l = {0};
@@ -141,6 +150,12 @@ int cmd_models(int argc, char **argv) {
         ms_list_free(&l);
         fprintf(stderr, "g4v models: out of memory\n");
         return G4V_EXIT_INTERNAL;
+    }
+    if (a.source >= 0) { /* keep the chosen store's models, in order */
+        int k = 0;
+        for (int i = 0; i < l.count; i++)
+            if ((int)l.items[i].source == a.source) l.items[k++] = l.items[i];
+        l.count = k;
     }
     if (a.json) {
         rc = print_json(&l);
