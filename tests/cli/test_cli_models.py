@@ -345,7 +345,7 @@ def test_chat_and_serve_resolve(stores):
     check(r.returncode == 3 and "models--nobody--gemma-4-nothing" in r.stderr,
           f"serve --model not anywhere: {r.stderr}")
     r = g4v(s, "serve", "--port", "0")
-    check(r.returncode == 1 and "--model is required" in r.stderr, f"serve without --model: {r.stderr}")
+    check(r.returncode == 1 and "--model DIR is required" in r.stderr, f"serve without --model: {r.stderr}")
     if not chat_built(s):
         print("g4v chat: built without libllama, not checked")
         return
@@ -372,4 +372,4 @@ def test_chat_and_serve_resolve(stores):
             "-p", "hi")
     check(r.returncode == 3 and "no text GGUF" in r.stderr, f"--lm a checkpoint repo: {r.stderr}")
     r = g4v(s, "chat", "--model", "google/gemma-4-e4b-it", "-p", "hi")
-    check(r.returncode == 1 and "--lm is required" in r.stderr, f"chat without --lm: {r.stderr}")
+    check(r.returncode == 1 and "--lm FILE is required" in r.stderr, f"chat without --lm: {r.stderr}")

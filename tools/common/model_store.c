@@ -55,7 +55,7 @@ static int find_named(const char *value, const char *revision, int want, ms_mode
     ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s or in LM "
                         "Studio's folders (%s). Download it first (e.g. `hf download %s/%s`), "
                         "give a path, or run `g4v models` to see the models on this machine",
-             value, hf, lms, org, name);
+           value, hf, lms, org, name);
     return MS_ERR_NOT_FOUND;
 }
 
@@ -81,13 +81,13 @@ static int resolve(const char *value, const char *revision, int want, char *out,
     if (!path[0] && want == MS_WANT_VISION) {
         ms_msg(err, ecap, "%s (%s, %s): no vision model there (no config.json, no mmproj GGUF); "
                             "give --model a checkpoint or an mmproj", value, where(&m),
-                 m.location);
+               m.location);
         return MS_ERR_UNUSABLE;
     }
     if (!path[0]) {
         ms_msg(err, ecap, "%s (%s, %s): no text GGUF there%s; --lm needs a Gemma 4 text GGUF, "
                             "e.g. from a -GGUF repo", value, where(&m), m.location,
-                 !strcmp(m.vision_kind, "checkpoint") ? " (a safetensors checkpoint: the vision "
+               !strcmp(m.vision_kind, "checkpoint") ? " (a safetensors checkpoint: the vision "
                                                         "model for --model)" : "");
         return MS_ERR_UNUSABLE;
     }
@@ -134,9 +134,11 @@ int ms_resolve_front(const char *cmd, ms_paths *p, const char **model, const cha
         ms_msg(p->tmpl, sizeof p->tmpl, "%s", m.tmpl);
     }
     if (!*model) {
-        fprintf(stderr, "g4v %s: --model is required: a checkpoint directory, an mmproj .gguf or "
-                        "a Hugging Face repo id (google/gemma-4-E4B-it)%s; `g4v models` lists "
-                        "the models on this machine\n", cmd, lm ? ", or --ollama TAG" : "");
+        /* the words of options.c's "--model DIR is required (see --help)", and the ways */
+        fprintf(stderr, "g4v %s: --model DIR is required (see --help): a checkpoint directory, "
+                        "an mmproj .gguf or a Hugging Face repo id (google/gemma-4-E4B-it)%s; "
+                        "`g4v models` lists the models on this machine\n", cmd,
+                lm ? ", or --ollama TAG" : "");
         return MS_ERR_USAGE;
     }
     if ((rc = ms_resolve_model(*model, revision, tmp, sizeof tmp, err, sizeof err))) {
@@ -146,8 +148,8 @@ int ms_resolve_front(const char *cmd, ms_paths *p, const char **model, const cha
     ms_msg(p->model, sizeof p->model, "%s", tmp);
     *model = p->model;
     if (lm && !*lm && (flags & MS_FRONT_LM_REQUIRED)) {
-        fprintf(stderr, "g4v %s: --lm is required: a Gemma 4 text GGUF, a GGUF repo id "
-                        "(ggml-org/gemma-4-E4B-it-GGUF:Q4_K_M), or --ollama TAG\n", cmd);
+        fprintf(stderr, "g4v %s: --lm FILE is required (see --help): a Gemma 4 text GGUF, a GGUF "
+                        "repo id (ggml-org/gemma-4-E4B-it-GGUF:Q4_K_M), or --ollama TAG\n", cmd);
         return MS_ERR_USAGE;
     }
     if (lm && *lm) {

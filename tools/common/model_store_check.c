@@ -91,8 +91,8 @@ int ms_check_checkpoint(const char *dir, char *why, size_t cap) {
     int ok = cJSON_IsString(mt) && !strncmp(mt->valuestring, "gemma4", 6);
     if (!ok)
         ms_msg(why, cap, "not Gemma 4: config.json model_type is %s%s%s",
-                 cJSON_IsString(mt) ? "\"" : "", cJSON_IsString(mt) ? mt->valuestring : "absent",
-                 cJSON_IsString(mt) ? "\"" : "");
+               cJSON_IsString(mt) ? "\"" : "", cJSON_IsString(mt) ? mt->valuestring : "absent",
+               cJSON_IsString(mt) ? "\"" : "");
     cJSON_Delete(j);
     if (!ok) return 0;
     char idx[MS_PATH_MAX], side[MS_PATH_MAX];
@@ -104,7 +104,7 @@ int ms_check_checkpoint(const char *dir, char *why, size_t cap) {
     if (ms_is_file(idx)) {
         if (shards_present(dir, idx, name, sizeof name)) return 1;
         ms_msg(why, cap, "incomplete download: %s is missing from %s; finish the download",
-                 name, dir);
+               name, dir);
         return 0;
     }
     ms_msg(why, cap, "no weights in %s (model.safetensors, or model.safetensors.index.json and "
@@ -147,12 +147,12 @@ int ms_check_mmproj(const char *path, char *why, size_t cap) {
     if (read_facts(path, &f, why, cap)) return 0;
     if (strcmp(f.arch, "clip")) {
         ms_msg(why, cap, "%s is not an mmproj (general.architecture \"%s\", not \"clip\")",
-                 path, f.arch);
+               path, f.arch);
         return 0;
     }
     if (strncmp(f.proj, "gemma4", 6)) {
         ms_msg(why, cap, "not Gemma 4: the projector %s has projector_type \"%s\"", path,
-                 f.proj);
+               f.proj);
         return 0;
     }
     return 1;

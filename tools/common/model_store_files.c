@@ -228,7 +228,7 @@ int ms_gguf_folder_pick(const char *dir, const char *quant, char *text, size_t t
         ms_fmt(text, tcap, "%s/%s", dir, v[pick]);
     } else if (quant && *quant) {
         size_t o = (size_t)ms_msg(err, ecap, "no text GGUF tagged %s in %s (there: ", quant,
-                                    dir);
+                                  dir);
         for (int i = 0; i < n && o < ecap; i++) {
             char q[128];
             ms_quant_of(v[i], q, sizeof q);

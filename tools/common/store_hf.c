@@ -190,14 +190,14 @@ int ms_hf_find(const char *org, const char *name, const char *quant, const char 
         }
         ms_msg(err, ecap, "%s: revision %s is not in the cache %s (refs there: %s); give "
                             "--revision with one of them or a commit of snapshots/", id, rev,
-                 repo, refs[0] ? refs : "none");
+               repo, refs[0] ? refs : "none");
         return MS_ERR_UNUSABLE;
     }
     char snap[MS_PATH_MAX];
     if (ms_fmt(snap, sizeof snap, "%s/%s", snaps, commit) || !ms_is_dir(snap)) {
         ms_msg(err, ecap, "%s: revision %s is commit %s, but %s is missing (incomplete "
                             "download: finish it, e.g. `hf download %s`)", id, rev, commit,
-                 snap, id);
+               snap, id);
         return MS_ERR_UNUSABLE;
     }
     char why[1024];

@@ -61,7 +61,7 @@ int ms_lms_find(const char *org, const char *name, const char *quant, int want, 
         if (o < lcap) o += (size_t)ms_msg(looked + o, lcap - o, "%s%s", o ? ", " : "", dirs[i]);
     }
     if (o < lcap) ms_msg(looked + o, lcap - o, "%s (no %s/%s)", o ? "" : "HOME not set", org,
-                           name);
+                         name);
     return MS_ERR_NOT_FOUND;
 }
 

@@ -87,13 +87,13 @@ static int layer_blob(const char *root, const cJSON *layer, const char *kind, ch
     *size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 ? (uint64_t)sz->valuedouble : 0;
     if (ms_fmt(out, cap, "%s/blobs/sha256-%s", root, hex) || !ms_is_file(out)) {
         ms_msg(why, wcap, "the %s layer's blob %s is missing (the pull did not finish)", kind,
-                 out);
+               out);
         return -1;
     }
     if (cJSON_IsNumber(sz) && ms_file_size(out) != *size) {
         ms_msg(why, wcap, "the %s layer's blob %s has %llu bytes, the manifest says %llu (the "
                             "pull did not finish)", kind, out,
-                 (unsigned long long)ms_file_size(out), (unsigned long long)*size);
+               (unsigned long long)ms_file_size(out), (unsigned long long)*size);
         return -1;
     }
     return 0;
@@ -150,10 +150,10 @@ static void fill(ms_model *m, const char *root, const char *path, const char *na
     }
     if (vt) {
         ms_msg(m->why, sizeof m->why,
-                 "ollama-native layout: the vision tower is inside the model file (%d v.* "
-                 "tensors, ollama's own layout) and there is no projector layer; llama.cpp and "
-                 "g4v read neither. Use a Gemma 4 GGUF with its mmproj (e.g. from Hugging Face "
-                 "or LM Studio) instead", vt);
+               "ollama-native layout: the vision tower is inside the model file (%d v.* "
+               "tensors, ollama's own layout) and there is no projector layer; llama.cpp and "
+               "g4v read neither. Use a Gemma 4 GGUF with its mmproj (e.g. from Hugging Face "
+               "or LM Studio) instead", vt);
         return;
     }
     m->usable = 1;
@@ -166,7 +166,7 @@ int ms_resolve_ollama(const char *tag, ms_model *m, char *err, size_t ecap) {
     memset(m, 0, sizeof *m);
     if (parse_name(tag, part)) {
         ms_msg(err, ecap, "'%s' is not an Ollama model name ([host/][namespace/]model[:tag])",
-                 tag);
+               tag);
         return MS_ERR_USAGE;
     }
     display_name(part[0], part[1], part[2], part[3], name, sizeof name);
@@ -187,7 +187,7 @@ int ms_resolve_ollama(const char *tag, ms_model *m, char *err, size_t ecap) {
         }
         if (o < sizeof looked)
             o += (size_t)ms_msg(looked + o, sizeof looked - o, "%s%s/manifests/%s/%s/%s/%s",
-                                  o ? ", " : "", dirs[d], part[0], part[1], part[2], part[3]);
+                                o ? ", " : "", dirs[d], part[0], part[1], part[2], part[3]);
     }
     ms_msg(err, ecap, "ollama %s: not in Ollama's store (looked for %s). Pull it with `ollama "
                         "pull %s`, set OLLAMA_MODELS to the store, or run `g4v models` to see "
