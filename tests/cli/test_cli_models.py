@@ -46,13 +46,16 @@ TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}\n"  # our own,
 GO_TEMPLATE = "{{ .System }}{{ .Prompt }}"
 
 
-def text_gguf(path, arch="gemma4", vision_tensors=False):
-    """A header-only text GGUF: general.architecture (and, ollama-native, a v.* tensor)."""
+def text_gguf(path, arch="gemma4", vision_tensors=False, template=True):
+    """A header-only text GGUF: general.architecture, tokenizer.chat_template (and, ollama-native,
+    a v.* tensor)."""
     tensors = [("token_embd.weight", gfc.F32, (4,), bytes(16))]
     if vision_tensors:
         tensors.append(("v.blk.0.attn_q.weight", gfc.F32, (4,), bytes(16)))
-    gfc.write_standalone(path, [("general.architecture", gfc.STRING, arch),
-                                ("general.name", gfc.STRING, "synthetic")], tensors)
+    kv = [("general.architecture", gfc.STRING, arch), ("general.name", gfc.STRING, "synthetic")]
+    if template:
+        kv.append(("tokenizer.chat_template", gfc.STRING, TEMPLATE))
+    gfc.write_standalone(path, kv, tensors)
     return path
 
 
@@ -115,7 +118,7 @@ def stores(tmp_path_factory):
     subprocess.run([sys.executable, os.path.join(pyutil.SRC, "tools", "gguf_from_checkpoint.py"),
                     ck, mmproj, "--outtype", "f16"], check=True, capture_output=True)
     text = read(text_gguf(os.path.join(t, "text.gguf")))
-    text8 = read(text_gguf(os.path.join(t, "text8.gguf")))
+    text8 = read(text_gguf(os.path.join(t, "text8.gguf"), template=False))
     native = read(text_gguf(os.path.join(t, "native.gguf"), vision_tensors=True))
     llama_cfg = json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}).encode()
     cfg, weights, proj = read(os.path.join(ck, "config.json")), read(
@@ -263,12 +266,13 @@ def test_models_json(stores):
           and ".incomplete" in x.get("why", "")
           and "hf download google/gemma-4-E2B-it" in x.get("why", ""),
           f"E2B with an unfinished blob: {x}")
-    for q, f in (("Q4_K_M", "gemma-4-E4B-it-Q4_K_M.gguf"), ("Q8_0", "gemma-4-E4B-it-Q8_0.gguf")):
+    for q, f, tk in (("Q4_K_M", "gemma-4-E4B-it-Q4_K_M.gguf", "gguf"),
+                     ("Q8_0", "gemma-4-E4B-it-Q8_0.gguf", None)):  # no tokenizer.chat_template
         x = get("huggingface", "ggml-org/gemma-4-E4B-it-GGUF:" + q, COMMIT_GGUF)
         check(x.get("usable") is True and x.get("text") == os.path.join(s["snap_gguf"], f)
               and x.get("vision") == os.path.join(s["snap_gguf"], "mmproj-gemma-4-E4B-it-f16.gguf")
-              and x.get("vision_kind") == "mmproj" and x.get("template_kind") == "gguf",
-              f"GGUF repo {q}: {x}")
+              and x.get("vision_kind") == "mmproj" and x.get("template_kind") == tk
+              and x.get("template") == (x.get("text") if tk else None), f"GGUF repo {q}: {x}")
     x = get("huggingface", "someone/gemma-4-imposter", COMMIT_OLD)
     check(x.get("usable") is False and "not Gemma 4" in x.get("why", ""), f"imposter: {x}")
     check(not any(k[1] == "google/bert-base" for k in m), "a repo that is not Gemma: not listed")

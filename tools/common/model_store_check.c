@@ -114,7 +114,7 @@ int ms_check_checkpoint(const char *dir, char *why, size_t cap) {
 
 typedef struct gguf_facts {
     char arch[64], type[32], proj[64];
-    int vision_tensors;
+    int vision_tensors, has_template;
 } gguf_facts;
 
 static int read_facts(const char *path, gguf_facts *f, char *why, size_t cap) {
@@ -135,6 +135,7 @@ static int read_facts(const char *path, gguf_facts *f, char *why, size_t cap) {
         !present)
         g4v_gguf_get_str(&g, "clip.vision.projector_type", f->proj, sizeof f->proj, &present,
                          &e);
+    f->has_template = g4v_gguf_find(&g, "tokenizer.chat_template") != NULL;
     for (size_t i = 0; i < g.nt; i++)
         if (!strncmp(g.t[i].name, "v.", 2)) f->vision_tensors++;
     g4v_gguf_close(&g);
@@ -158,12 +159,15 @@ int ms_check_mmproj(const char *path, char *why, size_t cap) {
     return 1;
 }
 
-int ms_check_text(const char *path, int *vision_tensors, char *why, size_t cap) {
+int ms_check_text(const char *path, int *vision_tensors, int *has_template, char *why,
+                  size_t cap) {
     gguf_facts f;
     if (vision_tensors) *vision_tensors = 0;
+    if (has_template) *has_template = 0;
     if (!ms_is_file(path)) return ms_msg(why, cap, "%s is missing", path), 0;
     if (read_facts(path, &f, why, cap)) return 0;
     if (vision_tensors) *vision_tensors = f.vision_tensors;
+    if (has_template) *has_template = f.has_template;
     if (strncmp(f.arch, "gemma4", 6)) {
         ms_msg(why, cap, "not Gemma 4: %s has general.architecture \"%s\"", path, f.arch);
         return 0;
@@ -180,8 +184,12 @@ void ms_judge(ms_model *m, int want) {
                         : ms_check_mmproj(m->vision, m->why, sizeof m->why);
         if (!m->usable) return;
     }
-    if ((want & MS_WANT_TEXT) && m->text[0])
-        m->usable = ms_check_text(m->text, NULL, m->why, sizeof m->why);
+    if ((want & MS_WANT_TEXT) && m->text[0]) {
+        int tmpl = 0;
+        m->usable = ms_check_text(m->text, NULL, &tmpl, m->why, sizeof m->why);
+        if (!tmpl && !strcmp(m->tmpl_kind, "gguf")) /* no tokenizer.chat_template in it */
+            m->tmpl[0] = m->tmpl_kind[0] = 0;
+    }
     if (m->usable && !m->vision[0] && !m->text[0]) {
         m->usable = 0;
         ms_msg(m->why, sizeof m->why, "no model files (config.json + safetensors, or GGUF)");

@@ -39,8 +39,10 @@ struct cJSON *ms_read_json(const char *path, char *why, size_t cap);
 /* The checks: 1 usable, 0 not (the reason in why). */
 int ms_check_checkpoint(const char *dir, char *why, size_t cap);
 int ms_check_mmproj(const char *path, char *why, size_t cap);
-/* A text GGUF. *vision_tensors (may be NULL): how many v.* tensors the file itself holds. */
-int ms_check_text(const char *path, int *vision_tensors, char *why, size_t cap);
+/* A text GGUF. *vision_tensors (may be NULL): how many v.* tensors the file itself holds;
+ * *has_template (may be NULL): 1 if it carries tokenizer.chat_template. */
+int ms_check_text(const char *path, int *vision_tensors, int *has_template, char *why,
+                  size_t cap);
 
 /* A folder of GGUF files (a GGUF repo snapshot, an LM Studio model folder): the mmproj into
  * mmproj ("" if none) and, into text, the text GGUF whose quantization tag is quant (NULL: the

@@ -143,7 +143,7 @@ static void fill(ms_model *m, const char *root, const char *path, const char *na
         return;
     }
     int vt = 0;
-    if (!ms_check_text(m->text, &vt, m->why, sizeof m->why)) return;
+    if (!ms_check_text(m->text, &vt, NULL, m->why, sizeof m->why)) return;
     if (m->vision[0]) {
         m->usable = ms_check_mmproj(m->vision, m->why, sizeof m->why);
         return;

@@ -60,6 +60,8 @@ static void size_text(uint64_t b, char *out, size_t cap) {
         snprintf(out, cap, "%.1f GiB", (double)b / (1ull << 30));
     else if (b >= (1ull << 20))
         snprintf(out, cap, "%.1f MiB", (double)b / (1ull << 20));
+    else if (b >= (1ull << 10))
+        snprintf(out, cap, "%.1f KiB", (double)b / (1ull << 10));
     else
         snprintf(out, cap, "%llu B", (unsigned long long)b);
 }
