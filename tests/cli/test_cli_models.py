@@ -223,8 +223,8 @@ def test_info_through_the_hf_cache(stores):
           and ".lmstudio/models" in r.stderr,
           f"not anywhere: exit 3, names where it looked and what to do: {r.stderr.strip()}")
     r = g4v(s, "info", "--model", "./nonexistent/dir")
-    check(r.returncode == 3 and "no such file or directory" in r.stderr
-          and "Hugging Face" not in r.stderr, f"a path is only a path: {r.stderr.strip()}")
+    check(r.returncode == 3 and "G4V_ERR_IO" in r.stderr and "Hugging Face" not in r.stderr,
+          f"a path is only a path, the loader's error as before: {r.stderr.strip()}")
     r = g4v(s, "info", "--model", "someone/gemma-4-imposter")
     check(r.returncode == 3 and "not Gemma 4" in r.stderr and '"llama"' in r.stderr,
           f"a llama config: not Gemma 4: {r.stderr.strip()}")

@@ -37,17 +37,16 @@ int ms_list_all(ms_list *l, int all) {
     return ms_hf_list(l, all) || ms_ollama_list(l, all) || ms_lms_list(l, all) ? -1 : 0;
 }
 
-/* A repo id in the stores: the Hugging Face cache first, then LM Studio. */
+/* A repo id in the stores: the Hugging Face cache first, then LM Studio. A value that is no repo
+ * id (or names a folder that exists: ./google/...) is a path: MS_NOT_A_NAME. */
+#define MS_NOT_A_NAME 100
 static int find_named(const char *value, const char *revision, int want, ms_model *m, char *err,
                       size_t ecap) {
     char org[256], name[256], quant[128], hf[MS_PATH_MAX + 256], lms[2 * MS_PATH_MAX + 256];
     struct stat st;
     if (!ms_parse_repo_id(value, org, sizeof org, name, sizeof name, quant, sizeof quant) ||
-        value[0] == '.' || stat(org, &st) == 0) {
-        /* a path (or a folder that exists): only the file system can answer */
-        ms_msg(err, ecap, "%s: no such file or directory", value);
-        return MS_ERR_NOT_FOUND;
-    }
+        value[0] == '.' || stat(org, &st) == 0)
+        return MS_NOT_A_NAME; /* a path: the loader's own error says what is wrong */
     int rc = ms_hf_find(org, name, quant, revision, want, m, hf, sizeof hf, err, ecap);
     if (rc != MS_ERR_NOT_FOUND) return rc;
     rc = ms_lms_find(org, name, quant, want, m, lms, sizeof lms, err, ecap);
@@ -76,6 +75,8 @@ static int resolve(const char *value, const char *revision, int want, char *out,
                                              : MS_OK;
     ms_model m;
     int rc = find_named(value, revision, want, &m, err, ecap);
+    if (rc == MS_NOT_A_NAME) /* not a name: the path as given, as before the stores */
+        return ms_fmt(out, cap, "%s", value) ? MS_ERR_USAGE : MS_OK;
     if (rc) return rc;
     const char *path = want == MS_WANT_VISION ? m.vision : m.text;
     if (!path[0] && want == MS_WANT_VISION) {
