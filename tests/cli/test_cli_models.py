@@ -17,7 +17,9 @@ programs lay them out, in a temporary HOME (so the default locations are the one
 The models are the tiny synthetic ones (tools/gen_checkpoint.py, tools/gguf_from_checkpoint.py; the
 text GGUFs are header-only, written with the latter's GGUF writer), so `g4v info` really loads
 through the cache. g4v chat and serve are run only as far as resolving (their errors name the
-files the names resolved to). Nothing touches the network.
+files the names resolved to). Nothing touches the network. One test writes an ollama-native model
+blob with the vision tensor names of a real one (the fragment in G4V_REAL_FILES, else
+../shared/real-files; skipped where absent).
 
 usage: ctest -R test_cli_models   (env G4V_BIN: the g4v binary)
 """
@@ -377,3 +379,32 @@ def test_chat_and_serve_resolve(stores):
     check(r.returncode == 3 and "no text GGUF" in r.stderr, f"--lm a checkpoint repo: {r.stderr}")
     r = g4v(s, "chat", "--model", "google/gemma-4-e4b-it", "-p", "hi")
     check(r.returncode == 1 and "--lm FILE is required" in r.stderr, f"chat without --lm: {r.stderr}")
+
+
+def real_files():
+    return os.environ.get("G4V_REAL_FILES") or os.path.join(pyutil.SRC, "..", "shared",
+                                                            "real-files")
+
+
+def test_ollama_native_real_tensor_names(stores, tmp_path):
+    """An Ollama tag whose model blob carries the vision tensors of a real ollama-native Gemma 4
+    GGUF (their names from the collected fragment; no weights), without a projector: unusable,
+    for that reason. Skipped where the real-files folder is absent."""
+    frag = os.path.join(real_files(), "gemma-4-e2b.ollama-native-gguf.vision-tensors.fragment.txt")
+    if not os.path.exists(frag):
+        pytest.skip(f"{frag} absent (set G4V_REAL_FILES)")
+    import re
+    names = sorted({m.group(1) for m in re.finditer(r"^\s+(v\.\S+)\s+F(?:16|32)\s+\[",
+                                                    open(frag).read(), re.M)})
+    check(len(names) > 20, f"vision tensor names read from the fragment: {len(names)}")
+    tensors = [(n, gfc.F32, (1,), bytes(4)) for n in names]
+    tensors.append(("token_embd.weight", gfc.F32, (1,), bytes(4)))
+    blob = str(tmp_path / "native.gguf")
+    gfc.write_standalone(blob, [("general.architecture", gfc.STRING, "gemma4")], tensors)
+    om = str(tmp_path / "om")
+    ollama_manifest(om, "library", "gemma4", "e2b", [ollama_layer(om, "model", read(blob))])
+    r = g4v(stores, "models", "--json", OLLAMA_MODELS=om)
+    got = [x for x in json.loads(r.stdout)["models"] if x["source"] == "ollama"]
+    check(len(got) == 1 and got[0]["name"] == "gemma4:e2b" and got[0]["usable"] is False
+          and "ollama-native" in got[0]["why"] and f"{len(names)} v.* tensors" in got[0]["why"],
+          f"real ollama-native tensor names: unusable, ollama-native: {got}")
