@@ -21,6 +21,7 @@ int cmd_chat(int argc, char **argv) {
 #include "frontend.h"
 #include "llama_cpu.h"
 #include "math_option.h"
+#include "model_store.h"
 #include "options.h"
 #include "chat_session.h"
 
@@ -40,6 +41,7 @@ typedef struct chat_args {
     int version;
     int print_prompt;
     const char *math_opt; /* the option that set o.math (NULL: none) */
+    const char *ollama, *revision; /* --ollama TAG, --revision REV (model_store.h) */
 } chat_args;
 
 static int add_media(chat_args *a, const char *path, int is_video) {
@@ -68,12 +70,16 @@ static int media_option(const fe_opt *row, const char *value, void *target, char
 #define O(member) FE_FIELD(chat_args, member)
 
 static const fe_opt rows[] = {
-    {.name = "lm", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(o.lm_path), .arg = "FILE",
-     .help = "the Gemma 4 text model, a GGUF (e.g. gemma-4-E4B-it-Q4_K_M.gguf)"},
-    {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(o.vision_path),
-     .arg = "VISION",
-     .help = "the vision model: a checkpoint directory or a llama.cpp mmproj .gguf; its "
-             "soft-token width must be the text model's hidden size"},
+    {.name = "lm", .kind = FE_OPT_STRING, O(o.lm_path), .arg = "FILE",
+     .help = "the Gemma 4 text model, a GGUF (e.g. gemma-4-E4B-it-Q4_K_M.gguf), or a GGUF repo "
+             "in the Hugging Face cache or LM Studio (ggml-org/gemma-4-E4B-it-GGUF:Q4_K_M) "
+             "(required, unless --ollama gives it)"},
+    {.name = "model", .kind = FE_OPT_STRING, O(o.vision_path), .arg = "VISION",
+     .help = "the vision model: a checkpoint directory or a llama.cpp mmproj .gguf, or a repo id "
+             "in the Hugging Face cache (`g4v models` lists them); its soft-token width must be "
+             "the text model's hidden size (required, unless --ollama gives it)"},
+    MS_OPT_OLLAMA(chat_args, ollama),
+    MS_OPT_REVISION(chat_args, revision),
     {.name = "image", .kind = FE_OPT_CALLBACK, .fn = media_option, .lo = 0, .arg = "FILE",
      .help = "an image for the first message (repeatable; in order, before the text)"},
     {.name = "video", .kind = FE_OPT_CALLBACK, .fn = media_option, .lo = 1, .arg = "FILE",
@@ -443,10 +449,17 @@ int cmd_chat(int argc, char **argv) {
         free(a.media);
         return print_version(a.json);
     }
+    ms_paths where; /* a.o.vision_path and a.o.lm_path may point into it */
+    int rc = ms_resolve_front("chat", &where, &a.o.vision_path, &a.o.lm_path, a.ollama,
+                              a.revision, MS_FRONT_LM_REQUIRED);
+    if (rc) {
+        free(a.media);
+        return rc == MS_ERR_USAGE ? G4V_EXIT_USAGE : G4V_EXIT_MODEL;
+    }
     g4v_video_quiet_ffmpeg();
     chat_session *s;
     char err[1024];
-    int rc = chat_session_open(&a.o, &s, err, sizeof err);
+    rc = chat_session_open(&a.o, &s, err, sizeof err);
     if (rc) {
         fprintf(stderr, "g4v chat: %s\n", err);
         free(a.media);

@@ -19,6 +19,7 @@
 #include "g4v.h"
 #include "inputs.h"
 #include "math_option.h"
+#include "model_store.h"
 #include "npy.h"
 #include "options.h"
 #include "out_safetensors.h"
@@ -38,6 +39,7 @@ typedef enum { OUT_NPY, OUT_DIR, OUT_SAFETENSORS } out_kind;
 
 typedef struct {
     const char *model, *out, *cache;
+    const char *revision; /* --revision: of a Hugging Face repo id given as --model */
     unsigned long long cache_max_bytes;
     fe_opt_list args; /* the IMAGE arguments as given; expanded into in */
     input_list in;
@@ -58,7 +60,9 @@ static int span_summary(const encode_args *a) { return !a->full_span && isatty(1
 static const fe_opt rows[] = {
     {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(model), .arg = "DIR",
      .help = "checkpoint directory as downloaded (config.json + safetensors), or a llama.cpp "
-             "mmproj .gguf file"},
+             "mmproj .gguf file, or a Hugging Face repo id in the local cache "
+             "(google/gemma-4-E4B-it; `g4v models` lists them)"},
+    MS_OPT_REVISION(encode_args, revision),
     {.kind = FE_OPT_LIST, .flags = FE_OPT_POSITIONAL | FE_OPT_REQUIRED, O(args), .arg = "IMAGE...",
      .help = "JPEG/PNG/WebP/GIF/BMP files (format by content), raw uint8 [H, W, 3] .npy files, "
              "directories (their image files, sorted), or @LIST (a text file with one path per "
@@ -370,7 +374,10 @@ static int encode_video_input(const encode_args *a, g4v_ctx *ctx, out_st_writer 
 
 /* Loads the model, encodes every input and writes the outputs; returns the exit code. */
 static int encode_all(encode_args *a) {
-    int rc = prepare_output(a);
+    ms_paths where; /* a->model may point into it: the real path of a stored model */
+    int rc = ms_resolve_front("encode", &where, &a->model, NULL, NULL, a->revision, 0);
+    if (rc) return rc == MS_ERR_USAGE ? G4V_EXIT_USAGE : G4V_EXIT_MODEL;
+    rc = prepare_output(a);
     if (rc) return rc;
     char msg[1024];
     g4v_model_options mo;

@@ -11,6 +11,7 @@
 #include "g4v.h"
 #include "llama_cpu.h"
 #include "math_option.h"
+#include "model_store.h"
 #include "options.h"
 
 #include <cjson/cJSON.h>
@@ -60,6 +61,7 @@ typedef struct identity {
 
 typedef struct info_args {
     const char *dir;
+    const char *revision; /* --revision: of a Hugging Face repo id given as --model */
     int json;
     identity id; /* its math and math_opt: the mode options */
 } info_args;
@@ -68,7 +70,9 @@ typedef struct info_args {
 
 static const fe_opt rows[] = {
     {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(dir), .arg = "DIR",
-     .help = "the checkpoint directory, or an mmproj .gguf file (required)"},
+     .help = "the checkpoint directory, or an mmproj .gguf file, or a Hugging Face repo id in "
+             "the local cache (google/gemma-4-E4B-it; `g4v models` lists them) (required)"},
+    MS_OPT_REVISION(info_args, revision),
     {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
      .help = "print one JSON object instead of text"},
     FE_OPT_MATH_ROWS(info_args, id.math, id.math_opt),
@@ -264,6 +268,9 @@ int cmd_info(int argc, char **argv) {
     info_args a = {.dir = NULL};
     int rc = fe_opt_run(&info_cmd, argc, argv, &a);
     if (rc) return rc == FE_OPT_HELP ? G4V_EXIT_OK : G4V_EXIT_USAGE;
+    ms_paths where; /* the real path of a stored model */
+    if ((rc = ms_resolve_front("info", &where, &a.dir, NULL, NULL, a.revision, 0)))
+        return rc == MS_ERR_USAGE ? G4V_EXIT_USAGE : G4V_EXIT_MODEL;
     const char *dir = a.dir;
     identity id = a.id;
     /* The model as `g4v encode` loads it (the default options; --precise: precise mode, whose

@@ -6,6 +6,7 @@
  *             [--queue Q] [--cache DIR] ...
  */
 #include "cli.h"
+#include "model_store.h"
 #include "service.h"
 
 static int exit_code(int rc) {
@@ -28,6 +29,11 @@ int cmd_serve(int argc, char **argv) {
     g4v_service_options o;
     g4v_service_options_init(&o);
     int rc = g4v_service_parse_args(argc, argv, &o);
-    if (rc == G4V_SERVICE_OK) rc = g4v_service_run(&o);
+    ms_paths where; /* o.model and o.lm may point into it: the real paths of stored models */
+    if (rc == G4V_SERVICE_OK) {
+        int ms = ms_resolve_front("serve", &where, &o.model, &o.lm, o.ollama, o.revision, 0);
+        if (ms) return ms == MS_ERR_USAGE ? G4V_EXIT_USAGE : G4V_EXIT_MODEL;
+        rc = g4v_service_run(&o);
+    }
     return exit_code(rc);
 }

@@ -18,6 +18,7 @@ static const subcommand commands[] = {
     {"info", cmd_info, "describe a Gemma 4 checkpoint's vision tower"},
     {"serve", cmd_serve, "HTTP encode service: POST an image, get its soft tokens"},
     {"chat", cmd_chat, "ask a Gemma 4 model (llama.cpp's libllama) about images and videos"},
+    {"models", cmd_models, "list the Gemma 4 models already on disk (HF cache, Ollama, LM Studio)"},
 };
 
 static void usage(FILE *f) {

@@ -41,6 +41,8 @@ typedef struct g4v_service_options {
     int max_connections;
     /* the chat endpoint (docs/CHAT_API.md): only with --lm */
     const char *lm;          /* --lm: Gemma 4 text model GGUF, or NULL */
+    const char *ollama;      /* --ollama TAG: --lm (and --model) from Ollama's store, or NULL */
+    const char *revision;    /* --revision: of a Hugging Face repo id, or NULL (main) */
     const char *allow_files; /* --allow-files: image paths allowed under this directory */
     int lm_slots;            /* conversations at once, one libllama context each */
     int lm_threads;          /* threads per slot; 0: CPUs / slots, at least 1 */

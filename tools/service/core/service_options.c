@@ -4,6 +4,7 @@
  * options are the service's settings: whoever runs it (the CLI, a future front end) parses the
  * same way. */
 #include "math_option.h"
+#include "model_store.h"
 #include "options.h"
 #include "core/core.h"
 
@@ -14,8 +15,11 @@
 #define O(member) FE_FIELD(g4v_service_options, member)
 
 static const fe_opt rows[] = {
-    {.name = "model", .kind = FE_OPT_STRING, .flags = FE_OPT_REQUIRED, O(model), .arg = "DIR",
-     .help = "checkpoint directory or mmproj .gguf file (required)"},
+    {.name = "model", .kind = FE_OPT_STRING, O(model), .arg = "DIR",
+     .help = "checkpoint directory or mmproj .gguf file, or a repo id in the Hugging Face cache "
+             "(google/gemma-4-E4B-it; `g4v models` lists them) (required, unless --ollama "
+             "gives it)"},
+    MS_OPT_REVISION(g4v_service_options, revision),
     {.name = "host", .kind = FE_OPT_STRING, O(host), .arg = "ADDR",
      .help = "address to listen on (default 127.0.0.1: this machine only); one other machines "
              "can reach needs an API key (no TLS: put a TLS proxy in front)"},
@@ -70,7 +74,9 @@ static const fe_opt rows[] = {
              "                        \"g4v\": {\"tokens\": N}\n"
              "  GET  /v1/models       the language model's name\n"},
     {.name = "lm", .kind = FE_OPT_STRING, O(lm), .arg = "FILE",
-     .help = "Gemma 4 text model (GGUF) run by libllama; --model is its vision model"},
+     .help = "Gemma 4 text model (GGUF, or a GGUF repo id in the Hugging Face cache or LM "
+             "Studio) run by libllama; --model is its vision model"},
+    MS_OPT_OLLAMA(g4v_service_options, ollama),
     {.name = "lm-slots", .kind = FE_OPT_INT, O(lm_slots), .lo = 1, .hi = 64, .arg = "K",
      .help = "conversations answered at once, one libllama context each (default 1)"},
     {.name = "lm-threads", .kind = FE_OPT_INT, O(lm_threads), .lo = 1, .hi = 4096, .arg = "N",
@@ -169,7 +175,7 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         fprintf(stderr, "g4v serve: give the key once: --api-key or --api-key-file, not both\n");
         return G4V_SERVICE_ERR_USAGE;
     }
-    if (a->allow_files && !a->lm) {
+    if (a->allow_files && !a->lm && !a->ollama) {
         fprintf(stderr, "g4v serve: --allow-files is for the chat endpoint: it needs --lm\n");
         return G4V_SERVICE_ERR_USAGE;
     }
