@@ -171,7 +171,7 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     printf("budgets      ");
     for (int i = 0; i < NBUDGETS; i++)
         printf(" %d", budgets[i]);
-    printf(" (soft tokens per image; default %d)\n", v->config_output_length);
+    printf(" (soft tokens per image; default %d)\n", v->default_budget);
     for (int i = 0; i < NLIMITS; i++) /* three to a line */
         printf("%s%s %s%s",
                i == 0  ? "limits        "
