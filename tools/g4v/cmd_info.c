@@ -200,6 +200,7 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
         {"pooling_kernel_size", v->pooling_kernel_size},
         {"position_embedding_size", v->position_embedding_size},
         {"default_output_length", v->config_output_length},
+        {"default_budget", v->default_budget}, /* the checkpoint's (docs/GUIDE.md) */
         {"text_hidden_size", v->dim},
         {"rope_theta", v->rope_theta},
         {"rms_norm_eps", v->rms_norm_eps},
