@@ -4,6 +4,7 @@
 
 #include "io/fsutil.h"
 #include "io/json_file.h"
+#include "io/processor_check.h"
 
 #include "g4v.h"
 #include <stdio.h>
@@ -96,6 +97,7 @@ int g4v_budget_defaults_read(const char *dir, const cJSON *config, const char *c
         {config, "vision_soft_tokens_per_image", "config.json", "config", 1},
     };
     cfg->default_budget = 0;
+    if ((st = g4v_processor_check(proc, path, cfg, err))) goto done;
     if ((st = pick(keys, (int)(sizeof keys / sizeof keys[0]), cfg, err))) goto done;
     if (!cfg->default_budget) g4v_budget_defaults_builtin(cfg);
     int v = 0;

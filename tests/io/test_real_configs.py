@@ -31,8 +31,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyutil  # noqa: E402
 import real_layout  # noqa: E402
-from pyutil import ARGS, BIN, GEN, SRC, check, st_header  # noqa: E402
+from pyutil import BIN, GEN, SRC, check, st_header  # noqa: E402
 
 E2B_PROC = "gemma-4-e2b-it.processor_config.json"  # hash-verified equal to the 26B's
 # shape -> (gen_checkpoint args, [(real config.json, processor_config.json)], fast?)
@@ -66,7 +67,7 @@ def real_dir():
 
 
 def mode():
-    return ARGS[0] if ARGS else "fast"
+    return pyutil.ARGS[0] if pyutil.ARGS else "fast"
 
 
 def run(*args):
