@@ -41,7 +41,8 @@ static int sub_object(const cJSON *root, const char *key, const char *file, cons
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     *out = NULL;
     if (!v || cJSON_IsNull(v)) return G4V_OK;
-    if (!cJSON_IsObject(v)) return g4v_fail(err, G4V_ERR_MODEL, "%s: %s must be an object", file, key);
+    if (!cJSON_IsObject(v))
+        return g4v_fail(err, G4V_ERR_MODEL, "%s: %s must be an object", file, key);
     *out = v;
     return G4V_OK;
 }
@@ -49,7 +50,8 @@ static int sub_object(const cJSON *root, const char *key, const char *file, cons
 typedef struct budget_key {
     const cJSON *obj;
     const char *key;
-    const char *file; /* for messages and default_budget_from */
+    const char *path; /* the file's path, for messages */
+    const char *file; /* its name, for default_budget_from */
     const char *name; /* the object: "image_processor", or "processor"/"config" (top level) */
     int top;          /* a top-level key: default_budget_from names the key alone */
 } budget_key;
@@ -57,7 +59,7 @@ typedef struct budget_key {
 static int pick(const budget_key *keys, int n, g4v_vision_config *cfg, g4v_err *err) {
     for (int i = 0; i < n; i++) {
         int v = 0;
-        int st = read_count(keys[i].obj, keys[i].key, keys[i].file, keys[i].name, &v, err);
+        int st = read_count(keys[i].obj, keys[i].key, keys[i].path, keys[i].name, &v, err);
         if (st) return st;
         /* every key is checked (a wrong type anywhere is reported), the first present wins */
         if (v && cfg->default_budget == 0) {
@@ -83,28 +85,28 @@ int g4v_budget_defaults_read(const char *dir, const cJSON *config, const char *c
         return g4v_fail(err, G4V_ERR_MODEL, "%s: not a JSON object", path);
     }
     const cJSON *image = NULL, *video = NULL, *vision = NULL;
-    if (proc && !(st = sub_object(proc, "image_processor", PROCESSOR_FILE, &image, err)))
-        st = sub_object(proc, "video_processor", PROCESSOR_FILE, &video, err);
+    if (proc && !(st = sub_object(proc, "image_processor", path, &image, err)))
+        st = sub_object(proc, "video_processor", path, &video, err);
     if (!st) st = sub_object(config, "vision_config", config_path, &vision, err);
     if (st) goto done;
     const char *vision_key =
         cfg->kind == G4V_KIND_UNIFIED ? "num_soft_tokens" : "default_output_length";
     const budget_key keys[] = {
-        {image, "max_soft_tokens", PROCESSOR_FILE, "image_processor", 0},
-        {image, "image_seq_length", PROCESSOR_FILE, "image_processor", 0},
-        {proc, "image_seq_length", PROCESSOR_FILE, "processor", 1},
-        {vision, vision_key, "config.json", "vision_config", 0},
-        {config, "vision_soft_tokens_per_image", "config.json", "config", 1},
+        {image, "max_soft_tokens", path, PROCESSOR_FILE, "image_processor", 0},
+        {image, "image_seq_length", path, PROCESSOR_FILE, "image_processor", 0},
+        {proc, "image_seq_length", path, PROCESSOR_FILE, "processor", 1},
+        {vision, vision_key, config_path, "config.json", "vision_config", 0},
+        {config, "vision_soft_tokens_per_image", config_path, "config.json", "config", 1},
     };
     cfg->default_budget = 0;
     if ((st = g4v_processor_check(proc, path, cfg, err))) goto done;
     if ((st = pick(keys, (int)(sizeof keys / sizeof keys[0]), cfg, err))) goto done;
     if (!cfg->default_budget) g4v_budget_defaults_builtin(cfg);
     int v = 0;
-    if ((st = read_count(video, "max_soft_tokens", PROCESSOR_FILE, "video_processor", &v, err)))
+    if ((st = read_count(video, "max_soft_tokens", path, "video_processor", &v, err)))
         goto done;
     if (v) cfg->default_video_budget = v;
-    if ((st = read_count(video, "num_frames", PROCESSOR_FILE, "video_processor", &v, err)))
+    if ((st = read_count(video, "num_frames", path, "video_processor", &v, err)))
         goto done;
     if (v) cfg->default_video_frames = v;
 done:

@@ -52,7 +52,8 @@ static int check_one(const cJSON *obj, const char *name, const char *path,
     if (!rescale) return unsupported(err, path, name, "do_rescale", "false", "true");
     if (!resize) return unsupported(err, path, name, "do_resize", "false", "true");
     double factor = 1.0 / 255.0;
-    if ((st = g4v_json_double_field(obj, "rescale_factor", 0.0, 1e9, what, &factor, err))) return st;
+    if ((st = g4v_json_double_field(obj, "rescale_factor", 0.0, 1e9, what, &factor, err)))
+        return st;
     if (fabs(factor * 255.0 - 1.0) > 1e-9) {
         char found[32];
         snprintf(found, sizeof found, "%.17g", factor);
