@@ -143,7 +143,10 @@ typedef struct g4v_model g4v_model;
  * you need: fields may be added at the end in later versions. */
 typedef struct g4v_model_options {
     size_t struct_size; /* set by g4v_model_options_init: sizeof the caller's struct */
-    int budget;      /* default soft-token budget: one of G4V_BUDGETS (default 280) */
+    int budget;      /* default soft-token budget: one of G4V_BUDGETS, or 0 (the default): the
+                        checkpoint's own, from processor_config.json / config.json, else 280
+                        (docs/GUIDE.md "Default budget"); G4V_ERR_UNSUPPORTED if that is not
+                        one of G4V_BUDGETS */
     int apply_exif;  /* 1 (default): rotate/flip by the EXIF orientation, as transformers does;
                         0: ignore it */
     int legacy_precise; /* ABI only, never set by new code (use math): the slot of 0.2's
@@ -219,7 +222,7 @@ typedef struct g4v_model_info {
     int hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
     int patch_size, pooling_kernel_size, position_embedding_size;
     int dim;           /* T: floats per soft token (the language model's hidden size) */
-    int default_budget;      /* the budget from the load options */
+    int default_budget;      /* the budget from the load options, or the checkpoint's */
     int config_output_length; /* default_output_length in config.json (280) */
     int use_clipped_linears, standardize;
     int legacy_precise; /* ABI only (read math): 1 when math is G4V_MATH_PRECISE, else 0, in the
@@ -515,8 +518,10 @@ G4V_API size_t g4v_prompt_tokens(const g4v_result *r, int32_t *ids, size_t cap);
 
 typedef struct g4v_video_options {
     size_t struct_size; /* set by g4v_video_options_init */
-    int budget;     /* per-frame soft-token budget: 0 (default) = 70, else one of G4V_BUDGETS */
-    int num_frames; /* frames to sample: 0 (default) = 32, else 1..1024 */
+    int budget;     /* per-frame soft-token budget: 0 (default) = the checkpoint's
+                       video_processor.max_soft_tokens, else 70; or one of G4V_BUDGETS */
+    int num_frames; /* frames to sample: 0 (default) = the checkpoint's
+                       video_processor.num_frames, else 32; or 1..1024 */
     int bf16;       /* 1: also fill features_bf16 (default 0) */
     int resize;     /* -1 (default): the model's resize; else G4V_RESIZE_PILLOW or
                        G4V_RESIZE_TORCHVISION (transformers' video processor uses torchvision) */

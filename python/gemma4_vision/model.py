@@ -322,7 +322,8 @@ class Model:
                 Q8_0 GGUF's weights used as stored), more accurate than int8, slower (§12.4)
       precise   True: math="precise"; int8 True: math="int8", "blocks": math="int8-blocks"
                 (the older spellings; naming two different modes is a ValueError)
-      budget    default soft-token budget, one of BUDGETS (None: DEFAULT_BUDGET, 280)
+      budget    default soft-token budget, one of BUDGETS (None: the checkpoint's own, from its
+                processor_config.json / config.json, else DEFAULT_BUDGET, 280)
       exif      apply the EXIF orientation of image files (as transformers does)
       resize    "pillow" (default): Pillow's BICUBIC, as transformers' Gemma4ImageProcessorPil;
                 "torchvision": torch's antialiased bicubic, as its torchvision backend

@@ -54,7 +54,7 @@ static void model_options_defaults(g4v_model_options *o) {
     g4v_image_opts_default(&io);
     g4v_checkpoint_limits lim;
     g4v_checkpoint_limits_default(&lim);
-    o->budget = G4V_DEFAULT_BUDGET;
+    o->budget = 0; /* the checkpoint's default (resolved at load) */
     o->apply_exif = 1;
     o->math = G4V_MATH_FAST;
     o->max_pixels = io.max_pixels;
@@ -122,7 +122,7 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (!(o->max_video_seconds > 0)) /* negative or NaN */
         return g4v_fail(err, G4V_ERR_ARG, "max_video_seconds must be positive, found %g",
                         o->max_video_seconds);
-    if (g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
+    if (o->budget && g4v_budget_require(o->budget, err)) return G4V_ERR_ARG;
     if (o->apply_exif != 0 && o->apply_exif != 1)
         return g4v_fail(err, G4V_ERR_ARG, "apply_exif must be 0 or 1, found %d", o->apply_exif);
     if (resolve_math(o, err)) return G4V_ERR_ARG;
@@ -139,6 +139,22 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
     if (o->max_dimension < 0)
         return g4v_fail(err, G4V_ERR_ARG, "max_dimension must be positive, found %d",
                         o->max_dimension);
+    return G4V_OK;
+}
+
+#define STR_(...) #__VA_ARGS__
+#define STR(...) STR_(__VA_ARGS__)
+
+/* budget 0 in the load options: the checkpoint's own default (io/budget_defaults.h), which must
+ * be one the library supports. */
+static int default_budget(const g4v_checkpoint *ck, int *budget, g4v_err *err) {
+    const g4v_vision_config *c = &ck->cfg;
+    if (!g4v_budget_valid(c->default_budget))
+        return g4v_fail(err, G4V_ERR_UNSUPPORTED,
+                        "the checkpoint's default soft-token budget (%s) is %d, not one of "
+                        "%s: pass a budget explicitly (g4v_model_options.budget, --tokens)",
+                        c->default_budget_from, c->default_budget, STR(G4V_BUDGETS));
+    *budget = c->default_budget;
     return G4V_OK;
 }
 
@@ -189,6 +205,7 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
         st = m->ck->cfg.kind == G4V_KIND_UNIFIED ? g4v_embedder_create(m->ck, &eo, &m->emb, &err)
                                                  : g4v_encoder_create(m->ck, &eo, &m->enc, &err);
     g4v_pool_destroy(packers);
+    if (!st && !m->opts.budget) st = default_budget(m->ck, &m->opts.budget, &err);
     if (st) {
         g4v_model_free(m);
         goto fail;

@@ -183,12 +183,14 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     g4v_video_options o, *opts = &o;
     video_options_defaults(&o);
     if (g4v_api_read_opts(&o, sizeof o, in, "g4v_video_options", &c->err)) return G4V_ERR_ARG;
-    int budget = opts->budget ? opts->budget : G4V_DEFAULT_VIDEO_BUDGET;
-    int wanted = opts->num_frames ? opts->num_frames : G4V_DEFAULT_VIDEO_FRAMES;
+    /* defaults: the checkpoint's video_processor (70 per frame, 32 frames when it has none) */
+    const g4v_vision_config *cfg = &c->model->ck->cfg;
+    int budget = opts->budget ? opts->budget : cfg->default_video_budget;
+    int wanted = opts->num_frames ? opts->num_frames : cfg->default_video_frames;
     if (g4v_budget_require(budget, &c->err)) return G4V_ERR_ARG;
     if (wanted < 1 || wanted > G4V_VIDEO_MAX_SAMPLED)
         return g4v_fail(&c->err, G4V_ERR_ARG, "num_frames must be 1..%d, found %d",
-                        G4V_VIDEO_MAX_SAMPLED, opts->num_frames);
+                        G4V_VIDEO_MAX_SAMPLED, wanted);
     if (opts->bf16 != 0 && opts->bf16 != 1)
         return g4v_fail(&c->err, G4V_ERR_ARG, "bf16 must be 0 or 1, found %d", opts->bf16);
     int resize = G4V_RESIZE_PILLOW;
@@ -212,7 +214,6 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     int st = g4v_video_decode(bytes, size, &lim, wanted, on_frame, &fs, &vi, idx, &n, &c->err);
     if (!st && n != fs.n)
         st = g4v_fail(&c->err, G4V_ERR_INTERNAL, "sampled %d frames, resized %d", n, fs.n);
-    const g4v_vision_config *cfg = &c->model->ck->cfg;
     int side = cfg->patch_size * cfg->pooling_kernel_size;
     int gw = fs.tw / side, gh = fs.th / side;
     size_t per = (size_t)gw * (size_t)gh, T = (size_t)cfg->text_hidden_size;

@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "io/checkpoint_internal.h"
+#include "io/budget_defaults.h"
 #include "io/config.h"
 #include "io/fsutil.h"
 #include "io/json_file.h"
@@ -457,6 +458,7 @@ static int load_config(const char *dir, const g4v_checkpoint_limits *lim, g4v_vi
     if (!st) st = g4v_json_load(path, lim->max_config_bytes, &root, err);
     if (st) return st;
     st = g4v_config_parse(root, path, cfg, err);
+    if (!st) st = g4v_budget_defaults_read(dir, root, path, lim->max_config_bytes, cfg, err);
     cJSON_Delete(root);
     return st;
 }

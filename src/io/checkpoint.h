@@ -117,6 +117,13 @@ typedef struct g4v_vision_config {
     double layer_norm_eps; /* unified: eps of its three LayerNorms (1e-5, torch's default) */
     /* prompt contract (docs/NUMERICS.md §5.1), from config.json or the defaults */
     int32_t image_token_id, boi_token_id, eoi_token_id, video_token_id;
+    /* The budgets to use when the caller names none (io/budget_defaults.h): from
+     * processor_config.json or config.json, else 280 / 70 per frame / 32 frames. Range-checked
+     * only; a load that uses default_budget checks it is one of G4V_BUDGETS. */
+    int default_budget;
+    char default_budget_from[96]; /* e.g. "processor_config.json image_processor.max_soft_tokens" */
+    int default_video_budget;
+    int default_video_frames;
 } g4v_vision_config;
 
 /* The unified (encoder-free) embedder's tensors (docs/NUMERICS.md §9). E = hidden_size,

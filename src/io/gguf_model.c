@@ -20,6 +20,7 @@
  * norms, clip scalars and position rows as floats whatever their dtype, so the converter's F32
  * copies of bf16 vectors give the same bits too.
  */
+#include "io/budget_defaults.h"
 #include "io/checkpoint_internal.h"
 #include "io/config.h"
 #include "io/gguf.h"
@@ -273,6 +274,7 @@ static int read_config(gl *L) {
                         L->path, eps);
     c->rms_norm_eps = is_f32 ? f32_decimal((float)eps) : eps;
     c->default_output_length = 280; /* not stored; HF's default */
+    g4v_budget_defaults_builtin(c);
     /* The mmproj has no token ids: Gemma 4's (docs/NUMERICS.md §5.1). */
     c->image_token_id = 258880;
     c->boi_token_id = 255999;

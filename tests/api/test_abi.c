@@ -118,7 +118,7 @@ static void test_init_guards(void) {
     g4v_model_options_init_sized((g4v_model_options *)&w.o, sizeof w.o);
     CHECK(guard_intact(w.guard));
     CHECK(w.o.struct_size == sizeof w.o);
-    CHECK(w.o.budget == G4V_DEFAULT_BUDGET && w.o.apply_exif == 1 && w.o.precise == 0);
+    CHECK(w.o.budget == 0 && w.o.apply_exif == 1 && w.o.precise == 0);
 
     struct {
         old_encode_options o;
@@ -161,7 +161,7 @@ static void test_init_guards(void) {
     memset(&n, GUARD, sizeof n);
     size_t newer = offsetof(__typeof__(n), guard);
     g4v_model_options_init_sized(&n.o, newer);
-    CHECK(guard_intact(n.guard) && n.o.struct_size == newer && n.o.budget == G4V_DEFAULT_BUDGET);
+    CHECK(guard_intact(n.guard) && n.o.struct_size == newer && n.o.budget == 0);
     CHECK(n.future[0] == 0 && n.future[1] == 0 && n.future[2] == 0 && n.future[3] == 0);
 }
 

@@ -41,7 +41,7 @@ static void test_basics(void) {
     CHECK(!strcmp(g4v_status_name(999), "G4V_ERR_UNKNOWN"));
     g4v_model_options mo;
     g4v_model_options_init(&mo);
-    CHECK(mo.budget == 280 && mo.apply_exif == 1 && mo.math == G4V_MATH_FAST);
+    CHECK(mo.budget == 0 && mo.apply_exif == 1 && mo.math == G4V_MATH_FAST);
     CHECK(mo.resize == G4V_RESIZE_PILLOW);
     CHECK(mo.max_pixels > 0 && mo.max_dimension > 0 && mo.max_header_bytes > 0);
     CHECK(mo.max_file_bytes == (uint64_t)1 << 30 && mo.max_config_bytes == 16000000u &&

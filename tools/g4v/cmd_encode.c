@@ -74,8 +74,9 @@ static const fe_opt rows[] = {
              "OUT (other)     a directory: OUT/<image name>.npy per image"},
     {.name = "tokens", .kind = FE_OPT_INT, O(tokens), .lo = 1, .hi = 1000000,
      .check = fe_opt_check_budget, .arg = "N",
-     .help = "soft-token budget, one of " CLI_BUDGETS " (default " FE_STR(G4V_DEFAULT_BUDGET) "; "
-             "videos: per frame, default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"},
+     .help = "soft-token budget, one of " CLI_BUDGETS " (default: the model's, from its "
+             "processor_config.json or config.json, else " FE_STR(G4V_DEFAULT_BUDGET) "; videos: "
+             "per frame, default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"},
     {.name = "no-exif", .kind = FE_OPT_FLAG, O(no_exif), .lo = 1,
      .help = "ignore EXIF orientation (default: apply it, as transformers does)"},
     FE_OPT_RESIZE(encode_args, resize,
@@ -115,8 +116,10 @@ static const fe_opt rows[] = {
              "if the video has fewer)"},
     {.kind = FE_OPT_TEXT,
      .help = "  A video's output is all its frames' rows, frame after frame ([sum of N, T]); its\n"
-             "  budget is --tokens N per frame (default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) "; any "
-             "of the budgets above). stdout gives the\n"
+             "  budget is --tokens N per frame (default: the model's "
+             "video_processor.max_soft_tokens,\n"
+             "  else " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) "; any of the budgets above). stdout gives "
+             "the\n"
              "  prompt text that replaces its <|video|>: per frame \"MM:SS <|image>\" + N x "
              "<|video|> +\n"
              "  <image|>, joined by spaces, and \"ids: BOI VIDEOxN EOI\" per frame; --json adds\n"
@@ -160,8 +163,7 @@ static int parse_args(int argc, char **argv, encode_args *a) {
         fprintf(stderr, "g4v encode: no IMAGE to encode (see --help)\n");
         return -1;
     }
-    a->tokens_set = a->tokens != 0;
-    if (!a->tokens_set) a->tokens = G4V_DEFAULT_BUDGET;
+    a->tokens_set = a->tokens != 0; /* else 0: the model's default budget */
     if (a->cache_max_bytes && !a->cache) {
         fprintf(stderr, "g4v encode: --cache-max-bytes needs --cache DIR\n");
         return -1;
@@ -630,7 +632,7 @@ static int encode_video_input(const encode_args *a, g4v_ctx *ctx, out_st_writer 
                               const char *path, int several, int bar) {
     g4v_video_options vo;
     g4v_video_options_init(&vo);
-    vo.budget = a->tokens_set ? a->tokens : G4V_DEFAULT_VIDEO_BUDGET;
+    vo.budget = a->tokens; /* 0: the model's per-frame default */
     vo.num_frames = a->frames;
     vo.bf16 = a->bf16;
     g4v_video_result r;

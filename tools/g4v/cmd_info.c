@@ -175,7 +175,7 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     printf("budgets      ");
     for (int i = 0; i < NBUDGETS; i++)
         printf(" %d", budgets[i]);
-    printf(" (soft tokens per image; default %d)\n", v->config_output_length);
+    printf(" (soft tokens per image; default %d)\n", v->default_budget);
     for (int i = 0; i < NLIMITS; i++) /* three to a line */
         printf("%s%s %s%s",
                i == 0  ? "limits        "
@@ -204,6 +204,7 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
         {"pooling_kernel_size", v->pooling_kernel_size},
         {"position_embedding_size", v->position_embedding_size},
         {"default_output_length", v->config_output_length},
+        {"default_budget", v->default_budget}, /* the checkpoint's (docs/GUIDE.md) */
         {"text_hidden_size", v->dim},
         {"rope_theta", v->rope_theta},
         {"rms_norm_eps", v->rms_norm_eps},
