@@ -131,8 +131,7 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         return CHAT_ERR_INTERNAL;
     }
     s->o = *o;
-    if (!s->o.budget) s->o.budget = G4V_DEFAULT_BUDGET;
-    s->open_budget = s->o.budget;
+    /* budget 0: the checkpoint's own default (its processor_config.json), known once loaded */
     if (!s->o.video_budget) s->o.video_budget = G4V_DEFAULT_VIDEO_BUDGET;
     if (!s->o.video_frames) s->o.video_frames = G4V_DEFAULT_VIDEO_FRAMES;
     s->n_ctx = o->n_ctx > 0 ? o->n_ctx : 8192;
@@ -157,6 +156,9 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         goto fail;
     }
     g4v_model_get_info(s->vm, &s->vinfo, NULL, 0);
+    if (!s->o.budget) s->o.budget = s->vinfo.default_budget > 0 ? s->vinfo.default_budget
+                                                                : G4V_DEFAULT_BUDGET;
+    s->open_budget = s->o.budget;
     if (s->vinfo.math != o->math) { /* a borrowed model: the options must say what it computes */
         seterr(err, errsz, "the vision model computes in the math mode %s, not %s as asked",
                g4v_math_mode_name(s->vinfo.math), g4v_math_mode_name(o->math));

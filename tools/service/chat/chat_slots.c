@@ -476,6 +476,7 @@ static int slot_open(void *ctx, int i, void **state) {
     o.max_budget = LARGEST_BUDGET;
     o.math = a->math; /* the shared model's mode, which the session checks */
     o.no_prompt_reuse = a->no_prompt_reuse;
+    o.chat_template = a->chat_template;
     chat_session *cs = NULL;
     int rc = chat_session_open(&o, &cs, msg, sizeof msg);
     if (rc) {

@@ -84,6 +84,10 @@ static const fe_opt rows[] = {
     {.name = "lm-ctx", .kind = FE_OPT_INT, O(lm_ctx), .lo = 256, .hi = 1 << 20, .arg = "N",
      .help = "context tokens per slot: the longest conversation, prompt and answer (default "
              "8192)"},
+    {.name = "chat-template", .kind = FE_OPT_STRING, O(chat_template), .arg = "FILE",
+     .help = "a Jinja chat template instead of the model's own (the text GGUF's "
+             "tokenizer.chat_template, else chat_template.jinja beside a checkpoint "
+             "directory); 'builtin': g4v's own Gemma 4 format"},
     {.name = "no-prompt-reuse", .kind = FE_OPT_FLAG, O(no_prompt_reuse), .lo = 1,
      .help = "decode every request's whole prompt: a slot forgets its conversation after each "
              "request (default: the prefix a slot holds is reused, docs/CHAT.md \"Prompt "
