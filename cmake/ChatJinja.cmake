@@ -1,0 +1,55 @@
+# Chat templates' Jinja engine (tools/chat/chat_jinja.h, docs/CHAT.md "Jinja engine"):
+# llama.cpp's own engine (common/jinja, the one llama-server renders chat templates with),
+# compiled from the pinned source tree G4V_LLAMA_SRC, never copied into this repository.
+# Only with libllama and that tree (cmake/Llama.cmake); C++ is enabled for this alone, so a
+# build without libllama needs no C++ compiler.
+#   g4v_jinja_engine  llama.cpp's sources (third-party: built without our warning flags)
+#   g4v_jinja         our C API over it (tools/chat/chat_jinja.cpp), what C code links
+set(G4V_HAVE_CHAT_JINJA OFF)
+set(_g4v_jinja_dir "${G4V_LLAMA_SRC}/common/jinja")
+if(G4V_HAVE_LLAMA AND G4V_LLAMA_SRC AND EXISTS "${_g4v_jinja_dir}/runtime.cpp")
+  # The C++ compiler of the C compiler's family (clang -> clang++, aarch64-linux-gnu-gcc ->
+  # aarch64-linux-gnu-g++), so the sanitizer and coverage flags fit both; -DCMAKE_CXX_COMPILER wins.
+  if(NOT CMAKE_CXX_COMPILER AND NOT DEFINED ENV{CXX})
+    get_filename_component(_g4v_cc_name "${CMAKE_C_COMPILER}" NAME)
+    get_filename_component(_g4v_cc_dir "${CMAKE_C_COMPILER}" DIRECTORY)
+    string(REGEX REPLACE "gcc(-[0-9.]+)?$" "g++\\1" _g4v_cxx_name "${_g4v_cc_name}")
+    string(REGEX REPLACE "clang(-[0-9.]+)?$" "clang++\\1" _g4v_cxx_name "${_g4v_cxx_name}")
+    if(NOT _g4v_cxx_name STREQUAL _g4v_cc_name AND EXISTS "${_g4v_cc_dir}/${_g4v_cxx_name}")
+      set(CMAKE_CXX_COMPILER "${_g4v_cc_dir}/${_g4v_cxx_name}")
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CXX)
+  if(CMAKE_CXX_COMPILER)
+    enable_language(CXX)
+    set(G4V_HAVE_CHAT_JINJA ON)
+  else()
+    message(STATUS "g4v chat: no C++ compiler: llama.cpp's Jinja engine (chat templates) is left out")
+  endif()
+endif()
+
+if(G4V_HAVE_CHAT_JINJA)
+  # The engine plus the two files of llama.cpp's common/ it needs: json.cpp (common_json, the
+  # JSON -> template value conversion, over vendor/nlohmann; its asserts are ggml's, from
+  # libggml-base) and unicode.cpp (UTF-8 decoding for tojson's ensure_ascii). Nothing else of
+  # common/ (chat.cpp, arg.cpp: the network and the whole CLI stack).
+  file(GLOB _g4v_jinja_srcs CONFIGURE_DEPENDS "${_g4v_jinja_dir}/*.cpp")
+  add_library(g4v_jinja_engine STATIC ${_g4v_jinja_srcs} "${G4V_LLAMA_SRC}/common/json.cpp"
+              "${G4V_LLAMA_SRC}/common/unicode.cpp")
+  set_target_properties(g4v_jinja_engine PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
+                        CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
+  # common/ first: value.cpp's "unicode.h" is common/unicode.h, not src/unicode.h
+  target_include_directories(g4v_jinja_engine SYSTEM PUBLIC "${G4V_LLAMA_SRC}/common"
+                             PRIVATE "${G4V_LLAMA_SRC}/vendor")
+  # third-party code: its warnings are not ours to fix and must not break -Werror
+  target_compile_options(g4v_jinja_engine PRIVATE -w)
+  target_link_libraries(g4v_jinja_engine PUBLIC g4v_llama)
+
+  add_library(g4v_jinja STATIC ${PROJECT_SOURCE_DIR}/tools/chat/chat_jinja.cpp)
+  set_target_properties(g4v_jinja PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
+                        CXX_EXTENSIONS OFF)
+  target_include_directories(g4v_jinja PUBLIC ${PROJECT_SOURCE_DIR}/tools/chat)
+  target_link_libraries(g4v_jinja PRIVATE g4v_jinja_engine)
+  message(STATUS "g4v chat: Jinja engine from ${_g4v_jinja_dir}")
+endif()
