@@ -12,8 +12,8 @@ Conversations: system prompts (string, content parts, developer role), images an
 content parts, several turns, earlier answers with reasoning_content and with inline thought
 channels, tools with nested parameters, enums and arrays, tool calls with object (and string)
 arguments, tool responses as a string and as content parts, legacy tool_responses, unicode, text
-with leading and trailing whitespace; each with thinking on and off, with and without the
-generation prompt. Also: concurrent renders of one compiled template, errors (syntax, bad JSON)."""
+with leading and trailing whitespace, an unknown role (our template raises); each with thinking
+on, off and unset, with and without the generation prompt. Also: concurrent renders of one compiled template, errors (syntax, bad JSON)."""
 import json
 import os
 import subprocess
@@ -154,6 +154,9 @@ CONVERSATIONS = {
         {"role": "assistant", "content": "Fact one."},
         {"role": "assistant", "content": "Fact two."},
         {"role": "user", "content": "More."}],
+    "unknown_role": [  # our template refuses it with raise_exception
+        {"role": "user", "content": "Tell a story."},
+        {"role": "narrator", "content": "Meanwhile, far away..."}],
 }
 
 # tools given to the template for these conversations (else tools=None, as transformers passes)
@@ -322,7 +325,8 @@ def render_ours(case, tmp_path, threads=1):
     p = subprocess.run(cmd, capture_output=True, timeout=60)
     if p.returncode == 0:
         return {"text": p.stdout.decode("utf-8")}
-    return {"error": p.stderr.decode("utf-8", "replace").strip(), "rc": p.returncode}
+    err = p.stderr.decode("utf-8", "replace")  # the message + "\n", exactly
+    return {"error": err[:-1] if err.endswith("\n") else err, "rc": p.returncode}
 
 
 def first_difference(a, b):
@@ -356,14 +360,16 @@ def compare(cases, tmp_path):
                   % (case["name"], want["error"], got), show_ok=False)
     print("%d cases: %d identical renderings, %d raise_exception messages"
           % (len(cases), n_text, n_raised))
-    return n_text
+    return n_text, n_raised
 
 
 # ---- the tests --------------------------------------------------------------------------------
 
 def test_own_template(tmp_path):
-    n = compare(make_cases(OWN_TEMPLATE), tmp_path)
-    check(n == len(CONVERSATIONS) * len(VARIANTS), "every case of our template renders")
+    n_text, n_raised = compare(make_cases(OWN_TEMPLATE), tmp_path)
+    check(n_raised == len(VARIANTS), "raise_exception's message, as written (%d)" % n_raised)
+    check(n_text == (len(CONVERSATIONS) - 1) * len(VARIANTS),
+          "every other case of our template renders (%d)" % n_text)
 
 
 def need_official(name):

@@ -40,11 +40,8 @@ static std::string one_line_error(const char *what) {
     std::string m = what ? what : "unknown error";
     static const char raised[] = "Jinja Exception: ";
     size_t r = m.find(raised);
-    if (r != std::string::npos) {
-        std::string msg = m.substr(r + sizeof raised - 1);
-        trim_in_place(msg);
-        return msg;
-    }
+    if (r != std::string::npos) // the engine appends nothing after the template's message
+        return m.substr(r + sizeof raised - 1);
     static const char exec_at[] = "While executing ";
     size_t w = m.rfind(exec_at);
     size_t e = m.rfind("\nError: ");
