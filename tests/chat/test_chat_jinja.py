@@ -207,7 +207,20 @@ ENGINE_DIFFERENCES = [
      "{{ l | map('upper') | list | join(',') }}", {"l": ["a", "b"]}),
     ("the unique filter is not implemented", "{{ l | unique | join(',') }}", {"l": ["a", "a"]}),
     ("upper/lower change ASCII letters only", "{{ s | upper }}", {"s": "straße é"}),
-    ("floats print in fixed notation (Python: repr, 1e-07)", "{{ x }}", {"x": 1e-7}),
+    ("floats print as C's %f, 6 decimals (Python: the shortest repr)", "{{ x }}", {"x": 3.14159265}),
+    ("... so small ones print as 0.0 (Python: 1e-07)", "{{ x }}", {"x": 1e-7}),
+    ("none | default(d) gives d (jinja2: only undefined is defaulted)", "{{ x | default('d') }}",
+     {"x": None}),
+    ("a template's first character is dropped when only blanks follow it before a tag",
+     "a {# comment #} b", {}),
+    ("{% raw %} is not implemented", "{% raw %}{{ x }}{% endraw %}", {}),
+    ("the // and ** operators are not implemented", "{{ 7 // 2 }}", {}),
+    ("% string formatting is not implemented", "{{ '%s!' % 'a' }}", {}),
+    ("tests with an argument without parentheses do not parse", "{{ 3 is divisibleby 3 }}", {}),
+    ("loop.cycle is not implemented", "{% for i in [1, 2] %}{{ loop.cycle('a', 'b') }}{% endfor %}",
+     {}),
+    ("the round, sum, batch, truncate, wordcount, center, escape filters are not implemented",
+     "{{ x | round }}", {"x": 1.5}),
     ("tojson writes 2.0 as 2", "{{ x | tojson }}", {"x": 2.0}),
     ("none prints as an empty string (Python: None)", "[{{ x }}]", {"x": None}),
     ("a list prints as its items run together (Python: its repr)", "{{ l }}", {"l": [1, "a"]}),
@@ -217,7 +230,7 @@ ENGINE_DIFFERENCES = [
 
 # Conversations on which Gemma 4's official templates hit those limits: tool parameters and
 # arguments whose names differ by case (dictsort), an array of items with a list of types
-# (the 2026-07 templates' map('upper')).
+# (map('upper')), a tool-call argument 47.3768866 (printed 47.376887).
 TOOL_CASE = {"type": "function", "function": {
     "name": "list_files", "description": "Lists files.",
     "parameters": {"type": "object", "properties": {
@@ -233,6 +246,10 @@ OFFICIAL_DIFFERENCES = {  # name: (tools, messages)
         {"role": "assistant", "content": "", "tool_calls": [{"function": {
             "name": "list_files", "arguments": {"pageToken": "abc", "page_size": 10}}}]}]),
     "items with a list of types": ([TOOL_TYPE_LIST], [{"role": "user", "content": "Tag it."}]),
+    "a float argument with more than 6 decimals": (TOOLS, [
+        {"role": "user", "content": "Photos near me?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {
+            "name": "search_photos", "arguments": {"query": "lake", "near": [47.3768866, 8.5416940]}}}]}]),
 }
 
 
