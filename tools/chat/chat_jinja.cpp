@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -16,11 +17,17 @@
 #include "json.h"
 
 // What the template was compiled from is kept for the engine's error messages (line:column).
-// Rendering only reads both (the engine's AST is const while executing), hence thread-safe.
+// Rendering only reads both (the engine's AST is const while executing), hence thread-safe,
+// except for the engine's strftime_now: it calls localtime(), whose result is one static buffer
+// (ThreadSanitizer sees the race). Templates that name it render one at a time, under
+// clock_lock; the others (Gemma 4's) concurrently.
 struct chat_jinja {
     jinja::program prog;
     std::string source;
+    bool reads_clock;
 };
+
+static std::mutex clock_lock;
 
 static void set_err(char *err, size_t errsz, const std::string &msg) {
     if (err && errsz)
@@ -40,11 +47,8 @@ static std::string one_line_error(const char *what) {
     std::string m = what ? what : "unknown error";
     static const char raised[] = "Jinja Exception: ";
     size_t r = m.find(raised);
-    if (r != std::string::npos) {
-        std::string msg = m.substr(r + sizeof raised - 1);
-        trim_in_place(msg);
-        return msg;
-    }
+    if (r != std::string::npos) // the engine appends nothing after the template's message
+        return m.substr(r + sizeof raised - 1);
     static const char exec_at[] = "While executing ";
     size_t w = m.rfind(exec_at);
     size_t e = m.rfind("\nError: ");
@@ -79,6 +83,7 @@ extern "C" chat_jinja *chat_jinja_compile(const char *source, char *err, size_t 
         jinja::lexer_result tokens = lexer.tokenize(source);
         t->prog = jinja::parse_from_tokens(tokens);
         t->source = tokens.source;
+        t->reads_clock = t->source.find("strftime_now") != std::string::npos;
         return t;
     } catch (const std::bad_alloc &) {
         set_err(err, errsz, "out of memory compiling the chat template");
@@ -110,6 +115,9 @@ extern "C" char *chat_jinja_render(const chat_jinja *t, const char *context_json
                                 "the template's variables)");
             return nullptr;
         }
+        std::unique_lock<std::mutex> one_at_a_time(clock_lock, std::defer_lock);
+        if (t->reads_clock)
+            one_at_a_time.lock();
         // One context per render: the variables the template sets live there, never in t.
         jinja::context ctx(t->source);
         // mark_input=false: we want the text, not llama-server's user-input spans

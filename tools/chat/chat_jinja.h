@@ -8,8 +8,10 @@
  * (G4V_HAVE_CHAT_JINJA in CMake, target g4v_jinja).
  *
  * Thread safety: a compiled template is immutable; any number of threads may render the same
- * one at once (each render has its own context). Exception: strftime_now reads the clock with
- * localtime(), which is not reentrant; no Gemma 4 template calls it. */
+ * one at once (each render has its own context). The engine's strftime_now reads the clock with
+ * localtime(), which is not reentrant: renders of templates that name it are serialised (one
+ * process-wide lock; no Gemma 4 template calls it), other code calling localtime() meanwhile
+ * could still race with them. */
 #ifndef G4V_CHAT_JINJA_H
 #define G4V_CHAT_JINJA_H
 
