@@ -6,8 +6,9 @@ back as the template wrote it.
 
 Reference: transformers' own render_jinja_template when G4V_HF_PYTHON imports it
 (jinja_reference.py, run with that Python; the replica there is then checked against it too),
-else the replica with G4V_PYTHON's jinja2. Templates: tests/chat/jinja/constructs.jinja (ours, always), and Gemma 4's
-official ones from $G4V_REAL_FILES (else <source>/../shared/real-files), skipped when absent.
+else the replica with G4V_PYTHON's jinja2. Templates: tests/chat/jinja/constructs.jinja (ours,
+always), and Gemma 4's official ones from $G4V_REAL_FILES (else <source>/../shared/real-files),
+skipped when absent.
 Conversations: system prompts (string, content parts, developer role), images and a video in user
 content parts, several turns, earlier answers with reasoning_content and with inline thought
 channels, tools with nested parameters, enums and arrays, tool calls with object (and string)
