@@ -25,7 +25,8 @@ if(G4V_HAVE_LLAMA AND G4V_LLAMA_SRC AND EXISTS "${_g4v_jinja_dir}/runtime.cpp")
     enable_language(CXX)
     set(G4V_HAVE_CHAT_JINJA ON)
   else()
-    message(STATUS "g4v chat: no C++ compiler: llama.cpp's Jinja engine (chat templates) is left out")
+    message(STATUS "g4v chat: no C++ compiler: llama.cpp's Jinja engine (chat templates) "
+                   "is left out")
   endif()
 endif()
 

@@ -1,19 +1,22 @@
 #!/usr/bin/python3
-"""test_chat_jinja.py (pytest --arg=CHAT_JINJA_RENDER) - chat templates rendered by llama.cpp's Jinja
-engine through our C API (tools/chat/chat_jinja.h, driven by chat_jinja_render) must equal Python
-jinja2 as transformers renders them, byte for byte; raise_exception's message must come back as
-the template wrote it.
+"""test_chat_jinja.py (pytest --arg=CHAT_JINJA_RENDER) - chat templates rendered by llama.cpp's
+Jinja engine through our C API (tools/chat/chat_jinja.h, driven by chat_jinja_render) must equal
+Python jinja2 as transformers renders them, byte for byte; raise_exception's message must come
+back as the template wrote it.
 
-Reference: transformers' own render_jinja_template when G4V_HF_PYTHON imports it (jinja_reference.py,
-run with that Python; the replica there is then checked against it too), else the replica with
-G4V_PYTHON's jinja2. Templates: tests/chat/jinja/constructs.jinja (ours, always), and Gemma 4's
-official ones from $G4V_REAL_FILES (else <source>/../shared/real-files), skipped when absent.
+Reference: transformers' own render_jinja_template when G4V_HF_PYTHON imports it
+(jinja_reference.py, run with that Python; the replica there is then checked against it too),
+else the replica with G4V_PYTHON's jinja2. Templates: tests/chat/jinja/constructs.jinja (ours,
+always), and Gemma 4's official ones from $G4V_REAL_FILES (else <source>/../shared/real-files),
+skipped when absent.
 Conversations: system prompts (string, content parts, developer role), images and a video in user
 content parts, several turns, earlier answers with reasoning_content and with inline thought
 channels, tools with nested parameters, enums and arrays, tool calls with object (and string)
 arguments, tool responses as a string and as content parts, legacy tool_responses, unicode, text
 with leading and trailing whitespace, an unknown role (our template raises); each with thinking
-on, off and unset, with and without the generation prompt. Also: concurrent renders of one compiled template, errors (syntax, bad JSON)."""
+on, off and unset, with and without the generation prompt. Also: concurrent renders of one
+compiled template, errors (syntax, bad JSON), and the engine's known differences from jinja2, each
+of which must still differ (docs/CHAT.md 2.4 lists them)."""
 import json
 import os
 import subprocess
@@ -66,7 +69,8 @@ TOOLS = [
                     "to": {"type": "string"}}, "required": ["from"]}},
                 "required": ["min_width"]},
             "boxes": {"type": "array", "description": "Regions", "items": {
-                "type": "object", "properties": {"x": {"type": "number"}, "label": {"type": "string"}},
+                "type": "object",
+                "properties": {"x": {"type": "number"}, "label": {"type": "string"}},
                 "required": ["x"]}},
             "extra": {"type": "object", "description": "Free-form",
                       "speed": {"type": "number", "description": "m/s"}}},
@@ -77,7 +81,8 @@ TOOLS = [
 ]
 
 CALL_ARGS = {"query": "sunset über dem Meer 🌅", "tags": ["cat", "bird"],
-             "filters": {"min_width": 1024, "colors": ["red", None], "taken": {"from": "2024-01-01"}},
+             "filters": {"min_width": 1024, "colors": ["red", None],
+                         "taken": {"from": "2024-01-01"}},
              "boxes": [{"x": 0.5, "label": "sun"}, {"x": 2.0}], "exact": True, "limit": -3,
              "note": None}
 
@@ -129,10 +134,12 @@ CONVERSATIONS = {
         {"role": "assistant", "content": None, "reasoning_content": "Two cities: two calls.",
          "tool_calls": [
              {"id": "a", "type": "function",
-              "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}},
+              "function": {"name": "get_weather",
+                           "arguments": {"city": "Paris", "unit": "celsius"}}},
              {"id": "b", "type": "function",
               "function": {"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}}},
-             {"id": "c", "type": "function", "function": {"name": "list_albums", "arguments": {}}}]},
+             {"id": "c", "type": "function",
+              "function": {"name": "list_albums", "arguments": {}}}]},
         {"role": "tool", "tool_call_id": "a", "content": "18 C, cloudy"},
         {"role": "tool", "tool_call_id": "b",
          "content": [text("-2 C, snow"), IMG, text(" (radar image)")]},
@@ -194,8 +201,8 @@ def make_cases(template):
     return cases
 
 
-# ---- known differences: each must still differ (when one stops differing, after a llama.cpp update,
-# this test fails: drop it here and from docs/CHAT.md "Jinja engine") ------------------------------
+# ---- known differences: each must still differ (when one stops differing, after a llama.cpp
+# update, this test fails: drop it here and from docs/CHAT.md 2.4) -----------------------------
 
 # (what, template, variables): the engine's limits found by this test, each in a few characters
 ENGINE_DIFFERENCES = [
@@ -207,7 +214,8 @@ ENGINE_DIFFERENCES = [
      "{{ l | map('upper') | list | join(',') }}", {"l": ["a", "b"]}),
     ("the unique filter is not implemented", "{{ l | unique | join(',') }}", {"l": ["a", "a"]}),
     ("upper/lower change ASCII letters only", "{{ s | upper }}", {"s": "straße é"}),
-    ("floats print as C's %f, 6 decimals (Python: the shortest repr)", "{{ x }}", {"x": 3.14159265}),
+    ("floats print as C's %f, 6 decimals (Python: the shortest repr)", "{{ x }}",
+     {"x": 3.14159265}),
     ("... so small ones print as 0.0 (Python: 1e-07)", "{{ x }}", {"x": 1e-7}),
     ("none | default(d) gives d (jinja2: only undefined is defaulted)", "{{ x | default('d') }}",
      {"x": None}),
@@ -249,7 +257,8 @@ OFFICIAL_DIFFERENCES = {  # name: (tools, messages)
     "a float argument with more than 6 decimals": (TOOLS, [
         {"role": "user", "content": "Photos near me?"},
         {"role": "assistant", "content": "", "tool_calls": [{"function": {
-            "name": "search_photos", "arguments": {"query": "lake", "near": [47.3768866, 8.5416940]}}}]}]),
+            "name": "search_photos",
+            "arguments": {"query": "lake", "near": [47.3768866, 8.5416940]}}}]}]),
 }
 
 
@@ -278,7 +287,8 @@ def probe_cases():
 def official_difference_cases(name):
     return [{"name": "%s: %s" % (name, what), "template": official_path(name),
              "messages": messages, "tools": tools, "add_generation_prompt": True,
-             "kwargs": dict(BASE_KWARGS)} for what, (tools, messages) in OFFICIAL_DIFFERENCES.items()]
+             "kwargs": dict(BASE_KWARGS)}
+            for what, (tools, messages) in OFFICIAL_DIFFERENCES.items()]
 
 
 def official_cases(name):
@@ -348,11 +358,13 @@ def render_ours(case, tmp_path, threads=1):
 
 def first_difference(a, b):
     i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
-    return "at char %d: ours %r vs jinja2 %r" % (i, a[max(0, i - 30):i + 30], b[max(0, i - 30):i + 30])
+    lo = max(0, i - 30)
+    return "at char %d: ours %r vs jinja2 %r" % (i, a[lo:i + 30], b[lo:i + 30])
 
 
 def differs(ours, want):
-    return ("text" in want and ours.get("text") != want["text"]) or ("error" in want) != ("error" in ours)
+    return (("text" in want and ours.get("text") != want["text"])
+            or ("error" in want) != ("error" in ours))
 
 
 def compare(cases, tmp_path):
@@ -405,7 +417,8 @@ def test_engine_differences(tmp_path):
     cases = probe_cases()
     for case, want in zip(cases, reference(cases)):
         got = render_ours(case, tmp_path)
-        check(differs(got, want), "still differs: %s: ours %r, jinja2 %r" % (case["name"], got, want))
+        check(differs(got, want),
+              "still differs: %s: ours %r, jinja2 %r" % (case["name"], got, want))
 
 
 @pytest.mark.parametrize("name", OFFICIAL)

@@ -107,7 +107,8 @@ extern "C" char *chat_jinja_render(const chat_jinja *t, const char *context_json
         try {
             ctx_json = common_json::parse(context_json);
         } catch (const std::exception &ex) {
-            set_err(err, errsz, std::string("chat template context is not valid JSON: ") + ex.what());
+            set_err(err, errsz,
+                    std::string("chat template context is not valid JSON: ") + ex.what());
             return nullptr;
         }
         if (!ctx_json.is_object()) {
