@@ -183,31 +183,37 @@ out:
     return rc;
 }
 
-int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
-                          char *err, size_t errsz) {
-    int rc = CHAT_OK, first = s->n_pm;
-    unsigned char *kinds = malloc((size_t)(n_media > 0 ? n_media : 1));
-    if (!kinds || reserve_media(s, n_media)) goto oom;
+int chat_session_add_user_parts(chat_session *s, const chat_part *parts, int n_parts, char *err,
+                                size_t errsz) {
+    int rc = CHAT_OK, first = s->n_pm, n_media = 0;
+    for (int k = 0; k < n_parts; k++) n_media += parts[k].media != NULL;
+    chat_msg_part *mp = calloc((size_t)(n_parts > 0 ? n_parts : 1), sizeof *mp);
+    if (!mp || reserve_media(s, n_media)) goto oom;
     /* every medium's identity (a video: its frames too); a bad one refuses the turn */
-    for (int i = 0; i < n_media; i++) {
+    for (int k = 0; k < n_parts; k++) {
+        if (!parts[k].media) {
+            mp[k] = (chat_msg_part){CHAT_PART_TEXT, (char *)(parts[k].text ? parts[k].text : "")};
+            continue;
+        }
+        const chat_media *md = parts[k].media;
+        mp[k].kind = md->is_video ? CHAT_PART_VIDEO : CHAT_PART_IMAGE;
         plan_medium *m = &s->pm[s->n_pm];
         memset(m, 0, sizeof *m);
-        m->src = media[i];
-        if (!media[i].data) { /* kept for a later turn's plan (g4v chat's next turn) */
-            size_t n = strlen(media[i].path) + 1;
+        m->src = *md;
+        if (!md->data) { /* kept for a later turn's plan (g4v chat's next turn) */
+            size_t n = strlen(md->path) + 1;
             if (!(m->path_copy = malloc(n))) goto oom;
-            memcpy(m->path_copy, media[i].path, n);
+            memcpy(m->path_copy, md->path, n);
             m->src.path = m->path_copy;
         }
         m->turn = s->tmpl.n_msgs;
-        m->stat.is_video = media[i].is_video;
-        kinds[i] = (unsigned char)(media[i].is_video != 0);
+        m->stat.is_video = md->is_video;
         s->n_pm++;
-        rc = chat_media_hash(s, &media[i], &m->hash, err, errsz);
-        if (!rc && media[i].is_video) rc = chat_media_encode(s, m, err, errsz);
+        rc = chat_media_hash(s, md, &m->hash, err, errsz);
+        if (!rc && md->is_video) rc = chat_media_encode(s, m, err, errsz);
         if (rc) goto out;
     }
-    if (chat_template_add(&s->tmpl, 0, text, NULL, kinds, n_media)) goto oom;
+    if (chat_template_add_user(&s->tmpl, mp, n_parts)) goto oom;
     s->plan_dirty = 1;
     s->turns++;
     goto out;
@@ -216,13 +222,27 @@ oom:
     rc = CHAT_ERR_INTERNAL;
 out:
     if (rc) media_drop(s, first); /* the turn's media leave the conversation */
-    free(kinds);
+    free(mp);
+    return rc;
+}
+
+int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
+                          char *err, size_t errsz) {
+    chat_part *p = calloc((size_t)n_media + 1, sizeof *p);
+    if (!p) {
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    for (int i = 0; i < n_media; i++) p[i].media = &media[i];
+    p[n_media].text = text; /* g4v chat: the media first, then the text */
+    int rc = chat_session_add_user_parts(s, p, n_media + 1, err, errsz);
+    free(p);
     return rc;
 }
 
 int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,
                                     char *err, size_t errsz) {
-    if (chat_template_add(&s->tmpl, 1, text, reasoning, NULL, 0)) {
+    if (chat_template_add_answer(&s->tmpl, text, reasoning)) {
         seterr(err, errsz, "out of memory");
         return CHAT_ERR_INTERNAL;
     }

@@ -406,7 +406,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     r->n_past = (int)s->n_past;
     /* the answer joins the conversation: the next turn's rendering holds it (thought stripped
      * as the template does; the context is cut where the rendering differs from it) */
-    if (chat_template_add(&s->tmpl, 1, r->text, r->reasoning, NULL, 0)) goto oom;
+    if (chat_template_add_answer(&s->tmpl, r->text, r->reasoning)) goto oom;
     s->plan_dirty = 1;
     chat_conversation_keep(s);
     goto out;

@@ -135,6 +135,14 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
 int chat_session_add_user(chat_session *s, const chat_media *media, int n_media, const char *text,
                           char *err, size_t errsz);
 int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz);
+/* A user turn as its content parts in the client's order (g4v serve): a text (media NULL) or a
+ * medium each. chat_session_add_user is the media followed by one text. */
+typedef struct chat_part {
+    const char *text;
+    const chat_media *media;
+} chat_part;
+int chat_session_add_user_parts(chat_session *s, const chat_part *parts, int n_parts, char *err,
+                                size_t errsz);
 /* An earlier answer with its thought (reasoning_content; the template decides whether it is
  * rendered: Gemma 4's only after the last user turn). */
 int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,

@@ -132,12 +132,17 @@ oom:
     return -1;
 }
 
+static void msg_free(chat_msg *m) {
+    free(m->text);
+    free(m->reasoning);
+    for (int k = 0; k < m->n_parts; k++)
+        free(m->parts[k].text);
+    free(m->parts);
+}
+
 void chat_template_reset(chat_template *t) {
-    for (int i = 0; i < t->n_msgs; i++) {
-        free(t->msgs[i].text);
-        free(t->msgs[i].reasoning);
-        free(t->msgs[i].is_video);
-    }
+    for (int i = 0; i < t->n_msgs; i++)
+        msg_free(&t->msgs[i]);
     t->n_msgs = 0;
 }
 
@@ -150,36 +155,53 @@ void chat_template_free(chat_template *t) {
     memset(t, 0, sizeof *t);
 }
 
-int chat_template_add(chat_template *t, int assistant, const char *text, const char *reasoning,
-                      const unsigned char *is_video, int n_media) {
+static chat_msg *push_msg(chat_template *t) {
     if (t->n_msgs == t->cap_msgs) {
         int cap = t->cap_msgs ? 2 * t->cap_msgs : 8;
         chat_msg *v = realloc(t->msgs, (size_t)cap * sizeof *v);
-        if (!v) return -1;
+        if (!v) return NULL;
         t->msgs = v;
         t->cap_msgs = cap;
     }
-    chat_msg m = {.assistant = assistant, .n_media = n_media};
-    m.text = xstrdup(text ? text : "");
-    m.reasoning = reasoning && *reasoning ? xstrdup(reasoning) : NULL;
-    m.is_video = malloc((size_t)(n_media > 0 ? n_media : 1));
-    if (!m.text || (reasoning && *reasoning && !m.reasoning) || !m.is_video) {
-        free(m.text);
-        free(m.reasoning);
-        free(m.is_video);
+    chat_msg *m = &t->msgs[t->n_msgs];
+    memset(m, 0, sizeof *m);
+    return m; /* counted by the caller once filled */
+}
+
+int chat_template_add_user(chat_template *t, const chat_msg_part *parts, int n_parts) {
+    chat_msg *m = push_msg(t);
+    if (!m) return -1;
+    m->parts = calloc((size_t)(n_parts > 0 ? n_parts : 1), sizeof *m->parts);
+    if (!m->parts) return -1;
+    for (int k = 0; k < n_parts; k++) {
+        m->parts[m->n_parts].kind = parts[k].kind;
+        if (parts[k].kind == CHAT_PART_TEXT &&
+            !(m->parts[m->n_parts].text = xstrdup(parts[k].text ? parts[k].text : ""))) {
+            msg_free(m);
+            return -1;
+        }
+        m->n_parts++;
+    }
+    t->n_msgs++;
+    return 0;
+}
+
+int chat_template_add_answer(chat_template *t, const char *text, const char *reasoning) {
+    chat_msg *m = push_msg(t);
+    if (!m) return -1;
+    m->assistant = 1;
+    m->text = xstrdup(text ? text : "");
+    m->reasoning = reasoning && *reasoning ? xstrdup(reasoning) : NULL;
+    if (!m->text || (reasoning && *reasoning && !m->reasoning)) {
+        msg_free(m);
         return -1;
     }
-    if (n_media > 0) memcpy(m.is_video, is_video, (size_t)n_media);
-    t->msgs[t->n_msgs++] = m;
+    t->n_msgs++;
     return 0;
 }
 
 void chat_template_pop(chat_template *t) {
-    if (!t->n_msgs) return;
-    chat_msg *m = &t->msgs[--t->n_msgs];
-    free(m->text);
-    free(m->reasoning);
-    free(m->is_video);
+    if (t->n_msgs) msg_free(&t->msgs[--t->n_msgs]);
 }
 
 /* ---- our rendering ---------------------------------------------------------------------- */
@@ -308,10 +330,13 @@ char *chat_template_render_builtin(const chat_template *t, const char *system,
         }
         if (m->assistant) {
             put_stripped(&b, m->text);
-        } else {
-            for (int k = 0; k < m->n_media; k++)
-                put(&b, CHAT_MEDIA_MARKER);
-            put_trimmed(&b, m->text);
+        } else { /* the parts in order: each text trimmed, each medium a placeholder */
+            for (int k = 0; k < m->n_parts; k++) {
+                if (m->parts[k].kind == CHAT_PART_TEXT)
+                    put_trimmed(&b, m->parts[k].text);
+                else
+                    put(&b, CHAT_MEDIA_MARKER);
+            }
         }
         if (!(m->assistant && i + 1 < t->n_msgs && t->msgs[i + 1].assistant))
             put(&b, "<turn|>\n");
@@ -345,26 +370,33 @@ static char *context_json(const chat_template *t, const char *system, int enable
         ok = m && cJSON_AddItemToArray(msgs, m) &&
              cJSON_AddStringToObject(m, "role", x->assistant ? "assistant" : "user");
         if (!ok) break;
-        if (x->assistant || !x->n_media) {
+        if (x->assistant) {
             ok = cJSON_AddStringToObject(m, "content", x->text) != NULL;
-        } else { /* content parts: the media, then the text */
+        } else if (x->n_parts == 1 && x->parts[0].kind == CHAT_PART_TEXT) { /* as a string */
+            ok = cJSON_AddStringToObject(m, "content", x->parts[0].text) != NULL;
+        } else { /* content parts, in order */
             cJSON *parts = cJSON_AddArrayToObject(m, "content");
             ok = parts != NULL;
-            for (int k = 0; ok && k <= x->n_media; k++) {
+            for (int k = 0; ok && k < x->n_parts; k++) {
+                const chat_msg_part *q = &x->parts[k];
                 cJSON *p = cJSON_CreateObject();
                 ok = p && cJSON_AddItemToArray(parts, p);
                 if (!ok) break;
-                if (k < x->n_media)
-                    ok = cJSON_AddStringToObject(p, "type", x->is_video[k] ? "video" : "image") != NULL;
+                if (q->kind != CHAT_PART_TEXT)
+                    ok = cJSON_AddStringToObject(p, "type", q->kind == CHAT_PART_VIDEO ? "video"
+                                                                                     : "image") != NULL;
                 else
                     ok = cJSON_AddStringToObject(p, "type", "text") &&
-                         cJSON_AddStringToObject(p, "text", x->text);
+                         cJSON_AddStringToObject(p, "text", q->text);
             }
         }
+        /* an answer's thought under each name transformers gives it (_alias_reasoning_fields) */
         if (ok && x->assistant && x->reasoning)
-            ok = cJSON_AddStringToObject(m, "reasoning_content", x->reasoning) != NULL;
+            ok = cJSON_AddStringToObject(m, "thinking", x->reasoning) &&
+                 cJSON_AddStringToObject(m, "reasoning_content", x->reasoning);
     }
-    ok = ok && cJSON_AddBoolToObject(c, "add_generation_prompt", add_generation_prompt) &&
+    ok = ok && cJSON_AddNullToObject(c, "tools") && cJSON_AddNullToObject(c, "documents") &&
+         cJSON_AddBoolToObject(c, "add_generation_prompt", add_generation_prompt) &&
          cJSON_AddBoolToObject(c, "enable_thinking", enable_thinking) &&
          cJSON_AddStringToObject(c, "bos_token", t->bos_text) &&
          cJSON_AddStringToObject(c, "eos_token", "<eos>");
@@ -377,12 +409,15 @@ static char *context_json(const chat_template *t, const char *system, int enable
  * the kind of the next medium of the conversation. */
 static char *mark_media(const chat_template *t, const char *out, char *err, size_t errsz) {
     int total = 0;
-    for (int i = 0; i < t->n_msgs; i++) total += t->msgs[i].n_media;
+    for (int i = 0; i < t->n_msgs; i++)
+        for (int j = 0; j < t->msgs[i].n_parts; j++) total += t->msgs[i].parts[j].kind != CHAT_PART_TEXT;
     unsigned char *kinds = malloc((size_t)(total ? total : 1));
     if (!kinds) goto oom;
     int k = 0;
     for (int i = 0; i < t->n_msgs; i++)
-        for (int j = 0; j < t->msgs[i].n_media; j++) kinds[k++] = t->msgs[i].is_video[j];
+        for (int j = 0; j < t->msgs[i].n_parts; j++)
+            if (t->msgs[i].parts[j].kind != CHAT_PART_TEXT)
+                kinds[k++] = t->msgs[i].parts[j].kind == CHAT_PART_VIDEO;
     sbuf b = {.ok = 1};
     put(&b, "");
     const char *img = "<|image|>", *vid = "<|video|>";

@@ -29,13 +29,20 @@
 
 struct chat_jinja;
 
+/* A part of a user message, in the order the client gave them. */
+enum { CHAT_PART_TEXT, CHAT_PART_IMAGE, CHAT_PART_VIDEO };
+typedef struct chat_msg_part {
+    int kind;
+    char *text; /* CHAT_PART_TEXT's */
+} chat_msg_part;
+
 /* One message of the conversation (the system prompt is not one: it is given to the render). */
 typedef struct chat_msg {
-    int assistant;      /* 0: the user's; 1: the model's answer */
-    char *text;         /* content text (an answer's, as the model said it after its thinking) */
-    char *reasoning;    /* an answer's thinking, or NULL */
-    int n_media;        /* the user's media, before the text */
-    unsigned char *is_video; /* [n_media] */
+    int assistant;       /* 0: the user's; 1: the model's answer */
+    char *text;          /* an answer's text (as the model said it after its thinking) */
+    char *reasoning;     /* an answer's thinking, or NULL */
+    chat_msg_part *parts; /* a user message's content */
+    int n_parts;
 } chat_msg;
 
 typedef struct chat_template {
@@ -57,8 +64,8 @@ int chat_template_init(chat_template *t, const struct llama_model *model, const 
 void chat_template_free(chat_template *t);
 
 /* Appends a message (copies). 0, or -1 out of memory. */
-int chat_template_add(chat_template *t, int assistant, const char *text, const char *reasoning,
-                      const unsigned char *is_video, int n_media);
+int chat_template_add_user(chat_template *t, const chat_msg_part *parts, int n_parts);
+int chat_template_add_answer(chat_template *t, const char *text, const char *reasoning);
 /* Drops the last message. */
 void chat_template_pop(chat_template *t);
 /* Forgets the whole conversation (the template stays). */

@@ -42,6 +42,9 @@ void chat_job_unref(chat_job *j) {
         }
         free(j->turns[t].img);
         free(j->turns[t].text);
+        for (int k = 0; k < j->turns[t].n_parts; k++)
+            free(j->turns[t].parts[k].text);
+        free(j->turns[t].parts);
         free(j->turns[t].reasoning);
     }
     free(j->turns);
@@ -192,12 +195,26 @@ static char *append_text(char *acc, const char *t) {
     return r;
 }
 
+/* A content part into t->parts (img >= 0, or a text copied). 0, or -1 out of memory. */
+static int push_part(chat_turn_in *t, int img, const char *text) {
+    chat_part_in *v = realloc(t->parts, (size_t)(t->n_parts + 1) * sizeof *v);
+    if (!v) return -1;
+    t->parts = v;
+    v[t->n_parts].img = img;
+    v[t->n_parts].text = NULL;
+    if (img < 0 && !(v[t->n_parts].text = strdup(text ? text : ""))) return -1;
+    t->n_parts++;
+    return 0;
+}
+
 /* One message's content (a string, or an array of parts) into turn t. */
 static int take_content(server *s, chat_job *j, const cJSON *content, int role, int mi,
                         chat_turn_in *t, chat_fail *f) {
     if (cJSON_IsNull(content) && role == CHAT_ROLE_ASSISTANT) return 0;
     if (cJSON_IsString(content)) {
-        if (!(t->text = append_text(t->text, content->valuestring))) goto oom;
+        if (!(t->text = append_text(t->text, content->valuestring)) ||
+            push_part(t, -1, content->valuestring))
+            goto oom;
         return 0;
     }
     if (!cJSON_IsArray(content)) {
@@ -215,7 +232,9 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
                     pi);
                 return -1;
             }
-            if (!(t->text = append_text(t->text, tx->valuestring))) goto oom;
+            if (!(t->text = append_text(t->text, tx->valuestring)) ||
+                push_part(t, -1, tx->valuestring))
+                goto oom;
         } else if (!strcmp(ty, "image_url") || !strcmp(ty, "video_url")) {
             int video = ty[0] == 'v';
             if (role != CHAT_ROLE_USER) {
@@ -243,6 +262,7 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
             im[t->n_img - 1].is_video = video;
             if (take_image(s, url->valuestring, j->n_images, &im[t->n_img - 1], f)) return -1;
             j->n_images++;
+            if (push_part(t, t->n_img - 1, NULL)) goto oom;
         } else {
             BAD("invalid_content",
                 "messages[%d].content[%d]: part type '%.40s' is not served (text, image_url, "

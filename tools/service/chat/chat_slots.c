@@ -207,7 +207,10 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
             continue;
         }
         chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
-        if (!m) {
+        chat_part *p = calloc((size_t)(ti->n_parts ? ti->n_parts : 1), sizeof *p);
+        if (!m || !p) {
+            free(m);
+            free(p);
             chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
             return -1;
         }
@@ -217,7 +220,12 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
             m[i].size = ti->img[i].size;
             m[i].is_video = ti->img[i].is_video;
         }
-        rc = chat_session_add_user(cs, m, ti->n_img, ti->text, err, sizeof err);
+        for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
+            p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;
+            p[k].media = ti->parts[k].img >= 0 ? &m[ti->parts[k].img] : NULL;
+        }
+        rc = chat_session_add_user_parts(cs, p, ti->n_parts, err, sizeof err);
+        free(p);
         free(m);
     }
     chat_feed_stats st;

@@ -43,9 +43,17 @@ typedef struct chat_image {
 enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT };
 
 /* A turn of the replayed conversation: consecutive user messages are merged into one. */
+/* A user turn's content part, in the client's order: an image of img[] or a text. */
+typedef struct chat_part_in {
+    int img;    /* >= 0: img[img]; -1: text */
+    char *text; /* the text part's (owned) */
+} chat_part_in;
+
 typedef struct chat_turn_in {
     int role;
-    char *text;
+    char *text;       /* the text parts, one per line (affinity keys, assistant answers) */
+    chat_part_in *parts;
+    int n_parts;
     char *reasoning; /* an assistant message's reasoning_content, or NULL */
     chat_image *img;
     int n_img;
