@@ -31,6 +31,23 @@ Q = ["-p", "Describe the image.", "--max-tokens", "12", "--json"]
 
 
 def test_chat_cli():
+    # 0. --print-prompt and --think: the prompt the model gets, as the template renders it
+    rc, out, err = chat(*E2B, "--image", fx("img1.png"), "-p", "  Hi  ", "--max-tokens", "1",
+                        "--json", "--print-prompt", "--temp", "0")
+    r = json.loads(out) if rc == 0 else {}
+    p = r.get("prompt", {})
+    check(rc == 0 and p.get("ids", [None])[0] == 2 and p["ids"].count(258880) == 256 and
+          len(p["ids"]) == r["tokens"]["prompt"] and "<|turn>user\n" in p["text"] and
+          p["text"].endswith("Hi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"),
+          f"--print-prompt --json: the whole prompt, BOS first, 256 image ids ({rc} {err[-200:]} "
+          f"{str(p.get('text'))[-120:]!r})")
+    rc, out, err = chat(*E2B, "-p", "Hi", "--max-tokens", "1", "--think", "--print-prompt",
+                        "--temp", "0")
+    check(rc == 0 and "<|turn>system\n<|think|>" in err and "g4v chat: ids: 2 " in err and
+          err.split("g4v chat: ids:")[0].rstrip().endswith("Hi<turn|>\n<|turn>model"),
+          f"--think --print-prompt: thinking on in the system turn, no empty thought block "
+          f"({rc} {err[-300:]!r})")
+
     # 1. deterministic, greedy and sampled
     runs = [chat(*E2B, "--image", fx("img1.png"), *Q, "--temp", "0", "--seed", "1") for _ in range(2)]
     for rc, out, err in runs:

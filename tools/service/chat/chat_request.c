@@ -57,6 +57,7 @@ void chat_job_unref(chat_job *j) {
 }
 
 const char *chat_model_id(const server *s) {
+    if (s->a.ollama) return s->a.ollama; /* the tag, not the blob's sha256 name */
     const char *slash = strrchr(s->a.lm, '/');
     return slash ? slash + 1 : s->a.lm;
 }
