@@ -203,6 +203,11 @@ def test_chat_template_ids():
         s = Server(tmp, "own", lm_e, vis_e, allowed)
         servers.append(s)
         compare(s, lm_e, "the GGUF's template", gguf_template(lm_e), convs)
+        for bad in ({"reasoning_effort": "extreme"}, {"chat_template_kwargs": {"enable_thinking": 1}},
+                    {"g4v": {"think": "yes"}}):
+            st, _, raw = s.request("POST", "/v1/chat/completions",
+                                   {"messages": [{"role": "user", "content": "x"}], **bad})
+            check(st == 400 and b"invalid_parameter" in raw, f"{bad}: refused, 400 ({st} {raw[:200]!r})")
         s.stop()
         real = real_files()
         if real:

@@ -60,7 +60,9 @@ def request(model, image, temp, seed, top_p=None):
 
 
 # One thread for the language model, as g4v_chat: ggml's sums, and so a sampled answer, may
-# change with the thread count.
+# change with the thread count. --no-prompt-reuse: every request decodes its whole prompt, as
+# g4v chat does (with reuse, a repeated request has its last token decoded alone: logits close to,
+# not bit-identical with, a fresh decode's, which a sampled answer may show; CHAT.md §7).
 def test_serve_chat():
     openai_node.node_path()  # installs the client, or skips when npm cannot be reached
     r = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
@@ -69,7 +71,8 @@ def test_serve_chat():
     s = None
     try:
         s = Server(tmp, "chat", "--model", fx("vis-e2b"), "--lm", fx("lm-e2b.gguf"), "--threads", "1",
-                   "--lm-threads", "1", "--api-key", KEY, "--max-body-bytes", str(BODY_LIMIT))
+                   "--lm-threads", "1", "--api-key", KEY, "--max-body-bytes", str(BODY_LIMIT),
+                   "--no-prompt-reuse")
         run(s, tmp)
         check(s.stop() == 0, "SIGTERM: exit 0")
     finally:

@@ -84,6 +84,16 @@ static int compile(chat_template *t, const char *src, const char *origin, char *
     return 0;
 }
 
+static int compile_file(chat_template *t, const char *path, char *err, size_t errsz) {
+    char *src = read_file(path, err, errsz);
+    if (!src) return -1;
+    char origin[4200];
+    snprintf(origin, sizeof origin, "file %.4000s", path);
+    int rc = compile(t, src, origin, err, errsz);
+    free(src);
+    return rc;
+}
+
 int chat_template_init(chat_template *t, const struct llama_model *model, const char *override,
                        const char *hf_dir, char *err, size_t errsz) {
     memset(t, 0, sizeof *t);
@@ -93,30 +103,14 @@ int chat_template_init(chat_template *t, const struct llama_model *model, const 
                                  0, true);
     t->bos_text = xstrdup(n > 0 ? (piece[n] = 0, piece) : "");
     if (!t->bos_text) goto oom;
-    if (override && strcmp(override, "builtin")) {
-        char *src = read_file(override, err, errsz);
-        if (!src) return -1;
-        char origin[4200];
-        snprintf(origin, sizeof origin, "file %.4000s", override);
-        int rc = compile(t, src, origin, err, errsz);
-        free(src);
-        return rc;
-    }
+    if (override && strcmp(override, "builtin")) return compile_file(t, override, err, errsz);
     const char *gguf = override ? NULL : llama_model_chat_template(model, NULL);
     if (gguf && *gguf) return compile(t, gguf, "the text model's tokenizer.chat_template", err, errsz);
     if (!override && is_dir(hf_dir)) {
         char path[4096];
         snprintf(path, sizeof path, "%s/chat_template.jinja", hf_dir);
         struct stat st;
-        if (!stat(path, &st)) {
-            char *src = read_file(path, err, errsz);
-            if (!src) return -1;
-            char origin[4200];
-            snprintf(origin, sizeof origin, "file %s", path);
-            int rc = compile(t, src, origin, err, errsz);
-            free(src);
-            return rc;
-        }
+        if (!stat(path, &st)) return compile_file(t, path, err, errsz);
     }
     /* ours: E2B/E4B (per-layer inputs) leave the thought block out, 26B/31B write it empty */
     char v[32];
