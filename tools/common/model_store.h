@@ -8,7 +8,7 @@
  *   - "org/name" or "org/name:QUANT" (a repo id, matched case-insensitively) is looked up in the
  *     Hugging Face cache (store_hf.c), then in LM Studio's folders (store_lmstudio.c). QUANT picks
  *     the text GGUF by its quantization tag the way llama.cpp's -hf does (default Q4_K_M);
- *   - anything else (/abs/path, ./x, a/b/c, or org/name whose org is a folder here) is passed on
+ *   - anything else (/abs/path, ./x, dir/sub/file, or org/name whose org is a folder here) is passed on
  *     unchanged, so the loader reports a missing path in its own words, as before.
  * An Ollama tag ("gemma4:e4b", "namespace/model:tag", "host/namespace/model:tag") is resolved by
  * ms_resolve_ollama (store_ollama.c) into its model, projector and template layers.
