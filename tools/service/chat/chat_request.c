@@ -307,11 +307,12 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             }
             chat_turn_in tmp = {0};
             tmp.text = j->system;
-            if (take_content(s, j, content, CHAT_ROLE_ASSISTANT, mi, &tmp, f)) {
-                j->system = tmp.text;
-                return -1;
-            }
-            j->system = tmp.text;
+            int bad = take_content(s, j, content, CHAT_ROLE_ASSISTANT, mi, &tmp, f);
+            j->system = tmp.text; /* the system prompt is its text: the parts go */
+            for (int k = 0; k < tmp.n_parts; k++)
+                free(tmp.parts[k].text);
+            free(tmp.parts);
+            if (bad) return -1;
             continue;
         }
         int ro = !strcmp(r, "user") ? CHAT_ROLE_USER : !strcmp(r, "assistant") ? CHAT_ROLE_ASSISTANT : -1;
