@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -185,8 +186,11 @@ int g4v_service_run(const g4v_service_options *o) {
     fprintf(stderr, "g4v serve: %s: finishing the requests in flight\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     /* No new connections; the ones open may still send requests, which get 503. */
+    /* shut down now (new connections are refused), closed only once the daemon has stopped: a
+     * worker may still be removing it from its epoll set, and a closed fd number can be reused
+     * (ThreadSanitizer saw close racing MHD's epoll_ctl) */
     MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
-    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    if (lfd != MHD_INVALID_SOCKET) shutdown(lfd, SHUT_RDWR);
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
     struct timespec deadline;
@@ -201,6 +205,7 @@ int g4v_service_run(const g4v_service_options *o) {
         fprintf(stderr, "g4v serve: closing %ld connections still sending after %d s\n", left,
                 s->a.drain_s);
     MHD_stop_daemon(s->daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
     teardown(s);
     fprintf(stderr, "g4v serve: stopped\n");
     return G4V_SERVICE_OK;
