@@ -60,3 +60,33 @@ if(G4V_HAVE_CHAT_JINJA)
   target_link_libraries(g4v_jinja PRIVATE g4v_jinja_engine)
   message(STATUS "g4v chat: Jinja engine from ${_g4v_jinja_dir}")
 endif()
+
+# JSON Schema -> GBNF grammar (tools/chat/chat_grammar.h, docs/CHAT.md "Grammar layer"):
+# llama.cpp's own converter (common/json-schema-to-grammar.cpp, the one llama-server turns
+# response_format into a grammar with), built from the same pinned tree under the same
+# conditions as the Jinja engine, over the json.cpp + unicode.cpp that g4v_jinja_engine already
+# compiles. common.cpp is NOT compiled (it drags in the CLI and network stack): the three string
+# helpers the converter takes from it are ours (tools/chat/chat_common_strings.cpp).
+#   g4v_schema_engine  llama.cpp's converter sources (third-party: -w)
+#   g4v_chat_schema    our C API over it (tools/chat/chat_schema_grammar.cpp); g4v_chat links it
+set(G4V_HAVE_CHAT_SCHEMA OFF)
+if(G4V_HAVE_CHAT_JINJA AND EXISTS "${G4V_LLAMA_SRC}/common/json-schema-to-grammar.cpp"
+   AND EXISTS "${G4V_LLAMA_SRC}/common/json-schema.cpp")
+  set(G4V_HAVE_CHAT_SCHEMA ON)
+  add_library(g4v_schema_engine STATIC "${G4V_LLAMA_SRC}/common/json-schema-to-grammar.cpp"
+              "${G4V_LLAMA_SRC}/common/json-schema.cpp" "${G4V_LLAMA_SRC}/common/trie.cpp"
+              ${PROJECT_SOURCE_DIR}/tools/chat/chat_common_strings.cpp)
+  set_target_properties(g4v_schema_engine PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
+                        CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
+  # common.h includes llama.h and ggml.h (declarations only: nothing of common.cpp is linked)
+  target_include_directories(g4v_schema_engine PRIVATE "${G4V_LLAMA_SRC}/vendor")
+  target_compile_options(g4v_schema_engine PRIVATE -w)
+  target_link_libraries(g4v_schema_engine PUBLIC g4v_jinja_engine)
+
+  add_library(g4v_chat_schema STATIC ${PROJECT_SOURCE_DIR}/tools/chat/chat_schema_grammar.cpp)
+  set_target_properties(g4v_chat_schema PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
+                        CXX_EXTENSIONS OFF)
+  target_include_directories(g4v_chat_schema PUBLIC ${PROJECT_SOURCE_DIR}/tools/chat)
+  target_link_libraries(g4v_chat_schema PRIVATE g4v_schema_engine)
+  message(STATUS "g4v chat: JSON Schema -> grammar converter from ${G4V_LLAMA_SRC}/common")
+endif()
