@@ -6,8 +6,11 @@
  * token's text is its name (<|"|> is the five characters < | " | >), so a character rule like
  * "any text" would also take special tokens. The grammar therefore names the structural tokens
  * as tokens (<|tool_call>, <|"|>: exactly that token, not its characters spelled by ordinary
- * tokens) and writes a string's content as !<|"|>: any token but the closing one. A thought's
- * content is likewise any token but <channel|>. */
+ * tokens), and a string's content is text that does not contain the characters <|"|> at all
+ * (g-text): neither the special token nor ordinary tokens spelling it, so the parser, which
+ * reads text, ends the string where the grammar did. Other special tokens may appear in a
+ * string as their text. A thought's content is any token but <channel|> (!<channel|>): the
+ * thought is split off by token id (chat_thought.c), not by text. */
 #include "chat_tool_call.h"
 #include "chat_error.h"
 #include "chat_grammar.h"
@@ -63,7 +66,13 @@ static void sb_literal(sbuf *b, const char *s) {
 /* The Gemma value of any type, and its parts (always in the grammar; rules are named g-*). */
 static const char GENERIC_RULES[] =
     "g-value ::= g-string | g-number | \"true\" | \"false\" | \"null\" | g-object | g-array\n"
-    "g-string ::= <|\"|> ( !<|\"|> )* <|\"|>\n"
+    "g-string ::= <|\"|> g-text <|\"|>\n"
+    /* text without <|"|> in it, also not spelled by ordinary tokens (nor the special token
+     * itself, whose text it is): runs of "<" end either back in plain text or, cut short
+     * before the quote's last character, only before another "<" or the closing token */
+    "g-text ::= [^<]* g-run*\n"
+    "g-run ::= \"<\"+ ( [^<|] [^<]* | \"|\" ( [^<\"] [^<]* | \"\\\"\" ( [^<|] [^<]* | "
+    "\"|\" ( [^<>] [^<]* )? )? )? )\n"
     "g-integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"
     "g-number ::= g-integer ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"
     "g-boolean ::= \"true\" | \"false\"\n"
@@ -72,7 +81,8 @@ static const char GENERIC_RULES[] =
     "g-array ::= \"[\" ( g-value ( \",\" g-value )* )? \"]\"\n";
 
 typedef struct gen {
-    sbuf *b;
+    sbuf *b;           /* the expression being written */
+    sbuf *rules;       /* the rule definitions (nested rules are defined here, not inline) */
     const cJSON *root; /* the function's parameters: $ref resolves here */
     int next;          /* rule counter */
     const cJSON *ref_node[CHAT_SCHEMA_MAX_NODES];
@@ -108,13 +118,15 @@ static int gen_rule(gen *g, const cJSON *s, int depth) {
     int rc = gen_value(g, s, depth);
     g->b = outer;
     if (rc || body.oom) { free(body.s); return -1; }
-    sb_printf(g->b, "f%d-%d ::= %s\n", g->fn, r, body.s ? body.s : "\"\"");
+    sb_printf(g->rules, "f%d-%d ::= %s\n", g->fn, r, body.s ? body.s : "\"\"");
     free(body.s);
     return r;
 }
 
 static int enum_literal(gen *g, const cJSON *v) {
-    if (cJSON_IsString(v)) {
+    if (cJSON_IsString(v) && strstr(v->valuestring, "<|\"|>")) {
+        sb_printf(g->b, "g-string"); /* a value the call syntax cannot hold: any string */
+    } else if (cJSON_IsString(v)) {
         sb_printf(g->b, "<|\"|> ");
         sb_literal(g->b, v->valuestring);
         sb_printf(g->b, " <|\"|>");
@@ -185,7 +197,7 @@ static int gen_object(gen *g, const cJSON *s, int depth) {
         sb_printf(g->b, " \":\" ");
         rc = gen_value(g, p[i].schema, depth + 1);
         g->b = outer;
-        if (!rc && !body.oom) sb_printf(g->b, "f%d-%d ::= %s\n", g->fn, r, body.s);
+        if (!rc && !body.oom) sb_printf(g->rules, "f%d-%d ::= %s\n", g->fn, r, body.s);
         else rc = -1;
         free(body.s);
         kv[i] = r;
@@ -194,11 +206,13 @@ static int gen_object(gen *g, const cJSON *s, int depth) {
     /* A_i and B_i for i = n-1 .. 0; A_n, B_n are empty */
     int base = g->next;
     g->next += 2 * n;
+    sbuf *outer = g->b;
+    g->b = g->rules;
     for (i = n - 1; i >= 0; i--) {
         int a = base + 2 * i, bb = a + 1;
         int an = base + 2 * (i + 1), bn = an + 1;
         int last = i == n - 1;
-        sb_printf(g->b, "f%d-%d ::= ", g->fn, a);
+        sb_printf(g->rules, "f%d-%d ::= ", g->fn, a);
         rule_ref(g, kv[i]);
         if (!last) sb_printf(g->b, " "), rule_ref(g, bn);
         if (!p[i].required) {
@@ -207,12 +221,13 @@ static int gen_object(gen *g, const cJSON *s, int depth) {
             else rule_ref(g, an);
         }
         sb_printf(g->b, "\n");
-        sb_printf(g->b, "f%d-%d ::= ", g->fn, bb);
+        sb_printf(g->rules, "f%d-%d ::= ", g->fn, bb);
         if (p[i].required) sb_printf(g->b, "\",\" "), rule_ref(g, kv[i]);
         else sb_printf(g->b, "( \",\" "), rule_ref(g, kv[i]), sb_printf(g->b, " )?");
         if (!last) sb_printf(g->b, " "), rule_ref(g, bn);
         sb_printf(g->b, "\n");
     }
+    g->b = outer;
     sb_printf(g->b, "\"{\" ");
     rule_ref(g, base);
     sb_printf(g->b, " \"}\"");
@@ -272,7 +287,7 @@ static int gen_value(gen *g, const cJSON *s, int depth) {
         g->b = &body;
         int rc = gen_value(g, t, depth + 1);
         g->b = outer;
-        if (!rc && !body.oom) sb_printf(g->b, "f%d-%d ::= %s\n", g->fn, r, body.s);
+        if (!rc && !body.oom) sb_printf(g->rules, "f%d-%d ::= %s\n", g->fn, r, body.s);
         free(body.s);
         if (rc || body.oom) return -1;
         rule_ref(g, r);
@@ -327,7 +342,7 @@ static int gen_value(gen *g, const cJSON *s, int depth) {
             g->b = &body;
             int rc = gen_typed(g, s, t->valuestring, depth);
             g->b = outer;
-            if (!rc && !body.oom) sb_printf(g->b, "f%d-%d ::= %s\n", g->fn, r, body.s);
+            if (!rc && !body.oom) sb_printf(g->rules, "f%d-%d ::= %s\n", g->fn, r, body.s);
             free(body.s);
             if (rc || body.oom) return -1;
             if (!first) sb_printf(g->b, " | ");
@@ -496,7 +511,7 @@ int chat_tool_grammar(const char *tools_json, const chat_tool_grammar_opts *o, c
         if (o->only_name && strcmp(o->only_name, name)) { fi++; continue; }
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
         memset(g, 0, sizeof *g);
-        g->b = &b, g->root = params, g->fn = fi;
+        g->b = &b, g->rules = &b, g->root = params, g->fn = fi;
         int r = new_rule(g);
         sbuf body = {0};
         g->b = &body;

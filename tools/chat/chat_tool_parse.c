@@ -181,11 +181,13 @@ static int value(parser *ps, int depth) {
     }
     if (*ps->p == '{') return container(ps, depth, '{', '}');
     if (*ps->p == '[') return container(ps, depth, '[', ']');
-    static const char *const WORDS[] = {"true", "false", "null"};
-    for (int i = 0; i < 3; i++) {
+    /* Python's spellings too: the first Gemma 4 template writes a nested null as None */
+    static const char *const WORDS[] = {"true", "false", "null", "None", "True", "False"};
+    static const char *const JSON[] = {"true", "false", "null", "null", "true", "false"};
+    for (int i = 0; i < 6; i++) {
         size_t n = strlen(WORDS[i]);
         if (starts(ps, WORDS[i], n)) {
-            jb_put(&ps->out, WORDS[i], n);
+            jb_put(&ps->out, JSON[i], strlen(JSON[i]));
             ps->p += n;
             return 0;
         }
