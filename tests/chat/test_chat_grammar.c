@@ -45,8 +45,13 @@ enum { ACCEPT, REFUSE };
 /* Feeds text through the grammar. Returns 0 when every token is accepted and then the end of
  * generation is allowed; otherwise *at is the byte offset of the refused token's start and
  * *at_end its end (the whole text's length when only the end was refused). -1: no sampler. */
+static llama_token lazy_trigger = LLAMA_TOKEN_NULL; /* set: a lazy grammar, from that token */
+
 static int drive(const char *gbnf, const char *text, size_t *at, size_t *at_end) {
-    struct llama_sampler *smpl = llama_sampler_init_grammar(vocab, gbnf, "root");
+    struct llama_sampler *smpl =
+        lazy_trigger == LLAMA_TOKEN_NULL
+            ? llama_sampler_init_grammar(vocab, gbnf, "root")
+            : llama_sampler_init_grammar_lazy_patterns(vocab, gbnf, "root", NULL, 0, &lazy_trigger, 1);
     if (!smpl) return -1;
     int len = (int)strlen(text);
     llama_token *toks = malloc(sizeof *toks * (size_t)(len + 8));
@@ -195,7 +200,8 @@ static const char TOOLS[] =
     "{\"lang\":{\"type\":\"string\"},\"max\":{\"type\":\"number\"},\"safe\":{\"type\":\"boolean\"}}},"
     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"extra\":{}},"
     "\"required\":[\"query\"]}}},"
-    "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]";
+    "{\"type\":\"function\",\"function\":{\"name\":\"now\"}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"free\",\"parameters\":{}}}]";
 
 static char *tools_gbnf(const char *only, int min, int max, int thought) {
     chat_tool_grammar_opts o = {only, min, max, thought};
@@ -215,6 +221,8 @@ static void test_tools(void) {
         expect("any extra", g, "<|tool_call>call:search{extra:{a:[1,null,{b:" Q "c" Q "}]},query:" Q "q" Q "}<tool_call|>", ACCEPT, NULL);
         expect("< in strings", g, "<|tool_call>call:get_weather{city:" Q "a<b <|tool_call> <|\"x <<|\"| <|\"|" Q "}<tool_call|>", ACCEPT, NULL);
         spelled_quote(g);
+        expect("params {}", g, "<|tool_call>call:free{a:1,b:{c:" Q "d" Q "}}<tool_call|>", ACCEPT, NULL);
+        expect("params {} not an object", g, "<|tool_call>call:free[1]<tool_call|>", REFUSE, "[1]");
         expect("no params", g, "<|tool_call>call:now{}<tool_call|>", ACCEPT, NULL);
         expect("undeclared", g, "<|tool_call>call:get_time{city:" Q "Oslo" Q "}<tool_call|>", REFUSE, "time");
         expect("missing required", g, "<|tool_call>call:get_weather{unit:" Q "celsius" Q "}<tool_call|>", REFUSE, "unit");
@@ -237,6 +245,18 @@ static void test_tools(void) {
     if (g) {
         expect("thought", g, "<|channel>thought\nThe user wants {weather}: " Q " call it.<channel|><|tool_call>call:now{}<tool_call|>", ACCEPT, NULL);
         expect("no thought", g, "<|tool_call>call:now{}<tool_call|>", ACCEPT, NULL);
+        free(g);
+    }
+    /* tool_choice "auto": the grammar lazy, from the token <|tool_call> on (text before it free) */
+    g = tools_gbnf(NULL, 1, -1, 0);
+    if (g) {
+        llama_token t[4];
+        CHECK(llama_tokenize(vocab, "<|tool_call>", 12, t, 4, false, true) == 1, "<|tool_call> is not one token");
+        lazy_trigger = t[0];
+        expect("lazy text", g, "Just an answer, no call.", ACCEPT, NULL);
+        expect("lazy call", g, "Let me look. <|tool_call>call:now{}<tool_call|>", ACCEPT, NULL);
+        expect("lazy bad call", g, "Let me look. <|tool_call>call:nope{}<tool_call|>", REFUSE, "nope");
+        lazy_trigger = LLAMA_TOKEN_NULL;
         free(g);
     }
     char err[256];

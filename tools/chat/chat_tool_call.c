@@ -428,7 +428,7 @@ static int tools_check_parsed(const cJSON *tools, char *err, size_t errsz) {
             return -1;
         }
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
-        if (params) {
+        if (params && !(cJSON_IsObject(params) && !params->child)) { /* {}: no declaration */
             const cJSON *pt = cJSON_GetObjectItemCaseSensitive(params, "type");
             if (!cJSON_IsObject(params) || !cJSON_IsString(pt) || strcmp(pt->valuestring, "object")) {
                 seterr(err, errsz, "tools[%d].function.parameters must be an object schema "
@@ -515,7 +515,9 @@ int chat_tool_grammar(const char *tools_json, const chat_tool_grammar_opts *o, c
         int r = new_rule(g);
         sbuf body = {0};
         g->b = &body;
-        rc = params ? gen_value(g, params, 0) : (sb_printf(&body, "\"{}\""), 0);
+        if (!params) sb_printf(&body, "\"{}\"");
+        else if (!params->child) sb_printf(&body, "g-object"); /* {}: any arguments */
+        else rc = gen_value(g, params, 0);
         g->b = &b;
         if (!rc && !body.oom) {
             sb_printf(&b, "f%d-%d ::= ", fi, r);

@@ -22,9 +22,10 @@ extern "C" {
 
 /* The request's OpenAI tools array checked: an array of at most CHAT_TOOLS_MAX objects
  * {"type":"function","function":{"name":..,"description":..,"parameters":{schema}}}, names
- * [a-zA-Z0-9_-]{1,64} and unique, parameters (optional: no arguments) an object schema that
- * passes chat_schema_check (chat_grammar.h) with property names a bare Gemma key can hold (none
- * of : , { } [ ] < > or control characters). 0, or -1 with a message naming the tool. */
+ * [a-zA-Z0-9_-]{1,64} and unique, parameters (absent: no arguments; {}: any object) an object
+ * schema that passes chat_schema_check (chat_grammar.h) with property names a bare Gemma key can
+ * hold (none of : , { } [ ] < > " \ |, spaces or control characters). 0, or -1 with a message
+ * naming the tool. */
 int chat_tools_check(const char *tools_json, char *err, size_t errsz);
 
 typedef struct chat_tool_grammar_opts {
