@@ -159,6 +159,10 @@ static void test_schemas(void) {
         expect("not finished", g, "{\"name\":\"Ann\",\"age\":31", REFUSE, NULL);
         free(g);
     }
+    /* "pattern" inside values (enum, const, default, examples) is data, not a keyword */
+    g = schema_gbnf("{\"type\":\"object\",\"default\":{\"pattern\":\"\\\\d\"},\"properties\":{\"p\":"
+                    "{\"enum\":[{\"pattern\":\"(?=x)\"}],\"examples\":[{\"pattern\":\"x\"}]}}}");
+    free(g);
     g = schema_gbnf("{\"type\":\"object\"}"); /* response_format json_object */
     if (g) {
         expect("json_object", g, "{\"a\":[1,2.5e3,{\"b\":null}],\"c\":\"d\",\"e\":true}", ACCEPT, NULL);

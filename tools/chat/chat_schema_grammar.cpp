@@ -49,6 +49,9 @@ static bool patterns_convert(const common_json &node, std::string &bad, int dept
         return true; // chat_schema_check bounds the depth before this runs
     if (node.is_object()) {
         for (const auto &[key, value] : node.items()) {
+            // values, not schemas: a "pattern" member in them is data
+            if (key == "enum" || key == "const" || key == "default" || key == "examples")
+                continue;
             if (key == "pattern" && value.is_string() && !pattern_converts(value.get<std::string>())) {
                 bad = value.get<std::string>();
                 return false;
