@@ -47,10 +47,12 @@ enum { ACCEPT, REFUSE };
  * *at_end its end (the whole text's length when only the end was refused). -1: no sampler. */
 static llama_token lazy_trigger = LLAMA_TOKEN_NULL; /* set: a lazy grammar, from that token */
 
+static const char *start_rule = "root";
+
 static int drive(const char *gbnf, const char *text, size_t *at, size_t *at_end) {
     struct llama_sampler *smpl =
         lazy_trigger == LLAMA_TOKEN_NULL
-            ? llama_sampler_init_grammar(vocab, gbnf, "root")
+            ? llama_sampler_init_grammar(vocab, gbnf, start_rule)
             : llama_sampler_init_grammar_lazy_patterns(vocab, gbnf, "root", NULL, 0, &lazy_trigger, 1);
     if (!smpl) return -1;
     int len = (int)strlen(text);
@@ -165,6 +167,18 @@ static void test_schemas(void) {
     free(g);
     g = schema_gbnf("{\"type\":\"object\"}"); /* response_format json_object */
     if (g) {
+        /* thinking on: an optional thought first (its own start rule) */
+        char *t = strdup(g), err[256];
+        CHECK(chat_grammar_allow_thought(&t, err, sizeof err) == 0, "allow_thought: %s", err);
+        start_rule = CHAT_GRAMMAR_THOUGHT_ROOT;
+        expect("thought + json", t, "<|channel>thought\nThe user wants {JSON}.<channel|>{\"a\":1}", ACCEPT, NULL);
+        expect("json, thought allowed", t, "{\"a\":1}", ACCEPT, NULL);
+        expect("thought + text", t, "<|channel>thought\nhm<channel|>Sure: {}", REFUSE, "Sure");
+        start_rule = "root";
+        expect("thought refused by root", t, "<|channel>thought\nhm<channel|>{}", REFUSE, "<|channel>");
+        CHECK(chat_grammar_allow_thought(&t, err, sizeof err) == -1 && strstr(err, "already"),
+              "allow_thought twice: %s", err);
+        free(t);
         expect("json_object", g, "{\"a\":[1,2.5e3,{\"b\":null}],\"c\":\"d\",\"e\":true}", ACCEPT, NULL);
         expect("json_object empty", g, "{}", ACCEPT, NULL);
         expect("json_object array", g, "[1,2]", REFUSE, "[");

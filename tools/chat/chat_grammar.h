@@ -56,6 +56,15 @@ int chat_schema_check(const char *schema, size_t len, const char *prefix, char *
  * why in err, -1 bad input (either text not JSON, the schema not a schema). */
 int chat_schema_validate(const char *schema, const char *value_json, char *err, size_t errsz);
 
+/* Thinking on: Gemma 4 may think first (<|channel>thought...<channel|>), which a grammar rooted
+ * at the answer would refuse. Appends to the malloc'ed *gbnf (any grammar with a rule "root") a
+ * rule CHAT_GRAMMAR_THOUGHT_ROOT matching an optional thought (<|channel>, any tokens but
+ * <channel|>, <channel|>) then root; give that name as llama_sampler_init_grammar's grammar_root.
+ * The thought is told apart by token (chat_thought.c), so its text is not constrained. 0, or -1
+ * (out of memory, or the grammar already has a rule of that name; *gbnf is untouched then). */
+#define CHAT_GRAMMAR_THOUGHT_ROOT "g4v-thought-then-root"
+int chat_grammar_allow_thought(char **gbnf, char *err, size_t errsz);
+
 /* The converter alone, without the check (chat_schema_grammar.cpp; G4V_HAVE_CHAT_SCHEMA). Callers
  * want chat_schema_grammar. */
 int chat_schema_convert(const char *schema, size_t len, char **gbnf, char *err, size_t errsz);
