@@ -161,6 +161,15 @@ static void test_schemas(void) {
         expect("not finished", g, "{\"name\":\"Ann\",\"age\":31", REFUSE, NULL);
         free(g);
     }
+    /* patterns inside the converter's subset pass both the check and the converter */
+    static const char *const patterns[] = {
+        "^[a-z]+(?:-[a-z]+)*$", "^\\\\+?[0-9]{1,3}$", "^a|b$", "^\\\\x41\\\\u00e9\\\\.$", "^.{2,5}$",
+        "^[^\\\\\\\"<]*$", "^(ab|c)?d{2}[x\\\\-y]+$", "^\\\\(\\\\)\\\\[\\\\]\\\\{\\\\}\\\\*\\\\?\\\\|\\\\^\\\\$$", "^\\t\\n$"};
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        char schema[256];
+        snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\"}", patterns[i]);
+        free(schema_gbnf(schema));
+    }
     /* "pattern" inside values (enum, const, default, examples) is data, not a keyword */
     g = schema_gbnf("{\"type\":\"object\",\"default\":{\"pattern\":\"\\\\d\"},\"properties\":{\"p\":"
                     "{\"enum\":[{\"pattern\":\"(?=x)\"}],\"examples\":[{\"pattern\":\"x\"}]}}}");
