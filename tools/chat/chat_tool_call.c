@@ -91,7 +91,7 @@ typedef struct gen {
     int fn; /* the function's index, in rule names */
 } gen;
 
-/* A rule name written into *out: "fF-N". */
+/* A new rule's number: the rule is named "fF-N" (F the function's index). */
 static int new_rule(gen *g) { return g->next++; }
 
 static void rule_ref(gen *g, int r) { sb_printf(g->b, "f%d-%d", g->fn, r); }
@@ -104,9 +104,8 @@ static const cJSON *ref_target(const cJSON *root, const char *ref) {
     return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, where), name);
 }
 
-/* Appends the expression of a value matching s (rules it needs are written after `pending`).
- * The body of each new rule is collected in its own buffer then appended, so expressions can
- * nest. */
+/* Appends to g->b the expression of a value matching s. The rules it needs are defined in
+ * g->rules; each one's body is collected in its own buffer first, so expressions can nest. */
 static int gen_value(gen *g, const cJSON *s, int depth);
 
 /* A rule whose body is the value expression of s; returns its number. */
