@@ -5,8 +5,9 @@
 #   install-deps.sh --python build + what the Python package needs at run time (make install):
 #                            numpy, and Dask distributed for bulk encoding
 #   install-deps.sh --test   build + tests (make test; with the arm64 cross build, make test-arm64),
-#                            and the OpenAI client for Node (npm `openai`, pinned) that
-#                            tests/service use, under ~/.cache/g4v-node
+#                            and the OpenAI clients the tests drive g4v serve with: Node's (npm
+#                            `openai` and `zod`, pinned) under ~/.cache/g4v-node, Python's (PyPI
+#                            `openai`, pydantic, jsonschema, pinned) under ~/.cache/g4v-pyclient
 #   install-deps.sh --load   build + tests + wrk (make load: the HTTP service under load)
 #   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
 #                            OpenBLAS for bench/torch_peer.py, oneDNN for bench_gemm. Note that
@@ -23,6 +24,8 @@ TEST_PKGS="$TEST_PKGS llvm time"
 TEST_PKGS="$TEST_PKGS git ninja-build"
 # the clients tests/service/test_serve_auth.py and test_serve_openai.py call g4v serve with
 TEST_PKGS="$TEST_PKGS curl"
+# the Python OpenAI client's virtual environment (scripts/install-py-client.sh)
+TEST_PKGS="$TEST_PKGS python3-venv"
 # make test-arm64: the aarch64 cross compiler, qemu-user, and the build's libraries for arm64
 # (Debian multiarch: the arm64 architecture is added to dpkg when one of them is missing)
 ARM64_LIBS="libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libcjson-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
@@ -66,5 +69,7 @@ fi
 # (exit 75: the registry cannot be reached; the tests that need the client then say so and skip)
 case "${1:-}" in
     --test|--load|--bench) rc=0; "$(dirname "$0")/install-node-client.sh" >/dev/null || rc=$?
+        [ "$rc" = 0 ] || [ "$rc" = 75 ] || exit "$rc"
+        rc=0; "$(dirname "$0")/install-py-client.sh" >/dev/null || rc=$?
         [ "$rc" = 0 ] || [ "$rc" = 75 ] || exit "$rc" ;;
 esac

@@ -250,6 +250,26 @@ int chat_session_add_answer_thought(chat_session *s, const char *text, const cha
     return CHAT_OK;
 }
 
+int chat_session_add_tool_calls(chat_session *s, const char *text, const char *reasoning,
+                                const char *tool_calls, char *err, size_t errsz) {
+    if (chat_template_add_tool_calls(&s->tmpl, text, reasoning, tool_calls)) {
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    s->plan_dirty = 1;
+    return CHAT_OK;
+}
+
+int chat_session_add_tool_result(chat_session *s, const char *tool_call_id, const char *content,
+                                 char *err, size_t errsz) {
+    if (chat_template_add_tool_result(&s->tmpl, tool_call_id, content)) {
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    s->plan_dirty = 1;
+    return CHAT_OK;
+}
+
 int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {
     return chat_session_add_answer_thought(s, text, NULL, err, errsz);
 }

@@ -90,6 +90,8 @@ void chat_session_close(chat_session *s) {
     free(s->items);
     free(s->fed_media);
     if (s->smpl) llama_sampler_free(s->smpl);
+    if (s->grammar) llama_sampler_free(s->grammar);
+    free(s->cand);
     if (s->lctx) llama_free(s->lctx);
     if (s->lm) llama_model_free(s->lm);
     chat_template_free(&s->tmpl);
@@ -105,22 +107,6 @@ static llama_token single_token(const struct llama_vocab *v, const char *text) {
     llama_token t[2];
     int n = llama_tokenize(v, text, (int32_t)strlen(text), t, 2, false, true);
     return n == 1 ? t[0] : -1;
-}
-
-static struct llama_sampler *make_sampler(const chat_options *o) {
-    struct llama_sampler_chain_params p = llama_sampler_chain_default_params();
-    p.no_perf = true;
-    struct llama_sampler *c = llama_sampler_chain_init(p);
-    if (!c) return NULL;
-    if (o->temp <= 0) {
-        llama_sampler_chain_add(c, llama_sampler_init_greedy());
-        return c;
-    }
-    if (o->top_k > 0) llama_sampler_chain_add(c, llama_sampler_init_top_k(o->top_k));
-    if (o->top_p < 1.0f) llama_sampler_chain_add(c, llama_sampler_init_top_p(o->top_p, 1));
-    llama_sampler_chain_add(c, llama_sampler_init_temp(o->temp));
-    llama_sampler_chain_add(c, llama_sampler_init_dist(o->seed));
-    return c;
 }
 
 int chat_session_open(const chat_options *o, chat_session **out, char *err, size_t errsz) {
@@ -273,12 +259,18 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     }
     s->tok_open = single_token(s->vocab, "<|channel>");
     s->tok_close = single_token(s->vocab, "<channel|>");
-    s->smpl = make_sampler(&s->o);
-    if (!s->smpl) {
-        seterr(err, errsz, "cannot create the sampler");
+    s->tok_call = single_token(s->vocab, "<|tool_call>");
+    s->tok_call_end = single_token(s->vocab, "<tool_call|>");
+    s->tok_response = single_token(s->vocab, "<|tool_response>");
+    rc = chat_sampler_make(s, &s->o, &s->smpl, &s->grammar, err, errsz);
+    if (rc) goto fail;
+    if (chat_template_set_tools(&s->tmpl, o->tools)) {
+        seterr(err, errsz, "out of memory");
         rc = CHAT_ERR_INTERNAL;
         goto fail;
     }
+    s->o.grammar = NULL; /* the caller's: not kept past this call */
+    s->o.tools = NULL;
     *out = s;
     return CHAT_OK;
 fail:
@@ -315,6 +307,7 @@ void chat_turn_result_free(chat_turn_result *r) {
     if (!r) return;
     free(r->text);
     free(r->reasoning);
+    free(r->tool_calls);
     free(r->media);
     memset(r, 0, sizeof *r);
 }
@@ -358,21 +351,46 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     r->stop = "max_tokens";
     double t2 = fe_now_s();
     llama_sampler_reset(s->smpl);
+    if (s->grammar) llama_sampler_reset(s->grammar);
+    chat_text calls = {0};
+    size_t call_start = 0;
+    int in_call = 0;
     for (int k = 0; s->o.max_tokens <= 0 || k < s->o.max_tokens; k++) {
-        llama_token tok = llama_sampler_sample(s->smpl, s->lctx, -1);
+        llama_token tok = chat_sample(s, err, errsz);
+        if (tok < 0) {
+            rc = CHAT_ERR_INTERNAL;
+            break;
+        }
         r->n_generated++;
         if (k == 0) r->ttft_s = fe_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
-        if (llama_vocab_is_eog(s->vocab, tok)) {
-            r->stop = "end_of_turn";
+        if (llama_vocab_is_eog(s->vocab, tok) || (tok == s->tok_response && r->n_tool_calls)) {
+            /* after its calls the model would wait for <|tool_response>: the turn ends */
+            r->stop = r->n_tool_calls && !in_call ? "tool_calls" : "end_of_turn";
             break;
         }
         char buf[256];
-        int n = 0, kind = tok == s->tok_open    ? CHAT_PIECE_OPEN
-                          : tok == s->tok_close ? CHAT_PIECE_CLOSE
-                                                : CHAT_PIECE_TEXT;
-        if (kind == CHAT_PIECE_TEXT)
-            n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, false);
-        int a = chat_thought_add(&th, kind, buf, n > 0 ? (size_t)n : 0);
+        int n = 0, a = 0;
+        if (tok == s->tok_call || in_call) { /* a tool call: kept whole, special tokens as text */
+            if (tok == s->tok_call && !in_call) {
+                in_call = 1;
+                call_start = calls.n;
+            }
+            n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, true);
+            if (n > 0 && chat_text_put(&calls, buf, (size_t)n)) goto oom;
+            if (tok == s->tok_call_end) {
+                in_call = 0;
+                r->n_tool_calls++;
+                if (emit) a = emit(calls.s + call_start, calls.n - call_start, CHAT_EMIT_TOOL_CALL,
+                                   user);
+            }
+        } else {
+            int kind = tok == s->tok_open    ? CHAT_PIECE_OPEN
+                       : tok == s->tok_close ? CHAT_PIECE_CLOSE
+                                             : CHAT_PIECE_TEXT;
+            if (kind == CHAT_PIECE_TEXT)
+                n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, false);
+            a = chat_thought_add(&th, kind, buf, n > 0 ? (size_t)n : 0);
+        }
         if (a < 0) goto oom;
         if (a > 0) break;
         if (s->n_past + 1 > s->n_ctx) {
@@ -403,6 +421,9 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     r->reasoning = th.thought.s;
     r->reasoning_len = th.thought.n;
     th.thought.s = NULL;
+    r->tool_calls = calls.s;
+    r->tool_calls_len = calls.n;
+    calls.s = NULL;
     r->n_past = (int)s->n_past;
     /* the answer joins the conversation: the next turn's rendering holds it (thought stripped
      * as the template does; the context is cut where the rendering differs from it) */
@@ -416,6 +437,7 @@ oom:
 out:
     if (one.token) llama_batch_free(one);
     chat_thought_free(&th);
+    free(calls.s);
     return rc;
 }
 
@@ -450,13 +472,22 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
     n.max_tokens = o->max_tokens;
     n.budget = budget;
     n.think = o->think;
-    struct llama_sampler *smpl = make_sampler(&n);
-    if (!smpl) {
-        seterr(err, errsz, "cannot create the sampler");
+    n.grammar = o->grammar;
+    n.grammar_lazy = o->grammar_lazy;
+    struct llama_sampler *smpl, *grammar;
+    int rc = chat_sampler_make(s, &n, &smpl, &grammar, err, errsz);
+    if (rc) return rc;
+    if (chat_template_set_tools(&s->tmpl, o->tools)) {
+        llama_sampler_free(smpl);
+        if (grammar) llama_sampler_free(grammar);
+        seterr(err, errsz, "out of memory");
         return CHAT_ERR_INTERNAL;
     }
     llama_sampler_free(s->smpl);
+    if (s->grammar) llama_sampler_free(s->grammar);
     s->smpl = smpl;
+    s->grammar = grammar;
+    n.grammar = NULL; /* the caller's: not kept past this call */
     s->o = n;
     chat_conversation_clear(s);
     if (s->o.no_prompt_reuse) {

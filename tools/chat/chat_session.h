@@ -47,6 +47,13 @@ typedef struct chat_options {
     int no_prompt_reuse;     /* 1: a restart clears the context (every request decodes its whole
                                 prompt); 0: it keeps it, and the next prompt's prefix that the
                                 context holds is not decoded again (docs/CHAT.md "Prompt reuse") */
+    const char *grammar;     /* GBNF (root rule "root") every answer must match, sampled under
+                                libllama's grammar sampler (docs/CHAT.md "Structured output"),
+                                or NULL; with think, a thought block may come first */
+    int grammar_lazy;        /* 1: the grammar applies from the model's first <|tool_call> on
+                                (tool_choice "auto": free text, constrained calls) */
+    const char *tools;       /* the tools offered: an OpenAI tools array as JSON text, declared
+                                by the model's template, or NULL */
 } chat_options;
 
 void chat_options_init(chat_options *o);
@@ -83,7 +90,13 @@ typedef struct chat_turn_result {
     int n_past;             /* positions in the context after the turn */
     int n_cached;           /* of them, positions the context held already (earlier turns, as
                                far as the new rendering equals them): not decoded again */
-    const char *stop;       /* "end_of_turn", "max_tokens" or "context_full" */
+    const char *stop;       /* "end_of_turn", "tool_calls" (the model ended its turn after
+                               calling tools), "max_tokens" or "context_full" */
+    char *tool_calls;       /* the tool calls as the model wrote them (<|tool_call>call:...
+                               <tool_call|> each, special tokens as text; chat_tool_call.h
+                               parses them), or NULL */
+    size_t tool_calls_len;
+    int n_tool_calls;       /* complete calls in it */
     double encode_s, prefill_s, ttft_s, generate_s;
     chat_media_stat *media; /* [n_media] */
     int n_media;
@@ -91,8 +104,13 @@ typedef struct chat_turn_result {
 
 void chat_turn_result_free(chat_turn_result *r);
 
-/* Streams each piece of the answer as it is sampled (thought != 0: a piece of its thought).
- * Return nonzero to stop. */
+/* Streams each piece of the answer as it is sampled; kind says which part of the answer it is
+ * (the parameter's name is historical). Return nonzero to stop. */
+enum {
+    CHAT_EMIT_ANSWER = 0,   /* a piece of the answer's text */
+    CHAT_EMIT_THOUGHT = 1,  /* a piece of its thought */
+    CHAT_EMIT_TOOL_CALL = 2 /* one whole tool call, once complete: <|tool_call>...<tool_call|> */
+};
 typedef int (*chat_emit_fn)(const char *piece, size_t len, int thought, void *user);
 
 /* Loads both models and checks that they belong together. CHAT_OK or a CHAT_ERR_* with a
@@ -116,10 +134,11 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
 
 /* A new conversation on the same models and context (g4v serve: one per request): forgets
  * every turn -- the context keeps what it holds for the next feed to reuse, unless the session
- * was opened with no_prompt_reuse -- and takes o's per-conversation settings -- system, think, temp, top_k, top_p, seed,
- * max_tokens, budget (0: the one the session was opened with, whatever earlier restarts
- * asked for) -- the rest of o is ignored. CHAT_OK, or CHAT_ERR_USAGE
- * for a budget that is not one of G4V_BUDGETS or above the session's max_budget. */
+ * was opened with no_prompt_reuse -- and takes o's per-conversation settings -- system, think,
+ * temp, top_k, top_p, seed, max_tokens, grammar, grammar_lazy, tools, budget (0: the one the
+ * session was opened with, whatever earlier restarts asked for) -- the rest of o is ignored
+ * (o's strings are copied). CHAT_OK, or CHAT_ERR_USAGE for a budget that is not one of
+ * G4V_BUDGETS or above the session's max_budget, or a grammar libllama does not parse. */
 int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz);
 
 /* A prompt in two steps (g4v serve replays a request's conversation this way): plan its turns
@@ -147,6 +166,15 @@ int chat_session_add_user_parts(chat_session *s, const chat_part *parts, int n_p
  * rendered: Gemma 4's only after the last user turn). */
 int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,
                                     char *err, size_t errsz);
+
+/* An earlier answer that called tools (tool_calls: a JSON array of OpenAI tool_calls whose
+ * function.arguments are objects), and a tool's result (the next message of the conversation
+ * after such an answer; tool_call_id may be NULL). They render only through the model's own
+ * template. */
+int chat_session_add_tool_calls(chat_session *s, const char *text, const char *reasoning,
+                                const char *tool_calls, char *err, size_t errsz);
+int chat_session_add_tool_result(chat_session *s, const char *tool_call_id, const char *content,
+                                 char *err, size_t errsz);
 
 typedef struct chat_feed_stats {
     int reused_pos;  /* positions of the plan the context held: not decoded */

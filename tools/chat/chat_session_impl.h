@@ -54,8 +54,12 @@ struct chat_session {
     struct llama_context *lctx;
     const struct llama_vocab *vocab;
     struct llama_sampler *smpl;
+    struct llama_sampler *grammar;  /* o.grammar's sampler, or NULL (chat_sample.c) */
+    llama_token_data *cand;         /* the candidates of a grammar-checked draw [n_vocab] */
     chat_template tmpl;
     llama_token tok_open, tok_close; /* <|channel> and <channel|> (-1: not in the vocabulary) */
+    llama_token tok_call, tok_call_end, tok_response; /* <|tool_call>, <tool_call|>,
+                                                         <|tool_response> (or -1) */
     char arch[32];
     int n_embd, n_ctx, n_batch, threads, non_causal, turns;
     llama_pos n_past;
@@ -84,6 +88,13 @@ int chat_media_encode(chat_session *s, plan_medium *m, char *err, size_t errsz);
 int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
                     size_t errsz);
 uint64_t chat_frame_hash(uint64_t video_hash, int frame);
+
+/* chat_sample.c: the sampler of a conversation's settings (o: temp, top_k, top_p, seed, and
+ * grammar / grammar_lazy into *grammar, NULL without one), and one token drawn under both. */
+int chat_sampler_make(chat_session *s, const chat_options *o, struct llama_sampler **chain,
+                      struct llama_sampler **grammar, char *err, size_t errsz);
+/* -1 when the grammar allows no token (with a message). */
+llama_token chat_sample(chat_session *s, char *err, size_t errsz);
 
 /* chat_feed.c */
 void chat_plan_clear(chat_session *s);

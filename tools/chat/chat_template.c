@@ -2,6 +2,7 @@
  * format (chat_template.h) */
 #include "chat_template.h"
 #include "chat_error.h"
+#include "frontend.h"
 #ifdef G4V_HAVE_CHAT_JINJA
 #include "chat_jinja.h"
 #else
@@ -81,6 +82,9 @@ static int compile(chat_template *t, const char *src, const char *origin, char *
         return -1;
     }
     snprintf(t->origin, sizeof t->origin, "%.590s", origin);
+    /* The July 2026 templates match a tool's result to its call by tool_call_id; the older ones
+     * know no role "tool" (llama.cpp's chat.cpp tells them apart the same way, by a marker). */
+    t->tool_role = strstr(src, "tool_call_id") != NULL;
     return 0;
 }
 
@@ -129,6 +133,8 @@ oom:
 static void msg_free(chat_msg *m) {
     free(m->text);
     free(m->reasoning);
+    free(m->tool_calls);
+    free(m->tool_call_id);
     for (int k = 0; k < m->n_parts; k++)
         free(m->parts[k].text);
     free(m->parts);
@@ -144,6 +150,7 @@ void chat_template_free(chat_template *t) {
     if (!t) return;
     chat_template_reset(t);
     free(t->msgs);
+    free(t->tools);
     chat_jinja_free(t->jinja);
     free(t->bos_text);
     memset(t, 0, sizeof *t);
@@ -192,6 +199,38 @@ int chat_template_add_answer(chat_template *t, const char *text, const char *rea
     }
     t->n_msgs++;
     return 0;
+}
+
+int chat_template_add_tool_calls(chat_template *t, const char *text, const char *reasoning,
+                                 const char *tool_calls) {
+    if (chat_template_add_answer(t, text, reasoning)) return -1;
+    chat_msg *m = &t->msgs[t->n_msgs - 1];
+    if (tool_calls && !(m->tool_calls = xstrdup(tool_calls))) {
+        chat_template_pop(t);
+        return -1;
+    }
+    return 0;
+}
+
+int chat_template_add_tool_result(chat_template *t, const char *tool_call_id,
+                                  const char *content) {
+    chat_msg *m = push_msg(t);
+    if (!m) return -1;
+    m->tool = 1;
+    m->text = xstrdup(content ? content : "");
+    m->tool_call_id = tool_call_id ? xstrdup(tool_call_id) : NULL;
+    if (!m->text || (tool_call_id && !m->tool_call_id)) {
+        msg_free(m);
+        return -1;
+    }
+    t->n_msgs++;
+    return 0;
+}
+
+int chat_template_set_tools(chat_template *t, const char *tools) {
+    free(t->tools);
+    t->tools = NULL;
+    return tools && !(t->tools = xstrdup(tools)) ? -1 : 0;
 }
 
 void chat_template_pop(chat_template *t) {
@@ -348,6 +387,36 @@ char *chat_template_render_builtin(const chat_template *t, const char *system,
 
 /* ---- the model's template -------------------------------------------------------------- */
 
+/* A tool's result as the older templates take it: {name, response} in tool_responses of the
+ * answer that called (the name is its call's: by tool_call_id, else by position; the content as
+ * JSON when it parses as an object, else the text), as llama.cpp renders them. */
+static int fold_tool_result(cJSON *answer, const cJSON *calls, const chat_msg *x) {
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(answer, "tool_responses");
+    if (!list && !(list = cJSON_AddArrayToObject(answer, "tool_responses"))) return 0;
+    int k = cJSON_GetArraySize(list), i = 0;
+    const char *name = NULL;
+    for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next, i++) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        int by_id = x->tool_call_id && cJSON_IsString(id) && !strcmp(id->valuestring, x->tool_call_id);
+        if (cJSON_IsString(nm) && (by_id || (!name && i == k))) name = nm->valuestring;
+        if (by_id) break;
+    }
+    cJSON *r = cJSON_CreateObject();
+    if (!r || !cJSON_AddItemToArray(list, r)) {
+        cJSON_Delete(r);
+        return 0;
+    }
+    cJSON *v = fe_json_parse_text(x->text, strlen(x->text), NULL);
+    if (!cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        v = cJSON_CreateString(x->text);
+    }
+    return v && cJSON_AddStringToObject(r, "name", name ? name : "unknown") &&
+           cJSON_AddItemToObject(r, "response", v);
+}
+
 /* The context transformers gives the template, as JSON text. */
 static char *context_json(const chat_template *t, const char *system, int enable_thinking,
                           int add_generation_prompt) {
@@ -358,14 +427,41 @@ static char *context_json(const chat_template *t, const char *system, int enable
         ok = m && cJSON_AddItemToArray(msgs, m) && cJSON_AddStringToObject(m, "role", "system") &&
              cJSON_AddStringToObject(m, "content", system);
     }
+    cJSON *calls = NULL; /* the tool calls of the answer the next tool results answer */
+    cJSON *folded = NULL; /* older templates: that answer, which takes them as tool_responses */
     for (int i = 0; ok && i < t->n_msgs; i++) {
         const chat_msg *x = &t->msgs[i];
+        if (x->tool && !t->tool_role) { /* folded into the answer that called */
+            if (!folded) continue; /* a result without a call: nothing renders it */
+            ok = fold_tool_result(folded, calls, x);
+            continue;
+        }
+        if (x->assistant && !x->tool_calls && folded && x->text[0]) { /* its final words */
+            cJSON_DeleteItemFromObjectCaseSensitive(folded, "content");
+            ok = cJSON_AddStringToObject(folded, "content", x->text) != NULL;
+            folded = NULL;
+            continue;
+        }
+        if (!x->tool) folded = NULL;
         cJSON *m = cJSON_CreateObject();
         ok = m && cJSON_AddItemToArray(msgs, m) &&
-             cJSON_AddStringToObject(m, "role", x->assistant ? "assistant" : "user");
+             cJSON_AddStringToObject(m, "role", x->tool        ? "tool"
+                                                : x->assistant ? "assistant"
+                                                               : "user");
         if (!ok) break;
-        if (x->assistant) {
+        if (x->tool) {
+            ok = cJSON_AddStringToObject(m, "content", x->text) &&
+                 (!x->tool_call_id ||
+                  cJSON_AddStringToObject(m, "tool_call_id", x->tool_call_id));
+        } else if (x->assistant) {
             ok = cJSON_AddStringToObject(m, "content", x->text) != NULL;
+            if (ok && x->tool_calls) {
+                cJSON *tc = fe_json_parse_text(x->tool_calls, strlen(x->tool_calls), NULL);
+                ok = tc && cJSON_AddItemToObject(m, "tool_calls", tc);
+                if (!ok) cJSON_Delete(tc);
+                calls = tc;
+                if (ok && !t->tool_role) folded = m;
+            }
         } else if (x->n_parts == 1 && x->parts[0].kind == CHAT_PART_TEXT) { /* as a string */
             ok = cJSON_AddStringToObject(m, "content", x->parts[0].text) != NULL;
         } else { /* content parts, in order */
@@ -389,7 +485,12 @@ static char *context_json(const chat_template *t, const char *system, int enable
             ok = cJSON_AddStringToObject(m, "thinking", x->reasoning) &&
                  cJSON_AddStringToObject(m, "reasoning_content", x->reasoning);
     }
-    ok = ok && cJSON_AddNullToObject(c, "tools") && cJSON_AddNullToObject(c, "documents") &&
+    cJSON *tools = ok && t->tools ? fe_json_parse_text(t->tools, strlen(t->tools), NULL) : NULL;
+    if (tools)
+        ok = cJSON_AddItemToObject(c, "tools", tools);
+    else
+        ok = ok && !t->tools && cJSON_AddNullToObject(c, "tools");
+    ok = ok && cJSON_AddNullToObject(c, "documents") &&
          cJSON_AddBoolToObject(c, "add_generation_prompt", add_generation_prompt) &&
          cJSON_AddBoolToObject(c, "enable_thinking", enable_thinking) &&
          cJSON_AddStringToObject(c, "bos_token", t->bos_text) &&
@@ -458,6 +559,14 @@ oom:
 char *chat_template_render(const chat_template *t, const char *system, int enable_thinking,
                            int add_generation_prompt, char *err, size_t errsz) {
     if (t->builtin) {
+        int tools = t->tools != NULL;
+        for (int i = 0; i < t->n_msgs; i++) tools |= t->msgs[i].tool || t->msgs[i].tool_calls;
+        if (tools) {
+            seterr(err, errsz, "tools, tool calls and tool results need the model's own chat "
+                               "template (Gemma 4's tool format is the template's); these files "
+                               "carry none: give one with --chat-template FILE");
+            return NULL;
+        }
         char *s = chat_template_render_builtin(t, system, enable_thinking, add_generation_prompt);
         if (!s) seterr(err, errsz, "out of memory");
         return s;

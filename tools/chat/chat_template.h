@@ -38,9 +38,13 @@ typedef struct chat_msg_part {
 
 /* One message of the conversation (the system prompt is not one: it is given to the render). */
 typedef struct chat_msg {
-    int assistant;       /* 0: the user's; 1: the model's answer */
+    int assistant;       /* 0: the user's (or a tool's); 1: the model's answer */
+    int tool;            /* 1: a tool's result (role "tool"): text is its content */
     char *text;          /* an answer's text (as the model said it after its thinking) */
     char *reasoning;     /* an answer's thinking, or NULL */
+    char *tool_calls;    /* an answer's tool calls: a JSON array of OpenAI tool_calls whose
+                            function.arguments are objects (as templates take them), or NULL */
+    char *tool_call_id;  /* a tool result's tool_call_id, or NULL */
     chat_msg_part *parts; /* a user message's content */
     int n_parts;
 } chat_msg;
@@ -51,6 +55,10 @@ typedef struct chat_template {
     struct chat_jinja *jinja; /* the model's template, compiled (NULL when builtin) */
     char origin[600];         /* where it came from, for messages and g4v chat --json */
     char *bos_text;           /* the BOS token's text (bos_token); the render leaves it out */
+    int tool_role;            /* the template renders role "tool" messages itself (the July 2026
+                                 templates); else a tool's results are folded into the answer
+                                 that called it as tool_responses, the older templates' form */
+    char *tools;              /* the tools offered (OpenAI tools array, JSON), or NULL */
     chat_msg *msgs;
     int n_msgs, cap_msgs;
 } chat_template;
@@ -66,6 +74,15 @@ void chat_template_free(chat_template *t);
 /* Appends a message (copies). 0, or -1 out of memory. */
 int chat_template_add_user(chat_template *t, const chat_msg_part *parts, int n_parts);
 int chat_template_add_answer(chat_template *t, const char *text, const char *reasoning);
+/* An answer that calls tools (tool_calls: see chat_msg; text may be empty), and a tool's result
+ * (tool_call_id: the call it answers, may be NULL). 0, or -1 out of memory. */
+int chat_template_add_tool_calls(chat_template *t, const char *text, const char *reasoning,
+                                 const char *tool_calls);
+int chat_template_add_tool_result(chat_template *t, const char *tool_call_id,
+                                  const char *content);
+/* The tools offered to the model (an OpenAI tools array as JSON text; NULL: none): the template
+ * declares them in the system turn. 0, or -1 out of memory. */
+int chat_template_set_tools(chat_template *t, const char *tools);
 /* Drops the last message. */
 void chat_template_pop(chat_template *t);
 /* Forgets the whole conversation (the template stays). */
@@ -74,7 +91,8 @@ void chat_template_reset(chat_template *t);
 /* The whole conversation as prompt text, BOS left out, each medium as CHAT_MEDIA_MARKER in the
  * order of the messages: system (or NULL), thinking on or off, the generation prompt. Returns a
  * malloc'd string, or NULL with a message (the template raised an error, or its output does not
- * hold the media in order: a text that itself holds <|image|> or <|video|>). */
+ * hold the media in order: a text that itself holds <|image|> or <|video|>; tools, tool calls or
+ * tool results with our own rendering, which has no tool format). */
 char *chat_template_render(const chat_template *t, const char *system, int enable_thinking,
                            int add_generation_prompt, char *err, size_t errsz);
 

@@ -16,7 +16,7 @@ void chat_thought_free(chat_thought *t) {
     memset(t, 0, sizeof *t);
 }
 
-static int append(chat_text *x, const char *p, size_t n) {
+int chat_text_put(chat_text *x, const char *p, size_t n) {
     if (x->n + n + 1 > x->cap) {
         size_t cap = x->cap ? x->cap : 256;
         while (x->n + n + 1 > cap) cap *= 2;
@@ -34,7 +34,7 @@ static int append(chat_text *x, const char *p, size_t n) {
 /* Text into a channel, and out to emit. */
 static int give(chat_thought *t, int thought, const char *p, size_t n) {
     if (!n) return 0;
-    if (append(thought ? &t->thought : &t->answer, p, n)) return -1;
+    if (chat_text_put(thought ? &t->thought : &t->answer, p, n)) return -1;
     return t->emit && t->emit(p, n, thought, t->user) ? 1 : 0;
 }
 

@@ -16,6 +16,8 @@ typedef struct chat_text {
     char *s;
     size_t n, cap;
 } chat_text;
+/* Appends p[0..n) to x, NUL-terminated. 0, or -1 out of memory. */
+int chat_text_put(chat_text *x, const char *p, size_t n);
 
 typedef struct chat_thought {
     int mode;       /* 0 the answer, 1 the channel's name, 2 the thought */

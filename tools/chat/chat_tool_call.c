@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,17 +246,53 @@ static int gen_array(gen *g, const cJSON *s, int depth) {
     int it = gen_rule(g, items, depth + 1);
     if (it < 0) return -1;
     int need = cJSON_IsNumber(mn) && mn->valuedouble >= 1;
+    /* maxItems bounds the repetition (the checked schema keeps it <= CHAT_SCHEMA_MAX_REPEAT) */
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maxItems");
+    int max = cJSON_IsNumber(mx) && mx->valuedouble >= 0 && mx->valuedouble <= CHAT_SCHEMA_MAX_REPEAT
+                  ? (int)mx->valuedouble
+                  : -1;
+    if (max == 0) {
+        sb_printf(g->b, "\"[]\"");
+        return 0;
+    }
     sb_printf(g->b, need ? "\"[\" " : "\"[\" ( ");
     rule_ref(g, it);
     sb_printf(g->b, " ( \",\" ");
     rule_ref(g, it);
-    sb_printf(g->b, need ? " )* \"]\"" : " )* )? \"]\"");
+    if (max > 0)
+        sb_printf(g->b, " ){0,%d}", max - 1);
+    else
+        sb_printf(g->b, " )*");
+    sb_printf(g->b, need ? " \"]\"" : " )? \"]\"");
+    return 0;
+}
+
+/* An integer between the schema's bounds when both are given and the range is small: its
+ * values as alternatives (a wider range stays any integer, checked by the validator). */
+enum { INT_RANGE_MAX = 256 };
+static int gen_integer(gen *g, const cJSON *s) {
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(s, "minimum");
+    const cJSON *hi = cJSON_GetObjectItemCaseSensitive(s, "maximum");
+    const cJSON *xlo = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum");
+    const cJSON *xhi = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+    double a = cJSON_IsNumber(lo) ? ceil(lo->valuedouble) : -1e300;
+    double b = cJSON_IsNumber(hi) ? floor(hi->valuedouble) : 1e300;
+    if (cJSON_IsNumber(xlo) && floor(xlo->valuedouble) + 1 > a) a = floor(xlo->valuedouble) + 1;
+    if (cJSON_IsNumber(xhi) && ceil(xhi->valuedouble) - 1 < b) b = ceil(xhi->valuedouble) - 1;
+    if (!(a <= b && b - a < INT_RANGE_MAX)) {
+        sb_printf(g->b, "g-integer");
+        return 0;
+    }
+    sb_printf(g->b, "( ");
+    for (double v = a; v <= b; v++)
+        sb_printf(g->b, "%s\"%.0f\"", v > a ? " | " : "", v);
+    sb_printf(g->b, " )");
     return 0;
 }
 
 static int gen_typed(gen *g, const cJSON *s, const char *type, int depth) {
     if (!strcmp(type, "string")) sb_printf(g->b, "g-string");
-    else if (!strcmp(type, "integer")) sb_printf(g->b, "g-integer");
+    else if (!strcmp(type, "integer")) return gen_integer(g, s);
     else if (!strcmp(type, "number")) sb_printf(g->b, "g-number");
     else if (!strcmp(type, "boolean")) sb_printf(g->b, "g-boolean");
     else if (!strcmp(type, "null")) sb_printf(g->b, "\"null\"");

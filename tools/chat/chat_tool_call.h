@@ -44,10 +44,11 @@ typedef struct chat_tool_grammar_opts {
  * What the grammar enforces from a parameters schema: properties (in the template's sorted
  * order), required vs optional, no undeclared keys (additionalProperties is not generated),
  * type (incl. type arrays), enum/const of strings, numbers, booleans and null, integer vs
- * number, boolean, null, nested objects, arrays with items and minItems >= 1, anyOf/oneOf,
+ * number, boolean, null, nested objects, arrays with items, minItems >= 1 and maxItems,
+ * integers between minimum and maximum when the range holds at most 256 values, anyOf/oneOf,
  * $ref into $defs/definitions (recursion allowed). Falls back to any Gemma value of the type for:
- * pattern, format, minLength/maxLength (any string), minimum/maximum (any integer/number),
- * maxItems and minItems > 1, prefixItems (any array), allOf and enum values that are objects or
+ * pattern, format, minLength/maxLength (any string), other bounds (any integer/number),
+ * minItems > 1, prefixItems (any array), allOf and enum values that are objects or
  * arrays (any value). chat_schema_validate checks those on the parsed arguments.
  * 0, or -1 with a message (the tools fail chat_tools_check, only_name is not among them). */
 int chat_tool_grammar(const char *tools_json, const chat_tool_grammar_opts *o, char **gbnf,

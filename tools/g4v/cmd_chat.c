@@ -7,6 +7,53 @@
 
 #ifndef G4V_HAVE_LLAMA
 
+/* A text file whole (malloc'ed, at most 4 MiB), or NULL with the reason printed. */
+static char *read_text(const char *opt, const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *b = NULL;
+    size_t n = 0, cap = 4 << 20;
+    if (f && (b = malloc(cap + 1))) n = fread(b, 1, cap + 1, f);
+    if (!f || !b || ferror(f) || n > cap) {
+        fprintf(stderr, "g4v chat: %s %s: %s\n", opt, path,
+                !f ? strerror(errno) : !b ? "out of memory" : n > cap ? "larger than 4 MiB"
+                                                                     : "read error");
+        free(b);
+        b = NULL;
+    } else {
+        b[n] = 0;
+    }
+    if (f) fclose(f);
+    return b;
+}
+
+/* --json-schema FILE or --grammar FILE into a.o.grammar (*owned: free it). 0, or an exit
+ * code. */
+static int answer_grammar(chat_args *a, char **owned) {
+    *owned = NULL;
+    if (a->json_schema && a->grammar) {
+        fprintf(stderr, "g4v chat: --json-schema and --grammar: give one (both constrain the "
+                        "answer)\n");
+        return G4V_EXIT_USAGE;
+    }
+    if (!a->json_schema && !a->grammar) return G4V_EXIT_OK;
+    char *text = read_text(a->json_schema ? "--json-schema" : "--grammar",
+                           a->json_schema ? a->json_schema : a->grammar);
+    if (!text) return G4V_EXIT_USAGE;
+    if (a->grammar) {
+        a->o.grammar = *owned = text;
+        return G4V_EXIT_OK;
+    }
+    char err[600];
+    int rc = chat_schema_grammar(text, strlen(text), owned, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "g4v chat: --json-schema %s: %s\n", a->json_schema, err);
+        return G4V_EXIT_USAGE;
+    }
+    a->o.grammar = *owned;
+    return G4V_EXIT_OK;
+}
+
 int cmd_chat(int argc, char **argv) {
     (void)argc;
     (void)argv;
@@ -23,6 +70,7 @@ int cmd_chat(int argc, char **argv) {
 #include "math_option.h"
 #include "model_store.h"
 #include "options.h"
+#include "chat_grammar.h"
 #include "chat_session.h"
 
 #include <cjson/cJSON.h>
@@ -42,6 +90,7 @@ typedef struct chat_args {
     int print_prompt;
     const char *math_opt; /* the option that set o.math (NULL: none) */
     const char *ollama, *revision; /* --ollama TAG, --revision REV (model_store.h) */
+    const char *json_schema, *grammar; /* --json-schema FILE, --grammar FILE */
 } chat_args;
 
 static int add_media(chat_args *a, const char *path, int is_video) {
@@ -100,6 +149,11 @@ static const fe_opt rows[] = {
      .help = "a Jinja chat template instead of the model's own (the text GGUF's "
              "tokenizer.chat_template, else chat_template.jinja beside a checkpoint "
              "directory); 'builtin': g4v's own Gemma 4 format"},
+    {.name = "json-schema", .kind = FE_OPT_STRING, O(json_schema), .arg = "FILE",
+     .help = "every answer is JSON valid under this JSON Schema (the OpenAI structured-output "
+             "subset, docs/CHAT_API.md), enforced while sampling"},
+    {.name = "grammar", .kind = FE_OPT_STRING, O(grammar), .arg = "FILE",
+     .help = "every answer matches this GBNF grammar (llama.cpp's format, root rule \"root\")"},
     {.name = "print-prompt", .kind = FE_OPT_FLAG, O(print_prompt), .lo = 1,
      .help = "show each turn's whole prompt as the model gets it: its text (special tokens "
              "written out, each soft token as <|image|> or <|video|>) and token ids, on stderr "
@@ -186,6 +240,7 @@ typedef struct stream_state {
 
 static int emit_stdout(const char *piece, size_t len, int thought, void *user) {
     stream_state *st = user;
+    if (thought == CHAT_EMIT_TOOL_CALL) thought = CHAT_EMIT_ANSWER; /* as the model wrote it */
     if (thought && !st->in_thought) fputs("[thinking]\n", stderr);
     if (!thought && st->in_thought) fputs("\n[/thinking]\n", stderr);
     st->in_thought = thought;
@@ -435,6 +490,53 @@ static int only_version(int argc, char **argv, int *json) {
     return version;
 }
 
+/* A text file whole (malloc'ed, at most 4 MiB), or NULL with the reason printed. */
+static char *read_text(const char *opt, const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *b = NULL;
+    size_t n = 0, cap = 4 << 20;
+    if (f && (b = malloc(cap + 1))) n = fread(b, 1, cap + 1, f);
+    if (!f || !b || ferror(f) || n > cap) {
+        fprintf(stderr, "g4v chat: %s %s: %s\n", opt, path,
+                !f ? strerror(errno) : !b ? "out of memory" : n > cap ? "larger than 4 MiB"
+                                                                     : "read error");
+        free(b);
+        b = NULL;
+    } else {
+        b[n] = 0;
+    }
+    if (f) fclose(f);
+    return b;
+}
+
+/* --json-schema FILE or --grammar FILE into a.o.grammar (*owned: free it). 0, or an exit
+ * code. */
+static int answer_grammar(chat_args *a, char **owned) {
+    *owned = NULL;
+    if (a->json_schema && a->grammar) {
+        fprintf(stderr, "g4v chat: --json-schema and --grammar: give one (both constrain the "
+                        "answer)\n");
+        return G4V_EXIT_USAGE;
+    }
+    if (!a->json_schema && !a->grammar) return G4V_EXIT_OK;
+    char *text = read_text(a->json_schema ? "--json-schema" : "--grammar",
+                           a->json_schema ? a->json_schema : a->grammar);
+    if (!text) return G4V_EXIT_USAGE;
+    if (a->grammar) {
+        a->o.grammar = *owned = text;
+        return G4V_EXIT_OK;
+    }
+    char err[600];
+    int rc = chat_schema_grammar(text, strlen(text), owned, err, sizeof err);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "g4v chat: --json-schema %s: %s\n", a->json_schema, err);
+        return G4V_EXIT_USAGE;
+    }
+    a->o.grammar = *owned;
+    return G4V_EXIT_OK;
+}
+
 int cmd_chat(int argc, char **argv) {
     chat_args a;
     memset(&a, 0, sizeof a);
@@ -456,10 +558,17 @@ int cmd_chat(int argc, char **argv) {
         free(a.media);
         return rc == MS_ERR_USAGE ? G4V_EXIT_USAGE : G4V_EXIT_MODEL;
     }
+    char *grammar;
+    rc = answer_grammar(&a, &grammar);
+    if (rc) {
+        free(a.media);
+        return rc;
+    }
     g4v_video_quiet_ffmpeg();
     chat_session *s;
     char err[1024];
     rc = chat_session_open(&a.o, &s, err, sizeof err);
+    free(grammar); /* the session made its sampler of it */
     if (rc) {
         fprintf(stderr, "g4v chat: %s\n", err);
         free(a.media);

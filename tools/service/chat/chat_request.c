@@ -46,9 +46,13 @@ void chat_job_unref(chat_job *j) {
             free(j->turns[t].parts[k].text);
         free(j->turns[t].parts);
         free(j->turns[t].reasoning);
+        free(j->turns[t].tool_calls);
+        free(j->turns[t].tool_call_id);
     }
     free(j->turns);
     free(j->system);
+    free(j->schema);
+    free(j->tools);
     for (int i = 0; i < j->n_stop; i++)
         free(j->stop[i]);
     free(j->out);
@@ -211,7 +215,8 @@ static int push_part(chat_turn_in *t, int img, const char *text) {
 /* One message's content (a string, or an array of parts) into turn t. */
 static int take_content(server *s, chat_job *j, const cJSON *content, int role, int mi,
                         chat_turn_in *t, chat_fail *f) {
-    if (cJSON_IsNull(content) && role == CHAT_ROLE_ASSISTANT) return 0;
+    /* an assistant message that only calls tools may leave content out, or null */
+    if ((!content || cJSON_IsNull(content)) && role == CHAT_ROLE_ASSISTANT) return 0;
     if (cJSON_IsString(content)) {
         if (!(t->text = append_text(t->text, content->valuestring)) ||
             push_part(t, -1, content->valuestring))
@@ -278,6 +283,66 @@ oom:
     return -1;
 }
 
+#define OOM(f) chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory")
+
+/* An assistant message's tool_calls into t->tool_calls: each {id?, type "function", function:
+ * {name, arguments}} with arguments a JSON object's text (OpenAI's form) or an object, kept
+ * with arguments as objects: the form the templates render. */
+static int take_tool_calls(const cJSON *calls, int mi, chat_turn_in *t, chat_fail *f) {
+    if (!cJSON_IsArray(calls) || !calls->child) {
+        BAD("invalid_tool_calls", "messages[%d].tool_calls must be a non-empty array", mi);
+        return -1;
+    }
+    cJSON *out = cJSON_CreateArray();
+    if (!out) goto oom;
+    int k = 0;
+    for (const cJSON *c = calls->child; c; c = c->next, k++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+        if (!cJSON_IsObject(fn) || !cJSON_IsString(name) || !name->valuestring[0]) {
+            BAD("invalid_tool_calls", "messages[%d].tool_calls[%d] needs \"function\": "
+                "{\"name\": ..., \"arguments\": ...}", mi, k);
+            goto fail;
+        }
+        cJSON *a = NULL;
+        if (cJSON_IsString(args))
+            a = fe_json_parse_text(args->valuestring, strlen(args->valuestring), NULL);
+        else if (cJSON_IsObject(args))
+            a = cJSON_Duplicate(args, 1);
+        else if (!args || cJSON_IsNull(args))
+            a = cJSON_CreateObject();
+        if (!cJSON_IsObject(a)) {
+            cJSON_Delete(a);
+            BAD("invalid_tool_calls", "messages[%d].tool_calls[%d].function.arguments must be a "
+                "JSON object (as text, the way the API returns it)", mi, k);
+            goto fail;
+        }
+        cJSON *o = cJSON_CreateObject(), *of = o ? cJSON_AddObjectToObject(o, "function") : NULL;
+        if (!o || !cJSON_AddItemToArray(out, o) || !of ||
+            (cJSON_IsString(id) && !cJSON_AddStringToObject(o, "id", id->valuestring)) ||
+            !cJSON_AddStringToObject(o, "type", "function") ||
+            !cJSON_AddStringToObject(of, "name", name->valuestring) ||
+            !cJSON_AddItemToObject(of, "arguments", a)) {
+            cJSON_Delete(a);
+            goto oom;
+        }
+    }
+    t->tool_calls = cJSON_PrintUnformatted(out);
+    cJSON_Delete(out);
+    if (!t->tool_calls) goto oom_only;
+    return 0;
+oom:
+    cJSON_Delete(out);
+oom_only:
+    OOM(f);
+    return -1;
+fail:
+    cJSON_Delete(out);
+    return -1;
+}
+
 static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f) {
     if (!cJSON_IsArray(msgs) || !msgs->child) {
         BAD("invalid_messages", "\"messages\" must be a non-empty array");
@@ -315,11 +380,32 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             if (bad) return -1;
             continue;
         }
-        int ro = !strcmp(r, "user") ? CHAT_ROLE_USER : !strcmp(r, "assistant") ? CHAT_ROLE_ASSISTANT : -1;
+        int ro = !strcmp(r, "user")        ? CHAT_ROLE_USER
+                 : !strcmp(r, "assistant") ? CHAT_ROLE_ASSISTANT
+                 : !strcmp(r, "tool")      ? CHAT_ROLE_TOOL
+                                           : -1;
         if (ro < 0) {
             BAD("invalid_messages", "messages[%d]: role '%.40s' is not served (system, developer, "
-                                    "user, assistant)", mi, r);
+                                    "user, assistant, tool)", mi, r);
             return -1;
+        }
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        int has_calls = ro == CHAT_ROLE_ASSISTANT && calls && !cJSON_IsNull(calls);
+        if (ro == CHAT_ROLE_TOOL) { /* a turn of its own: the result of one call */
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
+            if (!seen_turn || j->turns[j->n_turns - 1].role == CHAT_ROLE_USER) {
+                BAD("invalid_messages", "messages[%d]: a tool message answers an assistant "
+                                        "message's tool_calls, and must follow it", mi);
+                return -1;
+            }
+            chat_turn_in *t = &j->turns[j->n_turns++];
+            t->role = ro;
+            if (take_content(s, j, content, CHAT_ROLE_ASSISTANT, mi, t, f)) return -1;
+            if (cJSON_IsString(id) && !(t->tool_call_id = strdup(id->valuestring))) {
+                OOM(f);
+                return -1;
+            }
+            continue;
         }
         if (!seen_turn && ro == CHAT_ROLE_ASSISTANT) {
             BAD("invalid_messages", "messages[%d]: the conversation must start with a user "
@@ -327,10 +413,13 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             return -1;
         }
         seen_turn = 1;
-        /* consecutive messages of one role are one turn */
-        if (!j->n_turns || j->turns[j->n_turns - 1].role != ro) j->turns[j->n_turns++].role = ro;
+        /* consecutive messages of one role are one turn; an answer that calls tools is one */
+        if (!j->n_turns || j->turns[j->n_turns - 1].role != ro || has_calls ||
+            j->turns[j->n_turns - 1].tool_calls)
+            j->turns[j->n_turns++].role = ro;
         chat_turn_in *t = &j->turns[j->n_turns - 1];
         if (take_content(s, j, content, ro, mi, t, f)) return -1;
+        if (has_calls && take_tool_calls(calls, mi, t, f)) return -1;
         const cJSON *rc = cJSON_GetObjectItemCaseSensitive(m, "reasoning_content");
         if (ro == CHAT_ROLE_ASSISTANT && rc && !cJSON_IsNull(rc)) {
             if (!cJSON_IsString(rc)) {
@@ -344,8 +433,9 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             }
         }
     }
-    if (!j->n_turns || j->turns[j->n_turns - 1].role != CHAT_ROLE_USER) {
-        BAD("invalid_messages", "the last message must be a user message");
+    if (!j->n_turns || j->turns[j->n_turns - 1].role == CHAT_ROLE_ASSISTANT) {
+        BAD("invalid_messages", "the last message must be a user message (or a tool message "
+                                "with a tool's result)");
         return -1;
     }
     for (int t = 0; t < j->n_turns; t++)
@@ -395,6 +485,114 @@ static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
         if (take_bool(kw, "enable_thinking", &j->think,
                       "\"chat_template_kwargs\": {\"enable_thinking\": true|false}", f))
             return -1;
+    }
+    return 0;
+}
+
+/* response_format: {"type": "text"}, {"type": "json_object"} (any JSON object), or
+ * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}: the schema kept as
+ * text; it is checked and made a grammar by the slot (chat_slots.c), where the grammar layer is. */
+static int take_response_format(const cJSON *o, chat_job *j, chat_fail *f) {
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "response_format");
+    if (!rf || cJSON_IsNull(rf)) return 0;
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rf, "type");
+    const char *t = cJSON_IsString(ty) ? ty->valuestring : "";
+    if (!cJSON_IsObject(rf) ||
+        (strcmp(t, "text") && strcmp(t, "json_object") && strcmp(t, "json_schema"))) {
+        BAD("invalid_response_format", "\"response_format\": {\"type\": \"text\"}, "
+            "{\"type\": \"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": "
+            "{\"name\": ..., \"schema\": {...}}}");
+        return -1;
+    }
+    if (!strcmp(t, "text")) return 0;
+    if (!strcmp(t, "json_object")) {
+        if (!(j->schema = strdup("{\"type\":\"object\"}"))) {
+            OOM(f);
+            return -1;
+        }
+        return 0;
+    }
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(js, "schema");
+    if (!cJSON_IsObject(js) || !cJSON_IsObject(sc)) {
+        BAD("invalid_response_format",
+            "\"response_format\": {\"type\": \"json_schema\"} needs \"json_schema\": "
+            "{\"name\": ..., \"schema\": {a JSON Schema object}}");
+        return -1;
+    }
+    if (!(j->schema = cJSON_PrintUnformatted(sc))) {
+        OOM(f);
+        return -1;
+    }
+    return 0;
+}
+
+/* tools, tool_choice, parallel_tool_calls: the tools kept as text (checked against the schema
+ * subset by the slot), the choice parsed here. */
+static int take_tools(const cJSON *o, chat_job *j, chat_fail *f) {
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(o, "tools");
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(o, "tool_choice");
+    j->parallel_tool_calls = 1;
+    if (take_bool(o, "parallel_tool_calls", &j->parallel_tool_calls,
+                  "\"parallel_tool_calls\" must be true or false", f))
+        return -1;
+    j->tool_choice = CHAT_TOOLS_NONE;
+    if (!tools || cJSON_IsNull(tools) || (cJSON_IsArray(tools) && !tools->child)) {
+        if (tc && !cJSON_IsNull(tc) && !(cJSON_IsString(tc) && !strcmp(tc->valuestring, "none"))) {
+            BAD("invalid_tool_choice", "\"tool_choice\" without \"tools\"");
+            return -1;
+        }
+        return 0;
+    }
+    if (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > CHAT_MAX_TOOLS) {
+        BAD("invalid_tools", "\"tools\" must be an array of at most %d functions",
+            CHAT_MAX_TOOLS);
+        return -1;
+    }
+    j->tool_choice = CHAT_TOOLS_AUTO;
+    if (cJSON_IsString(tc)) {
+        const char *v = tc->valuestring;
+        j->tool_choice = !strcmp(v, "auto")       ? CHAT_TOOLS_AUTO
+                         : !strcmp(v, "none")     ? CHAT_TOOLS_NONE
+                         : !strcmp(v, "required") ? CHAT_TOOLS_REQUIRED
+                                                  : -1;
+    } else if (cJSON_IsObject(tc)) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        j->tool_choice = -1;
+        if (cJSON_IsString(nm) && strlen(nm->valuestring) < sizeof j->tool_name) {
+            snprintf(j->tool_name, sizeof j->tool_name, "%s", nm->valuestring);
+            j->tool_choice = CHAT_TOOLS_NAMED;
+        }
+    } else if (tc && !cJSON_IsNull(tc)) {
+        j->tool_choice = -1;
+    }
+    if (j->tool_choice < 0) {
+        BAD("invalid_tool_choice", "\"tool_choice\": \"auto\", \"none\", \"required\" or "
+            "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+        return -1;
+    }
+    if (j->tool_choice == CHAT_TOOLS_NAMED) {
+        int found = 0;
+        for (const cJSON *t = tools->child; t && !found; t = t->next) {
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
+            found = cJSON_IsString(nm) && !strcmp(nm->valuestring, j->tool_name);
+        }
+        if (!found) {
+            BAD("invalid_tool_choice", "\"tool_choice\" names the function '%.64s', which "
+                "\"tools\" does not declare", j->tool_name);
+            return -1;
+        }
+    }
+    if (!(j->tools = cJSON_PrintUnformatted(tools))) {
+        OOM(f);
+        return -1;
+    }
+    if (j->schema && j->tool_choice != CHAT_TOOLS_NONE) {
+        BAD("invalid_response_format", "\"response_format\" with \"tools\" is served only with "
+            "\"tool_choice\": \"none\" (one grammar constrains an answer)");
+        return -1;
     }
     return 0;
 }
@@ -475,7 +673,7 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
                       "\"g4v\": {\"debug_prompt\": true|false}", f))
             return -1;
     }
-    return take_thinking(o, j, f);
+    return take_thinking(o, j, f) || take_response_format(o, j, f) || take_tools(o, j, f) ? -1 : 0;
 }
 
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f) {

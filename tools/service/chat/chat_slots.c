@@ -33,9 +33,13 @@ void chat_slots_close(chat_wing *cw) { (void)cw; }
 
 #else
 
+#include "chat_grammar.h"
 #include "chat_items.h"
 #include "chat_prompt_cache.h"
 #include "chat_session.h"
+#include "chat_tool_call.h"
+
+#include <cjson/cJSON.h>
 
 #include <poll.h>
 #include <string.h>
@@ -79,7 +83,78 @@ typedef struct gen {
     const char *why; /* set when we stopped it: "stop_string", "timeout", "client_gone" */
     char *th;        /* the thought so far (th_sent of it streamed) */
     size_t th_len, th_cap, th_sent;
+    chat_call_out *calls; /* the tool calls, parsed and checked as each completes */
+    int n_calls;
+    cJSON *tools;    /* the request's tools (their parameters check the calls), or NULL */
+    chat_fail bad;   /* why a call was refused (why = "invalid_tool_call") */
 } gen;
+
+/* The parameters schema the request declares for the function name, as JSON text (malloc'ed),
+ * or NULL when it declares none (any arguments then). */
+static char *tool_parameters(const cJSON *tools, const char *name) {
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, name)) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+            return cJSON_IsObject(p) ? cJSON_PrintUnformatted(p) : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* One complete tool call as the model wrote it: parsed, checked against the function's declared
+ * parameters (the grammar makes them match; the check says so), kept, and streamed. */
+static int on_tool_call(gen *g, const char *p, size_t n) {
+    chat_job *j = g->j;
+    chat_tool_call *c = NULL;
+    int nc = 0;
+    char *content = NULL, err[512];
+    if (chat_tool_calls_parse(p, n, &c, &nc, &content, err, sizeof err) || nc != 1) {
+        chat_fail_set(&g->bad, 500, "server_error", "invalid_tool_call",
+                      "the model wrote a tool call that does not parse: %s", nc != 1 && !err[0] ? "not one call" : err);
+        goto refuse;
+    }
+    int declared = 0;
+    for (const cJSON *t = g->tools ? g->tools->child : NULL; t && !declared; t = t->next) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
+        declared = cJSON_IsString(nm) && !strcmp(nm->valuestring, c[0].name);
+    }
+    char *params = declared ? tool_parameters(g->tools, c[0].name) : NULL;
+    int v = !declared ? 1 : params ? chat_schema_validate(params, c[0].arguments_json, err, sizeof err) : 0;
+    free(params);
+    if (v) {
+        chat_fail_set(&g->bad, 500, "server_error", "invalid_tool_call",
+                      "the model called '%.64s' with arguments that do not match its parameters: "
+                      "%s", c[0].name, declared ? err : "no such function was declared");
+        goto refuse;
+    }
+    chat_call_out *v2 = realloc(g->calls, (size_t)(g->n_calls + 1) * sizeof *v2);
+    if (!v2) {
+        g->why = "out_of_memory";
+        goto stop;
+    }
+    g->calls = v2;
+    chat_call_out *o = &g->calls[g->n_calls++];
+    snprintf(o->id, sizeof o->id, "call_%s_%d", j->id + 9, g->n_calls - 1);
+    o->name = c[0].name;
+    o->arguments = c[0].arguments_json;
+    c[0].name = c[0].arguments_json = NULL;
+    chat_tool_calls_free(c, nc);
+    free(content);
+    if (j->stream && chat_stream_tool_call(j, g->n_calls - 1, o)) {
+        g->why = "client_gone";
+        return 1;
+    }
+    return 0;
+refuse:
+    g->why = "invalid_tool_call";
+stop:
+    chat_tool_calls_free(c, nc);
+    free(content);
+    return 1;
+}
 
 /* A piece of the thought: kept, and streamed as far as it ends on a whole character. Stop
  * strings are looked for in the answer only. */
@@ -117,6 +192,11 @@ static int on_piece(const char *p, size_t n, int thought, void *user) {
     gen *g = user;
     chat_job *j = g->j;
     if (!g->first_s) g->first_s = fe_now_s();
+    if (thought == CHAT_EMIT_TOOL_CALL) {
+        if (on_tool_call(g, p, n)) return 1;
+        thought = 0;
+        n = 0; /* the checks below still run */
+    }
     if (thought) {
         if (on_thought(g, p, n)) return 1;
         n = 0; /* the checks below still run: a hang-up, the deadline */
@@ -174,6 +254,8 @@ static int on_piece(const char *p, size_t n, int thought, void *user) {
 static void session_fail(chat_fail *f, int rc, const char *err) {
     if (rc == CHAT_ERR_INPUT && strstr(err, "does not fit in the context"))
         chat_fail_set(f, 400, "invalid_request_error", "context_length_exceeded", "%s", err);
+    else if (rc == CHAT_ERR_INPUT && strstr(err, "the chat template")) /* it raised an error */
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_messages", "%s", err);
     else if (rc == CHAT_ERR_INPUT)
         chat_fail_set(f, 400, "invalid_request_error", "invalid_image", "%s", err);
     else if (rc == CHAT_ERR_USAGE)
@@ -187,6 +269,48 @@ static void session_fail(chat_fail *f, int rc, const char *err) {
  * to generate. */
 static void pcache_consult(chat_wing *cw, chat_session *cs);
 
+/* The grammar the answer is sampled under (docs/CHAT.md "Structured output"): response_format's
+ * schema, or the declared tools' calls (tool_choice "auto": lazily, from the model's first
+ * <|tool_call> on; "required" or a named function: the answer is calls). NULL: none. 0, or -1
+ * with a 400 naming what is not served. */
+static int job_grammar(chat_session *cs, const chat_job *j, char **gbnf, int *lazy,
+                       chat_fail *f) {
+    char err[600] = "";
+    *gbnf = NULL;
+    *lazy = 0;
+    int tools = j->tools && j->tool_choice != CHAT_TOOLS_NONE;
+    for (int t = 0; t < j->n_turns; t++)
+        tools |= j->turns[t].tool_calls || j->turns[t].role == CHAT_ROLE_TOOL;
+    chat_session_info info;
+    chat_session_get_info(cs, &info);
+    if (tools && info.builtin_template) {
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_tools",
+                      "tools, tool calls and tool results need the model's own chat template "
+                      "(Gemma 4's tool format is the template's), and this server renders "
+                      "with its built-in format (%s): start it with --chat-template FILE",
+                      info.template_origin);
+        return -1;
+    }
+    if (j->schema) {
+        if (!chat_schema_grammar(j->schema, strlen(j->schema), gbnf, err, sizeof err)) return 0;
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_response_format", "%s", err);
+        return -1;
+    }
+    if (!j->tools || j->tool_choice == CHAT_TOOLS_NONE) return 0;
+    chat_tool_grammar_opts go = {
+        .only_name = j->tool_choice == CHAT_TOOLS_NAMED ? j->tool_name : NULL,
+        .min_calls = 1,
+        .max_calls = j->parallel_tool_calls ? -1 : 1,
+        .allow_thought = j->think && j->tool_choice != CHAT_TOOLS_AUTO,
+    };
+    *lazy = j->tool_choice == CHAT_TOOLS_AUTO;
+    if (!chat_tools_check(j->tools, err, sizeof err) &&
+        !chat_tool_grammar(j->tools, &go, gbnf, err, sizeof err))
+        return 0;
+    chat_fail_set(f, 400, "invalid_request_error", "invalid_tools", "tools: %s", err);
+    return -1;
+}
+
 static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     char err[1024] = "";
     chat_options o;
@@ -199,11 +323,25 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
     o.max_tokens = j->max_tokens;
     o.budget = j->budget;
     o.think = j->think;
+    char *grammar = NULL;
+    if (job_grammar(cs, j, &grammar, &o.grammar_lazy, f)) return -1;
+    o.grammar = grammar;
+    o.tools = j->tool_choice != CHAT_TOOLS_NONE ? j->tools : NULL;
     int rc = chat_session_restart(cs, &o, err, sizeof err);
+    free(grammar);
     for (int t = 0; !rc && t < j->n_turns; t++) {
         chat_turn_in *ti = &j->turns[t];
+        if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls) {
+            rc = chat_session_add_tool_calls(cs, ti->text, ti->reasoning, ti->tool_calls, err,
+                                             sizeof err);
+            continue;
+        }
         if (ti->role == CHAT_ROLE_ASSISTANT) {
             rc = chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, sizeof err);
+            continue;
+        }
+        if (ti->role == CHAT_ROLE_TOOL) {
+            rc = chat_session_add_tool_result(cs, ti->tool_call_id, ti->text, err, sizeof err);
             continue;
         }
         chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
@@ -425,6 +563,7 @@ static void run(svc_worker *w, request *q, void *job) {
         chat_stream_role(j);
     }
     gen g = {.j = j, .deadline = deadline};
+    if (j->tools) g.tools = fe_json_parse_text(j->tools, strlen(j->tools), NULL);
     for (int i = 0; i < j->n_stop; i++) /* the longest stop string, less one, is held back */
         if (strlen(j->stop[i]) - 1 > g.hold) g.hold = strlen(j->stop[i]) - 1;
     chat_turn_result r;
@@ -438,11 +577,18 @@ static void run(svc_worker *w, request *q, void *job) {
     u.stop = g.why ? g.why : r.stop;
     u.reasoning = g.th;
     u.reasoning_len = g.th_len;
-    u.finish_reason = !strcmp(u.stop, "end_of_turn") || !strcmp(u.stop, "stop_string") ? "stop"
-                                                                                        : "length";
+    u.finish_reason = !strcmp(u.stop, "tool_calls") && g.n_calls ? "tool_calls"
+                      : !strcmp(u.stop, "end_of_turn") || !strcmp(u.stop, "stop_string") ? "stop"
+                                                                                          : "length";
+    u.calls = g.calls;
+    u.n_calls = g.n_calls;
     chat_turn_result_free(&r);
     int gone = g.why && !strcmp(g.why, "client_gone");
     if (rc && !gone) session_fail(&f, rc, err);
+    if (!rc && g.why && !strcmp(g.why, "invalid_tool_call")) {
+        f = g.bad;
+        rc = CHAT_ERR_INTERNAL;
+    }
     count(w, sl, j, 1, g.text ? g.text : "", g.len, &u, g.why, !rc && !gone);
     if (j->stream) {
         if (gone || rc) {
@@ -463,6 +609,12 @@ static void run(svc_worker *w, request *q, void *job) {
     }
     free(g.text);
     free(g.th);
+    for (int i = 0; i < g.n_calls; i++) {
+        free(g.calls[i].name);
+        free(g.calls[i].arguments);
+    }
+    free(g.calls);
+    cJSON_Delete(g.tools);
     free(u.prompt_text);
     free(u.prompt_ids);
 }

@@ -85,6 +85,25 @@ static cJSON *envelope(const chat_job *j, const char *object) {
     return o;
 }
 
+/* A tool call as message.tool_calls[] (index < 0) or delta.tool_calls[] (with its index) hold
+ * it: {index?, id, type, function: {name, arguments}}, arguments a JSON object's text. */
+static cJSON *call_json(const chat_call_out *c, int index) {
+    cJSON *x = cJSON_CreateObject(), *fn = x ? cJSON_CreateObject() : NULL;
+    if (!fn || (index >= 0 && !cJSON_AddNumberToObject(x, "index", index)) ||
+        !cJSON_AddStringToObject(x, "id", c->id) || !cJSON_AddStringToObject(x, "type", "function") ||
+        !cJSON_AddItemToObject(x, "function", fn)) {
+        cJSON_Delete(fn);
+        cJSON_Delete(x);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(fn, "name", c->name) ||
+        !cJSON_AddStringToObject(fn, "arguments", c->arguments)) {
+        cJSON_Delete(x);
+        return NULL;
+    }
+    return x;
+}
+
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
                            size_t *len) {
     cJSON *o = envelope(j, "chat.completion");
@@ -96,7 +115,17 @@ char *chat_completion_json(const chat_job *j, const char *text, size_t n, const 
     cJSON_AddNumberToObject(c, "index", 0);
     cJSON *m = cJSON_AddObjectToObject(c, "message");
     cJSON_AddStringToObject(m, "role", "assistant");
-    cJSON_AddStringToObject(m, "content", t);
+    if (u->n_calls && !t[0]) /* an answer that only calls tools: content null, as OpenAI's */
+        cJSON_AddNullToObject(m, "content");
+    else
+        cJSON_AddStringToObject(m, "content", t);
+    if (u->n_calls) {
+        cJSON *tc = cJSON_AddArrayToObject(m, "tool_calls");
+        for (int i = 0; tc && i < u->n_calls; i++) {
+            cJSON *x = call_json(&u->calls[i], -1);
+            if (x) cJSON_AddItemToArray(tc, x);
+        }
+    }
     if (u->reasoning) { /* as llama-server and vLLM return a thought */
         char *r = fe_utf8_copy(u->reasoning, u->reasoning_len);
         cJSON_AddStringToObject(m, "reasoning_content", r ? r : "");
@@ -175,6 +204,32 @@ int chat_stream_text(chat_job *j, const char *text, size_t n) {
 
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n) {
     return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL) : 0;
+}
+
+int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
+    /* the whole call in one delta: its arguments are known once the call is complete (a client
+     * joins argument pieces; one piece is the simplest case of that) */
+    cJSON *o = envelope(j, "chat.completion.chunk");
+    cJSON *ch = o ? cJSON_AddArrayToObject(o, "choices") : NULL;
+    cJSON *c0 = ch ? cJSON_CreateObject() : NULL;
+    char *s = NULL;
+    if (c0 && !cJSON_AddItemToArray(ch, c0)) {
+        cJSON_Delete(c0);
+        c0 = NULL;
+    }
+    cJSON *d = c0 && cJSON_AddNumberToObject(c0, "index", 0) ? cJSON_AddObjectToObject(c0, "delta")
+                                                              : NULL;
+    cJSON *tc = d ? cJSON_AddArrayToObject(d, "tool_calls") : NULL;
+    cJSON *x = tc ? call_json(c, index) : NULL;
+    if (x && !cJSON_AddItemToArray(tc, x)) {
+        cJSON_Delete(x);
+        x = NULL;
+    }
+    if (x && cJSON_AddNullToObject(c0, "finish_reason")) s = cJSON_PrintUnformatted(o);
+    int rc = s ? push(j, s) : -1;
+    cJSON_free(s);
+    cJSON_Delete(o);
+    return rc;
 }
 
 int chat_stream_end(chat_job *j, const chat_usage *u) {

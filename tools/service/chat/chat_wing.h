@@ -40,7 +40,11 @@ typedef struct chat_image {
     int is_video;  /* a video_url part: a file only */
 } chat_image;
 
-enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT };
+enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT, CHAT_ROLE_TOOL };
+
+/* tool_choice (docs/CHAT_API.md "Tools") */
+enum { CHAT_TOOLS_AUTO, CHAT_TOOLS_NONE, CHAT_TOOLS_REQUIRED, CHAT_TOOLS_NAMED };
+#define CHAT_MAX_TOOLS 128 /* functions in one request's "tools" */
 
 /* A turn of the replayed conversation: consecutive user messages are merged into one. */
 /* A user turn's content part, in the client's order: an image of img[] or a text. */
@@ -55,6 +59,9 @@ typedef struct chat_turn_in {
     chat_part_in *parts;
     int n_parts;
     char *reasoning; /* an assistant message's reasoning_content, or NULL */
+    char *tool_calls; /* an assistant message's tool_calls, arguments parsed into objects (the
+                         form templates take), as JSON text; or NULL */
+    char *tool_call_id; /* a tool message's, or NULL */
     chat_image *img;
     int n_img;
 } chat_turn_in;
@@ -77,6 +84,12 @@ struct chat_job {
     int think;        /* thinking on: reasoning_effort, chat_template_kwargs.enable_thinking or
                          "g4v": {"think": true} */
     int debug_prompt; /* "g4v": {"debug_prompt": true}: the answer carries the prompt */
+    char *schema;     /* response_format's JSON schema as JSON text (json_object: any object),
+                         or NULL: the answer is free text */
+    char *tools;      /* "tools" as JSON text, or NULL */
+    int tool_choice;  /* CHAT_TOOLS_*; NONE when there are no tools */
+    char tool_name[72]; /* CHAT_TOOLS_NAMED: the function */
+    int parallel_tool_calls; /* 0: at most one call per answer */
     float temperature, top_p;
     uint32_t seed;
     char *stop[CHAT_MAX_STOP];
@@ -147,7 +160,7 @@ enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
 typedef struct chat_usage {
     int prompt_tokens, completion_tokens, image_tokens, images_encoded, images_cached;
     int cached_tokens, images_reused; /* prompt positions and images the slot held already */
-    const char *finish_reason; /* "stop" or "length" */
+    const char *finish_reason; /* "stop", "length" or "tool_calls" */
     const char *stop;          /* ours: "end_of_turn", "stop_string", "max_tokens", ... */
     double ttft_s, prefill_s, generate_s;
     const char *reasoning;     /* the thought (message.reasoning_content), or NULL */
@@ -155,7 +168,16 @@ typedef struct chat_usage {
     char *prompt_text;         /* "g4v": {"debug_prompt": true}: the prompt, or NULL */
     int32_t *prompt_ids;
     int n_prompt_ids;
+    const struct chat_call_out *calls; /* the answer's tool calls (message.tool_calls) */
+    int n_calls;
 } chat_usage;
+
+/* A tool call of the answer as the API gives it. */
+typedef struct chat_call_out {
+    char id[64];
+    char *name;
+    char *arguments; /* a JSON object's text */
+} chat_call_out;
 /* The non-streamed answer's JSON (malloc'ed), text sanitized to UTF-8. */
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
                            size_t *len);
@@ -166,6 +188,7 @@ struct MHD_Response *chat_stream_response(chat_job *j);
 int chat_stream_role(chat_job *j);
 int chat_stream_text(chat_job *j, const char *text, size_t n);
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n); /* delta.reasoning_content */
+int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c); /* delta.tool_calls */
 int chat_stream_end(chat_job *j, const chat_usage *u);
 void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
 /* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */

@@ -1,0 +1,131 @@
+/* chat_sample.c - how the next token of an answer is drawn: the conversation's sampling chain
+ * (greedy, or top-k, top-p, temperature and a seeded draw: Gemma 4's generation_config.json by
+ * default), under a grammar when the request asks for structured output or constrained tool
+ * calls (docs/CHAT.md "Structured output").
+ *
+ * The grammar is libllama's sampler over GBNF. Applying it to the whole vocabulary (262,144
+ * tokens for Gemma 4) at every step costs far more than the draw, so a token is drawn without it
+ * first and only checked; when the grammar refuses that token, the draw is made again over the
+ * whole vocabulary with the grammar applied first (llama.cpp's common sampler does the same).
+ * Either way the token is one the grammar allows; what differs from a draw over the constrained
+ * distribution is only how likely each allowed token was. */
+#include "chat_error.h"
+#include "chat_session_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct llama_sampler *make_chain(const chat_options *o) {
+    struct llama_sampler_chain_params p = llama_sampler_chain_default_params();
+    p.no_perf = true;
+    struct llama_sampler *c = llama_sampler_chain_init(p);
+    if (!c) return NULL;
+    if (o->temp <= 0) {
+        llama_sampler_chain_add(c, llama_sampler_init_greedy());
+        return c;
+    }
+    if (o->top_k > 0) llama_sampler_chain_add(c, llama_sampler_init_top_k(o->top_k));
+    if (o->top_p < 1.0f) llama_sampler_chain_add(c, llama_sampler_init_top_p(o->top_p, 1));
+    llama_sampler_chain_add(c, llama_sampler_init_temp(o->temp));
+    llama_sampler_chain_add(c, llama_sampler_init_dist(o->seed));
+    return c;
+}
+
+/* The grammar as given, or -- thinking on and not lazy -- wrapped so that a thought block
+ * (<|channel> ... <channel|>, any tokens but the closing one) may come first: the thought is
+ * free, the answer after it is constrained. Root "g4v-answer" then. */
+static char *wrap_thought(const chat_session *s, const char *gbnf, const char **root) {
+    *root = "root";
+    if (s->tok_open < 0 || s->tok_close < 0) return strdup(gbnf);
+    const char *fmt = "%s\n"
+                      "g4v-answer ::= g4v-thought? root\n"
+                      "g4v-thought ::= <[%d]> g4v-thought-token* <[%d]>\n"
+                      "g4v-thought-token ::= !<[%d]>\n";
+    size_t n = strlen(gbnf) + strlen(fmt) + 64;
+    char *w = malloc(n);
+    if (!w) return NULL;
+    snprintf(w, n, fmt, gbnf, s->tok_open, s->tok_close, s->tok_close);
+    *root = "g4v-answer";
+    return w;
+}
+
+int chat_sampler_make(chat_session *s, const chat_options *o, struct llama_sampler **chain,
+                      struct llama_sampler **grammar, char *err, size_t errsz) {
+    *grammar = NULL;
+    *chain = make_chain(o);
+    if (!*chain) {
+        seterr(err, errsz, "cannot create the sampler");
+        return CHAT_ERR_INTERNAL;
+    }
+    if (!o->grammar) return CHAT_OK;
+    if (o->grammar_lazy) {
+        if (s->tok_call < 0) {
+            seterr(err, errsz, "the text model's vocabulary has no <|tool_call> token");
+            goto usage;
+        }
+        *grammar = llama_sampler_init_grammar_lazy_patterns(s->vocab, o->grammar, "root", NULL, 0,
+                                                            &s->tok_call, 1);
+    } else {
+        const char *root;
+        char *g = o->think ? wrap_thought(s, o->grammar, &root) : strdup(o->grammar);
+        if (!g) {
+            seterr(err, errsz, "out of memory");
+            llama_sampler_free(*chain);
+            *chain = NULL;
+            return CHAT_ERR_INTERNAL;
+        }
+        if (!o->think) root = "root";
+        *grammar = llama_sampler_init_grammar(s->vocab, g, root);
+        free(g);
+    }
+    if (*grammar) return CHAT_OK;
+    seterr(err, errsz, "the grammar does not parse (GBNF, root rule \"root\"; libllama's parser "
+                       "logs where with --verbose)");
+usage:
+    llama_sampler_free(*chain);
+    *chain = NULL;
+    return CHAT_ERR_USAGE;
+}
+
+/* The candidates of the whole vocabulary, from the logits of the last position. */
+static llama_token_data_array all_candidates(chat_session *s) {
+    const float *logits = llama_get_logits_ith(s->lctx, -1);
+    int n = llama_vocab_n_tokens(s->vocab);
+    for (int i = 0; i < n; i++)
+        s->cand[i] = (llama_token_data){i, logits[i], 0.0f};
+    return (llama_token_data_array){s->cand, (size_t)n, -1, false};
+}
+
+llama_token chat_sample(chat_session *s, char *err, size_t errsz) {
+    if (!s->grammar) return llama_sampler_sample(s->smpl, s->lctx, -1);
+    if (!s->cand) {
+        s->cand = malloc((size_t)llama_vocab_n_tokens(s->vocab) * sizeof *s->cand);
+        if (!s->cand) {
+            seterr(err, errsz, "out of memory");
+            return -1;
+        }
+    }
+    llama_token_data_array a = all_candidates(s);
+    llama_sampler_apply(s->smpl, &a);
+    llama_token tok = a.data[a.selected].id;
+    llama_token_data one = {tok, 1.0f, 0.0f};
+    llama_token_data_array check = {&one, 1, -1, false};
+    llama_sampler_apply(s->grammar, &check);
+    if (isinf(one.logit) && one.logit < 0) { /* refused: drawn again under the grammar */
+        a = all_candidates(s);
+        llama_sampler_apply(s->grammar, &a);
+        int any = 0;
+        for (size_t i = 0; i < a.size && !any; i++) any = !(isinf(a.data[i].logit) && a.data[i].logit < 0);
+        if (!any) {
+            seterr(err, errsz, "the grammar allows no next token");
+            return -1;
+        }
+        llama_sampler_apply(s->smpl, &a);
+        tok = a.data[a.selected].id;
+    }
+    llama_sampler_accept(s->grammar, tok);
+    llama_sampler_accept(s->smpl, tok);
+    return tok;
+}
