@@ -7,53 +7,6 @@
 
 #ifndef G4V_HAVE_LLAMA
 
-/* A text file whole (malloc'ed, at most 4 MiB), or NULL with the reason printed. */
-static char *read_text(const char *opt, const char *path) {
-    FILE *f = fopen(path, "rb");
-    char *b = NULL;
-    size_t n = 0, cap = 4 << 20;
-    if (f && (b = malloc(cap + 1))) n = fread(b, 1, cap + 1, f);
-    if (!f || !b || ferror(f) || n > cap) {
-        fprintf(stderr, "g4v chat: %s %s: %s\n", opt, path,
-                !f ? strerror(errno) : !b ? "out of memory" : n > cap ? "larger than 4 MiB"
-                                                                     : "read error");
-        free(b);
-        b = NULL;
-    } else {
-        b[n] = 0;
-    }
-    if (f) fclose(f);
-    return b;
-}
-
-/* --json-schema FILE or --grammar FILE into a.o.grammar (*owned: free it). 0, or an exit
- * code. */
-static int answer_grammar(chat_args *a, char **owned) {
-    *owned = NULL;
-    if (a->json_schema && a->grammar) {
-        fprintf(stderr, "g4v chat: --json-schema and --grammar: give one (both constrain the "
-                        "answer)\n");
-        return G4V_EXIT_USAGE;
-    }
-    if (!a->json_schema && !a->grammar) return G4V_EXIT_OK;
-    char *text = read_text(a->json_schema ? "--json-schema" : "--grammar",
-                           a->json_schema ? a->json_schema : a->grammar);
-    if (!text) return G4V_EXIT_USAGE;
-    if (a->grammar) {
-        a->o.grammar = *owned = text;
-        return G4V_EXIT_OK;
-    }
-    char err[600];
-    int rc = chat_schema_grammar(text, strlen(text), owned, err, sizeof err);
-    free(text);
-    if (rc) {
-        fprintf(stderr, "g4v chat: --json-schema %s: %s\n", a->json_schema, err);
-        return G4V_EXIT_USAGE;
-    }
-    a->o.grammar = *owned;
-    return G4V_EXIT_OK;
-}
-
 int cmd_chat(int argc, char **argv) {
     (void)argc;
     (void)argv;
