@@ -281,15 +281,18 @@ static int job_grammar(chat_session *cs, const chat_job *j, char **gbnf, int *la
     int tools = j->tools && j->tool_choice != CHAT_TOOLS_NONE;
     for (int t = 0; t < j->n_turns; t++)
         tools |= j->turns[t].tool_calls || j->turns[t].role == CHAT_ROLE_TOOL;
-    chat_session_info info;
-    chat_session_get_info(cs, &info);
-    if (tools && info.builtin_template) {
-        chat_fail_set(f, 400, "invalid_request_error", "invalid_tools",
-                      "tools, tool calls and tool results need the model's own chat template "
-                      "(Gemma 4's tool format is the template's), and this server renders "
-                      "with its built-in format (%s): start it with --chat-template FILE",
-                      info.template_origin);
-        return -1;
+    if (tools) { /* only the model's template renders them */
+        chat_session_info info;
+        chat_session_get_info(cs, &info);
+        if (info.builtin_template) {
+            chat_fail_set(f, 400, "invalid_request_error", "invalid_tools",
+                          "tools, tool calls and tool results need the model's own chat "
+                          "template (Gemma 4's tool format is the template's), and this server "
+                          "renders with its built-in format (%s): start it with "
+                          "--chat-template FILE",
+                          info.template_origin);
+            return -1;
+        }
     }
     if (j->schema) {
         if (!chat_schema_grammar(j->schema, strlen(j->schema), gbnf, err, sizeof err)) return 0;
