@@ -10,6 +10,7 @@
  * Either way the token is one the grammar allows; what differs from a draw over the constrained
  * distribution is only how likely each allowed token was. */
 #include "chat_error.h"
+#include "chat_grammar.h"
 #include "chat_session_impl.h"
 
 #include <math.h>
@@ -33,24 +34,6 @@ static struct llama_sampler *make_chain(const chat_options *o) {
     return c;
 }
 
-/* The grammar as given, or -- thinking on and not lazy -- wrapped so that a thought block
- * (<|channel> ... <channel|>, any tokens but the closing one) may come first: the thought is
- * free, the answer after it is constrained. Root "g4v-answer" then. */
-static char *wrap_thought(const chat_session *s, const char *gbnf, const char **root) {
-    *root = "root";
-    if (s->tok_open < 0 || s->tok_close < 0) return strdup(gbnf);
-    const char *fmt = "%s\n"
-                      "g4v-answer ::= g4v-thought? root\n"
-                      "g4v-thought ::= <[%d]> g4v-thought-token* <[%d]>\n"
-                      "g4v-thought-token ::= !<[%d]>\n";
-    size_t n = strlen(gbnf) + strlen(fmt) + 64;
-    char *w = malloc(n);
-    if (!w) return NULL;
-    snprintf(w, n, fmt, gbnf, s->tok_open, s->tok_close, s->tok_close);
-    *root = "g4v-answer";
-    return w;
-}
-
 int chat_sampler_make(chat_session *s, const chat_options *o, struct llama_sampler **chain,
                       struct llama_sampler **grammar, char *err, size_t errsz) {
     *grammar = NULL;
@@ -68,16 +51,19 @@ int chat_sampler_make(chat_session *s, const chat_options *o, struct llama_sampl
         *grammar = llama_sampler_init_grammar_lazy_patterns(s->vocab, o->grammar, "root", NULL, 0,
                                                             &s->tok_call, 1);
     } else {
-        const char *root;
-        char *g = o->think ? wrap_thought(s, o->grammar, &root) : strdup(o->grammar);
-        if (!g) {
-            seterr(err, errsz, "out of memory");
+        /* thinking on: a thought block (<|channel> ... <channel|>) may come first, free; the
+         * answer after it is constrained */
+        char *g = strdup(o->grammar);
+        if (!g || (o->think && chat_grammar_allow_thought(&g, err, errsz))) {
+            int rc = g ? CHAT_ERR_USAGE : CHAT_ERR_INTERNAL; /* a rule name taken, memory */
+            if (!g) seterr(err, errsz, "out of memory");
+            free(g);
             llama_sampler_free(*chain);
             *chain = NULL;
-            return CHAT_ERR_INTERNAL;
+            return rc;
         }
-        if (!o->think) root = "root";
-        *grammar = llama_sampler_init_grammar(s->vocab, g, root);
+        *grammar = llama_sampler_init_grammar(s->vocab, g,
+                                              o->think ? CHAT_GRAMMAR_THOUGHT_ROOT : "root");
         free(g);
     }
     if (*grammar) return CHAT_OK;
