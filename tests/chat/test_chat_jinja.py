@@ -7,7 +7,7 @@ back as the template wrote it.
 Reference: transformers' own render_jinja_template when G4V_HF_PYTHON imports it
 (jinja_reference.py, run with that Python; the replica there is then checked against it too),
 else the replica with G4V_PYTHON's jinja2. Templates: tests/chat/jinja/constructs.jinja (ours,
-always), and Gemma 4's official ones from $G4V_REAL_FILES (else <source>/../shared/real-files),
+always), and Gemma 4's official ones from $G4V_REAL_FILES (docs/TESTING.md "Real metadata"),
 skipped when absent.
 Conversations: system prompts (string, content parts, developer role), images and a video in user
 content parts, several turns, earlier answers with reasoning_content and with inline thought
@@ -41,7 +41,7 @@ OFFICIAL = ["gemma-4-e2b-it.chat_template.jinja",
 
 
 def real_files_dir():
-    d = os.environ.get("G4V_REAL_FILES") or os.path.join(SRC, "..", "shared", "real-files")
+    d = os.environ.get("G4V_REAL_FILES", "")
     return os.path.normpath(d)
 
 
@@ -403,7 +403,7 @@ def test_own_template(tmp_path):
 
 def need_official(name):
     if not os.path.exists(official_path(name)):
-        pytest.skip("%s absent (G4V_REAL_FILES, or <source>/../shared/real-files)"
+        pytest.skip("%s absent (set G4V_REAL_FILES: docs/TESTING.md \"Real metadata\")"
                     % official_path(name))
 
 

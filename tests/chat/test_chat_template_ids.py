@@ -6,7 +6,7 @@ same conversation, made the way transformers renders chat templates (tests/chat/
 and expanded the way the processor expands media.
 
 Templates: the text model's own (the fixtures carry llama.cpp's copy of the Gemma 4 template),
-always; the official ones in ../shared/real-files (the April E2B release, the July E2B/E4B and
+always; the official ones in $G4V_REAL_FILES (docs/TESTING.md "Real metadata": the April E2B release, the July E2B/E4B and
 26B/31B ones; skipped without them); and g4v's built-in format, which must equal the official July
 template of its family: E2B/E4B (a model with per-layer inputs) and 26B/31B.
 
@@ -46,7 +46,7 @@ def fx(n):
 
 
 def real_files():
-    d = os.environ.get("G4V_REAL_FILES") or os.path.join(SRC, "..", "shared", "real-files")
+    d = os.environ.get("G4V_REAL_FILES", "")
     return d if os.path.isdir(d) else None
 
 

@@ -5,7 +5,7 @@ jinja_reference.py) parse back (tools/chat/chat_tool_parse.c, through test_chat_
 --parse) to the arguments they were rendered from: strings with quotes, braces, newlines and
 unicode, numbers (Python's str() of ints and floats: 1e-05), booleans, null, nested objects and
 arrays, several calls in one turn. The templates come from $G4V_REAL_FILES (else
-<source>/../shared/real-files); skipped when absent."""
+docs/TESTING.md "Real metadata"); skipped when absent."""
 import json
 import os
 import subprocess
@@ -36,7 +36,7 @@ CALLS = [
 
 
 def real_files_dir():
-    d = os.environ.get("G4V_REAL_FILES") or os.path.join(SRC, "..", "shared", "real-files")
+    d = os.environ.get("G4V_REAL_FILES", "")
     return os.path.normpath(d)
 
 

@@ -19,7 +19,7 @@ text GGUFs are header-only, written with the latter's GGUF writer), so `g4v info
 through the cache. g4v chat and serve are run only as far as resolving (their errors name the
 files the names resolved to). Nothing touches the network. One test writes an ollama-native model
 blob with the vision tensor names of a real one (the fragment in G4V_REAL_FILES, else
-../shared/real-files; skipped where absent).
+$G4V_REAL_FILES; skipped where absent).
 
 usage: ctest -R test_cli_models   (env G4V_BIN: the g4v binary)
 """

@@ -33,7 +33,7 @@ H, W = 61, 97  # the test image; odd sizes, so the target size depends on the bu
 
 
 def real_files():
-    d = os.environ.get("G4V_REAL_FILES") or os.path.join(SRC, "..", "shared", "real-files")
+    d = os.environ.get("G4V_REAL_FILES", "")
     return d if os.path.isfile(os.path.join(d, "gemma-4-e2b-it.config.json")) else None
 
 
@@ -167,7 +167,7 @@ def test_12b_layout_missing_key(work):
 def test_real_e2b_files_raised_to_1120(work):
     real = real_files()
     if not real:
-        pytest.skip("real files not found (set G4V_REAL_FILES to /work/shared/real-files)")
+        pytest.skip("real files not found (set G4V_REAL_FILES: docs/TESTING.md \"Real metadata\")")
     proc = json.load(open(os.path.join(real, "gemma-4-e2b-it.processor_config.json")))
     cfg = json.load(open(os.path.join(real, "gemma-4-e2b-it.config.json")))
     check(proc["image_processor"]["max_soft_tokens"] == proc["image_processor"]["image_seq_length"]

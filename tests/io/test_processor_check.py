@@ -2,7 +2,7 @@
 libg4v implements is refused, not silently ignored (src/io/processor_check.h).
 
 On a tiny synthetic tower: the published processor files (E2B = 26B, 12B; written here from
-their published values, or the real files when G4V_REAL_FILES / ../shared/real-files has them)
+their published values, or the real files when G4V_REAL_FILES has them)
 load and give the same tokens as no processor file; mlx-community's bogus size 224x224 is
 ignored; each pipeline key set to another value (normalization with mean 0.5, no rescale,
 another rescale factor, bilinear resample, patch or pooling size unlike config.json's, no
@@ -39,7 +39,7 @@ PUBLISHED = {  # the image/video pipeline keys of the published E2B processor_co
 
 
 def real_processors():
-    d = os.environ.get("G4V_REAL_FILES") or os.path.join(SRC, "..", "shared", "real-files")
+    d = os.environ.get("G4V_REAL_FILES", "")
     names = ["gemma-4-e2b-it.processor_config.json", "gemma-4-12b-it.processor_config.json"]
     return [os.path.join(d, n) for n in names if os.path.isfile(os.path.join(d, n))]
 

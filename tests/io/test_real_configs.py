@@ -14,7 +14,7 @@ text-model, audio-tower and audio-embedder tensor under its real name (tests/io/
 tiny dummies), for the 26B in mlx-community's spelling with its quantization map's U32 text
 weights (+ scales, biases). Those rows must be bit-identical too.
 
-The real files are found via G4V_REAL_FILES, else <source>/../shared/real-files; without them
+The real files are found via G4V_REAL_FILES (docs/TESTING.md "Real metadata"); without them
 the test skips (exit 77). --arg=fast (the default suite): e2b, e4b (both files), 12b, ~50 s on 2
 cores. --arg=full: the 1152-wide towers, 26b-a4b (mlx 4-bit re-save) and 31b (both files),
 ~570M parameters each: run only with G4V_REAL_FULL=1 (ctest -L real_full), 4 min on 2 shared
@@ -63,7 +63,7 @@ BUDGET = 70  # the smallest: 630 patches, the cheapest encode of a full-size tow
 
 
 def real_dir():
-    d = os.environ.get("G4V_REAL_FILES") or os.path.join(SRC, "..", "shared", "real-files")
+    d = os.environ.get("G4V_REAL_FILES", "")
     return d if os.path.isfile(os.path.join(d, "gemma-4-e2b-it.config.json")) else None
 
 
