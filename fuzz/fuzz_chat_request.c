@@ -4,8 +4,8 @@
  * the server's options (2 images, 4 messages, a 4096-token context; no --allow-files, so no path
  * reaches the file system). Checks: whatever the bytes, no crash, leak or hang; a refusal has a
  * status of 400/403/413/500, a type, a code and a message; an accepted job keeps the limits (at
- * most 2 images, a conversation that ends with a user turn, budgets and stop strings as
- * documented) and every image has bytes. */
+ * most 2 images, a conversation that ends with a user turn or a tool result, budgets and stop
+ * strings as documented) and every image has bytes. */
 #include "chat/chat_wing.h"
 #include "fuzz_common.h"
 
@@ -33,8 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     FZ_ASSERT(j->n_images <= 2, "%d images accepted over the limit 2", j->n_images);
-    FZ_ASSERT(j->n_turns >= 1 && j->turns[j->n_turns - 1].role == CHAT_ROLE_USER,
-              "a conversation that does not end with a user turn");
+    FZ_ASSERT(j->n_turns >= 1 && (j->turns[j->n_turns - 1].role == CHAT_ROLE_USER ||
+                                  j->turns[j->n_turns - 1].role == CHAT_ROLE_TOOL),
+              "a conversation that does not end with a user or tool turn");
     FZ_ASSERT(j->max_tokens >= 1 && j->max_tokens <= 4096, "max_tokens %d", j->max_tokens);
     FZ_ASSERT(j->n_stop <= CHAT_MAX_STOP, "%d stop strings", j->n_stop);
     FZ_ASSERT(j->budget == 0 || j->budget == 70 || j->budget == 140 || j->budget == 280 ||
