@@ -25,7 +25,7 @@ LLAMA_PREFIX = prefix=$$(scripts/build-llama.sh | tail -1)
 LLAMA_FLAGS = -DG4V_LLAMA_DIR=$$prefix -DG4V_LLAMA_SRC=$$prefix/src
 
 .PHONY: all help deps test-deps bench-deps load-deps build test check test-arm64 chat-test \
-  chat-demo demo install hf-parity asan tsan fault fuzz-build fuzz fuzz-merge fuzz-smoke clean
+  webui-shots chat-demo demo install hf-parity asan tsan fault fuzz-build fuzz fuzz-merge fuzz-smoke clean
 
 all: build ## configure + build into build/ (the default)
 
@@ -96,6 +96,19 @@ chat-test: test-deps ## build llama.cpp once, then g4v chat's tests (ctest -L ch
 	cd $(BUILD); ctest -N -L chat | grep -q chat_mtmd_ || \
 	  { echo "chat-test: CMake did not pick up $$prefix (see cmake/Llama.cmake)"; exit 1; }; \
 	ctest --output-on-failure -j $(JOBS) -L chat
+
+# make webui-shots: screenshots of the chat page of g4v serve --lm (docs/WEBUI.md) in its main
+# states (empty, attachments with budgets, streaming, an answer with its figures, a thought, an
+# error, the API key, 390 px wide), taken by its browser test (ctest chat_webui, synthetic models).
+webui-shots: test-deps ## screenshots of g4v serve --lm's chat page into build/webui-shots
+	@set -e; $(LLAMA_PREFIX); \
+	$(call configure,$(BUILD),-DG4V_WERROR=ON $(LLAMA_FLAGS) $(CMAKE_FLAGS)); \
+	$(call compile,$(BUILD)); \
+	shots=$(abspath $(BUILD))/webui-shots; rm -rf $$shots; \
+	cd $(BUILD); ctest -N -R '^chat_webui$$' | grep -q chat_webui || \
+	  { echo "webui-shots: CMake did not pick up $$prefix (see cmake/Llama.cmake)"; exit 1; }; \
+	G4V_WEBUI_SHOTS=$$shots ctest --output-on-failure -R '^chat_webui$$'; \
+	echo "webui-shots: the screenshots are in $$shots"; ls $$shots
 
 # make chat-demo: one question about one image through g4v chat. Without LM=FILE a SYNTHETIC
 # Gemma 4 text model (e2b width, 4 layers, random weights, the real tokenizer) and a matching

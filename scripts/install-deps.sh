@@ -6,7 +6,8 @@
 #                            numpy, and Dask distributed for bulk encoding
 #   install-deps.sh --test   build + tests (make test; with the arm64 cross build, make test-arm64),
 #                            and the OpenAI clients the tests drive g4v serve with: Node's (npm
-#                            `openai` and `zod`, pinned) under ~/.cache/g4v-node, Python's (PyPI
+#                            `openai`, `zod` and `puppeteer-core`, pinned) under ~/.cache/g4v-node,
+#                            Debian's chromium for the chat page's test, Python's (PyPI
 #                            `openai`, pydantic, jsonschema, pinned) under ~/.cache/g4v-pyclient
 #   install-deps.sh --load   build + tests + wrk (make load: the HTTP service under load)
 #   install-deps.sh --bench  build + tests + the benchmark peers (make bench): PyTorch with
@@ -26,6 +27,9 @@ TEST_PKGS="$TEST_PKGS git ninja-build"
 TEST_PKGS="$TEST_PKGS curl"
 # the Python OpenAI client's virtual environment (scripts/install-py-client.sh)
 TEST_PKGS="$TEST_PKGS python3-venv"
+# the chat page of g4v serve --lm is tested in a real browser (tests/chat/test_chat_webui.py,
+# driven by npm's puppeteer-core, which brings no browser of its own)
+TEST_PKGS="$TEST_PKGS chromium"
 # make test-arm64: the aarch64 cross compiler, qemu-user, and the build's libraries for arm64
 # (Debian multiarch: the arm64 architecture is added to dpkg when one of them is missing)
 ARM64_LIBS="libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libcjson-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"

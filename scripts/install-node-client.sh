@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# install-node-client.sh - the official OpenAI client for Node (npm `openai`, the version pinned in
-# tests/service/node/package-lock.json), for the tests of `g4v serve` and `make load-chat`.
+# install-node-client.sh - the official OpenAI client for Node (npm `openai`, with `zod`) and
+# `puppeteer-core` (drives Debian's chromium in tests/chat/test_chat_webui.py), the versions pinned
+# in tests/service/node/package-lock.json, for the tests of `g4v serve` and `make load-chat`.
 # Installed outside the repository, into ${XDG_CACHE_HOME:-~/.cache}/g4v-node/<hash of the lock>,
 # with `npm ci` (exactly the lock, no install scripts). Idempotent: an install of the same lock is
 # reused. The last line printed is the node_modules directory (NODE_PATH for the tests).
@@ -29,5 +30,6 @@ if ! (cd "$DIR" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --lo
     exit 1
 fi
 node -e "require('$DIR/node_modules/openai')" || { echo "install-node-client: openai does not load" >&2; exit 1; }
+node -e "require('$DIR/node_modules/puppeteer-core')" || { echo "install-node-client: puppeteer-core does not load" >&2; exit 1; }
 touch "$DIR/installed"
 echo "$DIR/node_modules"

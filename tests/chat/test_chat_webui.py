@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""test_chat_webui.py (pytest --arg=FIXTURES) - the chat page of `g4v serve --lm`
+(tools/service/webui/page/, docs/WEBUI.md) in a real browser: Debian's chromium, headless, driven
+by puppeteer-core (npm, pinned in tests/service/node/package-lock.json, installed outside the
+repository by scripts/install-node-client.sh) through tests/chat/webui/chat_page.cjs.
+
+This file starts two servers on the synthetic models (make_fixtures.py):
+- main: --lm-slots 1 --max-queue 0 (Stop must free the one slot; a second client gets 429);
+- auth: --api-key KEY --max-body-bytes 4096 (the page asks for the key; an image is a 413);
+makes the reference answer with a non-streamed POST of the request the page must send, and runs
+the browser session, which reports one check per line. What the session checks: the page's CSP
+and headers, no console errors or CSP violations; an image chosen with the file input and a
+question give a streamed answer equal to the reference, with its figures; the second turn
+replays the conversation and reuses the cache; paste and drop; the per-image budget reaching the
+server; a video; Stop (Escape) freeing the slot; New chat; Enter / Shift+Enter; thinking on;
+401 with the key form, the key in sessionStorage only; 413; 429; a bad image; crafted answers
+(request interception) whose markup must stay text; error forms, a cut stream, a network error;
+accessible names, Tab order, 390 px without sideways scrolling.
+
+G4V_WEBUI_SHOTS=DIR saves screenshots of the main states into DIR (make webui-shots).
+Without chromium the test fails, saying to run scripts/install-deps.sh --test; without the npm
+registry (puppeteer-core cannot be installed) it skips (exit 77).
+"""
+import base64
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
+import openai_node  # noqa: E402
+import pyutil  # noqa: E402
+from pyutil import check  # noqa: E402
+from serveutil import ServeProcess, with_servers  # noqa: E402
+
+G4V = os.environ.get("G4V_BIN", "g4v")
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHROMIUM = os.environ.get("G4V_CHROMIUM", "/usr/bin/chromium")
+FX = pyutil.arg(1)
+KEY = "webui-test-key-0123456789"
+QUESTION = "What is in this picture?"
+CHECKS = 43  # the checks chat_page.cjs makes when it runs to the end
+
+
+def fx(n):
+    return os.path.join(FX, n)
+
+
+class Server(ServeProcess):
+    def __init__(self, tmp, name, *args):
+        super().__init__(tmp, name, [G4V, "serve", "--port", "0", "--model", fx("vis-e2b"),
+                                     "--lm", fx("lm-e2b.gguf"), "--lm-threads", "2",
+                                     "--threads", "1", *args], stop_timeout=120)
+
+    def chat(self, body):
+        st, _, raw = self.request("POST", "/v1/chat/completions", body, None, 300)
+        return st, json.loads(raw)
+
+
+def test_chat_webui():
+    assert os.access(CHROMIUM, os.X_OK), (
+        f"{CHROMIUM} is missing: the chat page is tested in Debian's chromium; install it with "
+        f"scripts/install-deps.sh --test (or set G4V_CHROMIUM to a Chromium binary)")
+    node_path = openai_node.node_path()  # skips when the npm registry cannot be reached
+    shots = os.environ.get("G4V_WEBUI_SHOTS", "")
+    if shots:
+        os.makedirs(shots, exist_ok=True)
+
+    def run(tmp, servers):
+        servers.append(Server(tmp, "main", "--lm-slots", "1", "--max-queue", "0"))
+        servers.append(Server(tmp, "auth", "--api-key", KEY, "--max-body-bytes", "4096"))
+        main, auth = servers
+        # the request the page must send for: img1.png chosen (budget 280 by default), the
+        # question, temperature 1, seed 2, max tokens 12 (the synthetic model's greedy answer is
+        # an empty string: a seed gives text to compare)
+        img = "data:image/png;base64," + base64.b64encode(open(fx("img1.png"), "rb").read()).decode()
+        body = {"messages": [{"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": img}, "g4v": {"tokens": 280}},
+                    {"type": "text", "text": QUESTION}]}],
+                "temperature": 1, "seed": 2, "max_tokens": 12}
+        # asked twice: the answer depends on how much of the prompt the slot reuses (the rest
+        # is decoded in one batch, whose sums round differently), and the page's request will
+        # find the slot as the second one left it: the prompt kept but its last token
+        for _ in range(2):
+            st, r = main.chat(body)
+            assert st == 200, f"the reference answer: {st} {r}"
+        spec = {"chromium": CHROMIUM, "main": main.url, "auth": auth.url, "key": KEY, "fx": FX,
+                "shots": shots, "question": QUESTION,
+                "ref": {"body": body, "content": r["choices"][0]["message"]["content"],
+                        "usage": r["usage"], "g4v": r["g4v"]}}
+        p = subprocess.run(["node", os.path.join(HERE, "webui", "chat_page.cjs"), json.dumps(spec)],
+                           capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, NODE_PATH=node_path))
+        done = None
+        n = 0
+        for line in p.stdout.splitlines():
+            try:
+                o = json.loads(line)
+            except ValueError:
+                print(line)
+                continue
+            if "check" in o:
+                n += 1
+                check(o["check"], o["what"])
+            elif "done" in o:
+                done = o["done"]
+        check(p.returncode == 0 and done == n == CHECKS,
+              f"the browser session ran to the end: exit {p.returncode}, {n} of {CHECKS} checks "
+              f"({p.stderr[-1500:]})")
+        if shots:
+            print(f"screenshots in {shots}: {sorted(os.listdir(shots))}")
+
+    with_servers("g4v-webui-", run)

@@ -1,0 +1,454 @@
+// chat_page.cjs SPEC_JSON - the chat page of g4v serve --lm (tools/service/webui/page/) in a
+// real browser (Debian's chromium, headless, driven by puppeteer-core). Run by
+// tests/chat/test_chat_webui.py, which starts the servers, makes the reference answer through
+// the API and passes:
+//   {chromium, main, auth, key, fx, shots, question, ref: {body, content, usage, g4v}}
+// main: a server with --lm-slots 1 --max-queue 0; auth: one with --api-key KEY and a small
+// --max-body-bytes. Prints one JSON line per check ({check, what}) and {done: N} at the end.
+"use strict";
+
+const h = require("./harness.cjs");
+const { check } = h;
+
+const spec = JSON.parse(process.argv[2]);
+const FX = spec.fx;
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " +
+  "media-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
+  "frame-ancestors 'none'";
+const shot = h.shooter(spec.shots);
+const XSS = ["<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=1\">",
+  "[x](javascript:window.__pwned=1)", "<b>raw</b> <iframe src=\"javascript:window.__pwned=1\"></iframe>"];
+const EVIL_NAME = "<img src=x onerror=window.__pwned=1>.png";
+
+function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+function lastChat(page) { return page.chats[page.chats.length - 1]; }
+
+async function newChat(page) {
+  await page.click("#new-chat");
+  await page.waitForFunction(() => document.querySelectorAll("#log > .msg").length === 0);
+}
+
+async function settings(page, values) {
+  for (const [id, v] of Object.entries(values)) await h.setField(page, id, v);
+}
+
+async function attach(page, ...names) {
+  const input = await page.$("#file-input");
+  await input.uploadFile(...names.map((n) => FX + "/" + n));
+  await page.waitForFunction((n) => document.querySelectorAll("#attachments li").length >= n,
+    {}, names.length);
+}
+
+async function loadAndLook(page) {
+  const res = await page.goto(spec.main + "/", { waitUntil: "networkidle0" });
+  const hd = res.headers();
+  check(res.status() === 200 && hd["content-security-policy"] === CSP &&
+        hd["x-content-type-options"] === "nosniff" && hd["referrer-policy"] === "no-referrer" &&
+        hd["cache-control"] === "no-cache",
+        `GET / is the page with its CSP and headers (${res.status()}, ${hd["content-security-policy"]})`);
+  await page.waitForFunction(() => /lm-e2b\.gguf/.test(document.getElementById("model").textContent),
+    { timeout: 20000 });
+  check(true, "the header names the model from GET /v1/models");
+  check(page.errors.length === 0 && page.violations.length === 0,
+        `the page loads without console errors or CSP violations (${page.errors} ${page.violations})`);
+  await h.sleep(200);
+  await shot(page, "1-empty");
+  // keyboard only: Tab from the top reaches the composer and the send button, focus visible
+  // start from the top of the document (the page puts the focus in the message box)
+  await page.evaluate(() => {
+    document.body.tabIndex = -1;
+    document.body.focus();
+    document.body.removeAttribute("tabindex");
+  });
+  const seen = [];
+  let sendOutline = "";
+  for (let i = 0; i < 30; i++) {
+    await page.keyboard.press("Tab");
+    const id = await page.evaluate(() => document.activeElement.id);
+    seen.push(id);
+    if (id === "send") {
+      sendOutline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+      break;
+    }
+  }
+  check(seen.includes("prompt") && seen.includes("send") &&
+        seen.indexOf("prompt") < seen.indexOf("send") && sendOutline !== "none",
+        `Tab reaches the message box, then Send, with a visible focus (${seen.join(" ")}; outline ${sendOutline})`);
+}
+
+async function firstAnswer(page) {
+  await attach(page, "img1.png");
+  const c = await h.composer(page);
+  check(same(c.names, ["img1.png"]) && same(c.budgets, ["280"]),
+        `the chosen image shows with its name and the default budget 280 (${JSON.stringify(c)})`);
+  await shot(page, "2-attachment");
+  const ref = spec.ref;
+  await settings(page, { temperature: ref.body.temperature, seed: ref.body.seed,
+                         "max-tokens": ref.body.max_tokens });
+  await page.type("#prompt", spec.question);
+  await h.sendAndWait(page);
+  const sent = lastChat(page);
+  const { stream, stream_options: so, ...rest } = sent || {};
+  check(stream === true && so && so.include_usage === true && same(rest, ref.body),
+        "the page's request is the reference request, streamed with the usage " +
+        `(${JSON.stringify(rest).slice(0, 300)})`);
+  const e = await h.lastEntry(page);
+  const want = await page.evaluate((t) => window.renderMarkdown(t).textContent, ref.content);
+  check(e && /assistant/.test(e.cls) && e.content === want && ref.content.length > 0,
+        `the streamed answer shown is the API's non-streamed answer (${JSON.stringify(e && e.content)} ` +
+        `vs ${JSON.stringify(ref.content)})`);
+  const f = (e && e.figures) || {};
+  check(f.prompt_tokens === ref.usage.prompt_tokens + " tok" &&
+        f.completion_tokens === ref.usage.completion_tokens + " tok" &&
+        (f.image_tokens || "").startsWith(ref.g4v.image_tokens + " tok") &&
+        /^\d+ tok$/.test(f.cached_tokens || "") && /^\d+\.\d\d s$/.test(f.ttft || "") &&
+        /^\d+(\.\d)? tok\/s$/.test(f.tokens_per_s || "") && f.finish_reason === "length",
+        `the answer's figures: prompt, cached and image tokens, TTFT, tok/s, finish (${JSON.stringify(f)})`);
+  const c2 = await h.composer(page);
+  check(c2.text === "" && c2.names.length === 0, "the composer is empty after the answer");
+  await shot(page, "3-answer");
+  // the second turn replays the first: the image, its budget, the answer as it came
+  await page.type("#prompt", "And what else?");
+  await h.sendAndWait(page);
+  const s2 = lastChat(page);
+  const m = (s2 && s2.messages) || [];
+  check(m.length === 3 && same(m[0], ref.body.messages[0]) &&
+        m[1].role === "assistant" && m[1].content === ref.content &&
+        same(m[2], { role: "user", content: [{ type: "text", text: "And what else?" }] }),
+        `the second turn sends the whole conversation, the answer as the API gave it (${JSON.stringify(m).slice(0, 200)})`);
+  const e2 = await h.lastEntry(page);
+  const cached = parseInt((e2 && e2.figures.cached_tokens) || "0", 10);
+  check(cached > 0 && e2.figures.finish_reason,
+        `the second turn continues the cached conversation (cached ${cached} tok)`);
+}
+
+async function pasteDropAndBudgets(page) {
+  await newChat(page);
+  const n = await h.logCount(page);
+  const c0 = await h.composer(page);
+  check(n === 0 && c0.text === "" && await page.$eval("#empty", (e) => !e.hidden),
+        "New chat clears the conversation");
+  await h.dataTransferEvent(page, "paste", [h.fileSpec(FX, "img2.png", "image/png")]);
+  await h.dataTransferEvent(page, "drop", [h.fileSpec(FX, "img1.png", "", "dropped.png")]);
+  let c = await h.composer(page);
+  check(same(c.names, ["img2.png", "dropped.png"]),
+        `a pasted and a dropped image become attachments (${c.names})`);
+  await page.select("#attachments li:nth-child(2) select", "70");
+  await page.type("#prompt", "Two images?");
+  const named = await h.unnamedControls(page);
+  check(named.unnamed.length === 0,
+        `every control has an accessible name, attachments shown (${named.count} controls; unnamed: ${named.unnamed})`);
+  await shot(page, "4-attachments-budgets");
+  await page.click("#attachments li:nth-child(1) button.remove");
+  c = await h.composer(page);
+  check(same(c.names, ["dropped.png"]) && same(c.budgets, ["70"]), `Remove drops one attachment (${c.names})`);
+  // the budget reaches the API: img1.png (dropped.png) at 70 gives fewer image tokens than
+  // the first answer's img1.png at 280
+  await settings(page, { "max-tokens": 4 });
+  await h.sendAndWait(page);
+  const part = lastChat(page).messages[0].content[0];
+  const e = await h.lastEntry(page);
+  const tok = parseInt(e.figures.image_tokens || "0", 10);
+  check(part.g4v && part.g4v.tokens === 70 && tok > 0 && tok < spec.ref.g4v.image_tokens,
+        `the image's budget 70 reaches the server: ${tok} image tokens (280: ${spec.ref.g4v.image_tokens})`);
+}
+
+async function video(page) {
+  await newChat(page);
+  await attach(page, "clip.mp4");
+  const c = await h.composer(page);
+  check(same(c.names, ["clip.mp4"]) && same(c.budgets, ["70"]),
+        `a video attaches with a per-frame budget of 70 (${JSON.stringify(c)})`);
+  await page.type("#prompt", "What happens?");
+  await h.sendAndWait(page);
+  const part = lastChat(page).messages[0].content[0];
+  const e = await h.lastEntry(page);
+  check(part.type === "video_url" && /^data:video\/mp4;base64,/.test(part.video_url.url) &&
+        part.g4v.tokens === 70 && /assistant/.test(e.cls) &&
+        parseInt(e.figures.image_tokens || "0", 10) > 0,
+        `the video is sent as a data: URI and answered (${e.cls}: ${JSON.stringify(e.figures)} ${e.text.slice(0, 200)})`);
+}
+
+async function keysAndThinking(page) {
+  await newChat(page);
+  await page.click("#think");
+  const before = page.chats.length;
+  await page.focus("#prompt");
+  await page.keyboard.type("line one");
+  await page.keyboard.down("Shift");
+  await page.keyboard.press("Enter");
+  await page.keyboard.up("Shift");
+  await page.keyboard.type("line two");
+  const v = await page.$eval("#prompt", (e) => e.value);
+  check(v === "line one\nline two" && page.chats.length === before,
+        `Shift+Enter is a new line, nothing sent (${JSON.stringify(v)})`);
+  await h.sendAndWait(page);
+  const s = lastChat(page);
+  check(page.chats.length === before + 1 && s.messages[0].content[0].text === "line one\nline two" &&
+        s.chat_template_kwargs && s.chat_template_kwargs.enable_thinking === true,
+        "Enter sends; thinking on is chat_template_kwargs.enable_thinking");
+  await page.click("#think");
+}
+
+async function badImage(page) {
+  await newChat(page);
+  await attach(page, "bad.jpg");
+  await page.type("#prompt", "Is this readable?");
+  await h.sendAndWait(page);
+  const e = await h.lastEntry(page);
+  const c = await h.composer(page);
+  check(/error/.test(e.cls) && /could not read an attachment/.test(e.text) &&
+        c.text === "Is this readable?" && same(c.names, ["bad.jpg"]),
+        `a bad image: a readable error, the message and attachment kept (${e.text})`);
+  await shot(page, "6-error");
+  await newChat(page);
+}
+
+async function metric(url, name) {
+  const t = await (await fetch(url + "/metrics")).text();
+  const m = t.match(new RegExp("^" + name + " (\\S+)$", "m"));
+  return m ? parseFloat(m[1]) : NaN;
+}
+
+async function stopAndBusy(page) {
+  await newChat(page);
+  const cancelled = await metric(spec.main, "g4v_chat_cancelled_total");
+  await settings(page, { "max-tokens": 4000, seed: 7 });
+  await page.type("#prompt", "Tell me a long story.");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => {
+    const c = document.querySelectorAll("#log .msg.assistant .content");
+    return c.length && c[c.length - 1].textContent.length > 20;
+  }, { timeout: 120000, polling: 100 });
+  await shot(page, "5-streaming");
+  const t0 = Date.now();
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => !document.body.classList.contains("busy"), { timeout: 5000 });
+  const e = await h.lastEntry(page);
+  let freed = false;
+  for (let i = 0; i < 50 && !freed; i++) {
+    freed = await metric(spec.main, "g4v_chat_cancelled_total") === cancelled + 1;
+    if (!freed) await h.sleep(100);
+  }
+  check(/stopped/.test(e.cls) && freed && Date.now() - t0 < 6000,
+        `Escape stops the stream and the server counts the hang-up (${Date.now() - t0} ms)`);
+  // the one slot is free: the next answer comes at once, not after 4000 tokens
+  await settings(page, { "max-tokens": 4 });
+  await page.type("#prompt", "Short, please.");
+  const t1 = Date.now();
+  await h.sendAndWait(page, 60000);
+  const e2 = await h.lastEntry(page);
+  const s = lastChat(page).messages;
+  check(/assistant/.test(e2.cls) && e2.figures.finish_reason && Date.now() - t1 < 30000 &&
+        s.length === 3 && s[1].role === "assistant" && s[1].content.length > 0,
+        `after Stop the next request is served promptly (${Date.now() - t1} ms), the stopped ` +
+        "answer kept in the conversation");
+
+  // 429: the one slot busy with someone else's long stream, no queue
+  await newChat(page);
+  const ac = new AbortController();
+  const res = await fetch(spec.main + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" }, signal: ac.signal,
+    body: JSON.stringify({ messages: [{ role: "user", content: "Go on and on." }], stream: true,
+      max_tokens: 4000, seed: 9 }) });
+  const reader = res.body.getReader();
+  await reader.read(); // the first chunk: the slot is taken
+  await page.type("#prompt", "Anyone there?");
+  await h.sendAndWait(page);
+  ac.abort();
+  const e3 = await h.lastEntry(page);
+  const c = await h.composer(page);
+  check(/error/.test(e3.cls) && /busy/.test(e3.text) && /again in 1 s/.test(e3.text) &&
+        c.text === "Anyone there?",
+        `429: the server is busy, try again in 1 s; the message kept (${e3.text})`);
+  await newChat(page);
+}
+
+// Crafted answers through request interception: markup in the answer, the thought, an error
+// message and a file name must stay text; and the failures no server of ours makes on demand.
+async function crafted(page) {
+  await newChat(page);
+  let reply = null;
+  await page.setRequestInterception(true);
+  const onRequest = (r) => {
+    if (r.method() === "POST" && r.url().endsWith("/v1/chat/completions") && reply) {
+      if (reply === "refuse") r.abort("connectionrefused");
+      else r.respond(reply);
+    } else {
+      r.continue();
+    }
+  };
+  page.on("request", onRequest);
+  const sse = (events) => events.map((e) => "data: " + (typeof e === "string" ? e : JSON.stringify(e)) + "\n\n").join("");
+  const chunk = (delta, finish) => ({ object: "chat.completion.chunk",
+    choices: [{ index: 0, delta: delta, finish_reason: finish || null }] });
+  // markup, the Markdown subset, and a long word that must wrap (phone() looks at the width)
+  const evil = XSS.join("\n\n") + "\n\n**bold** and `code`\n\n- one\n- two\n\n" + "y".repeat(150);
+  reply = { status: 200, contentType: "text/event-stream", body: sse([
+    chunk({ role: "assistant", content: "" }),
+    chunk({ reasoning_content: "Thinking about " + XSS[0] + " and " + XSS[1] }),
+    ...evil.match(/[\s\S]{1,7}/g).map((p) => chunk({ content: p })),
+    chunk({}, "stop"),
+    { object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 10, completion_tokens: 5,
+      total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } },
+    g4v: { image_tokens: 256, images_encoded: 1, images_cached: 0, time_to_first_token_s: 0.5,
+      generate_s: 0.25 } },
+    "[DONE]"]) };
+  await h.dataTransferEvent(page, "drop", [h.fileSpec(FX, "img1.png", "image/png", EVIL_NAME)]);
+  const c = await h.composer(page);
+  check(same(c.names, [EVIL_NAME]), "a file name with markup shows as text in the composer");
+  await page.type("#prompt", "Say something nasty.");
+  await h.sendAndWait(page);
+  const r = await page.evaluate((name) => {
+    const log = document.getElementById("log");
+    const m = log.querySelector(".msg.assistant:last-of-type");
+    return {
+      pwned: window.__pwned,
+      bad: log.querySelectorAll("script, iframe, a, [onerror], img:not(.thumb), b").length,
+      thumbs: Array.from(log.querySelectorAll("img")).every((i) => i.src.startsWith("blob:")),
+      content: m.querySelector(".content").textContent,
+      thought: m.querySelector(".thought-body").textContent,
+      thoughtShown: !m.querySelector(".thought").hidden,
+      strong: m.querySelector(".content strong") && m.querySelector(".content strong").textContent,
+      code: m.querySelector(".content code") && m.querySelector(".content code").textContent,
+      items: m.querySelectorAll(".content li").length,
+      name: Array.from(log.querySelectorAll(".name")).map((e) => e.textContent),
+    };
+  }, EVIL_NAME);
+  await h.sleep(300); // an injected <img onerror> would have fired by now
+  const pwned = await page.evaluate(() => window.__pwned);
+  check(r.pwned === undefined && pwned === undefined && r.bad === 0 && r.thumbs,
+        `markup in an answer creates no element and runs nothing (pwned ${pwned}, elements ${r.bad})`);
+  check(XSS.every((x) => r.content.includes(x)) && r.thought.includes(XSS[0]) &&
+        r.thought.includes(XSS[1]) && r.thoughtShown && same(r.name, [EVIL_NAME]),
+        `the markup shows literally in the answer, the thought and the file name (${JSON.stringify(r.content).slice(0, 160)})`);
+  check(r.strong === "bold" && r.code === "code" && r.items === 2,
+        `the Markdown subset renders: bold, code, a list (${r.strong}, ${r.code}, ${r.items})`);
+  await shot(page, "7-thinking");
+  // an error message with markup, in the chat API's form
+  reply = { status: 400, contentType: "application/json", body: JSON.stringify({ error: {
+    message: "bad " + XSS[1], type: "invalid_request_error", code: "invalid_content" } }) };
+  await page.type("#prompt", "Again.");
+  await h.sendAndWait(page);
+  let e = await h.lastEntry(page);
+  const bad = await page.$$eval("#log [onerror], #log script", (l) => l.length);
+  check(/error/.test(e.cls) && e.text.includes("refused the request: bad " + XSS[1]) && bad === 0,
+        `an error message with markup shows as text (${e.text})`);
+  // the core's form, {"error": "...", "status": "..."}
+  reply = { status: 404, contentType: "application/json",
+            body: JSON.stringify({ error: "no such endpoint: /v1/chat/completions", status: "G4V_ERR_ARG" }) };
+  await h.sendAndWait(page);
+  e = await h.lastEntry(page);
+  check(/error/.test(e.cls) && /HTTP 404: no such endpoint/.test(e.text), `a core error's form (${e.text})`);
+  // not JSON
+  reply = { status: 502, contentType: "text/html", body: "<html><body><h1>Bad Gateway</h1></body></html>" };
+  await h.sendAndWait(page);
+  e = await h.lastEntry(page);
+  check(/error/.test(e.cls) && /HTTP 502: Bad Gateway/.test(e.text), `a non-JSON error (${e.text})`);
+  // a stream cut before [DONE]
+  reply = { status: 200, contentType: "text/event-stream",
+            body: sse([chunk({ role: "assistant", content: "" }), chunk({ content: "half an ans" })]) };
+  await h.sendAndWait(page);
+  e = await h.lastEntry(page);
+  let cm = await h.composer(page);
+  check(/error/.test(e.cls) && /ended early/.test(e.text) && cm.text === "Again.",
+        `a stream without [DONE]: the answer ended early, the message back in the composer (${e.text})`);
+  // the network
+  reply = "refuse";
+  await h.sendAndWait(page);
+  e = await h.lastEntry(page);
+  cm = await h.composer(page);
+  check(/error/.test(e.cls) && /cannot be reached/.test(e.text) && cm.text === "Again.",
+        `a network error: the server cannot be reached (${e.text})`);
+  page.off("request", onRequest);
+  await page.setRequestInterception(false);
+}
+
+async function phone(page) {
+  await page.setViewport({ width: 390, height: 844 });
+  await attach(page, "img1.png", "clip.mp4");
+  await page.type("#prompt", " And a long word: " + "x".repeat(120));
+  await h.sleep(200);
+  await shot(page, "8-phone");
+  await page.$eval("#settings", (d) => { d.open = true; });
+  await h.sleep(200);
+  const o = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth,
+                                         cw: document.documentElement.clientWidth }));
+  check(o.sw <= o.cw,
+        `390 px wide, attachments and settings open: no sideways scrolling (scrollWidth ${o.sw}, width ${o.cw})`);
+  const named = await h.unnamedControls(page);
+  check(named.unnamed.length === 0,
+        `every control has an accessible name, settings open (${named.count}; unnamed: ${named.unnamed})`);
+  await page.$eval("#settings", (d) => { d.open = false; });
+  await page.setViewport({ width: 1100, height: 800 });
+}
+
+async function apiKey(browser) {
+  const page = await h.openPage(browser);
+  await page.goto(spec.auth + "/", { waitUntil: "networkidle0" });
+  await page.waitForFunction(() => !document.getElementById("key-form").hidden, { timeout: 20000 });
+  check(true, "a server with --api-key: the page opens without a key and asks for one");
+  await settings(page, { "max-tokens": 4, seed: 1 });
+  await page.type("#prompt", "Hello?");
+  await h.sendAndWait(page);
+  let e = await h.lastEntry(page);
+  const label = await page.$eval("#key-input", (i) => i.labels[0].textContent + "|" + i.type);
+  check(/error/.test(e.cls) && /needs an API key/.test(e.text) &&
+        await page.$eval("#key-form", (f) => !f.hidden) && label === "API key|password",
+        `401: the page says a key is needed and shows a labelled password field (${e.text}; ${label})`);
+  await shot(page, "9-api-key");
+  const before = await h.logCount(page);
+  await page.type("#key-input", spec.key);
+  await page.keyboard.press("Enter");
+  await h.settled(page, before + 1);
+  e = await h.lastEntry(page);
+  const store = await page.evaluate((k) => ({
+    session: sessionStorage.getItem("g4v.apiKey"),
+    local: Object.keys(localStorage).map((x) => localStorage.getItem(x)).filter((v) => v.includes(k)).length,
+    cookie: document.cookie }), spec.key);
+  check(/assistant/.test(e.cls) && e.figures.finish_reason && lastChat(page).messages.length === 1,
+        `with the key entered the message is sent again and answered (${e.cls} ${JSON.stringify(e.figures)})`);
+  check(store.session === spec.key && store.local === 0 && store.cookie === "",
+        `the key is in sessionStorage only (local ${store.local}, cookie ${JSON.stringify(store.cookie)})`);
+  // 413: the same server takes small bodies only
+  await attach(page, "img1.png");
+  await page.type("#prompt", "Too big?");
+  await h.sendAndWait(page);
+  e = await h.lastEntry(page);
+  const c = await h.composer(page);
+  check(/error/.test(e.cls) && /too large for this server/.test(e.text) && c.text === "Too big?" &&
+        same(c.names, ["img1.png"]), `413: the attachments are too large, the message kept (${e.text})`);
+  await page.click("#settings summary");
+  await page.click("#key-change");
+  await page.click("#key-forget");
+  check(await page.evaluate(() => sessionStorage.getItem("g4v.apiKey")) === null,
+        "Forget key removes it");
+  check(h.unexpectedErrors(page).length === 0 && page.violations.length === 0,
+        `no console errors or CSP violations with the key server (${h.unexpectedErrors(page)} ${page.violations})`);
+  await page.close();
+}
+
+(async () => {
+  const browser = await h.launch(spec.chromium);
+  try {
+    const page = await h.openPage(browser);
+    await loadAndLook(page);
+    await firstAnswer(page);
+    await pasteDropAndBudgets(page);
+    await video(page);
+    await keysAndThinking(page);
+    await badImage(page);
+    await stopAndBusy(page);
+    await crafted(page);
+    await phone(page);
+    check(h.unexpectedErrors(page).length === 0 && page.violations.length === 0,
+          `no console errors or CSP violations through it all (${h.unexpectedErrors(page)} ${page.violations})`);
+    await page.close();
+    await apiKey(browser);
+  } catch (e) {
+    check(false, "the browser session failed: " + (e && e.stack || e));
+  } finally {
+    await h.close(browser);
+  }
+  h.done();
+})();
