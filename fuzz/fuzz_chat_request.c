@@ -4,8 +4,8 @@
  * the server's options (2 images, 4 messages, a 4096-token context; no --allow-files, so no path
  * reaches the file system). Checks: whatever the bytes, no crash, leak or hang; a refusal has a
  * status of 400/403/413/500, a type, a code and a message; an accepted job keeps the limits (at
- * most 2 images, a conversation that ends with a user turn or a tool result, budgets and stop
- * strings as documented) and every image has bytes. */
+ * most 2 images, a conversation that ends with a user turn or a tool result, budgets (the
+ * request's and each image's) and stop strings as documented) and every image has bytes. */
 #include "chat/chat_wing.h"
 #include "fuzz_common.h"
 
@@ -47,6 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < j->turns[t].n_img; i++, n++) {
             const chat_image *im = &j->turns[t].img[i];
             FZ_ASSERT(!im->path && im->data && im->size, "image %d: no bytes, or a path", n);
+            FZ_ASSERT(im->budget == 0 || im->budget == 70 || im->budget == 140 ||
+                          im->budget == 280 || im->budget == 560 || im->budget == 1120,
+                      "image %d: budget %d", n, im->budget);
             fz_touch(im->data, im->size);
         }
     }

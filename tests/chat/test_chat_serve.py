@@ -5,11 +5,13 @@ test starts on 127.0.0.1.
 
 Answers identical to `g4v chat` for the same seed, prompt and image (text and token counts),
 streamed or not; two images across two messages; the route table with --lm (every endpoint, chat
-ones included, 405 with its Allow header for another method, a 404 naming all six); an image
+ones included, 405 with its Allow header for another method, a 404 naming all seven); the chat
+page at GET / with its Content-Security-Policy, and 404 with --no-webui; an image
 sent again in a later turn read from the feature cache (metrics); GET /v1/models; 429 with
 Retry-After when the slot and the queue are taken; a client that hangs up mid-stream frees its
 slot at once; paths outside --allow-files (and any path without it) refused 403; a data: URI
-that is not an image refused 400 while the server keeps serving; two slots answering six
+that is not an image refused 400 while the server keeps serving; a video as a data: URI
+answered as g4v chat --video answers it; a budget per image; two slots answering six
 concurrent requests (streamed and not, three images) exactly as one slot answers them one by
 one; the limits (messages, images, context) each with its own code; SIGTERM
 during a stream finishes the stream, then exit 0."""
@@ -139,6 +141,13 @@ def run(tmp, allowed, servers):
     # the route table with --lm: POST /v1/models is 405 (Allow: GET) as POST /v1/info is
     for ok, what in route_table_checks(s, ALL_ENDPOINTS):
         check(ok, "--lm: " + what)
+    # the chat page (docs/WEBUI.md): open without a key, under a CSP without inline scripts
+    st, h, body = s.request("GET", "/")
+    csp = h.get("Content-Security-Policy", "")
+    check(st == 200 and h.get("Content-Type", "").startswith("text/html") and
+          "script-src 'self'" in csp and "unsafe-inline" not in csp and
+          h.get("X-Content-Type-Options") == "nosniff" and b"<html" in body.lower(),
+          f"--lm: GET / is the chat page, with its Content-Security-Policy ({st} {h})")
 
     # 2. identical to g4v chat: greedy and sampled, non-streamed and streamed. A sampled answer
     # is the same only for the same decode calls: the slot (or the prompt cache) still holds the
@@ -240,6 +249,21 @@ def run(tmp, allowed, servers):
           r["usage"]["prompt_tokens_details"]["image_tokens"] == ref["tokens"]["image_rows"] and
           r["choices"][0]["message"]["content"] == ref["text"],
           f"a video_url part under --allow-files: as g4v chat --video ({st} {str(r)[:200]})")
+    st, _, r2 = s.chat({"messages": [{"role": "user", "content": [
+        {"type": "video_url", "video_url": {"url": data_uri(fx("clip.mp4"), "video/mp4")}},
+        {"type": "text", "text": "What happens?"}]}], "max_tokens": 3, "temperature": 0})
+    check(st == 200 and r2["usage"]["prompt_tokens"] == ref["tokens"]["prompt"] and
+          r2["usage"]["prompt_tokens_details"]["image_tokens"] == ref["tokens"]["image_rows"] and
+          r2["choices"][0]["message"]["content"] == ref["text"],
+          f"a video as a data:video/mp4 URI: as g4v chat --video ({st} {str(r2)[:200]})")
+    for url, code, what in ((data_uri(fx("clip.mp4"), "image/png"), "invalid_video_url",
+                             "a video_url whose data: URI is image/png"),
+                            (data_uri(fx("img1.png"), "video/mp4"), "invalid_image",
+                             "a data:video/mp4 URI holding a PNG")):
+        st, _, r = s.chat({"messages": [{"role": "user", "content": [
+            {"type": "video_url", "video_url": {"url": url}}]}], "max_tokens": 2})
+        check(st == 400 and r.get("error", {}).get("code") == code,
+              f"{what}: 400 {code} ({st} {str(r)[:200]})")
     for url, what in (("data:text/plain;base64,aGVsbG8gd29ybGQ=", "text/plain"),
                       ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(),
                        "garbage bytes labelled image/png"),
@@ -273,6 +297,30 @@ def run(tmp, allowed, servers):
     check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 256,
           f"the next request without \"g4v\" is back at the server's budget, 280 ({st} "
           f"{str(r.get('usage'))[:200]})")
+    # a budget per image: the part's "g4v": {"tokens": N}; the answer is the one the same budget
+    # for the whole request gives
+    st, _, whole = s.chat({"messages": [user("Hi", img1, img1)], "max_tokens": 3,
+                           "temperature": 0, "g4v": {"tokens": 70}})
+    parts = [{"type": "image_url", "image_url": {"url": img1}, "g4v": {"tokens": 70}},
+             {"type": "image_url", "image_url": {"url": img1}, "g4v": {"tokens": 70}},
+             {"type": "text", "text": "Hi"}]
+    st2, _, each = s.chat({"messages": [{"role": "user", "content": parts}], "max_tokens": 3,
+                           "temperature": 0, "g4v": {"tokens": 560}})
+    check(st == 200 and st2 == 200 and each["usage"]["prompt_tokens_details"]["image_tokens"] == 128
+          and each["usage"]["prompt_tokens"] == whole["usage"]["prompt_tokens"] and
+          each["choices"][0]["message"]["content"] == whole["choices"][0]["message"]["content"],
+          f"each image's own budget 70 beats the request's 560, and answers as budget 70 for the "
+          f"request ({st} {st2} {str(each.get('usage'))[:200]})")
+    parts[1]["g4v"] = {"tokens": 280}
+    st, _, r = s.chat({"messages": [{"role": "user", "content": parts}], "max_tokens": 2,
+                       "temperature": 0})
+    check(st == 200 and r["usage"]["prompt_tokens_details"]["image_tokens"] == 64 + 256,
+          f"two images at 70 and 280 in one message: 64 + 256 rows ({st} {str(r)[:200]})")
+    parts[0]["g4v"] = {"tokens": 100}
+    st, _, r = s.chat({"messages": [{"role": "user", "content": parts}], "max_tokens": 2})
+    check(st == 400 and r.get("error", {}).get("code") == "invalid_budget" and
+          "content[0]" in r["error"]["message"],
+          f"an image's budget 100: 400 invalid_budget naming the part ({st} {str(r)[:200]})")
 
     # 6. one slot, no queue: 429 while a stream runs; its client hangs up; the slot is free at once
     long = {"messages": [user("Tell me a long story.")], "max_tokens": 4000, "temperature": 1.0,
@@ -357,8 +405,10 @@ def run(tmp, allowed, servers):
           "two slots: still serving after the concurrent round")
 
     # 7b. paths refused on a server without --allow-files
-    s2 = Server(tmp, "nofiles", "--drain-seconds", "0", "--request-timeout", "4")
+    s2 = Server(tmp, "nofiles", "--drain-seconds", "0", "--request-timeout", "4", "--no-webui")
     servers.append(s2)
+    st, _, raw = s2.request("GET", "/")
+    check(st == 404 and b"--no-webui" in raw, f"--no-webui: GET / is 404 ({st} {raw[:200]!r})")
     st, _, r = s2.chat({"messages": [user("Hi", os.path.join(allowed, "img2.png"))]})
     check(st == 403 and r["error"]["code"] == "files_not_allowed",
           f"no --allow-files: every path refused 403 ({st} {str(r)[:200]})")

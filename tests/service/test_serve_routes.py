@@ -2,8 +2,8 @@
 """test_serve_routes.py - the answers of `g4v serve`'s route table (tools/service/core/routes.c)
 without --lm: every endpoint (POST /v1/encode, GET /v1/info, GET /health, GET /metrics) asked
 with another method is 405 with an Allow header naming its method; an unknown path is 404 with a
-text naming every endpoint and no chat one; the chat paths are 404 with the hint to start the
-server with --lm, whatever the method; with an API key, a 405 or 404 is told only to a caller
+text naming every endpoint and no chat one; the chat paths (and GET /, the chat page) are 404
+with the hint to start the server with --lm, whatever the method; with an API key, a 405 or 404 is told only to a caller
 with the key (401 before routing), /health's 405 to anyone. The same table with --lm is checked
 in tests/chat/test_chat_serve.py.
 """
@@ -41,6 +41,10 @@ def run(tmp, servers):
             err = error_of(raw)
             check(st == 404 and "--lm" in err and "no language model" in err,
                   f"without --lm, {m} {path}: 404 with the hint to start with --lm ({st} {err!r})")
+    st, h, raw = s.request("GET", "/")
+    err = error_of(raw)
+    check(st == 404 and "chat page" in err and "--lm" in err and "Content-Security-Policy" not in h,
+          f"without --lm, GET /: 404 saying the chat page needs --lm ({st} {err!r})")
 
     k = ServeProcess(tmp, "key", [BIN, "serve", "--model", model, "--port", "0", "--threads", "1",
                                   "--api-key", KEY])

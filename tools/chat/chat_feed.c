@@ -196,6 +196,20 @@ int chat_session_add_user_parts(chat_session *s, const chat_part *parts, int n_p
             continue;
         }
         const chat_media *md = parts[k].media;
+        if (md->budget) { /* its own budget: one of the list, and a whole image per decode call */
+            char msg[256];
+            if (g4v_budget_check(md->budget, msg, sizeof msg)) {
+                seterr(err, errsz, "%s: %s", md->path, msg);
+                rc = CHAT_ERR_USAGE;
+                goto out;
+            }
+            if (md->budget > s->n_batch) {
+                seterr(err, errsz, "%s: a budget of %d soft tokens is above this session's "
+                       "limit of %d", md->path, md->budget, s->n_batch);
+                rc = CHAT_ERR_USAGE;
+                goto out;
+            }
+        }
         mp[k].kind = md->is_video ? CHAT_PART_VIDEO : CHAT_PART_IMAGE;
         plan_medium *m = &s->pm[s->n_pm];
         memset(m, 0, sizeof *m);

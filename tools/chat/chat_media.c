@@ -31,12 +31,16 @@ static uint64_t h_final(hash64 *h) {
     return v;
 }
 
+int chat_media_budget(const chat_session *s, const chat_media *m) {
+    if (m->budget) return m->budget;
+    return m->is_video ? s->o.video_budget : s->o.budget;
+}
+
 int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
                     size_t errsz) {
     hash64 h;
     h_init(&h);
-    int head[3] = {m->is_video, m->is_video ? s->o.video_budget : s->o.budget,
-                   m->is_video ? s->o.video_frames : 0};
+    int head[3] = {m->is_video, chat_media_budget(s, m), m->is_video ? s->o.video_frames : 0};
     h_add(&h, head, sizeof head);
     if (m->data) {
         h_add(&h, m->data, m->size);
@@ -85,7 +89,7 @@ int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz)
     if (!m->is_video) {
         g4v_encode_options eo;
         g4v_encode_options_init(&eo);
-        eo.budget = s->o.budget;
+        eo.budget = chat_media_budget(s, m);
         g4v_result r;
         int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
                          : g4v_encode_file(s->vctx, m->path, &eo, &r);
@@ -104,16 +108,13 @@ int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz)
         ms->height = r.height;
         ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
     } else {
-        if (m->data) {
-            seterr(err, errsz, "%s: a video is read from a file, not from memory", m->path);
-            return CHAT_ERR_INPUT;
-        }
         g4v_video_options vo;
         g4v_video_options_init(&vo);
-        vo.budget = s->o.video_budget;
+        vo.budget = chat_media_budget(s, m);
         vo.num_frames = s->o.video_frames;
         g4v_video_result r;
-        int st = g4v_encode_video_file(s->vctx, m->path, &vo, &r);
+        int st = m->data ? g4v_encode_video_memory(s->vctx, m->data, m->size, &vo, &r)
+                         : g4v_encode_video_file(s->vctx, m->path, &vo, &r);
         if (st) return encode_failed(s, st, err, errsz);
         size_t n = (size_t)r.n_tokens * (size_t)r.dim;
         e->rows = malloc(n * sizeof(float));

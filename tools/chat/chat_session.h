@@ -63,8 +63,10 @@ typedef struct chat_session chat_session;
 typedef struct chat_media {
     const char *path;  /* the file, or only a name for messages when data is set */
     int is_video;
-    const void *data;  /* an image's bytes in memory (g4v serve's data: URIs), or NULL */
+    const void *data;  /* the bytes in memory (g4v serve's data: URIs), or NULL */
     size_t size;
+    int budget;        /* soft tokens of this image (of each frame of a video); 0: the
+                          session's budget (video_budget), else one of G4V_BUDGETS */
 } chat_media;
 
 typedef struct chat_media_stat {

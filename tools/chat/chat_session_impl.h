@@ -83,6 +83,8 @@ struct chat_session {
 /* chat_media.c */
 void chat_enc_free(enc_media *e);
 int chat_media_encode(chat_session *s, plan_medium *m, char *err, size_t errsz);
+/* A medium's soft tokens per image (per frame for a video): its own budget, else the session's. */
+int chat_media_budget(const chat_session *s, const chat_media *m);
 /* The content hash of a medium: its bytes (memory or file), kind and budget (frames for a
  * video). 0 with *out, or CHAT_ERR_INPUT for an unreadable file. */
 int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,

@@ -49,6 +49,7 @@ typedef struct g4v_service_options {
     int lm_ctx;              /* context tokens per slot */
     int max_queue;           /* chat requests that may wait for a slot before 429 */
     int no_prompt_reuse;     /* 1: every chat request decodes its whole prompt (no prefix reuse) */
+    int no_webui;            /* 1: no chat page at GET / (tools/service/webui) */
     const char *chat_template; /* --chat-template: a Jinja file or "builtin", or NULL (the model's) */
     unsigned long long prompt_cache_ram;  /* prompt cache, RAM tier bytes (0: none) */
     unsigned long long prompt_cache_disk; /* prompt cache, disk tier bytes under --cache (0: none) */

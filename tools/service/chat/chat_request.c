@@ -120,14 +120,26 @@ static char *url_path(const char *u) {
     return p;
 }
 
+/* A "g4v": {"tokens": N} object (the request's, or one image part's) into *budget (left as is
+ * without "tokens"): 0, or -1 with f filled. where names it in the message. */
+static int take_budget(const cJSON *x, int *budget, const char *where, chat_fail *f) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "tokens");
+    char msg[160];
+    /* range first: converting a double outside int's range to int is undefined */
+    if (!cJSON_IsObject(x) ||
+        (t && (!cJSON_IsNumber(t) || !(t->valuedouble >= 0 && t->valuedouble <= 1e6) ||
+               t->valuedouble != (int)t->valuedouble ||
+               g4v_budget_check((int)t->valuedouble, msg, sizeof msg)))) {
+        BAD("invalid_budget", "%s\"g4v\": {\"tokens\": N} with N one of " SVC_BUDGETS, where);
+        return -1;
+    }
+    if (t) *budget = (int)t->valuedouble;
+    return 0;
+}
+
 /* One image_url (or video_url) into img: 0, or -1 with f filled. */
 static int take_image(server *s, const char *url, int index, chat_image *img, chat_fail *f) {
     snprintf(img->name, sizeof img->name, "%s %d", img->is_video ? "video" : "image", index + 1);
-    if (!strncmp(url, "data:", 5) && img->is_video) {
-        BAD("invalid_video_url", "%s: a video is read from a file under --allow-files, not from "
-            "a data: URI", img->name);
-        return -1;
-    }
     if (!strncmp(url, "data:", 5)) {
         const char *comma = strchr(url, ',');
         if (!comma) {
@@ -140,9 +152,14 @@ static int take_image(server *s, const char *url, int index, chat_image *img, ch
                 img->name);
             return -1;
         }
-        if (strncmp(url + 5, "image/", 6)) {
-            BAD("invalid_image", "%s: the data: URI's media type is not image/* (%.*s)",
-                img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
+        /* an image is an image type, a video a video type (a browser File.type) */
+        if (img->is_video ? strncmp(url + 5, "video/", 6) : strncmp(url + 5, "image/", 6)) {
+            if (img->is_video)
+                BAD("invalid_video_url", "%s: the data: URI's media type is not video/* (%.*s)",
+                    img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
+            else
+                BAD("invalid_image", "%s: the data: URI's media type is not image/* (%.*s)",
+                    img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
             return -1;
         }
         img->data = b64_decode(comma + 1, strlen(comma + 1), &img->size);
@@ -267,6 +284,11 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
             t->n_img++;
             im[t->n_img - 1].is_video = video;
             if (take_image(s, url->valuestring, j->n_images, &im[t->n_img - 1], f)) return -1;
+            const cJSON *pg = cJSON_GetObjectItemCaseSensitive(p, "g4v");
+            char where[64];
+            snprintf(where, sizeof where, "messages[%d].content[%d]: ", mi, pi);
+            if (pg && !cJSON_IsNull(pg) && take_budget(pg, &im[t->n_img - 1].budget, where, f))
+                return -1;
             j->n_images++;
             if (push_part(t, t->n_img - 1, NULL)) goto oom;
         } else {
@@ -657,17 +679,7 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     }
     x = cJSON_GetObjectItemCaseSensitive(o, "g4v");
     if (x && !cJSON_IsNull(x)) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "tokens");
-        char msg[160];
-        /* range first: converting a double outside int's range to int is undefined */
-        if (!cJSON_IsObject(x) ||
-            (t && (!cJSON_IsNumber(t) || !(t->valuedouble >= 0 && t->valuedouble <= 1e6) ||
-                   t->valuedouble != (int)t->valuedouble ||
-                   g4v_budget_check((int)t->valuedouble, msg, sizeof msg)))) {
-            BAD("invalid_budget", "\"g4v\": {\"tokens\": N} with N one of " SVC_BUDGETS);
-            return -1;
-        }
-        if (t) j->budget = (int)t->valuedouble;
+        if (take_budget(x, &j->budget, "", f)) return -1;
         if (take_bool(x, "think", &j->think, "\"g4v\": {\"think\": true|false}", f) ||
             take_bool(x, "debug_prompt", &j->debug_prompt,
                       "\"g4v\": {\"debug_prompt\": true|false}", f))

@@ -360,6 +360,7 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
             m[i].data = ti->img[i].data;
             m[i].size = ti->img[i].size;
             m[i].is_video = ti->img[i].is_video;
+            m[i].budget = ti->img[i].budget;
         }
         for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
             p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;

@@ -37,7 +37,8 @@ typedef struct chat_image {
     size_t size;
     char *path; /* the resolved file (realpath), or NULL */
     char name[48]; /* "image N" for messages */
-    int is_video;  /* a video_url part: a file only */
+    int is_video;  /* a video_url part */
+    int budget;    /* the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
 } chat_image;
 
 enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT, CHAT_ROLE_TOOL };

@@ -43,7 +43,7 @@
 #define SVC_NCODES 13
 #define SVC_NBUCKETS 15
 /* Sizes of the server's tables: routes, job kinds (pools), wings. */
-#define SVC_MAX_ROUTES 16
+#define SVC_MAX_ROUTES 32
 #define SVC_MAX_POOLS 4
 #define SVC_MAX_WINGS 4
 
@@ -72,6 +72,7 @@ enum {
     SVC_OPEN = 1,  /* answered without the API key (/health) */
     SVC_BODY = 2,  /* a body follows: collected, then finish is called */
     SVC_TIMED = 4, /* its answers go into the server's request latency histogram */
+    SVC_UNLISTED = 8, /* left out of the 404's list of endpoints (the chat page's files) */
 };
 
 /* One row: a path, the methods it answers, and its handlers. Adding an endpoint = one row (in
@@ -80,7 +81,7 @@ enum {
 typedef struct svc_route {
     const char *path;
     unsigned methods; /* SVC_GET | SVC_POST */
-    unsigned flags;   /* SVC_OPEN | SVC_BODY | SVC_TIMED */
+    unsigned flags;   /* SVC_OPEN | SVC_BODY | SVC_TIMED | SVC_UNLISTED */
     /* The request's first call, the headers in: answer it, or (SVC_BODY) return MHD_YES for
      * the body to follow. q->ctx is the context the row was registered with. */
     enum MHD_Result (*begin)(request *q, struct MHD_Connection *c);

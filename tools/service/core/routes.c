@@ -60,7 +60,7 @@ static void endpoints_text(const server *s, char *b, size_t cap) {
     b[0] = 0;
     for (int i = 0; i < s->nroutes; i++) {
         const svc_row *row = &s->routes[i];
-        if (row->off) continue;
+        if (row->off || (row->r.flags & SVC_UNLISTED)) continue;
         char m[32];
         allow_text(row->r.methods, m, sizeof m);
         for (char *c = m; (c = strstr(c, ", "));) /* GET|POST in a list */

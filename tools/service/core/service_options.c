@@ -72,7 +72,8 @@ static const fe_opt rows[] = {
              "                        (data: URIs; file paths only under --allow-files), stream,\n"
              "                        max_tokens, temperature, top_p, seed, stop;\n"
              "                        \"g4v\": {\"tokens\": N}\n"
-             "  GET  /v1/models       the language model's name\n"},
+             "  GET  /v1/models       the language model's name\n"
+             "  GET  /                the chat page (docs/WEBUI.md)\n"},
     {.name = "lm", .kind = FE_OPT_STRING, O(lm), .arg = "FILE",
      .help = "Gemma 4 text model (GGUF, or a GGUF repo id in the Hugging Face cache or LM "
              "Studio) run by libllama; --model is its vision model"},
@@ -92,6 +93,9 @@ static const fe_opt rows[] = {
      .help = "decode every request's whole prompt: a slot forgets its conversation after each "
              "request (default: the prefix a slot holds is reused, docs/CHAT.md \"Prompt "
              "reuse\")"},
+    {.name = "no-webui", .kind = FE_OPT_FLAG, O(no_webui), .lo = 1,
+     .help = "no chat page at GET / (default: with --lm, GET / is a page to chat about images "
+             "and videos in a browser, docs/WEBUI.md)"},
     {.name = "prompt-cache-ram", .kind = FE_OPT_UINT, O(prompt_cache_ram), .lo = 0,
      .hi = 1ll << 50, .arg = "BYTES",
      .help = "prompt cache in RAM: the states of conversations a slot had to let go, resumed "
