@@ -325,6 +325,11 @@ async function crafted(page) {
   check(r.strong === "bold" && r.code === "code" && r.items === 2,
         `the Markdown subset renders: bold, code, a list (${r.strong}, ${r.code}, ${r.items})`);
   await shot(page, "7-thinking");
+  if (spec.shots) { // the same in the dark colour scheme
+    await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+    await shot(page, "7-thinking-dark");
+    await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+  }
   // an error message with markup, in the chat API's form
   reply = { status: 400, contentType: "application/json", body: JSON.stringify({ error: {
     message: "bad " + XSS[1], type: "invalid_request_error", code: "invalid_content" } }) };

@@ -67,7 +67,8 @@
     ui.keyState.textContent = apiKey() ? "set (this tab only)" : "none";
   }
   function showKeyForm(help) {
-    ui.keyHelp.textContent = help;
+    ui.keyHelp.textContent = help + " It is kept in this tab only (sessionStorage) and sent " +
+      "with every request.";
     ui.keyForm.hidden = false;
     ui.keyInput.value = "";
     ui.keyInput.focus();
@@ -95,8 +96,7 @@
     setStatus("The API key is forgotten.");
   });
   ui.keyClose.addEventListener("click", () => { ui.keyForm.hidden = true; ui.prompt.focus(); });
-  ui.keyChange.addEventListener("click", () =>
-    showKeyForm("Enter the server's API key. It is kept in this tab only (sessionStorage)."));
+  ui.keyChange.addEventListener("click", () => showKeyForm("Enter the server's API key."));
 
   // ---- errors: both JSON forms the server answers, and anything else -----------------------
   // The chat API answers {"error": {"message", "type", "code"}}; the service's core (401, 404,
@@ -118,14 +118,14 @@
       message = raw.replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim().slice(0, 200);
     }
     const s = res.status;
-    const detail = message ? " (" + message + ")" : "";
     let text;
     if (s === 401) {
       text = apiKey() ? "The server did not accept the API key. Enter the right key below."
                       : "This server needs an API key. Enter it below.";
     } else if (s === 413) {
+      // the server's --max-body-bytes; its message gives the numbers
       text = "The attachments are too large for this server: remove some or attach smaller " +
-             "files (the server's --max-body-bytes limits a request)." + detail;
+             "files." + (message ? " The server says: " + message : "");
     } else if (s === 429) {
       const n = parseInt(res.headers.get("Retry-After") || "1", 10) || 1;
       text = "The server is busy answering others. Try again in " + n + " s.";
@@ -439,6 +439,7 @@
     const uview = userView(turn);
     const aview = assistantView();
     ui.log.appendChild(uview);
+    aview.div.classList.add("streaming"); // a waiting mark until the first words come
     ui.log.appendChild(aview.div);
     scrollToEnd();
     const controller = new AbortController();
@@ -480,10 +481,10 @@
         uview.remove();
         aview.div.remove();
         ui.log.appendChild(errorView(err.text));
-        setStatus(err.text);
+        setStatus(err.status === 401 ? "API key needed." : err.text);
         if (err.status === 401) {
           state.retryAfterKey = true;
-          showKeyForm(err.text);
+          showKeyForm(apiKey() ? "The key given was not accepted." : "The server needs a key.");
         }
         return;
       }
@@ -541,6 +542,7 @@
       }
     } finally {
       state.controller = null;
+      aview.div.classList.remove("streaming");
       setBusy(false);
       if (document.activeElement === ui.stop || document.activeElement === document.body) {
         ui.prompt.focus();
@@ -602,7 +604,7 @@
       const res = await fetch("/v1/models", { headers: headers() });
       if (res.status === 401) {
         ui.model.textContent = "API key needed";
-        if (ui.keyForm.hidden) showKeyForm((await errorOf(res)).text);
+        if (ui.keyForm.hidden) showKeyForm("The server needs a key.");
         return;
       }
       if (!res.ok) {
@@ -625,5 +627,6 @@
   showKeyState();
   renderPending();
   loadModel();
-  ui.prompt.focus();
+  // ready to type; not on a touch screen, where focus would pop up the keyboard over the page
+  if (window.matchMedia("(pointer: fine)").matches) ui.prompt.focus();
 })();
