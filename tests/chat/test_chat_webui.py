@@ -24,6 +24,7 @@ registry (puppeteer-core cannot be installed) it skips (exit 77).
 import base64
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -91,12 +92,20 @@ def test_chat_webui():
                 "shots": shots, "question": QUESTION,
                 "ref": {"body": body, "content": r["choices"][0]["message"]["content"],
                         "usage": r["usage"], "g4v": r["g4v"]}}
-        p = subprocess.run(["node", os.path.join(HERE, "webui", "chat_page.cjs"), json.dumps(spec)],
-                           capture_output=True, text=True, timeout=600,
-                           env=dict(os.environ, NODE_PATH=node_path))
+        # its own process group: on a timeout the browser goes with node
+        p = subprocess.Popen(["node", os.path.join(HERE, "webui", "chat_page.cjs"),
+                              json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(os.environ, NODE_PATH=node_path),
+                             start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=480)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+            err = "timed out after 480 s; " + err
         done = None
         n = 0
-        for line in p.stdout.splitlines():
+        for line in out.splitlines():
             try:
                 o = json.loads(line)
             except ValueError:
@@ -109,7 +118,7 @@ def test_chat_webui():
                 done = o["done"]
         check(p.returncode == 0 and done == n == CHECKS,
               f"the browser session ran to the end: exit {p.returncode}, {n} of {CHECKS} checks "
-              f"({p.stderr[-1500:]})")
+              f"({err[-1500:]})")
         if shots:
             print(f"screenshots in {shots}: {sorted(os.listdir(shots))}")
 

@@ -241,10 +241,12 @@
     ui.fileInput.value = ""; // the same file may be chosen again
     ui.prompt.focus();
   });
-  // Paste: files from the clipboard become attachments; text pastes as usual.
+  // Paste: files from the clipboard become attachments; text pastes as usual. An office program
+  // puts a picture of copied text beside the text itself: with text there, the text wins.
   document.addEventListener("paste", (ev) => {
-    const files = Array.from((ev.clipboardData && ev.clipboardData.files) || []);
-    if (files.length) {
+    const cd = ev.clipboardData;
+    const files = Array.from((cd && cd.files) || []);
+    if (files.length && !Array.from(cd.types || []).includes("text/plain")) {
       ev.preventDefault();
       addFiles(files);
     }
