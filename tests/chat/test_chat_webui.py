@@ -43,7 +43,7 @@ CHROMIUM = os.environ.get("G4V_CHROMIUM", "/usr/bin/chromium")
 FX = pyutil.arg(1)
 KEY = "webui-test-key-0123456789"
 QUESTION = "What is in this picture?"
-CHECKS = 43  # the checks chat_page.cjs makes when it runs to the end
+CHECKS = 44  # the checks chat_page.cjs makes when it runs to the end
 
 
 def fx(n):

@@ -283,7 +283,8 @@ async function crafted(page) {
   const chunk = (delta, finish) => ({ object: "chat.completion.chunk",
     choices: [{ index: 0, delta: delta, finish_reason: finish || null }] });
   // markup, the Markdown subset, and a long word that must wrap (phone() looks at the width)
-  const evil = XSS.join("\n\n") + "\n\n**bold** and `code`\n\n- one\n- two\n\n" + "y".repeat(150);
+  const evil = XSS.join("\n\n") + "\n\n**bold** and `code` and *it*\n\n- one\n- two\n\n1. first\n2. second\n\n" +
+    "```html\n<script>window.__pwned=1</script>\n```\n\n" + "y".repeat(150);
   reply = { status: 200, contentType: "text/event-stream", body: sse([
     chunk({ role: "assistant", content: "" }),
     chunk({ reasoning_content: "Thinking about " + XSS[0] + " and " + XSS[1] }),
@@ -310,8 +311,11 @@ async function crafted(page) {
       thought: m.querySelector(".thought-body").textContent,
       thoughtShown: !m.querySelector(".thought").hidden,
       strong: m.querySelector(".content strong") && m.querySelector(".content strong").textContent,
-      code: m.querySelector(".content code") && m.querySelector(".content code").textContent,
-      items: m.querySelectorAll(".content li").length,
+      code: m.querySelector(".content p code") && m.querySelector(".content p code").textContent,
+      em: m.querySelector(".content em") && m.querySelector(".content em").textContent,
+      bullets: m.querySelectorAll(".content ul > li").length,
+      numbered: m.querySelectorAll(".content ol > li").length,
+      pre: m.querySelector(".content pre code") && m.querySelector(".content pre code").textContent,
       name: Array.from(log.querySelectorAll(".name")).map((e) => e.textContent),
     };
   }, EVIL_NAME);
@@ -322,8 +326,9 @@ async function crafted(page) {
   check(XSS.every((x) => r.content.includes(x)) && r.thought.includes(XSS[0]) &&
         r.thought.includes(XSS[1]) && r.thoughtShown && same(r.name, [EVIL_NAME]),
         `the markup shows literally in the answer, the thought and the file name (${JSON.stringify(r.content).slice(0, 160)})`);
-  check(r.strong === "bold" && r.code === "code" && r.items === 2,
-        `the Markdown subset renders: bold, code, a list (${r.strong}, ${r.code}, ${r.items})`);
+  check(r.strong === "bold" && r.code === "code" && r.em === "it" && r.bullets === 2 &&
+        r.numbered === 2 && r.pre === "<script>window.__pwned=1</script>",
+        `the Markdown subset renders: bold, code, italic, lists, a code block as text (${JSON.stringify(r)})`);
   await shot(page, "7-thinking");
   if (spec.shots) { // the same in the dark colour scheme
     await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
@@ -370,6 +375,11 @@ async function crafted(page) {
 }
 
 async function phone(page) {
+  await page.setViewport({ width: 360, height: 740 });
+  await h.sleep(100);
+  const narrow = await page.evaluate(() => document.documentElement.scrollWidth -
+                                           document.documentElement.clientWidth);
+  check(narrow <= 0, `360 px wide: no sideways scrolling (${narrow} px too wide)`);
   await page.setViewport({ width: 390, height: 844 });
   await attach(page, "img1.png", "clip.mp4");
   await page.type("#prompt", " And a long word: " + "x".repeat(120));

@@ -318,6 +318,12 @@
     const m = document.scrollingElement || document.documentElement;
     m.scrollTop = m.scrollHeight;
   }
+  // Whether the view is at the end: a streaming answer follows it only then, so that a person
+  // who scrolled up to read is not pulled down by every new word.
+  function atEnd() {
+    const m = document.scrollingElement || document.documentElement;
+    return m.scrollHeight - m.scrollTop - m.clientHeight < 80;
+  }
 
   function userView(turn) {
     const div = el("div", "msg user");
@@ -455,13 +461,14 @@
     let drawPending = false;
     const draw = () => {
       drawPending = false;
+      const follow = atEnd();
       aview.content.replaceChildren(window.renderMarkdown(content));
       if (reasoning) {
         if (aview.thought.hidden) aview.thought.open = true; // watch it think; it can fold
         aview.thought.hidden = false;
         aview.thoughtBody.textContent = reasoning;
       }
-      scrollToEnd();
+      if (follow) scrollToEnd();
     };
     const schedule = () => {
       if (!drawPending) { drawPending = true; requestAnimationFrame(draw); }
