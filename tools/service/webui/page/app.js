@@ -37,6 +37,7 @@
     history: [],       // {role: "user", text, attachments} | {role: "assistant", content, reasoning}
     pending: [],       // attachments in the composer: {file, name, kind, type, url, tokens}
     controller: null,  // the AbortController of the answer being streamed
+    preparing: false,  // the attachments of a message being read into data: URIs
     stopped: false,    // the person pressed Stop (an abort that is not an error)
     defaultTokens: 280,
     retryAfterKey: false,
@@ -430,18 +431,22 @@
 
   // Send the composer's message: the whole conversation plus this turn.
   async function send() {
-    if (state.controller) return;
+    if (state.controller || state.preparing) return; // one answer at a time
     const text = ui.prompt.value.trim();
     if (!text && state.pending.length === 0) { ui.prompt.focus(); return; }
     const turn = { role: "user", text: text, attachments: state.pending.slice() };
     const turns = state.history.concat([turn]);
-    // the composer keeps its content until the answer is through: on an error it is still there
+    // the composer keeps its content until the server takes the message: on an error before
+    // that it is still there, to send again
     let body;
+    state.preparing = true; // reading the files takes a moment: a second Enter must wait
     try {
       body = await requestBody(turns);
     } catch (e) {
       setStatus("An attachment could not be read: " + e.message);
       return;
+    } finally {
+      state.preparing = false;
     }
     ui.empty.hidden = true;
     const uview = userView(turn);
