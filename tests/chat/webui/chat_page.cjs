@@ -17,7 +17,8 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
   "frame-ancestors 'none'";
 const shot = h.shooter(spec.shots);
 const XSS = ["<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=1\">",
-  "[x](javascript:window.__pwned=1)", "<b>raw</b> <iframe src=\"javascript:window.__pwned=1\"></iframe>"];
+  "[x](javascript:window.__pwned=1)",
+  "<b>raw</b> <iframe src=\"javascript:window.__pwned=1\"></iframe>"];
 const EVIL_NAME = "<img src=x onerror=window.__pwned=1>.png";
 
 function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
@@ -73,7 +74,8 @@ async function loadAndLook(page) {
   }
   check(seen.includes("prompt") && seen.includes("send") &&
         seen.indexOf("prompt") < seen.indexOf("send") && sendOutline !== "none",
-        `Tab reaches the message box, then Send, with a visible focus (${seen.join(" ")}; outline ${sendOutline})`);
+        "Tab reaches the message box, then Send, with a visible focus " +
+        `(${seen.join(" ")}; outline ${sendOutline})`);
 }
 
 async function firstAnswer(page) {
@@ -103,7 +105,8 @@ async function firstAnswer(page) {
         (f.image_tokens || "").startsWith(ref.g4v.image_tokens + " tok") &&
         /^\d+ tok$/.test(f.cached_tokens || "") && /^\d+\.\d\d s$/.test(f.ttft || "") &&
         /^\d+(\.\d)? tok\/s$/.test(f.tokens_per_s || "") && f.finish_reason === "length",
-        `the answer's figures: prompt, cached and image tokens, TTFT, tok/s, finish (${JSON.stringify(f)})`);
+        "the answer's figures: prompt, cached and image tokens, TTFT, tok/s, finish " +
+        `(${JSON.stringify(f)})`);
   const c2 = await h.composer(page);
   check(c2.text === "" && c2.names.length === 0, "the composer is empty after the answer");
   await shot(page, "3-answer");
@@ -115,7 +118,8 @@ async function firstAnswer(page) {
   check(m.length === 3 && same(m[0], ref.body.messages[0]) &&
         m[1].role === "assistant" && m[1].content === ref.content &&
         same(m[2], { role: "user", content: [{ type: "text", text: "And what else?" }] }),
-        `the second turn sends the whole conversation, the answer as the API gave it (${JSON.stringify(m).slice(0, 200)})`);
+        "the second turn sends the whole conversation, the answer as the API gave it " +
+        `(${JSON.stringify(m).slice(0, 200)})`);
   const e2 = await h.lastEntry(page);
   const cached = parseInt((e2 && e2.figures.cached_tokens) || "0", 10);
   check(cached > 0 && e2.figures.finish_reason,
@@ -137,11 +141,13 @@ async function pasteDropAndBudgets(page) {
   await page.type("#prompt", "Two images?");
   const named = await h.unnamedControls(page);
   check(named.unnamed.length === 0,
-        `every control has an accessible name, attachments shown (${named.count} controls; unnamed: ${named.unnamed})`);
+        "every control has an accessible name, attachments shown " +
+        `(${named.count} controls; unnamed: ${named.unnamed})`);
   await shot(page, "4-attachments-budgets");
   await page.click("#attachments li:nth-child(1) button.remove");
   c = await h.composer(page);
-  check(same(c.names, ["dropped.png"]) && same(c.budgets, ["70"]), `Remove drops one attachment (${c.names})`);
+  check(same(c.names, ["dropped.png"]) && same(c.budgets, ["70"]),
+        `Remove drops one attachment (${c.names})`);
   // the budget reaches the API: img1.png (dropped.png) at 70 gives fewer image tokens than
   // the first answer's img1.png at 280
   await settings(page, { "max-tokens": 4 });
@@ -150,7 +156,8 @@ async function pasteDropAndBudgets(page) {
   const e = await h.lastEntry(page);
   const tok = parseInt(e.figures.image_tokens || "0", 10);
   check(part.g4v && part.g4v.tokens === 70 && tok > 0 && tok < spec.ref.g4v.image_tokens,
-        `the image's budget 70 reaches the server: ${tok} image tokens (280: ${spec.ref.g4v.image_tokens})`);
+        `the image's budget 70 reaches the server: ${tok} image tokens ` +
+        `(280: ${spec.ref.g4v.image_tokens})`);
 }
 
 async function video(page) {
@@ -166,7 +173,8 @@ async function video(page) {
   check(part.type === "video_url" && /^data:video\/mp4;base64,/.test(part.video_url.url) &&
         part.g4v.tokens === 70 && /assistant/.test(e.cls) &&
         parseInt(e.figures.image_tokens || "0", 10) > 0,
-        `the video is sent as a data: URI and answered (${e.cls}: ${JSON.stringify(e.figures)} ${e.text.slice(0, 200)})`);
+        "the video is sent as a data: URI and answered " +
+        `(${e.cls}: ${JSON.stringify(e.figures)} ${e.text.slice(0, 200)})`);
 }
 
 async function keysAndThinking(page) {
@@ -218,7 +226,7 @@ async function stopAndBusy(page) {
   await page.keyboard.press("Enter");
   await page.waitForFunction(() => {
     const c = document.querySelectorAll("#log .msg.assistant .content");
-    return c.length && c[c.length - 1].textContent.length > 20;
+    return c.length && c[c.length - 1].textContent.length > 5;
   }, { timeout: 120000, polling: 100 });
   await shot(page, "5-streaming");
   const t0 = Date.now();
@@ -279,7 +287,8 @@ async function crafted(page) {
     }
   };
   page.on("request", onRequest);
-  const sse = (events) => events.map((e) => "data: " + (typeof e === "string" ? e : JSON.stringify(e)) + "\n\n").join("");
+  const sse = (events) => events.map((e) =>
+    "data: " + (typeof e === "string" ? e : JSON.stringify(e)) + "\n\n").join("");
   const chunk = (delta, finish) => ({ object: "chat.completion.chunk",
     choices: [{ index: 0, delta: delta, finish_reason: finish || null }] });
   // markup, the Markdown subset, and a long word that must wrap (phone() looks at the width)
@@ -325,10 +334,12 @@ async function crafted(page) {
         `markup in an answer creates no element and runs nothing (pwned ${pwned}, elements ${r.bad})`);
   check(XSS.every((x) => r.content.includes(x)) && r.thought.includes(XSS[0]) &&
         r.thought.includes(XSS[1]) && r.thoughtShown && same(r.name, [EVIL_NAME]),
-        `the markup shows literally in the answer, the thought and the file name (${JSON.stringify(r.content).slice(0, 160)})`);
+        "the markup shows literally in the answer, the thought and the file name " +
+        `(${JSON.stringify(r.content).slice(0, 160)})`);
   check(r.strong === "bold" && r.code === "code" && r.em === "it" && r.bullets === 2 &&
         r.numbered === 2 && r.pre === "<script>window.__pwned=1</script>",
-        `the Markdown subset renders: bold, code, italic, lists, a code block as text (${JSON.stringify(r)})`);
+        "the Markdown subset renders: bold, code, italic, lists, a code block as text " +
+        `(${JSON.stringify(r).slice(0, 300)})`);
   await shot(page, "7-thinking");
   if (spec.shots) { // the same in the dark colour scheme
     await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
@@ -346,12 +357,15 @@ async function crafted(page) {
         `an error message with markup shows as text (${e.text})`);
   // the core's form, {"error": "...", "status": "..."}
   reply = { status: 404, contentType: "application/json",
-            body: JSON.stringify({ error: "no such endpoint: /v1/chat/completions", status: "G4V_ERR_ARG" }) };
+            body: JSON.stringify({ error: "no such endpoint: /v1/chat/completions",
+                                   status: "G4V_ERR_ARG" }) };
   await h.sendAndWait(page);
   e = await h.lastEntry(page);
-  check(/error/.test(e.cls) && /HTTP 404: no such endpoint/.test(e.text), `a core error's form (${e.text})`);
+  check(/error/.test(e.cls) && /HTTP 404: no such endpoint/.test(e.text),
+        `a core error's form (${e.text})`);
   // not JSON
-  reply = { status: 502, contentType: "text/html", body: "<html><body><h1>Bad Gateway</h1></body></html>" };
+  reply = { status: 502, contentType: "text/html",
+            body: "<html><body><h1>Bad Gateway</h1></body></html>" };
   await h.sendAndWait(page);
   e = await h.lastEntry(page);
   check(/error/.test(e.cls) && /HTTP 502: Bad Gateway/.test(e.text), `a non-JSON error (${e.text})`);
@@ -362,7 +376,8 @@ async function crafted(page) {
   e = await h.lastEntry(page);
   let cm = await h.composer(page);
   check(/error/.test(e.cls) && /ended early/.test(e.text) && cm.text === "Again.",
-        `a stream without [DONE]: the answer ended early, the message back in the composer (${e.text})`);
+        "a stream without [DONE]: the answer ended early, the message back in the composer " +
+        `(${e.text})`);
   // the network
   reply = "refuse";
   await h.sendAndWait(page);
@@ -390,10 +405,12 @@ async function phone(page) {
   const o = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth,
                                          cw: document.documentElement.clientWidth }));
   check(o.sw <= o.cw,
-        `390 px wide, attachments and settings open: no sideways scrolling (scrollWidth ${o.sw}, width ${o.cw})`);
+        "390 px wide, attachments and settings open: no sideways scrolling " +
+        `(scrollWidth ${o.sw}, width ${o.cw})`);
   const named = await h.unnamedControls(page);
   check(named.unnamed.length === 0,
-        `every control has an accessible name, settings open (${named.count}; unnamed: ${named.unnamed})`);
+        "every control has an accessible name, settings open " +
+        `(${named.count}; unnamed: ${named.unnamed})`);
   await page.$eval("#settings", (d) => { d.open = false; });
   await page.setViewport({ width: 1100, height: 800 });
 }
@@ -419,12 +436,15 @@ async function apiKey(browser) {
   e = await h.lastEntry(page);
   const store = await page.evaluate((k) => ({
     session: sessionStorage.getItem("g4v.apiKey"),
-    local: Object.keys(localStorage).map((x) => localStorage.getItem(x)).filter((v) => v.includes(k)).length,
+    local: Object.keys(localStorage).map((x) => localStorage.getItem(x))
+      .filter((v) => v.includes(k)).length,
     cookie: document.cookie }), spec.key);
   check(/assistant/.test(e.cls) && e.figures.finish_reason && lastChat(page).messages.length === 1,
-        `with the key entered the message is sent again and answered (${e.cls} ${JSON.stringify(e.figures)})`);
+        "with the key entered the message is sent again and answered " +
+        `(${e.cls} ${JSON.stringify(e.figures)})`);
   check(store.session === spec.key && store.local === 0 && store.cookie === "",
-        `the key is in sessionStorage only (local ${store.local}, cookie ${JSON.stringify(store.cookie)})`);
+        "the key is in sessionStorage only " +
+        `(local ${store.local}, cookie ${JSON.stringify(store.cookie)})`);
   // 413: the same server takes small bodies only
   await attach(page, "img1.png");
   await page.type("#prompt", "Too big?");
@@ -432,14 +452,16 @@ async function apiKey(browser) {
   e = await h.lastEntry(page);
   const c = await h.composer(page);
   check(/error/.test(e.cls) && /too large for this server/.test(e.text) && c.text === "Too big?" &&
-        same(c.names, ["img1.png"]), `413: the attachments are too large, the message kept (${e.text})`);
+        same(c.names, ["img1.png"]),
+        `413: the attachments are too large, the message kept (${e.text})`);
   await page.click("#settings summary");
   await page.click("#key-change");
   await page.click("#key-forget");
   check(await page.evaluate(() => sessionStorage.getItem("g4v.apiKey")) === null,
         "Forget key removes it");
   check(h.unexpectedErrors(page).length === 0 && page.violations.length === 0,
-        `no console errors or CSP violations with the key server (${h.unexpectedErrors(page)} ${page.violations})`);
+        "no console errors or CSP violations with the key server " +
+        `(${h.unexpectedErrors(page)} ${page.violations})`);
   await page.close();
 }
 
@@ -457,7 +479,8 @@ async function apiKey(browser) {
     await crafted(page);
     await phone(page);
     check(h.unexpectedErrors(page).length === 0 && page.violations.length === 0,
-          `no console errors or CSP violations through it all (${h.unexpectedErrors(page)} ${page.violations})`);
+          "no console errors or CSP violations through it all " +
+          `(${h.unexpectedErrors(page)} ${page.violations})`);
     await page.close();
     await apiKey(browser);
   } catch (e) {

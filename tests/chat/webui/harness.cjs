@@ -69,8 +69,9 @@ async function openPage(browser, width, height) {
 
 // The errors that are not the browser's log of an HTTP error status the test asked for.
 function unexpectedErrors(page) {
-  return page.errors.filter((t) => !/Failed to load resource: the server responded with a status/.test(t) &&
-                                   !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(t));
+  return page.errors.filter((t) =>
+    !/Failed to load resource: the server responded with a status/.test(t) &&
+    !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(t));
 }
 
 // Chromium's accessible name of every visible control (and of the hidden file input), from its
@@ -156,14 +157,16 @@ async function dataTransferEvent(page, kind, files) {
         new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
     } else {
       const main = document.getElementById("main");
-      main.dispatchEvent(new DragEvent("dragover", { dataTransfer: dt, bubbles: true, cancelable: true }));
-      main.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+      const init = { dataTransfer: dt, bubbles: true, cancelable: true };
+      main.dispatchEvent(new DragEvent("dragover", init));
+      main.dispatchEvent(new DragEvent("drop", init));
     }
   }, kind, files);
 }
 
 function fileSpec(dir, name, type, as) {
-  return { b64: fs.readFileSync(path.join(dir, name)).toString("base64"), name: as || name, type: type };
+  return { b64: fs.readFileSync(path.join(dir, name)).toString("base64"), name: as || name,
+           type: type };
 }
 
 function shooter(dir) {
