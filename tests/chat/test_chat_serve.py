@@ -262,8 +262,9 @@ def run(tmp, allowed, servers):
                              "a data:video/mp4 URI holding a PNG")):
         st, _, r = s.chat({"messages": [{"role": "user", "content": [
             {"type": "video_url", "video_url": {"url": url}}]}], "max_tokens": 2})
-        check(st == 400 and r.get("error", {}).get("code") == code,
-              f"{what}: 400 {code} ({st} {str(r)[:200]})")
+        check(st == 400 and r.get("error", {}).get("code") == code and
+              r["error"]["message"].startswith("video 1: "),
+              f"{what}: 400 {code}, the message naming the video ({st} {str(r)[:200]})")
     for url, what in (("data:text/plain;base64,aGVsbG8gd29ybGQ=", "text/plain"),
                       ("data:image/png;base64," + base64.b64encode(b"not an image at all").decode(),
                        "garbage bytes labelled image/png"),

@@ -75,8 +75,13 @@ uint64_t chat_frame_hash(uint64_t video_hash, int frame) {
 
 /* An encode call failed: its message into err; the turn's input was bad unless memory or the
  * library itself failed. */
-static int encode_failed(const chat_session *s, int st, char *err, size_t errsz) {
-    seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
+static int encode_failed(const chat_session *s, const chat_media *m, int st, char *err,
+                         size_t errsz) {
+    /* bytes in memory: the library says "memory buffer", the medium's name says which one */
+    if (m->data)
+        seterr(err, errsz, "%s: %s", m->path, g4v_ctx_error(s->vctx));
+    else
+        seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
 }
 
@@ -93,7 +98,7 @@ int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz)
         g4v_result r;
         int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
                          : g4v_encode_file(s->vctx, m->path, &eo, &r);
-        if (st) return encode_failed(s, st, err, errsz);
+        if (st) return encode_failed(s, m, st, err, errsz);
         size_t n = (size_t)r.n_tokens * (size_t)r.dim;
         e->rows = malloc(n * sizeof(float));
         e->frame_rows = malloc(sizeof(int));
@@ -115,7 +120,7 @@ int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz)
         g4v_video_result r;
         int st = m->data ? g4v_encode_video_memory(s->vctx, m->data, m->size, &vo, &r)
                          : g4v_encode_video_file(s->vctx, m->path, &vo, &r);
-        if (st) return encode_failed(s, st, err, errsz);
+        if (st) return encode_failed(s, m, st, err, errsz);
         size_t n = (size_t)r.n_tokens * (size_t)r.dim;
         e->rows = malloc(n * sizeof(float));
         e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
