@@ -6,6 +6,9 @@ and offers request() (a dict or list body is sent as JSON), metrics() (the /metr
 dict), wait_metric() and stop() (SIGTERM, then the exit status). The tests subclass it for
 their own calls (chat streams, uploads).
 
+sse_events(response, stop_after=None) reads a chat stream's server-sent events (each data: line's
+JSON, "[DONE]" as the string).
+
 route_table_checks(server, endpoints) holds the answers of the service's route table
 (tools/service/core/routes.c) against the endpoints a server should have: every other method on
 each is 405 with the right Allow header, and an unknown path is 404 with a text that names every
@@ -98,6 +101,22 @@ def with_servers(prefix, run):
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 ALL_ENDPOINTS = {"/v1/encode": "POST", "/v1/info": "GET", "/health": "GET", "/metrics": "GET",
                  "/v1/chat/completions": "POST", "/v1/models": "GET", "/": "GET"}
+
+
+def sse_events(r, stop_after=None):
+    """The server-sent events of http.client response r, up to "[DONE]" (kept as that string)
+    or the first stop_after events."""
+    events = []
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if line.startswith(b"data: "):
+            d = line[6:].strip()
+            events.append("[DONE]" if d == b"[DONE]" else json.loads(d))
+            if d == b"[DONE]" or (stop_after and len(events) >= stop_after):
+                break
+    return events
 
 
 def route_table_checks(server, endpoints, headers=None):

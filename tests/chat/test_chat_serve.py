@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
-from serveutil import ALL_ENDPOINTS, ServeProcess, route_table_checks  # noqa: E402
+from serveutil import ALL_ENDPOINTS, ServeProcess, route_table_checks, sse_events  # noqa: E402
 from pyutil import check  # noqa: E402
 
 G4V = os.environ.get("G4V_BIN", "g4v")
@@ -76,7 +76,7 @@ class Server(ServeProcess):
         r = c.getresponse()
         if r.status != 200:
             return r.status, [json.loads(r.read())], c, r
-        return 200, read_events(r, stop_after), c, r
+        return 200, sse_events(r, stop_after), c, r
 
 
 def g4v_chat(*args):
@@ -84,21 +84,6 @@ def g4v_chat(*args):
                         fx("vis-e2b"), "--json", *args], capture_output=True, text=True, timeout=600)
     check(p.returncode == 0, f"g4v chat exits 0 ({p.stderr.strip()[-200:]})")
     return json.loads(p.stdout)
-
-
-def read_events(r, stop_after=None):
-    """The server-sent events of response r up to [DONE] (or stop_after events)."""
-    events = []
-    while True:
-        line = r.readline()
-        if not line:
-            break
-        if line.startswith(b"data: "):
-            d = line[6:].strip()
-            events.append("[DONE]" if d == b"[DONE]" else json.loads(d))
-            if d == b"[DONE]" or (stop_after and len(events) >= stop_after):
-                break
-    return events
 
 
 def user(text, *images):
@@ -428,7 +413,7 @@ def run(tmp, allowed, servers):
                            "seed": 5}, stop_after=2)
     check(st == 200, "a stream started")
     s2.p.send_signal(signal.SIGTERM)
-    rest = read_events(resp)
+    rest = sse_events(resp)
     c.close()
     fin = [e for e in rest if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"]]
     check(rest and rest[-1] == "[DONE]" and len(fin) == 1,

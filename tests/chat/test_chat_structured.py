@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
 import pyutil  # noqa: E402
 from pyutil import check  # noqa: E402
-from serveutil import ServeProcess  # noqa: E402
+from serveutil import ServeProcess, sse_events  # noqa: E402
 
 G4V = os.environ.get("G4V_BIN", "g4v")
 SRC = os.environ.get("G4V_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(
@@ -72,16 +72,7 @@ class Server(ServeProcess):
         r = c.getresponse()
         if r.status != 200:
             return r.status, [json.loads(r.read())]
-        events = []
-        while True:
-            line = r.readline()
-            if not line:
-                break
-            if line.startswith(b"data: "):
-                d = line[6:].strip()
-                if d == b"[DONE]":
-                    break
-                events.append(json.loads(d))
+        events = [e for e in sse_events(r) if e != "[DONE]"]
         c.close()
         return 200, events
 

@@ -254,34 +254,32 @@ int chat_session_add_user(chat_session *s, const chat_media *media, int n_media,
     return rc;
 }
 
-int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,
-                                    char *err, size_t errsz) {
-    if (chat_template_add_answer(&s->tmpl, text, reasoning)) {
+/* A message the template's conversation took (failed: 1, out of memory): the plan is stale. */
+static int message_added(chat_session *s, int failed, char *err, size_t errsz) {
+    if (failed) {
         seterr(err, errsz, "out of memory");
         return CHAT_ERR_INTERNAL;
     }
     s->plan_dirty = 1;
     return CHAT_OK;
+}
+
+int chat_session_add_answer_thought(chat_session *s, const char *text, const char *reasoning,
+                                    char *err, size_t errsz) {
+    return message_added(s, chat_template_add_answer(&s->tmpl, text, reasoning) != 0, err,
+                         errsz);
 }
 
 int chat_session_add_tool_calls(chat_session *s, const char *text, const char *reasoning,
                                 const char *tool_calls, char *err, size_t errsz) {
-    if (chat_template_add_tool_calls(&s->tmpl, text, reasoning, tool_calls)) {
-        seterr(err, errsz, "out of memory");
-        return CHAT_ERR_INTERNAL;
-    }
-    s->plan_dirty = 1;
-    return CHAT_OK;
+    return message_added(
+        s, chat_template_add_tool_calls(&s->tmpl, text, reasoning, tool_calls) != 0, err, errsz);
 }
 
 int chat_session_add_tool_result(chat_session *s, const char *tool_call_id, const char *content,
                                  char *err, size_t errsz) {
-    if (chat_template_add_tool_result(&s->tmpl, tool_call_id, content)) {
-        seterr(err, errsz, "out of memory");
-        return CHAT_ERR_INTERNAL;
-    }
-    s->plan_dirty = 1;
-    return CHAT_OK;
+    return message_added(
+        s, chat_template_add_tool_result(&s->tmpl, tool_call_id, content) != 0, err, errsz);
 }
 
 int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {
