@@ -12,6 +12,9 @@
  * by the peak, at the row's thread count, of the instruction our kernel is built on (vdpbf16ps
  * for avx512-bf16dp, else FMA at the widest width), the same number for the oneDNN columns. Our time includes clamping and
  * rounding X to bf16 while packing; oneDNN's src is already bf16 (its best configuration).
+ * Where the kernel reads the weights in place (…-inplace, gemm_inplace.c), its packed twin (the
+ * next kernel of the table, same arithmetic, weights packed at load) runs in the same
+ * repetitions: "inplace/packed" is their speed ratio (above 1: in place is faster).
  */
 #include "bench_gemm.h"
 #include "bench_peaks.h"
@@ -21,6 +24,7 @@
 #include "base/dtype.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_kernel.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -80,8 +84,9 @@ int main(int argc, char **argv) {
     bench_peaks_print(&pk, stdout);
     printf("peak = the instruction our kernel uses (vdpbf16ps for avx512-bf16dp, else FMA) at "
            "the row's thread count (T)\n\n");
-    printf("%-16s %2s %-14s %8s %8s %6s | %9s %6s | %9s %6s | %s\n", "shape MxK->N", "T", "ours",
-           "peak", "GFLOP/s", "%peak", "dnnl-bf16", "%peak", "dnnl-f32", "%peak", "ours/best dnnl");
+    printf("%-16s %2s %-22s %8s %8s %6s | %9s %6s | %9s %6s | %6s | %8s %6s %6s\n",
+           "shape MxK->N", "T", "ours", "peak", "GFLOP/s", "%peak", "dnnl-bf16", "%peak",
+           "dnnl-f32", "%peak", "/dnnl", "packed", "%peak", "ip/pk");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int k = shapes[s][0], n = shapes[s][1];
         float *x = malloc(sizeof(float) * (size_t)m * k),
@@ -99,19 +104,29 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        int dp = !strcmp(g4v_wmat_kernel_name(W), "avx512-bf16dp");
+        int dp = !strncmp(g4v_wmat_kernel_name(W), "avx512-bf16dp", 13);
+        /* the packed twin of an in-place kernel: the next one of the table that fits */
+        g4v_wmat *Wp = NULL;
+        const g4v_kernels *kt = g4v_kernels_current();
+        for (int i = 0; g4v_wmat_in_place(W) && i < kt->ngemm && !Wp; i++)
+            if (kt->gemm[i] != g4v_wmat_kernel(W) && !kt->gemm[i]->inner &&
+                g4v_gemm_kernel_fits(kt->gemm[i], G4V_DT_BF16, mode) &&
+                g4v_wmat_create_with(kt, kt->gemm[i], w, G4V_DT_BF16, n, k, mode, &Wp, &err))
+                return 1;
         double flops = 2.0 * m * (double)n * k;
         for (int t = 1; t <= 2; t++) {
             const char *ib, *iff;
             bench_dnnl *db = bench_dnnl_create(m, n, k, 1, t, &ib);
             bench_dnnl *df = bench_dnnl_create(m, n, k, 0, t, &iff);
-            double to[MAX_REPS], tb[MAX_REPS], tf[MAX_REPS];
+            double to[MAX_REPS], tb[MAX_REPS], tf[MAX_REPS], tp[MAX_REPS];
             time_ours(pools[t], x, m, k, W, y, n); /* warm-up: scratch, first touch of Y */
+            if (Wp) time_ours(pools[t], x, m, k, Wp, y, n);
             for (int r = 0; r < reps; r++) {
                 /* oneDNN's OpenMP threads spin for a while after each call and would take a core
                  * from ours: let them go to sleep */
                 nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
                 to[r] = time_ours(pools[t], x, m, k, W, y, n);
+                tp[r] = Wp ? time_ours(pools[t], x, m, k, Wp, y, n) : 0;
                 tb[r] = db ? bench_dnnl_run(db) : 0;
                 tf[r] = df ? bench_dnnl_run(df) : 0;
             }
@@ -124,15 +139,19 @@ int main(int argc, char **argv) {
             double gf = df ? flops / bench_median(tf, reps) * 1e-9 : 0;
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%d->%d", m, k, n);
-            printf("%-16s %2d %-14s %8.1f %8.1f %5.1f%% | %9.1f %5.1f%% | %9.1f %5.1f%% | %.2f\n",
+            double packed = Wp ? flops / bench_median(tp, reps) * 1e-9 : 0;
+            printf("%-16s %2d %-22s %8.1f %8.1f %5.1f%% | %9.1f %5.1f%% | %9.1f %5.1f%% | %6.2f | "
+                   "%8.1f %5.1f%% %6.3f\n",
                    shape, t, g4v_wmat_kernel_name(W), peak, ours, 100 * ours / peak, gb,
                    100 * gb / peak, gf, 100 * gf / peak,
-                   gb > 0 || gf > 0 ? ours / (gb > gf ? gb : gf) : 0.0);
+                   gb > 0 || gf > 0 ? ours / (gb > gf ? gb : gf) : 0.0, packed,
+                   100 * packed / peak, packed > 0 ? ours / packed : 0.0);
             if (s == 0 && t == 1) printf("  (oneDNN: bf16 %s; f32 %s)\n", ib, iff);
             bench_dnnl_free(db);
             bench_dnnl_free(df);
         }
         g4v_wmat_free(W);
+        g4v_wmat_free(Wp);
         free(x);
         free(y);
         free(w);

@@ -105,7 +105,8 @@ static void pack_task(void *arg, int i, int worker) {
                                                G4V_Q8_0_BLOCK_BYTES);
     } else {
         st = g4v_wmat_create_in(j->kt, t->data, t->dtype, n, k, it->mode, storage, it->out, err);
-        if (!st && j->drop) g4v_tensor_drop_pages(t);
+        /* a weight used in place reads those pages at every encode */
+        if (!st && j->drop && !g4v_wmat_in_place(*it->out)) g4v_tensor_drop_pages(t);
     }
     if (st && it->layer >= 0)
         g4v_err_prefix(err, "%s: preparing layer %d %s: ", j->who, it->layer, it->name);

@@ -89,7 +89,7 @@ typedef struct g4v_kernel_variant {
     g4v_kernel_impl impl;
 } g4v_kernel_variant;
 
-enum { G4V_MAX_GEMM_KERNELS = 16 };
+enum { G4V_MAX_GEMM_KERNELS = 24 };
 
 /* The kernels for one set of CPU features: the best fitting variant of each family, e.g.
  * k->use[G4V_KF_ATTENTION].attention. GEMM also keeps every fitting micro-kernel, best first,

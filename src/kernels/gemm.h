@@ -108,6 +108,10 @@ void g4v_wmat_free(g4v_wmat *w);
 int g4v_wmat_n(const g4v_wmat *w);
 int g4v_wmat_k(const g4v_wmat *w);
 size_t g4v_wmat_bytes(const g4v_wmat *w);            /* memory the prepared weight holds */
+/* Whether the weight reads W where the caller's array lies (BF16 weights, FAST or PRECISE, on the
+ * CPUs with an in-place kernel: gemm_kernel.h): that array must then outlive the weight and
+ * keep its pages (no g4v_drop_mapped_pages). g4v_wmat_bytes is 0 for such a weight. */
+int g4v_wmat_in_place(const g4v_wmat *w);
 const char *g4v_wmat_kernel_name(const g4v_wmat *w); /* e.g. "avx512-bf16dp", for logs */
 
 /* Y[m, N] (row stride ldy) from X[m, K] (row stride ldx); m < 2^31. epi may be NULL. */

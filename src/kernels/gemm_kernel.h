@@ -75,6 +75,25 @@ typedef void (*g4v_pack_a_fn)(const float *x, size_t ldx, int rows, int klen, in
 typedef void (*g4v_ukr_fn)(int kgroups, const void *a, const void *b, const float *acc_in, float *y,
                            size_t ldy, const g4v_ukr_epi *e);
 
+/* In-place kernels (gemm_inplace.c): BF16 weights read where they lie (the checkpoint's mapping),
+ * with no packed copy. The roles of the inner micro-kernel's operands swap: W, [N, K] row-major
+ * as stored, is the broadcast operand (its MR-row tiles copied, one K chunk at a time, into the
+ * A layout above, a few KB that stay in L1 and serve every activation panel of a task), and X
+ * is packed as the inner kernel's B panels (NR rows of X per panel). The kernel then computes
+ * an MR x NR tile of Yᵀ (rows: W rows, columns: X rows) with the inner kernel's own arithmetic,
+ * so every (m, n) sum runs in the same order with the same roundings as the packed kernel's:
+ * the same bits. store_t writes that tile transposed into Y. */
+
+/* Packs rows [0, rows) x columns [0, klen) of X (row stride ldx), clamped and rounded per o, into
+ * ceil(rows / NR) B panels of the inner kernel (f32 [kpad][NR], or bf16 pairs [kpad / 2][NR][2]
+ * when pairs), back to back at dst; rows and k past the edge are zero. */
+typedef void (*g4v_pack_x_fn)(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
+                              const g4v_pack_opts *o);
+
+/* Y[c][r] from tile[r * nr + c] for r < rows, c < cols, with epilogue e (clamp, accumulate). */
+typedef void (*g4v_store_t_fn)(const float *tile, int nr, int rows, int cols, float *y,
+                               size_t ldy, const g4v_ukr_epi *e);
+
 /* A micro-kernel and its A packer. The CPU features it needs are in its variants.def line. */
 typedef struct g4v_gemm_kernel {
     const char *name;   /* for logs and tests, e.g. "avx512-bf16dp" */
@@ -84,6 +103,12 @@ typedef struct g4v_gemm_kernel {
     int q8_blocks;      /* int8 kernel of the blocked variant (INT8_BLOCKS mode, see above) */
     g4v_pack_a_fn pack_a;
     g4v_ukr_fn ukr;
+    /* In-place kernels only (see above): the micro-kernel run with swapped roles (its mr, nr, kg
+     * and formats are this kernel's), the X packer into its B panels, the transposing store
+     * (NULL: g4v_store_t_scalar). Such a kernel has b_bf16 set (BF16 weights only). */
+    const struct g4v_gemm_kernel *inner;
+    g4v_pack_x_fn pack_x;
+    g4v_store_t_fn store_t;
 } g4v_gemm_kernel;
 
 /* A prepared weight (immutable after g4v_wmat_create). */
@@ -96,6 +121,7 @@ struct g4v_wmat {
     g4v_geglu_row_fn *geglu_row; /* the fused GeGLU epilogue's row kernel, from the same table */
     size_t panel_bytes, bytes;
     int owns_b;      /* b is this weight's own block (g4v_wmat_create), else the caller's */
+    int in_place;    /* b is W itself, [n][k] bf16 as the caller gave it (kern->inner set) */
     size_t a_budget; /* bytes of packed A for one K chunk of a task (about half the L2) */
     int kc_groups; /* KG groups per K chunk: a chunk of a B and an A panel fill <= 1/4 of the L2 */
     void *b;
@@ -139,6 +165,17 @@ void *g4v_gemm_scratch(size_t bytes);
  * the ragged tail of K by the vector packers too, and the scalar element preparation. */
 void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
                        int kg, int a_bf16, void *dst, const g4v_pack_opts *o);
+
+/* The portable X packer and transposing store of the in-place kernels (gemm_inplace.c), for any
+ * NR and format; the vector ones fall back to them for edges. */
+void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int nr,
+                       int pairs, void *dst, const g4v_pack_opts *o);
+void g4v_store_t_scalar(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
+                        const g4v_ukr_epi *e);
+
+/* g4v_gemm for a weight of an in-place kernel (gemm_inplace.c; g4v_gemm_cfg_run calls it). */
+void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
+                          size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg);
 
 /* Bytes of one packed A micro-panel (MR rows over kpad) and of one B panel for kernel k. */
 size_t g4v_gemm_a_panel_bytes(const g4v_gemm_kernel *k, int kpad);

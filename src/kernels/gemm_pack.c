@@ -51,6 +51,8 @@ int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mod
     if (k->int8 && !k->q8_blocks != (mode == G4V_MATH_INT8)) return 0;
     if (k->a_bf16 && mode != G4V_MATH_FAST) return 0;
     if (k->b_bf16 && dtype != G4V_DT_BF16) return 0;
+    /* in place with X packed as bf16 pairs: X must be rounded to bf16, FAST mode */
+    if (k->inner && k->inner->b_bf16 && mode != G4V_MATH_FAST) return 0;
     return 1;
 }
 
@@ -58,6 +60,9 @@ int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mod
  * 0): elsewhere the guess stands. */
 #ifndef _SC_LEVEL2_CACHE_SIZE
 #define _SC_LEVEL2_CACHE_SIZE -1
+#endif
+#ifndef _SC_LEVEL1_DCACHE_SIZE
+#define _SC_LEVEL1_DCACHE_SIZE -1
 #endif
 
 /* Half of a cache level per core (sysconf's answer, else `guess`), kept within [lo, hi]. */
@@ -223,6 +228,7 @@ size_t g4v_gemm_b_panel_bytes(const g4v_gemm_kernel *k, int kpad) {
 
 /* The panels' bytes for kernel kern: npanels panels of kpad x NR elements. */
 static size_t packed_bytes(const g4v_gemm_kernel *kern, int n, int k) {
+    if (kern->inner) return 0; /* W is used where it lies */
     int kpad = (k + kern->kg - 1) / kern->kg * kern->kg;
     size_t npanels = (size_t)(n + kern->nr - 1) / (size_t)kern->nr;
     return g4v_gemm_b_panel_bytes(kern, kpad) * npanels;
@@ -296,6 +302,22 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
     int nchunks = (kgroups + kc_max - 1) / kc_max;
     m->kc_groups = (kgroups + nchunks - 1) / nchunks;
     if (kern->int8) m->kc_groups = kgroups; /* int32 sums are never split (gemm_kernel.h) */
+    if (kern->inner) { /* in place (gemm_inplace.c): W tiles, nothing packed or held */
+        /* K chunks: a W tile's chunk (the broadcast operand, reused by every X panel of a
+         * task) fills at most half the L1; the X panels stream from L2 under it */
+        size_t l1_half = half_cache(_SC_LEVEL1_DCACHE_SIZE, (size_t)32 << 10, (size_t)8 << 10,
+                                    (size_t)32 << 10);
+        size_t tile_group = (size_t)kern->mr * (size_t)kern->kg * (kern->inner->a_bf16 ? 2 : 4);
+        int kc_in = l1_half / tile_group > 0 ? (int)(l1_half / tile_group) : 1;
+        int chunks_in = (kgroups + kc_in - 1) / kc_in;
+        m->kc_groups = (kgroups + chunks_in - 1) / chunks_in;
+        m->npanels = (n + kern->mr - 1) / kern->mr;
+        m->panel_bytes = m->bytes = 0;
+        m->in_place = 1;
+        m->b = (void *)w;
+        *out = m;
+        return G4V_OK;
+    }
     m->owns_b = storage == NULL;
     m->b = storage ? storage : g4v_malloc_large(m->bytes);
     if (!m->b) {
@@ -374,6 +396,9 @@ int g4v_wmat_k(const g4v_wmat *w) {
 }
 size_t g4v_wmat_bytes(const g4v_wmat *w) {
     return w->bytes;
+}
+int g4v_wmat_in_place(const g4v_wmat *w) {
+    return w->in_place;
 }
 const char *g4v_wmat_kernel_name(const g4v_wmat *w) {
     return w->kern->name;

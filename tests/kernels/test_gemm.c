@@ -464,6 +464,76 @@ static void test_determinism(void) {
     free(gate);
 }
 
+/* Each in-place kernel against its packed twin (the next kernel of the table that fits the same
+ * BF16 weight and mode and packs it): the same micro-kernel arithmetic with the operands' roles
+ * swapped, so the same bits, on real-valued data, awkward shapes (ragged tiles, odd K, K over
+ * several chunks), every epilogue and both the scratch and the allocation-free paths. */
+static void test_in_place_twins(g4v_pool *pool) {
+    static const int shapes[][3] = {{1, 1, 1},    {13, 7, 33},   {37, 29, 250}, {64, 48, 768},
+                                    {95, 130, 9}, {33, 13, 1537}, {200, 25, 96}};
+    static const g4v_gemm_cfg small_chunks = {0, 0, 0, 1, 0}, no_scratch = {0, 0, 1, 0, 0};
+    int count, tested = 0;
+    const g4v_gemm_kernel *const *all = kernels(&count);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        size_t ldx = (size_t)k + 3, ldy = (size_t)n + 2;
+        float *x = malloc(sizeof(float) * (size_t)m * ldx), *wv = malloc(sizeof(float) * n * k);
+        float *y0 = malloc(sizeof(float) * (size_t)m * ldy), *gate = malloc(sizeof(float) * m * ldy);
+        float *yi = malloc(sizeof(float) * (size_t)m * ldy), *yp = malloc(sizeof(float) * m * ldy);
+        fill_x(x, (size_t)m * ldx, DATA_REAL);
+        fill_x(y0, (size_t)m * ldy, DATA_REAL);
+        for (size_t r = 0; r < (size_t)m * ldy; r++)
+            gate[r] = frand(-5.0f, 5.0f);
+        fill_weight_values(wv, (size_t)n * k, G4V_DT_BF16, DATA_REAL);
+        void *w = make_weight(wv, (size_t)n * k, G4V_DT_BF16);
+        for (int md = 0; md < 2; md++)
+            for (int i = 0; i < count; i++) {
+                if (!all[i]->inner || !g4v_gemm_kernel_fits(all[i], G4V_DT_BF16, modes[md]))
+                    continue;
+                const g4v_gemm_kernel *twin = NULL;
+                for (int t = i + 1; t < count && !twin; t++)
+                    if (!all[t]->inner && g4v_gemm_kernel_fits(all[t], G4V_DT_BF16, modes[md]))
+                        twin = all[t];
+                REQUIRE(twin != NULL);
+                g4v_wmat *Wi = NULL, *Wp = NULL;
+                REQUIRE(g4v_wmat_create_with(KT, all[i], w, G4V_DT_BF16, n, k, modes[md], &Wi,
+                                             NULL) == G4V_OK);
+                REQUIRE(g4v_wmat_create_with(KT, twin, w, G4V_DT_BF16, n, k, modes[md], &Wp,
+                                             NULL) == G4V_OK);
+                CHECK(g4v_wmat_in_place(Wi) && !g4v_wmat_in_place(Wp));
+                for (int e = 0; e < N_EPI; e++)
+                    for (int c = 0; c < 3; c++) {
+                        g4v_gemm_epi epi = epi_cases(e, DATA_REAL).epi;
+                        if (e == EPI_GEGLU) {
+                            epi.gelu_gate = gate;
+                            epi.ldg = ldy;
+                        }
+                        const g4v_gemm_cfg *cfg = c == 1 ? &small_chunks : c == 2 ? &no_scratch : NULL;
+                        memcpy(yi, y0, sizeof(float) * (size_t)m * ldy);
+                        memcpy(yp, y0, sizeof(float) * (size_t)m * ldy);
+                        g4v_gemm_cfg_run(pool, x, ldx, Wi, yi, ldy, (size_t)m, &epi, cfg);
+                        g4v_gemm(pool, x, ldx, Wp, yp, ldy, (size_t)m, &epi);
+                        CHECK_MSG(!memcmp(yi, yp, sizeof(float) * (size_t)m * ldy),
+                                  "%s vs %s %s epi %d cfg %d M=%d N=%d K=%d differ", all[i]->name,
+                                  twin->name, modes[md] == G4V_MATH_FAST ? "FAST" : "PRECISE", e,
+                                  c, m, n, k);
+                        tested++;
+                    }
+                g4v_wmat_free(Wi);
+                g4v_wmat_free(Wp);
+            }
+        free(w);
+        free(x);
+        free(wv);
+        free(y0);
+        free(gate);
+        free(yi);
+        free(yp);
+    }
+    CHECK_MSG(tested > 0, "no in-place kernel on this CPU");
+    printf("in place vs packed twin: %d cases bit-identical\n", tested);
+}
+
 /* The dispatcher picks the first fitting kernel, honouring G4V_ISA; sizes; argument errors. */
 static void test_api(void) {
     int n = 768, k = 768;
@@ -483,8 +553,13 @@ static void test_api(void) {
             CHECK(!strcmp(g4v_wmat_kernel_name(W), want->name));
             CHECK(g4v_wmat_n(W) == n && g4v_wmat_k(W) == k);
             size_t esize = dtypes[d] == G4V_DT_BF16 ? 2 : 4;
-            CHECK_MSG(g4v_wmat_bytes(W) == (size_t)n * k * esize, "%s: %zu bytes", want->name,
-                      g4v_wmat_bytes(W));
+            /* BF16 weights in FAST and PRECISE are read where they lie: nothing held */
+            int in_place = dtypes[d] == G4V_DT_BF16 && want->inner;
+            CHECK(g4v_wmat_in_place(W) == in_place);
+            CHECK_MSG(g4v_wmat_bytes(W) == (in_place ? 0 : (size_t)n * k * esize), "%s: %zu bytes",
+                      want->name, g4v_wmat_bytes(W));
+            CHECK_MSG(dtypes[d] != G4V_DT_BF16 || in_place, "%s: BF16 %s weight packed",
+                      want->name, modes[md] == G4V_MATH_FAST ? "FAST" : "PRECISE");
             if (d == 0 && md == 0)
                 printf("dispatch (%s): BF16 FAST -> %s\n", g4v_cpu_isa_name(), want->name);
             g4v_wmat_free(W);
@@ -518,6 +593,7 @@ int main(void) {
     test_special_values();
     test_rounding();
     test_determinism();
+    test_in_place_twins(pool);
     g4v_pool_destroy(pool);
     printf("worst |ours - ref| / bound over inexact cases: %.3g\n", worst_ratio);
     return test_summary("test_gemm");

@@ -73,3 +73,17 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
 const g4v_gemm_kernel g4v_gemm_portable_f32 = {.name = "portable-f32", TILE, .ukr = ukr_f32};
 const g4v_gemm_kernel g4v_gemm_portable_bf16w = {
     .name = "portable-bf16w", TILE, .b_bf16 = 1, .ukr = ukr_bf16w};
+
+/* In place (gemm_inplace.c): BF16 weights read as stored, X packed as portable-f32's B panels;
+ * the products and sums are portable-bf16w's, k in order with a separate multiply and add. */
+static void pack_x(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
+                   const g4v_pack_opts *o) {
+    g4v_pack_x_scalar(x, ldx, rows, 0, klen, kpad, NR, 0, dst, o);
+}
+
+const g4v_gemm_kernel g4v_gemm_portable_bf16w_inplace = {.name = "portable-bf16w-inplace",
+                                                         TILE,
+                                                         .b_bf16 = 1,
+                                                         .ukr = ukr_f32,
+                                                         .inner = &g4v_gemm_portable_f32,
+                                                         .pack_x = pack_x};

@@ -139,3 +139,97 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
 const g4v_gemm_kernel g4v_gemm_avx2_f32 = {.name = "avx2-f32", TILE, .ukr = ukr_f32};
 const g4v_gemm_kernel g4v_gemm_avx2_bf16w = {
     .name = "avx2-bf16w", TILE, .b_bf16 = 1, .ukr = ukr_bf16w};
+
+/* In place (gemm_inplace.c): as avx512-bf16w-inplace, over avx2-f32 (the sums of avx2-bf16w). */
+
+/* r[0..7] transposed in place: lane i of r[j] becomes lane j of r[i] (24 shuffles). */
+static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    G4V_UNROLL(4)
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#define G4V_PD_(op, a, b) _mm256_castpd_ps(op(_mm256_castps_pd(a), _mm256_castps_pd(b)))
+    /* u[4i + j], 128-bit half L: column 4L + j of rows 4i..4i+3 */
+    G4V_UNROLL(2)
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = G4V_PD_(_mm256_unpacklo_pd, t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = G4V_PD_(_mm256_unpackhi_pd, t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = G4V_PD_(_mm256_unpacklo_pd, t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = G4V_PD_(_mm256_unpackhi_pd, t[4 * i + 1], t[4 * i + 3]);
+    }
+#undef G4V_PD_
+    G4V_UNROLL(4)
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* Full 16-row panels by 8 x 8 blocks (clamp, round, transpose in registers), K's tail and a
+ * partial last panel by the scalar packer. */
+static void pack_x(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst_,
+                   const g4v_pack_opts *o) {
+    float *dst = dst_;
+    int panels = rows / NR, kfull = klen / 8 * 8;
+    __m256 lo = _mm256_set1_ps(o->lo), hi = _mm256_set1_ps(o->hi);
+    for (int p = 0; p < panels; p++) {
+        float *d = dst + (size_t)p * NR * (size_t)kpad;
+        for (int h = 0; h < 2; h++)
+            for (int k0 = 0; k0 < kfull; k0 += 8) {
+                __m256 v[8];
+                G4V_UNROLL(8)
+                for (int i = 0; i < 8; i++) {
+                    v[i] = _mm256_loadu_ps(x + (size_t)(p * NR + h * 8 + i) * ldx + (size_t)k0);
+                    if (o->clamp) v[i] = _mm256_min_ps(hi, _mm256_max_ps(lo, v[i]));
+                    if (o->round) v[i] = round_bf16(v[i]);
+                }
+                transpose8(v);
+                G4V_UNROLL(8)
+                for (int j = 0; j < 8; j++)
+                    _mm256_storeu_ps(d + (size_t)(k0 + j) * NR + h * 8, v[j]);
+            }
+    }
+    if (panels && kfull < kpad)
+        g4v_pack_x_scalar(x, ldx, panels * NR, kfull, klen, kpad, NR, 0, dst, o);
+    if (rows > panels * NR)
+        g4v_pack_x_scalar(x + (size_t)panels * NR * ldx, ldx, rows - panels * NR, 0, klen, kpad,
+                          NR, 0, dst + (size_t)panels * NR * (size_t)kpad, o);
+}
+
+/* The transposing store for full 6 x 16 tiles: each half of the columns transposed in registers
+ * (rows 6 and 7 padding), then 6 floats per output row under a mask, with the epilogue. */
+static void store_t(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
+                    const g4v_ukr_epi *e) {
+    if (rows != MR || cols != NR || nr != NR) {
+        g4v_store_t_scalar(tile, nr, rows, cols, y, ldy, e);
+        return;
+    }
+    const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    __m256 lo = _mm256_set1_ps(e->lo), hi = _mm256_set1_ps(e->hi);
+    for (int h = 0; h < 2; h++) {
+        __m256 v[8];
+        G4V_UNROLL(6)
+        for (int r = 0; r < MR; r++)
+            v[r] = _mm256_loadu_ps(tile + r * NR + h * 8);
+        v[6] = v[7] = _mm256_setzero_ps();
+        transpose8(v);
+        G4V_UNROLL(8)
+        for (int c = 0; c < 8; c++) {
+            float *d = y + (size_t)(h * 8 + c) * ldy;
+            __m256 o = v[c];
+            if (e->clamp) o = _mm256_min_ps(hi, _mm256_max_ps(lo, o));
+            if (e->accumulate) o = _mm256_add_ps(_mm256_maskload_ps(d, m6), o);
+            _mm256_maskstore_ps(d, m6, o);
+        }
+    }
+}
+
+const g4v_gemm_kernel g4v_gemm_avx2_bf16w_inplace = {.name = "avx2-bf16w-inplace",
+                                                     TILE,
+                                                     .b_bf16 = 1,
+                                                     .ukr = ukr_f32,
+                                                     .inner = &g4v_gemm_avx2_f32,
+                                                     .pack_x = pack_x,
+                                                     .store_t = store_t};

@@ -106,3 +106,61 @@ static void ukr_bf16w(int kgroups, const void *a_, const void *b_, const float *
 const g4v_gemm_kernel g4v_gemm_avx512_f32 = {.name = "avx512-f32", TILE, .ukr = ukr_f32};
 const g4v_gemm_kernel g4v_gemm_avx512_bf16w = {
     .name = "avx512-bf16w", TILE, .b_bf16 = 1, .ukr = ukr_bf16w};
+
+/* In place (gemm_inplace.c): BF16 weights read as stored, widened per W tile into avx512-f32's A
+ * panels, X packed as its B panels; each (m, n) sum is avx512-bf16w's (one FMA per k in order,
+ * fma(w, x) == fma(x, w)), so the two give the same bits. */
+/* Full 32-row panels by 16 x 16 blocks (clamp, round, transpose in registers), K's tail and a
+ * partial last panel by the scalar packer. */
+static void pack_x(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst_,
+                   const g4v_pack_opts *o) {
+    float *dst = dst_;
+    int panels = rows / NR, kfull = klen / 16 * 16;
+    __m512 lo = _mm512_set1_ps(o->lo), hi = _mm512_set1_ps(o->hi);
+    for (int p = 0; p < panels; p++) {
+        float *d = dst + (size_t)p * NR * (size_t)kpad;
+        for (int h = 0; h < 2; h++)
+            for (int k0 = 0; k0 < kfull; k0 += 16) {
+                __m512 v[16];
+                G4V_UNROLL(16)
+                for (int i = 0; i < 16; i++) {
+                    v[i] = _mm512_loadu_ps(x + (size_t)(p * NR + h * 16 + i) * ldx + (size_t)k0);
+                    if (o->clamp) v[i] = _mm512_min_ps(hi, _mm512_max_ps(lo, v[i]));
+                    if (o->round) v[i] = round_bf16(v[i]);
+                }
+                transpose16(v);
+                G4V_UNROLL(16)
+                for (int j = 0; j < 16; j++)
+                    _mm512_storeu_ps(d + (size_t)(k0 + j) * NR + h * 16, v[j]);
+            }
+    }
+    if (panels && kfull < kpad)
+        g4v_pack_x_scalar(x, ldx, panels * NR, kfull, klen, kpad, NR, 0, dst, o);
+    if (rows > panels * NR)
+        g4v_pack_x_scalar(x + (size_t)panels * NR * ldx, ldx, rows - panels * NR, 0, klen, kpad,
+                          NR, 0, dst + (size_t)panels * NR * (size_t)kpad, o);
+}
+
+/* FAST mode: X is rounded to bf16, so it packs losslessly as bf16 pairs (half the bytes of f32
+ * panels) and avx512-bf16w's own micro-kernel runs with W's tile widened as its A: the same
+ * one-FMA-per-k sums, on the same loads per k as the packed kernel. */
+static void pack_x_pairs(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
+                         const g4v_pack_opts *o) {
+    pack_x_pairs32(x, ldx, rows, klen, kpad, dst, o);
+}
+
+const g4v_gemm_kernel g4v_gemm_avx512_bf16w_fast_inplace = {.name = "avx512-bf16w-fast-inplace",
+                                                            TILE,
+                                                            .b_bf16 = 1,
+                                                            .ukr = ukr_bf16w,
+                                                            .inner = &g4v_gemm_avx512_bf16w,
+                                                            .pack_x = pack_x_pairs,
+                                                            .store_t = store_t_12x32};
+
+const g4v_gemm_kernel g4v_gemm_avx512_bf16w_inplace = {.name = "avx512-bf16w-inplace",
+                                                       TILE,
+                                                       .b_bf16 = 1,
+                                                       .ukr = ukr_f32,
+                                                       .inner = &g4v_gemm_avx512_f32,
+                                                       .pack_x = pack_x,
+                                                       .store_t = store_t_12x32};

@@ -79,3 +79,23 @@ const g4v_gemm_kernel g4v_gemm_avx512_bf16dp = {.name = "avx512-bf16dp",
                                                 .b_bf16 = 1,
                                                 .pack_a = pack_a,
                                                 .ukr = ukr};
+
+/* In place (gemm_inplace.c): W tiles copied as they lie (bf16 pairs are the checkpoint's own
+ * 32-bit words) into this kernel's A panels, X rounded and packed as its B pairs; each (m, n)
+ * sum is avx512-bf16dp's, pair by pair, so the two give the same bits. */
+static void pack_x(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
+                   const g4v_pack_opts *o) {
+    pack_x_pairs32(x, ldx, rows, klen, kpad, dst, o);
+}
+
+const g4v_gemm_kernel g4v_gemm_avx512_bf16dp_inplace = {.name = "avx512-bf16dp-inplace",
+                                                        .mr = MR,
+                                                        .nr = NR,
+                                                        .kg = KG,
+                                                        .a_bf16 = 1,
+                                                        .b_bf16 = 1,
+                                                        .pack_a = pack_a,
+                                                        .ukr = ukr,
+                                                        .inner = &g4v_gemm_avx512_bf16dp,
+                                                        .pack_x = pack_x,
+                                                        .store_t = store_t_12x32};

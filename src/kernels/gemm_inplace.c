@@ -1,0 +1,328 @@
+/* gemm_inplace.c - the GEMM driver for BF16 weights used where they lie (gemm_kernel.h, "In-place
+ * kernels"): no packed copy of W exists, so a model's weights are its checkpoint's mapped pages,
+ * shared by every process that maps the file, and loading packs nothing.
+ *
+ * A task owns a block of X rows and a block of W rows (output columns). It packs its X rows once
+ * as the inner kernel's B panels (NR rows each, the whole K), then for each K chunk and each tile
+ * of MR W rows copies that tile's chunk into the inner kernel's A layout (a few KB, kept in L1
+ * while every X panel of the task passes under it) and runs the inner micro-kernel, which
+ * computes the tile of Yᵀ; on the last chunk store_t writes it transposed into Y with the
+ * epilogue, and a fused GeGLU runs on the rows just written. The per-(m, n) sums are the inner
+ * kernel's, in its k order, whatever the chunking or the threads: bit-identical to the packed
+ * kernel over the same micro-kernel (tests/kernels/test_gemm.c checks it).
+ * Without scratch (its allocation failed) the same loop runs on one X panel and one chunk at a
+ * time from stack buffers: slower, the same bits.
+ */
+#include "gemm_kernel.h"
+
+#include "base/dtype.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    MAX_TILE = 512,    /* floats in the largest MR x NR tile (12 x 32 = 384) */
+    STACK_B = 16 << 10 /* bytes of each stack buffer on the allocation-free path */
+};
+
+/* ---- the portable X packer and transposing store (gemm_kernel.h) ---- */
+
+static float prep(float v, const g4v_pack_opts *o) {
+    if (o->clamp) v = v < o->lo ? o->lo : v > o->hi ? o->hi : v;
+    return o->round ? g4v_round_bf16(v) : v;
+}
+
+void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int nr,
+                       int pairs, void *dst, const g4v_pack_opts *o) {
+    int prow = (rows + nr - 1) / nr * nr;
+    for (int r = 0; r < prow; r++) {
+        size_t panel = (size_t)(r / nr) * (size_t)nr * (size_t)kpad;
+        int c = r % nr;
+        for (int k = r < rows ? k0 : 0; k < kpad; k++) {
+            float v = r < rows && k < klen ? prep(x[(size_t)r * ldx + (size_t)k], o) : 0.0f;
+            if (pairs)
+                ((uint16_t *)dst)[panel + ((size_t)(k / 2) * (size_t)nr + (size_t)c) * 2 + k % 2] =
+                    g4v_f32_to_bf16(v);
+            else
+                ((float *)dst)[panel + (size_t)k * (size_t)nr + (size_t)c] = v;
+        }
+    }
+}
+
+void g4v_store_t_scalar(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
+                        const g4v_ukr_epi *e) {
+    for (int c = 0; c < cols; c++) {
+        float *d = y + (size_t)c * ldy;
+        for (int r = 0; r < rows; r++) {
+            float v = tile[r * nr + c];
+            if (e->clamp) v = g4v_clampf(v, e->lo, e->hi);
+            d[r] = e->accumulate ? d[r] + v : v;
+        }
+    }
+}
+
+/* ---- the W tile: MR rows of W, one K chunk, in the inner kernel's A layout ---- */
+
+/* One group of kg values of a W row into the A layout: copied (bf16) or widened (f32). Constant
+ * kg (the callers' switch) lets the compiler inline the copy and vectorize the widening. */
+static inline void w_group(int a_bf16, int kg, const uint16_t *src, void *dst) {
+    if (a_bf16) {
+        memcpy(dst, src, (size_t)kg * 2);
+    } else {
+        float *d = dst;
+        for (int i = 0; i < kg; i++) {
+            uint32_t u = (uint32_t)src[i] << 16;
+            memcpy(&d[i], &u, 4);
+        }
+    }
+}
+
+/* Rows [0, rows) of w (row stride ldw elements, bf16 as stored), k in [0, klen), into the A
+ * micro-panel layout of kernel k over kchunk values (element (r, kk) at
+ * ((kk / KG) * MR + r) * KG + kk % KG; bf16 as is, or widened exactly to f32); zero past the
+ * edges. A copy of at most MR x kchunk elements per tile and chunk, reused by every X panel. */
+static void pack_w(const g4v_gemm_kernel *k, const uint16_t *w, size_t ldw, int rows, int klen,
+                   int kchunk, void *dst) {
+    int mr = k->mr, kg = k->kg, groups = kchunk / kg, full = klen / kg, a_bf16 = k->inner->a_bf16;
+    size_t esize = a_bf16 ? 2 : 4;
+    for (int r = 0; r < mr; r++) {
+        const uint16_t *src = w + (size_t)r * ldw;
+        unsigned char *d = (unsigned char *)dst + (size_t)r * (size_t)kg * esize;
+        size_t step = (size_t)mr * (size_t)kg * esize;
+        int g = 0;
+        if (r < rows)
+            for (; g < full; g++, d += step, src += kg)
+                switch (kg) { /* the kernels' group sizes, as constants */
+                case 16: w_group(a_bf16, 16, src, d); break;
+                case 8: w_group(a_bf16, 8, src, d); break;
+                case 2: w_group(a_bf16, 2, src, d); break;
+                default: w_group(a_bf16, kg, src, d); break;
+                }
+        for (; g < groups; g++, d += step, src += kg) { /* K's tail, rows past N: zero-padded */
+            int n = r < rows && g == full ? klen - full * kg : 0;
+            memset(d, 0, (size_t)kg * esize);
+            if (n) w_group(a_bf16, n, src, d);
+        }
+    }
+}
+
+/* ---- the loop nest ---- */
+
+typedef struct {
+    const float *X;
+    size_t ldx;
+    const g4v_wmat *W;
+    float *Y;
+    size_t ldy;
+    int m;
+    g4v_gemm_epi epi;
+    g4v_ukr_epi uepi;   /* the epilogue as store_t applies it */
+    g4v_pack_opts pack; /* input clamp and rounding */
+    int xpanels, nbm;   /* NR-row X panels, split into nbm row blocks */
+    int wtiles, nbn;    /* MR-row W tiles, split into nbn column blocks */
+    int kc;             /* KG groups per K chunk */
+    int no_scratch;
+} ip_job;
+
+/* The finished tile for W rows from n0 (rows of them) and X rows from m0 (cols of them): Y
+ * written transposed with the epilogue, then the fused GeGLU on each output row's segment. */
+static void finish_tile(const ip_job *j, const float *tile, int n0, int rows, int m0, int cols) {
+    const g4v_gemm_kernel *k = j->W->kern;
+    float *y = j->Y + (size_t)m0 * j->ldy + (size_t)n0;
+    if (k->store_t)
+        k->store_t(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
+    else
+        g4v_store_t_scalar(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
+    if (j->epi.gelu_gate)
+        for (int c = 0; c < cols; c++) {
+            float *yr = y + (size_t)c * j->ldy;
+            j->W->geglu_row(j->epi.gelu_gate + (size_t)(m0 + c) * j->epi.ldg + (size_t)n0, yr, yr,
+                            rows);
+        }
+}
+
+/* Element bytes of the W tile (the inner kernel's A) and of the X panels (its B). */
+static size_t elem_a(const g4v_gemm_kernel *k) {
+    return k->inner->a_bf16 ? 2 : 4;
+}
+static size_t elem_b(const g4v_gemm_kernel *k) {
+    return k->inner->b_bf16 ? 2 : 4;
+}
+
+/* The W tile's first row, at column k0. */
+static const uint16_t *w_at(const g4v_wmat *W, int tile, int k0) {
+    return (const uint16_t *)W->b + (size_t)tile * (size_t)W->kern->mr * (size_t)W->k + (size_t)k0;
+}
+
+/* Rows of the W tile and of the X panel inside the matrices. */
+static int tile_rows(const ip_job *j, int tile) {
+    int mr = j->W->kern->mr, left = j->W->n - tile * mr;
+    return left < mr ? left : mr;
+}
+static int panel_rows(const ip_job *j, int panel) {
+    int nr = j->W->kern->nr, left = j->m - panel * nr;
+    return left < nr ? left : nr;
+}
+
+/* The allocation-free path for X panels [x0, x1) and W tiles [w0, w1). */
+static void task_no_scratch(const ip_job *j, int x0, int x1, int w0, int w1) {
+    const g4v_wmat *W = j->W;
+    const g4v_gemm_kernel *k = W->kern, *in = k->inner;
+    static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
+    size_t group_b = (size_t)k->nr * (size_t)k->kg * elem_b(k);
+    size_t group_a = (size_t)k->mr * (size_t)k->kg * elem_a(k);
+    size_t group = group_a > group_b ? group_a : group_b;
+    int kc = j->kc < (int)(STACK_B / group) ? j->kc : (int)(STACK_B / group);
+    if (kc < 1) kc = 1;
+    _Alignas(64) unsigned char xbuf[STACK_B], wbuf[STACK_B];
+    _Alignas(64) float acc[MAX_TILE];
+    int kgroups = W->kpad / k->kg;
+    for (int xp = x0; xp < x1; xp++)
+        for (int wt = w0; wt < w1; wt++)
+            for (int g = 0; g < kgroups; g += kc) {
+                int n = kgroups - g < kc ? kgroups - g : kc;
+                int k0 = g * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
+                k->pack_x(j->X + (size_t)xp * k->nr * j->ldx + (size_t)k0, j->ldx,
+                          panel_rows(j, xp), klen, n * k->kg, xbuf, &j->pack);
+                pack_w(k, w_at(W, wt, k0), (size_t)W->k, tile_rows(j, wt), klen, n * k->kg, wbuf);
+                in->ukr(n, wbuf, xbuf, g ? acc : NULL, acc, (size_t)k->nr, &none);
+                if (g + n == kgroups)
+                    finish_tile(j, acc, wt * k->mr, tile_rows(j, wt), xp * k->nr,
+                                panel_rows(j, xp));
+            }
+}
+
+static void task(void *arg, int t, int worker) {
+    (void)worker;
+    const ip_job *j = arg;
+    const g4v_wmat *W = j->W;
+    const g4v_gemm_kernel *k = W->kern, *in = k->inner;
+    static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
+    int bm = t / j->nbn, bn = t % j->nbn;
+    int x0 = (int)((int64_t)bm * j->xpanels / j->nbm);
+    int x1 = (int)((int64_t)(bm + 1) * j->xpanels / j->nbm);
+    int w0 = (int)((int64_t)bn * j->wtiles / j->nbn);
+    int w1 = (int)((int64_t)(bn + 1) * j->wtiles / j->nbn);
+    if (x0 >= x1 || w0 >= w1) return;
+    int r0 = x0 * k->nr, r1 = x1 * k->nr < j->m ? x1 * k->nr : j->m;
+    size_t panel_x = (size_t)k->nr * (size_t)W->kpad * elem_b(k), tile = (size_t)k->mr * k->nr;
+    int kgroups = W->kpad / k->kg, nchunks = (kgroups + j->kc - 1) / j->kc;
+    /* W tiles go in blocks whose partial sums (over the task's X panels) fill at most a quarter
+     * of the A budget: within a block, chunk by chunk, each W tile's chunk is copied once and
+     * serves every X panel of the task while the X chunk stays in L2 */
+    size_t sums = sizeof(float) * tile * (size_t)(x1 - x0);
+    int nb = nchunks > 1 ? (int)(W->a_budget / 4 / sums) : w1 - w0;
+    if (nb < 1) nb = 1;
+    if (nb > w1 - w0) nb = w1 - w0;
+    /* packed X for the task's rows, one W tile's chunk, then (when K is chunked) the partial
+     * sums of one block */
+    size_t xbytes = (panel_x * (size_t)(x1 - x0) + 63) & ~(size_t)63;
+    size_t wbytes = ((size_t)k->mr * (size_t)j->kc * k->kg * elem_a(k) + 63) & ~(size_t)63;
+    size_t cbytes = nchunks > 1 ? sums * (size_t)nb : 0;
+    unsigned char *xbuf = j->no_scratch ? NULL : g4v_gemm_scratch(xbytes + wbytes + cbytes);
+    if (!xbuf) {
+        task_no_scratch(j, x0, x1, w0, w1);
+        return;
+    }
+    unsigned char *wbuf = xbuf + xbytes;
+    float *cbuf = (float *)(wbuf + wbytes);
+    _Alignas(64) float local[MAX_TILE];
+    k->pack_x(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, xbuf, &j->pack);
+    for (int wb = w0; wb < w1; wb += nb) {
+        int we = wb + nb < w1 ? wb + nb : w1;
+        for (int c = 0; c < nchunks; c++) {
+            int g0 = c * j->kc, n = kgroups - g0 < j->kc ? kgroups - g0 : j->kc;
+            int k0 = g0 * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
+            size_t xoff = (size_t)k0 * k->nr * elem_b(k);
+            int last = c == nchunks - 1;
+            for (int wt = wb; wt < we; wt++) {
+                pack_w(k, w_at(W, wt, k0), (size_t)W->k, tile_rows(j, wt), klen, n * k->kg, wbuf);
+                /* the next W chunk to copy (from memory: every row block reads W) is fetched in
+                 * slices while this one computes, so its copy does not wait on memory */
+                int nt = wt + 1 < we ? wt + 1 : !last ? wb : we < w1 ? we : -1;
+                int nk0 = wt + 1 < we ? k0 : !last ? k0 + n * k->kg : 0;
+                int nrows = nt >= 0 ? tile_rows(j, nt) : 0;
+                int nklen = nt >= 0 ? (W->k - nk0 < j->kc * k->kg ? W->k - nk0 : j->kc * k->kg) : 0;
+                int lines = (nklen * 2 + 63) / 64 + 1, total = nrows * lines;
+                int per = (total + (x1 - x0) - 1) / (x1 - x0), next_line = 0;
+                for (int xp = x0; xp < x1; xp++) {
+                    for (int q = 0; q < per && next_line < total; q++, next_line++) {
+                        const uint16_t *row = w_at(W, nt, nk0) + (size_t)(next_line / lines) * W->k;
+                        __builtin_prefetch((const char *)row + (size_t)(next_line % lines) * 64, 0,
+                                           2);
+                    }
+                    float *part = nchunks > 1
+                                      ? cbuf + ((size_t)(wt - wb) * (x1 - x0) + (xp - x0)) * tile
+                                      : local;
+                    in->ukr(n, wbuf, xbuf + (size_t)(xp - x0) * panel_x + xoff, c ? part : NULL,
+                            part, (size_t)k->nr, &none);
+                    if (last)
+                        finish_tile(j, part, wt * k->mr, tile_rows(j, wt), xp * k->nr,
+                                    panel_rows(j, xp));
+                }
+            }
+        }
+    }
+}
+
+/* Task grid, as gemm_driver.c's: row blocks whose packed X for one K chunk fits the budget, at
+ * least 4 per thread and a multiple of the thread count when there are enough X panels, and
+ * column blocks only when rows are too few to give every thread work. */
+static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
+    const g4v_wmat *W = j->W;
+    const g4v_gemm_kernel *k = W->kern;
+    j->kc = cfg && cfg->kc_groups > 0 ? cfg->kc_groups : W->kc_groups;
+    size_t chunk_x = (size_t)k->nr * (size_t)j->kc * k->kg * elem_b(k);
+    j->xpanels = (j->m + k->nr - 1) / k->nr;
+    j->wtiles = (W->n + k->mr - 1) / k->mr;
+    int per = W->a_budget / chunk_x > 0 ? (int)(W->a_budget / chunk_x) : 1;
+    if (cfg && cfg->tiles_per_block > 0) per = cfg->tiles_per_block;
+    if (per > j->xpanels) per = j->xpanels;
+    j->nbm = (j->xpanels + per - 1) / per;
+    j->nbn = 1;
+    if (cfg && cfg->panels_per_block > 0) {
+        j->nbn = (j->wtiles + cfg->panels_per_block - 1) / cfg->panels_per_block;
+        return;
+    }
+    if (cfg && cfg->tiles_per_block > 0) return;
+    if (threads > 1) {
+        int nbm = j->nbm > 4 * threads ? j->nbm : 4 * threads;
+        nbm = (nbm + threads - 1) / threads * threads;
+        j->nbm = nbm <= j->xpanels ? nbm : j->xpanels;
+        if (j->nbm < threads) {
+            int nbn = (threads + j->nbm - 1) / j->nbm;
+            j->nbn = nbn <= j->wtiles ? nbn : j->wtiles;
+        }
+    }
+}
+
+static int unbounded(float lo, float hi) {
+    return lo == -INFINITY && hi == INFINITY;
+}
+
+void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
+                          size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
+    if (m == 0 || m > INT_MAX) return;
+    ip_job j;
+    memset(&j, 0, sizeof j);
+    j.X = X;
+    j.ldx = ldx;
+    j.W = W;
+    j.Y = Y;
+    j.ldy = ldy;
+    j.m = (int)m;
+    j.epi = epi ? *epi : g4v_gemm_epi_none();
+    j.uepi.lo = j.epi.out_lo;
+    j.uepi.hi = j.epi.out_hi;
+    j.uepi.clamp = !unbounded(j.epi.out_lo, j.epi.out_hi);
+    j.uepi.accumulate = j.epi.accumulate != 0;
+    j.pack.lo = j.epi.in_lo;
+    j.pack.hi = j.epi.in_hi;
+    j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
+    j.pack.round = W->mode == G4V_MATH_FAST;
+    j.no_scratch = cfg ? cfg->no_scratch : 0;
+    plan(&j, g4v_pool_size(pool), cfg);
+    g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
+}
