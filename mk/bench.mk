@@ -4,7 +4,7 @@
 # bench/README.md says how to read the results; bench/RESULTS.md holds them per machine kind.
 
 .PHONY: bench bench-llama bench-chat bench-report bench-tune bench-int8 bench-python bench-mlx \
-  bench-arm64-mca accuracy-bf16 accuracy-int8 q8-granularity unified-long
+  bench-arm64-mca accuracy-bf16 accuracy-int8 q8-granularity unified-long bench-load
 
 # make bench: whole-encoder table (bench/bench_encoder.c) vs the PyTorch peer (bench/torch_peer.py)
 # on a synthetic e4b checkpoint ($(BENCH_MODEL), generated once). BENCH_ARGS picks budgets,
@@ -134,6 +134,16 @@ bench-tune: ## GEMM blocking variants and attention in % of the measured peak (T
 	$(BUILD)/bench/bench_gemm_tune $(TUNE_ARGS)
 	$(BUILD)/bench/bench_attention --L 2304,10080 --threads 1
 	$(BUILD)/bench/bench_attention --L 2304,10080 --threads 2
+
+# make bench-load: what a process pays to start, on the synthetic e4b of `make bench`
+# (bench/bench_load.c): model load time, peak RSS against the mapped weights, a one-shot
+# `g4v encode` against a warm encode, two processes' PSS on one checkpoint; each against its
+# target (issue 37: BF16 weights used in place). LOAD_ARGS: --threads, --reps, --budget.
+LOAD_ARGS ?= --threads 2 --reps 5
+bench-load: test-deps ## load time, peak RSS, one-shot encode, shared pages (LOAD_ARGS)
+	$(call configure-build,$(BUILD),$(CMAKE_FLAGS),bench_load g4v_cli)
+	$(BENCH_MODEL_GEN)
+	$(BUILD)/bench/bench_load $(BENCH_MODEL) $(BUILD)/g4v $(LOAD_ARGS)
 
 # make bench-arm64-mca: llvm-mca's prediction of the ARM64 GEMM and attention inner loops on
 # Neoverse V1, V2 and Apple M1 (cycles per iteration, bottleneck, share of the instruction's

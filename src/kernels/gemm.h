@@ -20,6 +20,8 @@
  * passes (dispatch.h: the CPU's features, capped by G4V_ISA=portable|avx2|avx512):
  *   FAST, BF16 weights:  avx512-bf16dp (vdpbf16ps) > avx512-bf16w > avx2-bf16w > portable-bf16w
  *   PRECISE, BF16:       avx512-bf16w > avx2-bf16w > portable-bf16w
+ *                        each preceded by its in-place form (…-inplace, gemm_inplace.c), which
+ *                        reads W where the caller's array lies and gives the same bits
  *   F16/F32 weights:     avx512-f32 > avx2-f32 > portable-f32
  *   INT8, any dtype:     avx512-vnni-q8 > avx-vnni-q8 > avx2-q8 > portable-q8 (gemm_q8.h: x and W
  *                        quantized to int8, exact int32 sums, one fixed dequantization; every
@@ -30,8 +32,9 @@
  * whenever products are exact (FAST mode with BF16/F16 weights) and within K·2⁻²⁴·Σ|x'w| of it
  * otherwise; vdpbf16ps sums each (even, odd) k pair before accumulating (and flushes subnormal
  * inputs), also within that bound.
- * Memory (g4v_wmat_bytes): BF16 weights stay 2 bytes per element in both modes; F16/F32 weights
- * are held as f32 (4 bytes) since W is used exactly as stored. Tiles are zero-padded (N to the
+ * Memory (g4v_wmat_bytes): BF16 weights are used in place (0 bytes held; the caller's array must
+ * outlive the weight) where the CPU has an in-place kernel (x86 and portable), else packed at 2
+ * bytes per element; F16/F32 weights are held as f32 (4 bytes) since W is used exactly as stored. Tiles are zero-padded (N to the
  * tile width, K to 8 or 16).
  * Scratch: g4v_gemm packs a task's rows of A (and keeps partial sums when K is split into
  * chunks) in a per-thread buffer, allocated by a thread's first call with the largest shape and

@@ -306,7 +306,8 @@ static int unbounded(float lo, float hi) {
 void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
                       size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
     if (W->in_place) {
-        g4v_gemm_inplace_run(pool, X, ldx, W, Y, ldy, m, epi, cfg);
+        g4v_gemm_epi none = g4v_gemm_epi_none();
+        g4v_gemm_inplace_run(pool, X, ldx, W, Y, ldy, m, epi ? epi : &none, cfg);
         return;
     }
     if (m == 0 || m > INT_MAX) return; /* the encoder's rows are far below 2^31 (checked there) */

@@ -313,7 +313,7 @@ void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_
     j.Y = Y;
     j.ldy = ldy;
     j.m = (int)m;
-    j.epi = epi ? *epi : g4v_gemm_epi_none();
+    j.epi = *epi;
     j.uepi.lo = j.epi.out_lo;
     j.uepi.hi = j.epi.out_hi;
     j.uepi.clamp = !unbounded(j.epi.out_lo, j.epi.out_hi);

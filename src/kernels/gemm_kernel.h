@@ -173,7 +173,8 @@ void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int k0, int klen, i
 void g4v_store_t_scalar(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
                         const g4v_ukr_epi *e);
 
-/* g4v_gemm for a weight of an in-place kernel (gemm_inplace.c; g4v_gemm_cfg_run calls it). */
+/* g4v_gemm for a weight of an in-place kernel (gemm_inplace.c; g4v_gemm_cfg_run calls it with
+ * epi never NULL). */
 void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
                           size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg);
 

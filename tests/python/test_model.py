@@ -259,7 +259,7 @@ def test_info_matches_cli(model):
     r = subprocess.run([conftest.BIN, "info", "--model", model.path, "--json"],
                        capture_output=True, text=True, env=env)
     ks = json.loads(r.stdout)["kernels"]
-    assert "gemm=portable-bf16w attention=portable " in ks and "avx" not in ks, ks
+    assert "gemm=portable-bf16w-inplace attention=portable " in ks and "avx" not in ks, ks
     assert model.plan(150, 100, 70) == (480, 288, 60)
     # the fingerprint is the CLI's (same model, same mode), and stable across calls
     assert js["fingerprint_mode"] in ("fast", "FAST")
