@@ -202,7 +202,8 @@ int main(int argc, char **argv) {
     snprintf(img, sizeof img, "%s.npy", npy);
     snprintf(out, sizeof out, "%s-out.npy", npy);
     if (write_npy(img)) return 1;
-    snprintf(cmd, sizeof cmd, "'%s' encode --model '%s' '%s' -o '%s' --threads %d --tokens %d",
+    snprintf(cmd, sizeof cmd,
+             "'%s' encode --model '%s' '%s' -o '%s' --threads %d --tokens %d > /dev/null 2>&1",
              cli, dir, img, out, threads, budget);
     if (system(cmd)) {
         fprintf(stderr, "bench_load: failed: %s\n", cmd);

@@ -23,8 +23,9 @@
 #include <string.h>
 
 enum {
-    MAX_TILE = 512,    /* floats in the largest MR x NR tile (12 x 32 = 384) */
-    STACK_B = 16 << 10 /* bytes of each stack buffer on the allocation-free path */
+    MAX_TILE = 512,     /* floats in the largest MR x NR tile (12 x 32 = 384) */
+    STACK_B = 16 << 10, /* bytes of each stack buffer on the allocation-free path */
+    GEGLU_TILES = 8     /* W tiles whose output columns get the fused GeGLU together */
 };
 
 /* ---- the portable X packer and transposing store (gemm_kernel.h) ---- */
@@ -127,7 +128,7 @@ typedef struct {
 } ip_job;
 
 /* The finished tile for W rows from n0 (rows of them) and X rows from m0 (cols of them): Y
- * written transposed with the epilogue, then the fused GeGLU on each output row's segment. */
+ * written transposed with the epilogue. */
 static void finish_tile(const ip_job *j, const float *tile, int n0, int rows, int m0, int cols) {
     const g4v_gemm_kernel *k = j->W->kern;
     float *y = j->Y + (size_t)m0 * j->ldy + (size_t)n0;
@@ -135,12 +136,14 @@ static void finish_tile(const ip_job *j, const float *tile, int n0, int rows, in
         k->store_t(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
     else
         g4v_store_t_scalar(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
-    if (j->epi.gelu_gate)
-        for (int c = 0; c < cols; c++) {
-            float *yr = y + (size_t)c * j->ldy;
-            j->W->geglu_row(j->epi.gelu_gate + (size_t)(m0 + c) * j->epi.ldg + (size_t)n0, yr, yr,
-                            rows);
-        }
+}
+
+/* The fused GeGLU on finished outputs: rows [r0, r1), columns [c0, c1). */
+static void geglu(const ip_job *j, int r0, int r1, int c0, int c1) {
+    for (int r = r0; r < r1; r++) {
+        float *yr = j->Y + (size_t)r * j->ldy + (size_t)c0;
+        j->W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)c0, yr, yr, c1 - c0);
+    }
 }
 
 /* Element bytes of the W tile (the inner kernel's A) and of the X panels (its B). */
@@ -188,9 +191,13 @@ static void task_no_scratch(const ip_job *j, int x0, int x1, int w0, int w1) {
                           panel_rows(j, xp), klen, n * k->kg, xbuf, &j->pack);
                 pack_w(k, w_at(W, wt, k0), (size_t)W->k, tile_rows(j, wt), klen, n * k->kg, wbuf);
                 in->ukr(n, wbuf, xbuf, g ? acc : NULL, acc, (size_t)k->nr, &none);
-                if (g + n == kgroups)
+                if (g + n == kgroups) {
                     finish_tile(j, acc, wt * k->mr, tile_rows(j, wt), xp * k->nr,
                                 panel_rows(j, xp));
+                    if (j->epi.gelu_gate)
+                        geglu(j, xp * k->nr, xp * k->nr + panel_rows(j, xp), wt * k->mr,
+                              wt * k->mr + tile_rows(j, wt));
+                }
             }
 }
 
@@ -245,13 +252,18 @@ static void task(void *arg, int t, int worker) {
                 int nk0 = wt + 1 < we ? k0 : !last ? k0 + n * k->kg : 0;
                 int nrows = nt >= 0 ? tile_rows(j, nt) : 0;
                 int nklen = nt >= 0 ? (W->k - nk0 < j->kc * k->kg ? W->k - nk0 : j->kc * k->kg) : 0;
+                /* lines of each row to fetch, spread over the X panels of the task */
                 int lines = (nklen * 2 + 63) / 64 + 1, total = nrows * lines;
-                int per = (total + (x1 - x0) - 1) / (x1 - x0), next_line = 0;
+                int per = (total + (x1 - x0) - 1) / (x1 - x0), row_i = 0, line_i = 0;
+                const char *pf = nt >= 0 ? (const char *)w_at(W, nt, nk0) : NULL;
                 for (int xp = x0; xp < x1; xp++) {
-                    for (int q = 0; q < per && next_line < total; q++, next_line++) {
-                        const uint16_t *row = w_at(W, nt, nk0) + (size_t)(next_line / lines) * W->k;
-                        __builtin_prefetch((const char *)row + (size_t)(next_line % lines) * 64, 0,
-                                           2);
+                    for (int q = 0; q < per && row_i < nrows; q++) {
+                        __builtin_prefetch(pf + (size_t)line_i * 64, 0, 2);
+                        if (++line_i == lines) {
+                            line_i = 0;
+                            row_i++;
+                            pf += (size_t)W->k * 2;
+                        }
                     }
                     float *part = nchunks > 1
                                       ? cbuf + ((size_t)(wt - wb) * (x1 - x0) + (xp - x0)) * tile
@@ -262,14 +274,19 @@ static void task(void *arg, int t, int worker) {
                         finish_tile(j, part, wt * k->mr, tile_rows(j, wt), xp * k->nr,
                                     panel_rows(j, xp));
                 }
+                /* GeGLU on every GEGLU_TILES tiles' columns: rows of ~100 values rather than
+                 * one call per tile and row of 12 (the gate and outputs are still in L2) */
+                if (last && j->epi.gelu_gate && ((wt - wb + 1) % GEGLU_TILES == 0 || wt == we - 1)) {
+                    int first = wt - (wt - wb) % GEGLU_TILES;
+                    geglu(j, r0, r1, first * k->mr, wt * k->mr + tile_rows(j, wt));
+                }
             }
         }
     }
 }
 
-/* Task grid, as gemm_driver.c's: row blocks whose packed X for one K chunk fits the budget, at
- * least 4 per thread and a multiple of the thread count when there are enough X panels, and
- * column blocks only when rows are too few to give every thread work. */
+/* Task grid: row blocks whose packed X for one K chunk fits the budget, then, with threads,
+ * about 4 tasks per thread from row and column blocks (below). */
 static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
     const g4v_wmat *W = j->W;
     const g4v_gemm_kernel *k = W->kern;
@@ -288,13 +305,21 @@ static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
     }
     if (cfg && cfg->tiles_per_block > 0) return;
     if (threads > 1) {
-        int nbm = j->nbm > 4 * threads ? j->nbm : 4 * threads;
-        nbm = (nbm + threads - 1) / threads * threads;
-        j->nbm = nbm <= j->xpanels ? nbm : j->xpanels;
-        if (j->nbm < threads) {
-            int nbn = (threads + j->nbm - 1) / j->nbm;
-            j->nbn = nbn <= j->wtiles ? nbn : j->wtiles;
+        /* About 4 tasks per thread (a thread slowed by other load hands work to the rest), as
+         * row blocks x column blocks. Every row block copies all W tiles it uses once, every
+         * column block packs its X rows once: the split that copies the fewest elements,
+         * nbm * N + nbn * M, wins (never fewer row blocks than the L2 budget asks for). */
+        int want = 4 * threads, best = 1;
+        double cost = -1;
+        for (int nbm = 1; nbm <= want && nbm <= j->xpanels; nbm++) {
+            int nbn = (want + nbm - 1) / nbm;
+            nbn = nbn <= j->wtiles ? nbn : j->wtiles;
+            double c = (double)nbm * W->n + (double)nbn * j->m;
+            if (cost < 0 || c < cost) cost = c, best = nbm;
         }
+        j->nbm = j->nbm > best ? j->nbm : best;
+        int nbn = (want + j->nbm - 1) / j->nbm;
+        j->nbn = nbn <= j->wtiles ? nbn : j->wtiles;
     }
 }
 

@@ -16,6 +16,7 @@
 #include "gemm_q8.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -234,10 +235,20 @@ static size_t packed_bytes(const g4v_gemm_kernel *kern, int n, int k) {
     return g4v_gemm_b_panel_bytes(kern, kpad) * npanels;
 }
 
+/* G4V_PACK_WEIGHTS=1: BF16 weights packed at load as before the in-place kernels (their packed
+ * twins: the same bits), for long-lived processes on FMA-only CPUs, where the packed kernels
+ * measured ~10% faster (docs/ARCHITECTURE.md §3). */
+static int pack_weights(void) {
+    const char *v = getenv("G4V_PACK_WEIGHTS");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 /* The first kernel of kt that fits dtype and mode, or NULL. */
 static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v_math_mode mode) {
+    int packed = pack_weights();
     for (int i = 0; i < kt->ngemm; i++)
-        if (g4v_gemm_kernel_fits(kt->gemm[i], dtype, mode)) return kt->gemm[i];
+        if (!(packed && kt->gemm[i]->inner) && g4v_gemm_kernel_fits(kt->gemm[i], dtype, mode))
+            return kt->gemm[i];
     return NULL;
 }
 
