@@ -117,8 +117,9 @@ static int write_npy(const char *path) {
     FILE *f = fopen(path, "wb");
     if (!f || !rgb) return -1;
     char hdr[128];
-    int n = snprintf(hdr, sizeof hdr, "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d, 3), }",
-                     SIDE, SIDE);
+    int n = snprintf(hdr, sizeof hdr,
+                     "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d, 3), }", SIDE,
+                     SIDE);
     int total = 10 + n + 1, pad = (64 - total % 64) % 64;
     unsigned short len = (unsigned short)(n + pad + 1);
     fwrite("\x93NUMPY\x01\x00", 1, 8, f);
@@ -139,7 +140,8 @@ static void verdict(const char *what, double value, double limit, const char *un
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_load MODEL_DIR G4V_CLI [--threads T] [--reps R] [--budget B]\n");
+        fprintf(stderr,
+                "usage: bench_load MODEL_DIR G4V_CLI [--threads T] [--reps R] [--budget B]\n");
         return 2;
     }
     dir = argv[1];

@@ -34,8 +34,8 @@
  * inputs), also within that bound.
  * Memory (g4v_wmat_bytes): BF16 weights are used in place (0 bytes held; the caller's array must
  * outlive the weight) where the CPU has an in-place kernel (x86 and portable), else packed at 2
- * bytes per element; F16/F32 weights are held as f32 (4 bytes) since W is used exactly as stored. Tiles are zero-padded (N to the
- * tile width, K to 8 or 16).
+ * bytes per element; F16/F32 weights are held as f32 (4 bytes) since W is used exactly as
+ * stored. Tiles are zero-padded (N to the tile width, K to 8 or 16).
  * Scratch: g4v_gemm packs a task's rows of A (and keeps partial sums when K is split into
  * chunks) in a per-thread buffer, allocated by a thread's first call with the largest shape and
  * reused afterwards (a few MB at most; freed when the thread exits), so the hot path does not

@@ -276,7 +276,8 @@ static void task(void *arg, int t, int worker) {
                 }
                 /* GeGLU on every GEGLU_TILES tiles' columns: rows of ~100 values rather than
                  * one call per tile and row of 12 (the gate and outputs are still in L2) */
-                if (last && j->epi.gelu_gate && ((wt - wb + 1) % GEGLU_TILES == 0 || wt == we - 1)) {
+                int group_end = (wt - wb + 1) % GEGLU_TILES == 0 || wt == we - 1;
+                if (last && j->epi.gelu_gate && group_end) {
                     int first = wt - (wt - wb) % GEGLU_TILES;
                     geglu(j, r0, r1, first * k->mr, wt * k->mr + tile_rows(j, wt));
                 }

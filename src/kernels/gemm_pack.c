@@ -235,9 +235,9 @@ static size_t packed_bytes(const g4v_gemm_kernel *kern, int n, int k) {
     return g4v_gemm_b_panel_bytes(kern, kpad) * npanels;
 }
 
-/* G4V_PACK_WEIGHTS=1: BF16 weights packed at load as before the in-place kernels (their packed
- * twins: the same bits), for long-lived processes on FMA-only CPUs, where the packed kernels
- * measured ~10% faster (docs/ARCHITECTURE.md §3). */
+/* G4V_PACK_WEIGHTS=1: BF16 weights packed at load (the in-place kernels' packed twins: the same
+ * bits), for long-lived processes on FMA-only CPUs, where the packed kernels are faster
+ * (docs/ARCHITECTURE.md §3). */
 static int pack_weights(void) {
     const char *v = getenv("G4V_PACK_WEIGHTS");
     return v && *v && strcmp(v, "0") != 0;

@@ -478,7 +478,8 @@ static void test_in_place_twins(g4v_pool *pool) {
         int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
         size_t ldx = (size_t)k + 3, ldy = (size_t)n + 2;
         float *x = malloc(sizeof(float) * (size_t)m * ldx), *wv = malloc(sizeof(float) * n * k);
-        float *y0 = malloc(sizeof(float) * (size_t)m * ldy), *gate = malloc(sizeof(float) * m * ldy);
+        float *y0 = malloc(sizeof(float) * (size_t)m * ldy);
+        float *gate = malloc(sizeof(float) * (size_t)m * ldy);
         float *yi = malloc(sizeof(float) * (size_t)m * ldy), *yp = malloc(sizeof(float) * m * ldy);
         fill_x(x, (size_t)m * ldx, DATA_REAL);
         fill_x(y0, (size_t)m * ldy, DATA_REAL);
@@ -508,7 +509,8 @@ static void test_in_place_twins(g4v_pool *pool) {
                             epi.gelu_gate = gate;
                             epi.ldg = ldy;
                         }
-                        const g4v_gemm_cfg *cfg = c == 1 ? &small_chunks : c == 2 ? &no_scratch : NULL;
+                        const g4v_gemm_cfg *cfg =
+                            c == 1 ? &small_chunks : c == 2 ? &no_scratch : NULL;
                         memcpy(yi, y0, sizeof(float) * (size_t)m * ldy);
                         memcpy(yp, y0, sizeof(float) * (size_t)m * ldy);
                         g4v_gemm_cfg_run(pool, x, ldx, Wi, yi, ldy, (size_t)m, &epi, cfg);

@@ -123,11 +123,11 @@ static inline void store_t_12x32(const float *tile, int nr, int rows, int cols, 
 }
 
 /* The in-place kernels' X packer into bf16 pair panels of 32 rows (gemm_kernel.h
- * g4v_pack_x_fn, pairs; FAST mode: X rounded): full panels by blocks of 16 rows x 32 k: each row's 32 values clamped, rounded and
- * narrowed to 16 pair words, the 16 x 16 words transposed in registers; K's tail and a partial
- * last panel by the scalar packer. */
-static inline void pack_x_pairs32(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst_,
-                   const g4v_pack_opts *o) {
+ * g4v_pack_x_fn, pairs; FAST mode: X rounded). Full panels by blocks of 16 rows x 32 k: each
+ * row's 32 values clamped, rounded and narrowed to 16 pair words, the 16 x 16 words transposed
+ * in registers; K's tail and a partial last panel by the scalar packer. */
+static inline void pack_x_pairs32(const float *x, size_t ldx, int rows, int klen, int kpad,
+                                  void *dst_, const g4v_pack_opts *o) {
     uint32_t *dst = dst_;
     enum { PNR = 32 };
     int panels = rows / PNR, kfull = klen / 32 * 32;
