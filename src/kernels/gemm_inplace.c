@@ -87,12 +87,13 @@ static inline void w_group(int a_bf16, int kg, const uint16_t *src, void *dst) {
 static void pack_w(const g4v_gemm_kernel *k, const uint16_t *w, size_t ldw, int rows, int klen,
                    int kchunk, void *dst) {
     int mr = k->mr, kg = k->kg, groups = kchunk / kg, full = klen / kg, a_bf16 = k->inner->a_bf16;
-    size_t esize = a_bf16 ? 2 : 4;
+    int vec = k->pack_w && !a_bf16; /* the valid rows' full groups by the ISA's widening */
+    if (vec && full) k->pack_w(w, ldw, rows, full, dst);
+    size_t esize = a_bf16 ? 2 : 4, step = (size_t)mr * (size_t)kg * esize;
     for (int r = 0; r < mr; r++) {
-        const uint16_t *src = w + (size_t)r * ldw;
-        unsigned char *d = (unsigned char *)dst + (size_t)r * (size_t)kg * esize;
-        size_t step = (size_t)mr * (size_t)kg * esize;
-        int g = 0;
+        int g = vec && r < rows ? full : 0;
+        const uint16_t *src = w + (size_t)r * ldw + (size_t)g * kg;
+        unsigned char *d = (unsigned char *)dst + (size_t)r * (size_t)kg * esize + step * g;
         if (r < rows)
             for (; g < full; g++, d += step, src += kg)
                 switch (kg) { /* the kernels' group sizes, as constants */
@@ -125,6 +126,9 @@ typedef struct {
     int wtiles, nbn;    /* MR-row W tiles, split into nbn column blocks */
     int kc;             /* KG groups per K chunk */
     int no_scratch;
+    int nbm_pack; /* tasks of the packing pass into xs */
+    /* X packed once for every task (threads > 1), or NULL: each task packs its own rows */
+    const unsigned char *xs;
 } ip_job;
 
 /* The finished tile for W rows from n0 (rows of them) and X rows from m0 (cols of them): Y
@@ -136,6 +140,25 @@ static void finish_tile(const ip_job *j, const float *tile, int n0, int rows, in
         k->store_t(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
     else
         g4v_store_t_scalar(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
+}
+
+/* Before the last chunk of a tile (W rows from n0, X rows [m0, m0 + cols)): its Y rows (for
+ * writing, when the output is wider than the input, as gemm_driver.c does) and its GeGLU gate
+ * rows, written a whole GEMM ago and out of the caches, fetched while the kernel runs. */
+static void prefetch_outputs(const ip_job *j, int n0, int m0, int cols) {
+    int bytes = j->W->kern->mr * (int)sizeof(float);
+    for (int i = 0; i < cols; i++) {
+        if (j->W->n > j->W->k) {
+            const char *y = (const char *)(j->Y + (size_t)(m0 + i) * j->ldy + (size_t)n0);
+            __builtin_prefetch(y, 1, 3);
+            __builtin_prefetch(y + bytes - 1, 1, 3);
+        }
+        if (j->epi.gelu_gate) {
+            const char *g = (const char *)(j->epi.gelu_gate + (size_t)(m0 + i) * j->epi.ldg + n0);
+            __builtin_prefetch(g);
+            __builtin_prefetch(g + bytes - 1);
+        }
+    }
 }
 
 /* The fused GeGLU on finished outputs: rows [r0, r1), columns [c0, c1). */
@@ -223,20 +246,22 @@ static void task(void *arg, int t, int worker) {
     int nb = nchunks > 1 ? (int)(W->a_budget / 4 / sums) : w1 - w0;
     if (nb < 1) nb = 1;
     if (nb > w1 - w0) nb = w1 - w0;
-    /* packed X for the task's rows, one W tile's chunk, then (when K is chunked) the partial
-     * sums of one block */
-    size_t xbytes = (panel_x * (size_t)(x1 - x0) + 63) & ~(size_t)63;
+    /* packed X for the task's rows (unless shared), one W tile's chunk, then (when K is
+     * chunked) the partial sums of one block */
+    size_t xbytes = j->xs ? 0 : (panel_x * (size_t)(x1 - x0) + 63) & ~(size_t)63;
     size_t wbytes = ((size_t)k->mr * (size_t)j->kc * k->kg * elem_a(k) + 63) & ~(size_t)63;
     size_t cbytes = nchunks > 1 ? sums * (size_t)nb : 0;
-    unsigned char *xbuf = j->no_scratch ? NULL : g4v_gemm_scratch(xbytes + wbytes + cbytes);
-    if (!xbuf) {
+    unsigned char *mine = j->no_scratch ? NULL : g4v_gemm_scratch(xbytes + wbytes + cbytes);
+    if (!mine) {
         task_no_scratch(j, x0, x1, w0, w1);
         return;
     }
-    unsigned char *wbuf = xbuf + xbytes;
+    unsigned char *wbuf = mine + xbytes;
     float *cbuf = (float *)(wbuf + wbytes);
     _Alignas(64) float local[MAX_TILE];
-    k->pack_x(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, xbuf, &j->pack);
+    const unsigned char *xbuf = j->xs ? j->xs + (size_t)x0 * panel_x : mine;
+    if (!j->xs)
+        k->pack_x(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, mine, &j->pack);
     for (int wb = w0; wb < w1; wb += nb) {
         int we = wb + nb < w1 ? wb + nb : w1;
         for (int c = 0; c < nchunks; c++) {
@@ -265,6 +290,8 @@ static void task(void *arg, int t, int worker) {
                             pf += (size_t)W->k * 2;
                         }
                     }
+                    if (last) /* the tile's output and gate rows, asked for while it computes */
+                        prefetch_outputs(j, wt * k->mr, xp * k->nr, panel_rows(j, xp));
                     float *part = nchunks > 1
                                       ? cbuf + ((size_t)(wt - wb) * (x1 - x0) + (xp - x0)) * tile
                                       : local;
@@ -308,20 +335,36 @@ static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
     if (threads > 1) {
         /* About 4 tasks per thread (a thread slowed by other load hands work to the rest), as
          * row blocks x column blocks. Every row block copies all W tiles it uses once, every
-         * column block packs its X rows once: the split that copies the fewest elements,
-         * nbm * N + nbn * M, wins (never fewer row blocks than the L2 budget asks for). */
+         * column block packs its X rows once unless X is shared: the split that copies the
+         * fewest elements, nbm * N (+ nbn * M), wins (never fewer row blocks than the L2
+         * budget asks for). */
         int want = 4 * threads, best = 1;
         double cost = -1;
         for (int nbm = 1; nbm <= want && nbm <= j->xpanels; nbm++) {
             int nbn = (want + nbm - 1) / nbm;
             nbn = nbn <= j->wtiles ? nbn : j->wtiles;
-            double c = (double)nbm * W->n + (double)nbn * j->m;
+            double c = (double)nbm * W->n + (j->xs ? 0.0 : (double)nbn * j->m);
+            if (nbm * nbn < threads) c += 1e300; /* every thread needs work */
             if (cost < 0 || c < cost) cost = c, best = nbm;
         }
         j->nbm = j->nbm > best ? j->nbm : best;
         int nbn = (want + j->nbm - 1) / j->nbm;
         j->nbn = nbn <= j->wtiles ? nbn : j->wtiles;
     }
+}
+
+/* Packs X panels [t * xpanels / n, (t + 1) * xpanels / n) into the shared buffer. */
+static void pack_task(void *arg, int t, int worker) {
+    (void)worker;
+    const ip_job *j = arg;
+    const g4v_gemm_kernel *k = j->W->kern;
+    int n = j->nbm_pack, p0 = (int)((int64_t)t * j->xpanels / n);
+    int p1 = (int)((int64_t)(t + 1) * j->xpanels / n);
+    if (p0 >= p1) return;
+    int r0 = p0 * k->nr, r1 = p1 * k->nr < j->m ? p1 * k->nr : j->m;
+    size_t panel_x = (size_t)k->nr * (size_t)j->W->kpad * elem_b(k);
+    k->pack_x(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, j->W->k, j->W->kpad,
+              (unsigned char *)j->xs + (size_t)p0 * panel_x, &j->pack);
 }
 
 static int unbounded(float lo, float hi) {
@@ -349,6 +392,19 @@ void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_
     j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
     j.pack.round = W->mode == G4V_MATH_FAST;
     j.no_scratch = cfg ? cfg->no_scratch : 0;
-    plan(&j, g4v_pool_size(pool), cfg);
+    /* With threads, X is packed once, in a pass of its own, into a buffer every task reads:
+     * column blocks then cost no repacking of X (plan()). */
+    const g4v_gemm_kernel *k = W->kern;
+    int threads = g4v_pool_size(pool), xpanels = (j.m + k->nr - 1) / k->nr;
+    if (threads > 1 && !j.no_scratch) {
+        unsigned char *xs = g4v_gemm_scratch_shared((size_t)xpanels * (size_t)k->nr *
+                                                    (size_t)W->kpad * elem_b(k));
+        j.xs = xs;
+    }
+    plan(&j, threads, cfg);
+    if (j.xs) {
+        j.nbm_pack = 2 * threads < xpanels ? 2 * threads : xpanels;
+        g4v_pool_run(pool, j.nbm_pack, pack_task, &j);
+    }
     g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
 }

@@ -90,6 +90,11 @@ typedef void (*g4v_ukr_fn)(int kgroups, const void *a, const void *b, const floa
 typedef void (*g4v_pack_x_fn)(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
                               const g4v_pack_opts *o);
 
+/* Groups [0, groups) of KG values of W rows [0, rows) (bf16 as stored, row stride ldw) widened to
+ * f32 into the inner kernel's A layout at dst (element (r, k) at ((k / KG) * MR + r) * KG +
+ * k % KG): the vector form of gemm_inplace.c's W tile copy for the FMA kernels. */
+typedef void (*g4v_pack_w_fn)(const uint16_t *w, size_t ldw, int rows, int groups, float *dst);
+
 /* Y[c][r] from tile[r * nr + c] for r < rows, c < cols, with epilogue e (clamp, accumulate). */
 typedef void (*g4v_store_t_fn)(const float *tile, int nr, int rows, int cols, float *y,
                                size_t ldy, const g4v_ukr_epi *e);
@@ -105,10 +110,12 @@ typedef struct g4v_gemm_kernel {
     g4v_ukr_fn ukr;
     /* In-place kernels only (see above): the micro-kernel run with swapped roles (its mr, nr, kg
      * and formats are this kernel's), the X packer into its B panels, the transposing store
-     * (NULL: g4v_store_t_scalar). Such a kernel has b_bf16 set (BF16 weights only). */
+     * (NULL: g4v_store_t_scalar) and the vector W tile widening for f32 A panels (NULL: plain
+     * C). Such a kernel has b_bf16 set (BF16 weights only). */
     const struct g4v_gemm_kernel *inner;
     g4v_pack_x_fn pack_x;
     g4v_store_t_fn store_t;
+    g4v_pack_w_fn pack_w; /* NULL: the portable copy (always, for bf16 A panels) */
 } g4v_gemm_kernel;
 
 /* A prepared weight (immutable after g4v_wmat_create). */
@@ -160,6 +167,9 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat
 /* This thread's scratch of at least `bytes` (64-byte aligned), or NULL if it cannot be had.
  * Valid until the next call on the same thread (gemm_scratch.c). */
 void *g4v_gemm_scratch(size_t bytes);
+/* A second such buffer of the calling thread, for what one g4v_gemm call shares with all its
+ * tasks (the in-place driver's packed X), distinct from the one its tasks use. */
+void *g4v_gemm_scratch_shared(size_t bytes);
 
 /* Shared by the ISA files (gemm_pack.c): the scalar A packer (any MR, KG, format), used for
  * the ragged tail of K by the vector packers too, and the scalar element preparation. */

@@ -14,31 +14,42 @@
 #include <pthread.h>
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t key;
+static pthread_key_t key[2];
 static int key_ok;
-static _Thread_local void *buf;
-static _Thread_local size_t cap;
+/* slot 0: a task's scratch (g4v_gemm_scratch); slot 1: what a call shares with its tasks
+ * (g4v_gemm_scratch_shared), held by the calling thread while its tasks use slot 0 */
+static _Thread_local void *buf[2];
+static _Thread_local size_t cap[2];
 
 static void free_buf(void *p) {
     g4v_free_large(p);
 }
 static void make_key(void) {
-    key_ok = pthread_key_create(&key, free_buf) == 0;
+    key_ok = pthread_key_create(&key[0], free_buf) == 0 &&
+             pthread_key_create(&key[1], free_buf) == 0;
 }
 
-void *g4v_gemm_scratch(size_t bytes) {
-    if (bytes <= cap) return buf;
+static void *scratch(int slot, size_t bytes) {
+    if (bytes <= cap[slot]) return buf[slot];
     pthread_once(&key_once, make_key);
     if (!key_ok) return NULL; /* without the key the buffer would leak at thread exit */
     size_t want = (bytes + ((size_t)64 << 10) - 1) & ~(((size_t)64 << 10) - 1);
     void *p = g4v_malloc_large(want);
     if (!p) return NULL;
-    if (pthread_setspecific(key, p) != 0) {
+    if (pthread_setspecific(key[slot], p) != 0) {
         g4v_free_large(p);
         return NULL;
     }
-    g4v_free_large(buf);
-    buf = p;
-    cap = want;
+    g4v_free_large(buf[slot]);
+    buf[slot] = p;
+    cap[slot] = want;
     return p;
+}
+
+void *g4v_gemm_scratch(size_t bytes) {
+    return scratch(0, bytes);
+}
+
+void *g4v_gemm_scratch_shared(size_t bytes) {
+    return scratch(1, bytes);
 }

@@ -226,10 +226,23 @@ static void store_t(const float *tile, int nr, int rows, int cols, float *y, siz
     }
 }
 
+/* The W tile's full groups widened to f32: 8 bf16 -> 8 f32 per zero-extend and shift. */
+static void pack_w(const uint16_t *w, size_t ldw, int rows, int groups, float *dst) {
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *src = w + (size_t)r * ldw;
+        for (int g = 0; g < groups; g++) {
+            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + g * KG)));
+            _mm256_storeu_ps(dst + ((size_t)g * MR + (size_t)r) * KG,
+                             _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+        }
+    }
+}
+
 const g4v_gemm_kernel g4v_gemm_avx2_bf16w_inplace = {.name = "avx2-bf16w-inplace",
                                                      TILE,
                                                      .b_bf16 = 1,
                                                      .ukr = ukr_f32,
                                                      .inner = &g4v_gemm_avx2_f32,
                                                      .pack_x = pack_x,
-                                                     .store_t = store_t};
+                                                     .store_t = store_t,
+                                                     .pack_w = pack_w};

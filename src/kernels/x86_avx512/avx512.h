@@ -1,7 +1,8 @@
 /* avx512.h - zmm helpers shared by the AVX-512 kernels (this folder and x86_avx512bf16/, whose
- * flags include these): f32 -> bf16 rounding and the GEMM micro-kernels' row store. Integer
- * rounding, so it matches g4v_round_bf16 / g4v_f32_to_bf16 (base/dtype.h) bit for bit,
- * subnormals and NaN included, emulated (SIMDe) or native. */
+ * flags include these): f32 -> bf16 rounding, the GEMM micro-kernels' row store, and for the
+ * in-place kernels (gemm_kernel.h) the 16 x 16 transpose, the transposing tile store and the X
+ * packer into bf16 pairs. Integer rounding, so it matches g4v_round_bf16 / g4v_f32_to_bf16
+ * (base/dtype.h) bit for bit, subnormals and NaN included, emulated (SIMDe) or native. */
 #ifndef G4V_KERNELS_AVX512_H
 #define G4V_KERNELS_AVX512_H
 

@@ -141,21 +141,19 @@ static void pack_x(const float *x, size_t ldx, int rows, int klen, int kpad, voi
                           NR, 0, dst + (size_t)panels * NR * (size_t)kpad, o);
 }
 
-/* FAST mode: X is rounded to bf16, so it packs losslessly as bf16 pairs (half the bytes of f32
- * panels) and avx512-bf16w's own micro-kernel runs with W's tile widened as its A: the same
- * one-FMA-per-k sums, on the same loads per k as the packed kernel. */
-static void pack_x_pairs(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
-                         const g4v_pack_opts *o) {
-    pack_x_pairs32(x, ldx, rows, klen, kpad, dst, o);
+/* The W tile's full groups widened to f32 (zero-extend and shift). */
+static void pack_w(const uint16_t *w, size_t ldw, int rows, int groups, float *dst) {
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *src = w + (size_t)r * ldw;
+        for (int g = 0; g < groups; g++) /* two halves of 8 (SIMDe lacks the 16-wide form) */
+            for (int h = 0; h < KG; h += 8) {
+                __m128i b = _mm_loadu_si128((const __m128i *)(src + g * KG + h));
+                __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16);
+                _mm256_storeu_ps(dst + ((size_t)g * MR + (size_t)r) * KG + h,
+                                 _mm256_castsi256_ps(u));
+            }
+    }
 }
-
-const g4v_gemm_kernel g4v_gemm_avx512_bf16w_fast_inplace = {.name = "avx512-bf16w-fast-inplace",
-                                                            TILE,
-                                                            .b_bf16 = 1,
-                                                            .ukr = ukr_bf16w,
-                                                            .inner = &g4v_gemm_avx512_bf16w,
-                                                            .pack_x = pack_x_pairs,
-                                                            .store_t = store_t_12x32};
 
 const g4v_gemm_kernel g4v_gemm_avx512_bf16w_inplace = {.name = "avx512-bf16w-inplace",
                                                        TILE,
@@ -163,4 +161,5 @@ const g4v_gemm_kernel g4v_gemm_avx512_bf16w_inplace = {.name = "avx512-bf16w-inp
                                                        .ukr = ukr_f32,
                                                        .inner = &g4v_gemm_avx512_f32,
                                                        .pack_x = pack_x,
-                                                       .store_t = store_t_12x32};
+                                                       .store_t = store_t_12x32,
+                                                       .pack_w = pack_w};
