@@ -12,7 +12,8 @@ abs error, and require
       (INT8_MEASURED; it is deterministic across kernels: every INT8 GEMM kernel gives the
       portable one's bits, so only the attention kernel moves it), and the same bits for 1
       and 2 threads
-  INT8 per 32-block (int8b, --int8=blocks): the same, with INT8B_MEASURED
+  INT8 per 32-block (int8b, --int8=blocks): the same, with INT8B_MEASURED; and never above the
+      modes' targets, 2.5e-2 (INT8) and 1.5e-2 (INT8 per block)
   FAST (bf16 GEMM inputs):                     rel RMSE <= 1.5 x that case's measured error
       (FAST_MEASURED: 1.4e-3 .. 2.3e-3, the same to 3% for the portable, AVX2 and AVX-512
       kernels; FAST_MEASURED_BF16_ATTENTION: 1.7e-3 .. 3.7e-3 where the CPU has AVX512-BF16 and
@@ -93,6 +94,9 @@ INT8B_MEASURED_BF16_ATTENTION = {
     "tiny 144x96": 1.03e-2, "tiny-oddk 144x96": 7.51e-3, "e4b-2layers 144x144": 7.46e-3,
     "31b-2layers 144x96": 8.12e-3,
 }
+# The INT8 modes' targets (issue 37, restated from the W8A8 floor measured in issue 25): every
+# case must also stay under them, whatever its measured error.
+INT8_TARGET, INT8B_TARGET = 2.5e-2, 1.5e-2
 BF16_ATTENTION = "avx512-bf16dp"
 ALL_MODES = ("precise", "fast", "int8", "int8b")
 FAST_MARGIN = 1.5
@@ -110,10 +114,10 @@ def tolerance(name, w, h, mode, attention):
         return FAST_SHARP_BOUND
     if mode == "int8":
         table = INT8_MEASURED_BF16_ATTENTION if attention == BF16_ATTENTION else INT8_MEASURED
-        return FAST_MARGIN * table[f"{name} {w}x{h}"]
+        return min(FAST_MARGIN * table[f"{name} {w}x{h}"], INT8_TARGET)
     if mode == "int8b":
         table = INT8B_MEASURED_BF16_ATTENTION if attention == BF16_ATTENTION else INT8B_MEASURED
-        return FAST_MARGIN * table[f"{name} {w}x{h}"]
+        return min(FAST_MARGIN * table[f"{name} {w}x{h}"], INT8B_TARGET)
     table = FAST_MEASURED_BF16_ATTENTION if attention == BF16_ATTENTION else FAST_MEASURED
     return FAST_MARGIN * table[f"{name} {w}x{h}"]
 
