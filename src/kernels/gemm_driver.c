@@ -29,30 +29,21 @@ enum {
 };
 
 typedef struct {
-    const float *X;
-    size_t ldx;
-    const g4v_wmat *W;
-    float *Y;
-    size_t ldy;
-    int m;
-    g4v_gemm_epi epi;
-    g4v_ukr_epi uepi;   /* the epilogue as kernels apply it */
-    g4v_pack_opts pack; /* input clamp and rounding */
-    int mtiles, nbm;    /* MR-row tiles, split into nbm row blocks */
-    int nbn;            /* B panels split into nbn column blocks */
-    int kc;             /* KG groups per K chunk */
-    int out_prefetch;   /* prefetch a finished tile's output rows (g4v_gemm_cfg, run_tile) */
-    int no_scratch;
+    g4v_gemm_call c;  /* the call's operands and epilogue */
+    int mtiles, nbm;  /* MR-row tiles, split into nbm row blocks */
+    int nbn;          /* B panels split into nbn column blocks */
+    int kc;           /* KG groups per K chunk */
+    int out_prefetch; /* prefetch a finished tile's output rows (g4v_gemm_cfg, run_tile) */
 } gemm_job;
 
 /* Writes the valid rows x cols of a computed tile (row stride NR) with the full epilogue. */
 static void store_edge(const gemm_job *j, const float *tile, int nr, int rows, int cols, float *y) {
-    const g4v_gemm_epi *e = &j->epi;
+    const g4v_gemm_epi *e = &j->c.epi;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             float v = tile[r * nr + c];
-            if (j->uepi.clamp) v = g4v_clampf(v, e->out_lo, e->out_hi);
-            float *d = y + (size_t)r * j->ldy + c;
+            if (j->c.uepi.clamp) v = g4v_clampf(v, e->out_lo, e->out_hi);
+            float *d = y + (size_t)r * j->c.ldy + c;
             *d = e->accumulate ? *d + v : v;
         }
 }
@@ -63,19 +54,19 @@ static void store_edge(const gemm_job *j, const float *tile, int nr, int rows, i
 static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *b,
                      const float *acc_in, float *partial, int last, int r, int c, int rows,
                      int cols) {
-    const g4v_gemm_kernel *k = j->W->kern;
+    const g4v_gemm_kernel *k = j->c.W->kern;
     static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
-    float *y = j->Y + (size_t)r * j->ldy + (size_t)c;
+    float *y = j->c.Y + (size_t)r * j->c.ldy + (size_t)c;
     /* The output rows are in no cache when Y is written once and is large: ask for them, for
      * writing, while the kernel computes, rather than miss on its stores at the end (plan()). */
     if (last && j->out_prefetch)
         for (int i = 0; i < rows; i++)
             for (int o = 0; o < cols * (int)sizeof(float); o += 64)
-                __builtin_prefetch((const char *)(y + (size_t)i * j->ldy) + o, 1, 3);
-    if (last && j->epi.gelu_gate) /* its gate values were written a whole GEMM ago (out of L2):
+                __builtin_prefetch((const char *)(y + (size_t)i * j->c.ldy) + o, 1, 3);
+    if (last && j->c.epi.gelu_gate) /* its gate values were written a whole GEMM ago (out of L2):
                                      fetched while the kernel runs, not when GeGLU needs them */
         for (int i = 0; i < rows; i++) {
-            const char *g = (const char *)(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + c);
+            const char *g = (const char *)(j->c.epi.gelu_gate + (size_t)(r + i) * j->c.epi.ldg + c);
             for (int o = 0; o < cols * (int)sizeof(float); o += 64)
                 __builtin_prefetch(g + o);
         }
@@ -84,15 +75,15 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
         return;
     }
     if (rows == k->mr && cols == k->nr) {
-        k->ukr(kgroups, a, b, acc_in, y, j->ldy, &j->uepi);
+        k->ukr(kgroups, a, b, acc_in, y, j->c.ldy, &j->c.uepi);
     } else {
         k->ukr(kgroups, a, b, acc_in, partial, (size_t)k->nr, &none);
         store_edge(j, partial, k->nr, rows, cols, y);
     }
-    if (j->epi.gelu_gate)
+    if (j->c.epi.gelu_gate)
         for (int i = 0; i < rows; i++) {
-            float *yr = y + (size_t)i * j->ldy;
-            j->W->geglu_row(j->epi.gelu_gate + (size_t)(r + i) * j->epi.ldg + (size_t)c, yr, yr,
+            float *yr = y + (size_t)i * j->c.ldy;
+            j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)(r + i) * j->c.epi.ldg + (size_t)c, yr, yr,
                             cols);
         }
 }
@@ -101,25 +92,25 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
  * holds the dequantized sums for row r, columns [c0, c0 + cols); clamp, fused GeGLU, then store
  * or accumulate into Y, as the micro-kernels and store_edge do. */
 static void finish_row(const gemm_job *j, int r, int c0, float *row, int cols) {
-    if (j->uepi.clamp)
+    if (j->c.uepi.clamp)
         for (int c = 0; c < cols; c++)
-            row[c] = g4v_clampf(row[c], j->epi.out_lo, j->epi.out_hi);
-    if (j->epi.gelu_gate)
-        j->W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)c0, row, row, cols);
-    float *y = j->Y + (size_t)r * j->ldy + (size_t)c0;
+            row[c] = g4v_clampf(row[c], j->c.epi.out_lo, j->c.epi.out_hi);
+    if (j->c.epi.gelu_gate)
+        j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)r * j->c.epi.ldg + (size_t)c0, row, row, cols);
+    float *y = j->c.Y + (size_t)r * j->c.ldy + (size_t)c0;
     for (int c = 0; c < cols; c++)
-        y[c] = j->epi.accumulate ? y[c] + row[c] : row[c];
+        y[c] = j->c.epi.accumulate ? y[c] + row[c] : row[c];
 }
 
 /* The allocation-free INT8 path for rows [r0, r1), panels [p0, p1): gemm_q8.h's arithmetic
  * straight from the packed B panels (codes, scales), each row's codes recomputed per panel. */
 static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1) {
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     int nr = W->kern->nr;
-    const g4v_pack_opts *o = &j->pack;
+    const g4v_pack_opts *o = &j->c.pack;
     float row[MAX_TILE];
     for (int r = r0; r < r1; r++) {
-        const float *x = j->X + (size_t)r * j->ldx;
+        const float *x = j->c.X + (size_t)r * j->c.ldx;
         float amax = 0.0f, inv;
         for (int k = 0; k < W->k; k++) {
             float a = fabsf(o->clamp ? g4v_clampf(x[k], o->lo, o->hi) : x[k]);
@@ -147,11 +138,11 @@ static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1
 /* The same for the blocked variant: each row's block codes and scales, then each column's sum
  * over the blocks in order (gemm_q8.h), straight from the packed B panels. */
 static void task_no_scratch_q8b(const gemm_job *j, int r0, int r1, int p0, int p1) {
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     int nr = W->kern->nr, nb = W->kpad / G4V_Q8_BLOCK;
     float row[MAX_TILE];
     for (int r = r0; r < r1; r++) {
-        const float *x = j->X + (size_t)r * j->ldx;
+        const float *x = j->c.X + (size_t)r * j->c.ldx;
         for (int p = p0; p < p1; p++) {
             const int8_t *b =
                 (const int8_t *)((const unsigned char *)W->b + (size_t)p * W->panel_bytes);
@@ -163,7 +154,7 @@ static void task_no_scratch_q8b(const gemm_job *j, int r0, int r1, int p0, int p
                 int8_t q[G4V_Q8_BLOCK];
                 int k0 = blk * G4V_Q8_BLOCK;
                 int len = W->k - k0 < G4V_Q8_BLOCK ? W->k - k0 : G4V_Q8_BLOCK;
-                float sa = g4v_q8b_quantize_block(x + k0, len, &j->pack, q);
+                float sa = g4v_q8b_quantize_block(x + k0, len, &j->c.pack, q);
                 for (int c = 0; c < cols; c++) {
                     int32_t acc = 0;
                     for (int t = 0; t < G4V_Q8_BLOCK; t++)
@@ -178,7 +169,7 @@ static void task_no_scratch_q8b(const gemm_job *j, int r0, int r1, int p0, int p
 
 /* The allocation-free path for rows [r0, r1), panels [p0, p1). */
 static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     const g4v_gemm_kernel *k = W->kern;
     if (k->q8_blocks) {
         task_no_scratch_q8b(j, r0, r1, p0, p1);
@@ -203,8 +194,8 @@ static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
             for (int g = 0; g < kgroups; g += kc) {
                 int n = kgroups - g < kc ? kgroups - g : kc;
                 int k0 = g * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
-                k->pack_a(j->X + (size_t)r * j->ldx + (size_t)k0, j->ldx, rows, klen, n * k->kg,
-                          abuf, &j->pack);
+                k->pack_a(j->c.X + (size_t)r * j->c.ldx + (size_t)k0, j->c.ldx, rows, klen, n * k->kg,
+                          abuf, &j->c.pack);
                 run_tile(j, n, abuf, b + (size_t)g * k->kg * k->nr * bsize, g ? acc : NULL, acc,
                          g + n == kgroups, r, p * k->nr, rows, cols);
             }
@@ -215,14 +206,14 @@ static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
 static void task(void *arg, int t, int worker) {
     (void)worker;
     const gemm_job *j = arg;
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     const g4v_gemm_kernel *k = W->kern;
     int bm = t / j->nbn, bn = t % j->nbn;
     int t0 = (int)((int64_t)bm * j->mtiles / j->nbm);
     int t1 = (int)((int64_t)(bm + 1) * j->mtiles / j->nbm);
     int p0 = (int)((int64_t)bn * W->npanels / j->nbn);
     int p1 = (int)((int64_t)(bn + 1) * W->npanels / j->nbn);
-    int r0 = t0 * k->mr, r1 = t1 * k->mr < j->m ? t1 * k->mr : j->m;
+    int r0 = t0 * k->mr, r1 = t1 * k->mr < j->c.m ? t1 * k->mr : j->c.m;
     if (r0 >= r1 || p0 >= p1) return;
     /* element sizes for the K-chunk offsets; INT8 kernels have one chunk (offsets 0) */
     size_t asize = k->a_bf16 ? 2 : 4, bsize = k->b_bf16 ? 2 : 4;
@@ -231,14 +222,14 @@ static void task(void *arg, int t, int worker) {
     /* packed A for the task's rows, then (when K is chunked) the partial sums of its tiles */
     size_t abytes = (panel_a * (size_t)(t1 - t0) + 63) & ~(size_t)63;
     size_t cbytes = nchunks > 1 ? sizeof(float) * tile * (size_t)(t1 - t0) * (size_t)(p1 - p0) : 0;
-    unsigned char *a = j->no_scratch ? NULL : g4v_gemm_scratch(abytes + cbytes);
+    unsigned char *a = j->c.no_scratch ? NULL : g4v_gemm_scratch(abytes + cbytes);
     if (!a) {
         task_no_scratch(j, r0, r1, p0, p1);
         return;
     }
     float *cbuf = (float *)(a + abytes);
     _Alignas(64) float local[MAX_TILE];
-    k->pack_a(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, a, &j->pack);
+    k->pack_a(j->c.X + (size_t)r0 * j->c.ldx, j->c.ldx, r1 - r0, W->k, W->kpad, a, &j->c.pack);
     for (int c = 0; c < nchunks; c++) {
         int g0 = c * j->kc, n = kgroups - g0 < j->kc ? kgroups - g0 : j->kc;
         size_t aoff = (size_t)g0 * k->mr * k->kg * asize, boff = (size_t)g0 * k->kg * k->nr * bsize;
@@ -261,7 +252,7 @@ static void task(void *arg, int t, int worker) {
  * multiple of the thread count when there are enough tiles (equal shares), and column blocks
  * only when rows are too few to give every thread work. The grid changes speed, never results. */
 static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     const g4v_gemm_kernel *k = W->kern;
     j->kc = cfg && cfg->kc_groups > 0 && !k->int8 ? cfg->kc_groups : W->kc_groups;
     /* Prefetch the output rows when the output is wider than the input (N > K, as the MLP's gate
@@ -270,7 +261,7 @@ static void plan(gemm_job *j, int threads, const g4v_gemm_cfg *cfg) {
      * Prefetches change no bits. */
     j->out_prefetch = cfg && cfg->out_prefetch ? cfg->out_prefetch > 0 : W->n > W->k;
     size_t chunk_a = (size_t)k->mr * (size_t)j->kc * k->kg * (k->int8 ? 1 : k->a_bf16 ? 2 : 4);
-    j->mtiles = (j->m + k->mr - 1) / k->mr;
+    j->mtiles = (j->c.m + k->mr - 1) / k->mr;
     int per = W->a_budget / chunk_a > 0 ? (int)(W->a_budget / chunk_a) : 1;
     if (cfg && cfg->tiles_per_block > 0) per = cfg->tiles_per_block;
     if (per > j->mtiles) per = j->mtiles;
@@ -305,30 +296,32 @@ static int unbounded(float lo, float hi) {
 
 void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
                       size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
+    if (m == 0 || m > INT_MAX) return; /* the encoder's rows are far below 2^31 (checked there) */
+    g4v_gemm_call c;
+    memset(&c, 0, sizeof c);
+    c.X = X;
+    c.ldx = ldx;
+    c.W = W;
+    c.Y = Y;
+    c.ldy = ldy;
+    c.m = (int)m;
+    c.epi = epi ? *epi : g4v_gemm_epi_none();
+    c.uepi.lo = c.epi.out_lo;
+    c.uepi.hi = c.epi.out_hi;
+    c.uepi.clamp = !unbounded(c.epi.out_lo, c.epi.out_hi);
+    c.uepi.accumulate = c.epi.accumulate != 0;
+    c.pack.lo = c.epi.in_lo;
+    c.pack.hi = c.epi.in_hi;
+    c.pack.clamp = !unbounded(c.epi.in_lo, c.epi.in_hi);
+    c.pack.round = W->mode == G4V_MATH_FAST;
+    c.no_scratch = cfg ? cfg->no_scratch : 0;
     if (W->in_place) {
-        g4v_gemm_epi none = g4v_gemm_epi_none();
-        g4v_gemm_inplace_run(pool, X, ldx, W, Y, ldy, m, epi ? epi : &none, cfg);
+        g4v_gemm_inplace_run(pool, &c, cfg);
         return;
     }
-    if (m == 0 || m > INT_MAX) return; /* the encoder's rows are far below 2^31 (checked there) */
     gemm_job j;
     memset(&j, 0, sizeof j);
-    j.X = X;
-    j.ldx = ldx;
-    j.W = W;
-    j.Y = Y;
-    j.ldy = ldy;
-    j.m = (int)m;
-    j.epi = epi ? *epi : g4v_gemm_epi_none();
-    j.uepi.lo = j.epi.out_lo;
-    j.uepi.hi = j.epi.out_hi;
-    j.uepi.clamp = !unbounded(j.epi.out_lo, j.epi.out_hi);
-    j.uepi.accumulate = j.epi.accumulate != 0;
-    j.pack.lo = j.epi.in_lo;
-    j.pack.hi = j.epi.in_hi;
-    j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
-    j.pack.round = W->mode == G4V_MATH_FAST;
-    j.no_scratch = cfg ? cfg->no_scratch : 0;
+    j.c = c;
     plan(&j, g4v_pool_size(pool), cfg);
     g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
 }

@@ -17,8 +17,6 @@
 
 #include "base/dtype.h"
 
-#include <limits.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -113,20 +111,11 @@ static void pack_w(const g4v_gemm_kernel *k, const uint16_t *w, size_t ldw, int 
 /* ---- the loop nest ---- */
 
 typedef struct {
-    const float *X;
-    size_t ldx;
-    const g4v_wmat *W;
-    float *Y;
-    size_t ldy;
-    int m;
-    g4v_gemm_epi epi;
-    g4v_ukr_epi uepi;   /* the epilogue as store_t applies it */
-    g4v_pack_opts pack; /* input clamp and rounding */
-    int xpanels, nbm;   /* NR-row X panels, split into nbm row blocks */
-    int wtiles, nbn;    /* MR-row W tiles, split into nbn column blocks */
-    int kc;             /* KG groups per K chunk */
-    int no_scratch;
-    int nbm_pack; /* tasks of the packing pass into xs */
+    g4v_gemm_call c;  /* the call's operands and epilogue */
+    int xpanels, nbm; /* NR-row X panels, split into nbm row blocks */
+    int wtiles, nbn;  /* MR-row W tiles, split into nbn column blocks */
+    int kc;           /* KG groups per K chunk */
+    int nbm_pack;     /* tasks of the packing pass into xs */
     /* X packed once for every task (threads > 1), or NULL: each task packs its own rows */
     const unsigned char *xs;
 } ip_job;
@@ -134,27 +123,27 @@ typedef struct {
 /* The finished tile for W rows from n0 (rows of them) and X rows from m0 (cols of them): Y
  * written transposed with the epilogue. */
 static void finish_tile(const ip_job *j, const float *tile, int n0, int rows, int m0, int cols) {
-    const g4v_gemm_kernel *k = j->W->kern;
-    float *y = j->Y + (size_t)m0 * j->ldy + (size_t)n0;
+    const g4v_gemm_kernel *k = j->c.W->kern;
+    float *y = j->c.Y + (size_t)m0 * j->c.ldy + (size_t)n0;
     if (k->store_t)
-        k->store_t(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
+        k->store_t(tile, k->nr, rows, cols, y, j->c.ldy, &j->c.uepi);
     else
-        g4v_store_t_scalar(tile, k->nr, rows, cols, y, j->ldy, &j->uepi);
+        g4v_store_t_scalar(tile, k->nr, rows, cols, y, j->c.ldy, &j->c.uepi);
 }
 
 /* Before the last chunk of a tile (W rows from n0, X rows [m0, m0 + cols)): its Y rows (for
  * writing, when the output is wider than the input, as gemm_driver.c does) and its GeGLU gate
  * rows, written a whole GEMM ago and out of the caches, fetched while the kernel runs. */
 static void prefetch_outputs(const ip_job *j, int n0, int m0, int cols) {
-    int bytes = j->W->kern->mr * (int)sizeof(float);
+    int bytes = j->c.W->kern->mr * (int)sizeof(float);
     for (int i = 0; i < cols; i++) {
-        if (j->W->n > j->W->k) {
-            const char *y = (const char *)(j->Y + (size_t)(m0 + i) * j->ldy + (size_t)n0);
+        if (j->c.W->n > j->c.W->k) {
+            const char *y = (const char *)(j->c.Y + (size_t)(m0 + i) * j->c.ldy + (size_t)n0);
             __builtin_prefetch(y, 1, 3);
             __builtin_prefetch(y + bytes - 1, 1, 3);
         }
-        if (j->epi.gelu_gate) {
-            const char *g = (const char *)(j->epi.gelu_gate + (size_t)(m0 + i) * j->epi.ldg + n0);
+        if (j->c.epi.gelu_gate) {
+            const char *g = (const char *)(j->c.epi.gelu_gate + (size_t)(m0 + i) * j->c.epi.ldg + n0);
             __builtin_prefetch(g);
             __builtin_prefetch(g + bytes - 1);
         }
@@ -164,8 +153,8 @@ static void prefetch_outputs(const ip_job *j, int n0, int m0, int cols) {
 /* The fused GeGLU on finished outputs: rows [r0, r1), columns [c0, c1). */
 static void geglu(const ip_job *j, int r0, int r1, int c0, int c1) {
     for (int r = r0; r < r1; r++) {
-        float *yr = j->Y + (size_t)r * j->ldy + (size_t)c0;
-        j->W->geglu_row(j->epi.gelu_gate + (size_t)r * j->epi.ldg + (size_t)c0, yr, yr, c1 - c0);
+        float *yr = j->c.Y + (size_t)r * j->c.ldy + (size_t)c0;
+        j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)r * j->c.epi.ldg + (size_t)c0, yr, yr, c1 - c0);
     }
 }
 
@@ -184,17 +173,17 @@ static const uint16_t *w_at(const g4v_wmat *W, int tile, int k0) {
 
 /* Rows of the W tile and of the X panel inside the matrices. */
 static int tile_rows(const ip_job *j, int tile) {
-    int mr = j->W->kern->mr, left = j->W->n - tile * mr;
+    int mr = j->c.W->kern->mr, left = j->c.W->n - tile * mr;
     return left < mr ? left : mr;
 }
 static int panel_rows(const ip_job *j, int panel) {
-    int nr = j->W->kern->nr, left = j->m - panel * nr;
+    int nr = j->c.W->kern->nr, left = j->c.m - panel * nr;
     return left < nr ? left : nr;
 }
 
 /* The allocation-free path for X panels [x0, x1) and W tiles [w0, w1). */
 static void task_no_scratch(const ip_job *j, int x0, int x1, int w0, int w1) {
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     const g4v_gemm_kernel *k = W->kern, *in = k->inner;
     static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
     size_t group_b = (size_t)k->nr * (size_t)k->kg * elem_b(k);
@@ -210,14 +199,14 @@ static void task_no_scratch(const ip_job *j, int x0, int x1, int w0, int w1) {
             for (int g = 0; g < kgroups; g += kc) {
                 int n = kgroups - g < kc ? kgroups - g : kc;
                 int k0 = g * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
-                k->pack_x(j->X + (size_t)xp * k->nr * j->ldx + (size_t)k0, j->ldx,
-                          panel_rows(j, xp), klen, n * k->kg, xbuf, &j->pack);
+                k->pack_x(j->c.X + (size_t)xp * k->nr * j->c.ldx + (size_t)k0, j->c.ldx,
+                          panel_rows(j, xp), klen, n * k->kg, xbuf, &j->c.pack);
                 pack_w(k, w_at(W, wt, k0), (size_t)W->k, tile_rows(j, wt), klen, n * k->kg, wbuf);
                 in->ukr(n, wbuf, xbuf, g ? acc : NULL, acc, (size_t)k->nr, &none);
                 if (g + n == kgroups) {
                     finish_tile(j, acc, wt * k->mr, tile_rows(j, wt), xp * k->nr,
                                 panel_rows(j, xp));
-                    if (j->epi.gelu_gate)
+                    if (j->c.epi.gelu_gate)
                         geglu(j, xp * k->nr, xp * k->nr + panel_rows(j, xp), wt * k->mr,
                               wt * k->mr + tile_rows(j, wt));
                 }
@@ -227,7 +216,7 @@ static void task_no_scratch(const ip_job *j, int x0, int x1, int w0, int w1) {
 static void task(void *arg, int t, int worker) {
     (void)worker;
     const ip_job *j = arg;
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     const g4v_gemm_kernel *k = W->kern, *in = k->inner;
     static const g4v_ukr_epi none = {0.0f, 0.0f, 0, 0};
     int bm = t / j->nbn, bn = t % j->nbn;
@@ -236,7 +225,7 @@ static void task(void *arg, int t, int worker) {
     int w0 = (int)((int64_t)bn * j->wtiles / j->nbn);
     int w1 = (int)((int64_t)(bn + 1) * j->wtiles / j->nbn);
     if (x0 >= x1 || w0 >= w1) return;
-    int r0 = x0 * k->nr, r1 = x1 * k->nr < j->m ? x1 * k->nr : j->m;
+    int r0 = x0 * k->nr, r1 = x1 * k->nr < j->c.m ? x1 * k->nr : j->c.m;
     size_t panel_x = (size_t)k->nr * (size_t)W->kpad * elem_b(k), tile = (size_t)k->mr * k->nr;
     int kgroups = W->kpad / k->kg, nchunks = (kgroups + j->kc - 1) / j->kc;
     /* W tiles go in blocks whose partial sums (over the task's X panels) fill at most a quarter
@@ -251,7 +240,7 @@ static void task(void *arg, int t, int worker) {
     size_t xbytes = j->xs ? 0 : (panel_x * (size_t)(x1 - x0) + 63) & ~(size_t)63;
     size_t wbytes = ((size_t)k->mr * (size_t)j->kc * k->kg * elem_a(k) + 63) & ~(size_t)63;
     size_t cbytes = nchunks > 1 ? sums * (size_t)nb : 0;
-    unsigned char *mine = j->no_scratch ? NULL : g4v_gemm_scratch(xbytes + wbytes + cbytes);
+    unsigned char *mine = j->c.no_scratch ? NULL : g4v_gemm_scratch(xbytes + wbytes + cbytes);
     if (!mine) {
         task_no_scratch(j, x0, x1, w0, w1);
         return;
@@ -261,7 +250,7 @@ static void task(void *arg, int t, int worker) {
     _Alignas(64) float local[MAX_TILE];
     const unsigned char *xbuf = j->xs ? j->xs + (size_t)x0 * panel_x : mine;
     if (!j->xs)
-        k->pack_x(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, W->k, W->kpad, mine, &j->pack);
+        k->pack_x(j->c.X + (size_t)r0 * j->c.ldx, j->c.ldx, r1 - r0, W->k, W->kpad, mine, &j->c.pack);
     for (int wb = w0; wb < w1; wb += nb) {
         int we = wb + nb < w1 ? wb + nb : w1;
         for (int c = 0; c < nchunks; c++) {
@@ -304,7 +293,7 @@ static void task(void *arg, int t, int worker) {
                 /* GeGLU on every GEGLU_TILES tiles' columns: rows of ~100 values rather than
                  * one call per tile and row of 12 (the gate and outputs are still in L2) */
                 int group_end = (wt - wb + 1) % GEGLU_TILES == 0 || wt == we - 1;
-                if (last && j->epi.gelu_gate && group_end) {
+                if (last && j->c.epi.gelu_gate && group_end) {
                     int first = wt - (wt - wb) % GEGLU_TILES;
                     geglu(j, r0, r1, first * k->mr, wt * k->mr + tile_rows(j, wt));
                 }
@@ -316,11 +305,11 @@ static void task(void *arg, int t, int worker) {
 /* Task grid: row blocks whose packed X for one K chunk fits the budget, then, with threads,
  * about 4 tasks per thread from row and column blocks (below). */
 static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
-    const g4v_wmat *W = j->W;
+    const g4v_wmat *W = j->c.W;
     const g4v_gemm_kernel *k = W->kern;
     j->kc = cfg && cfg->kc_groups > 0 ? cfg->kc_groups : W->kc_groups;
     size_t chunk_x = (size_t)k->nr * (size_t)j->kc * k->kg * elem_b(k);
-    j->xpanels = (j->m + k->nr - 1) / k->nr;
+    j->xpanels = (j->c.m + k->nr - 1) / k->nr;
     j->wtiles = (W->n + k->mr - 1) / k->mr;
     int per = W->a_budget / chunk_x > 0 ? (int)(W->a_budget / chunk_x) : 1;
     if (cfg && cfg->tiles_per_block > 0) per = cfg->tiles_per_block;
@@ -343,7 +332,7 @@ static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
         for (int nbm = 1; nbm <= want && nbm <= j->xpanels; nbm++) {
             int nbn = (want + nbm - 1) / nbm;
             nbn = nbn <= j->wtiles ? nbn : j->wtiles;
-            double c = (double)nbm * W->n + (j->xs ? 0.0 : (double)nbn * j->m);
+            double c = (double)nbm * W->n + (j->xs ? 0.0 : (double)nbn * j->c.m);
             if (nbm * nbn < threads) c += 1e300; /* every thread needs work */
             if (cost < 0 || c < cost) cost = c, best = nbm;
         }
@@ -357,50 +346,27 @@ static void plan(ip_job *j, int threads, const g4v_gemm_cfg *cfg) {
 static void pack_task(void *arg, int t, int worker) {
     (void)worker;
     const ip_job *j = arg;
-    const g4v_gemm_kernel *k = j->W->kern;
+    const g4v_gemm_kernel *k = j->c.W->kern;
     int n = j->nbm_pack, p0 = (int)((int64_t)t * j->xpanels / n);
     int p1 = (int)((int64_t)(t + 1) * j->xpanels / n);
     if (p0 >= p1) return;
-    int r0 = p0 * k->nr, r1 = p1 * k->nr < j->m ? p1 * k->nr : j->m;
-    size_t panel_x = (size_t)k->nr * (size_t)j->W->kpad * elem_b(k);
-    k->pack_x(j->X + (size_t)r0 * j->ldx, j->ldx, r1 - r0, j->W->k, j->W->kpad,
-              (unsigned char *)j->xs + (size_t)p0 * panel_x, &j->pack);
+    int r0 = p0 * k->nr, r1 = p1 * k->nr < j->c.m ? p1 * k->nr : j->c.m;
+    size_t panel_x = (size_t)k->nr * (size_t)j->c.W->kpad * elem_b(k);
+    k->pack_x(j->c.X + (size_t)r0 * j->c.ldx, j->c.ldx, r1 - r0, j->c.W->k, j->c.W->kpad,
+              (unsigned char *)j->xs + (size_t)p0 * panel_x, &j->c.pack);
 }
 
-static int unbounded(float lo, float hi) {
-    return lo == -INFINITY && hi == INFINITY;
-}
-
-void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
-                          size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg) {
-    if (m == 0 || m > INT_MAX) return;
+void g4v_gemm_inplace_run(g4v_pool *pool, const g4v_gemm_call *call, const g4v_gemm_cfg *cfg) {
     ip_job j;
     memset(&j, 0, sizeof j);
-    j.X = X;
-    j.ldx = ldx;
-    j.W = W;
-    j.Y = Y;
-    j.ldy = ldy;
-    j.m = (int)m;
-    j.epi = *epi;
-    j.uepi.lo = j.epi.out_lo;
-    j.uepi.hi = j.epi.out_hi;
-    j.uepi.clamp = !unbounded(j.epi.out_lo, j.epi.out_hi);
-    j.uepi.accumulate = j.epi.accumulate != 0;
-    j.pack.lo = j.epi.in_lo;
-    j.pack.hi = j.epi.in_hi;
-    j.pack.clamp = !unbounded(j.epi.in_lo, j.epi.in_hi);
-    j.pack.round = W->mode == G4V_MATH_FAST;
-    j.no_scratch = cfg ? cfg->no_scratch : 0;
+    j.c = *call;
     /* With threads, X is packed once, in a pass of its own, into a buffer every task reads:
      * column blocks then cost no repacking of X (plan()). */
-    const g4v_gemm_kernel *k = W->kern;
-    int threads = g4v_pool_size(pool), xpanels = (j.m + k->nr - 1) / k->nr;
-    if (threads > 1 && !j.no_scratch) {
-        unsigned char *xs = g4v_gemm_scratch_shared((size_t)xpanels * (size_t)k->nr *
-                                                    (size_t)W->kpad * elem_b(k));
-        j.xs = xs;
-    }
+    const g4v_gemm_kernel *k = call->W->kern;
+    int threads = g4v_pool_size(pool), xpanels = (call->m + k->nr - 1) / k->nr;
+    if (threads > 1 && !call->no_scratch)
+        j.xs = g4v_gemm_scratch_shared((size_t)xpanels * (size_t)k->nr * (size_t)call->W->kpad *
+                                       elem_b(k));
     plan(&j, threads, cfg);
     if (j.xs) {
         j.nbm_pack = 2 * threads < xpanels ? 2 * threads : xpanels;

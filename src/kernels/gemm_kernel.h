@@ -183,10 +183,23 @@ void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int k0, int klen, i
 void g4v_store_t_scalar(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
                         const g4v_ukr_epi *e);
 
-/* g4v_gemm for a weight of an in-place kernel (gemm_inplace.c; g4v_gemm_cfg_run calls it with
- * epi never NULL). */
-void g4v_gemm_inplace_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y,
-                          size_t ldy, size_t m, const g4v_gemm_epi *epi, const g4v_gemm_cfg *cfg);
+/* One g4v_gemm call as the drivers see it: its operands, the epilogue (never NULL here) and what
+ * it means for the kernels and the packers (gemm_driver.c fills it once for both drivers). */
+typedef struct g4v_gemm_call {
+    const float *X;
+    size_t ldx;
+    const g4v_wmat *W;
+    float *Y;
+    size_t ldy;
+    int m;
+    g4v_gemm_epi epi;
+    g4v_ukr_epi uepi;   /* the output epilogue as kernels apply it */
+    g4v_pack_opts pack; /* input clamp and rounding */
+    int no_scratch;
+} g4v_gemm_call;
+
+/* g4v_gemm for a weight of an in-place kernel (gemm_inplace.c; g4v_gemm_cfg_run calls it). */
+void g4v_gemm_inplace_run(g4v_pool *pool, const g4v_gemm_call *call, const g4v_gemm_cfg *cfg);
 
 /* Bytes of one packed A micro-panel (MR rows over kpad) and of one B panel for kernel k. */
 size_t g4v_gemm_a_panel_bytes(const g4v_gemm_kernel *k, int kpad);
