@@ -83,8 +83,8 @@ static void run_tile(const gemm_job *j, int kgroups, const void *a, const void *
     if (j->c.epi.gelu_gate)
         for (int i = 0; i < rows; i++) {
             float *yr = y + (size_t)i * j->c.ldy;
-            j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)(r + i) * j->c.epi.ldg + (size_t)c, yr, yr,
-                            cols);
+            const float *g = j->c.epi.gelu_gate + (size_t)(r + i) * j->c.epi.ldg + (size_t)c;
+            j->c.W->geglu_row(g, yr, yr, cols);
         }
 }
 
@@ -96,7 +96,8 @@ static void finish_row(const gemm_job *j, int r, int c0, float *row, int cols) {
         for (int c = 0; c < cols; c++)
             row[c] = g4v_clampf(row[c], j->c.epi.out_lo, j->c.epi.out_hi);
     if (j->c.epi.gelu_gate)
-        j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)r * j->c.epi.ldg + (size_t)c0, row, row, cols);
+        j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)r * j->c.epi.ldg + (size_t)c0, row, row,
+                          cols);
     float *y = j->c.Y + (size_t)r * j->c.ldy + (size_t)c0;
     for (int c = 0; c < cols; c++)
         y[c] = j->c.epi.accumulate ? y[c] + row[c] : row[c];
@@ -194,8 +195,8 @@ static void task_no_scratch(const gemm_job *j, int r0, int r1, int p0, int p1) {
             for (int g = 0; g < kgroups; g += kc) {
                 int n = kgroups - g < kc ? kgroups - g : kc;
                 int k0 = g * k->kg, klen = W->k - k0 < n * k->kg ? W->k - k0 : n * k->kg;
-                k->pack_a(j->c.X + (size_t)r * j->c.ldx + (size_t)k0, j->c.ldx, rows, klen, n * k->kg,
-                          abuf, &j->c.pack);
+                k->pack_a(j->c.X + (size_t)r * j->c.ldx + (size_t)k0, j->c.ldx, rows, klen,
+                          n * k->kg, abuf, &j->c.pack);
                 run_tile(j, n, abuf, b + (size_t)g * k->kg * k->nr * bsize, g ? acc : NULL, acc,
                          g + n == kgroups, r, p * k->nr, rows, cols);
             }

@@ -2,12 +2,13 @@
  * kernels"): no packed copy of W exists, so a model's weights are its checkpoint's mapped pages,
  * shared by every process that maps the file, and loading packs nothing.
  *
- * A task owns a block of X rows and a block of W rows (output columns). It packs its X rows once
- * as the inner kernel's B panels (NR rows each, the whole K), then for each K chunk and each tile
- * of MR W rows copies that tile's chunk into the inner kernel's A layout (a few KB, kept in L1
- * while every X panel of the task passes under it) and runs the inner micro-kernel, which
- * computes the tile of Yᵀ; on the last chunk store_t writes it transposed into Y with the
- * epilogue, and a fused GeGLU runs on the rows just written. The per-(m, n) sums are the inner
+ * X is packed once per call as the inner kernel's B panels (NR rows each, the whole K): with
+ * threads in a pass of its own into a buffer every task reads, else by the one task. A task owns
+ * a block of X panels and a block of W tiles (MR W rows: output columns); for each tile and K
+ * chunk it copies the tile's chunk into the inner kernel's A layout (a few KB, kept in L1 while
+ * every X panel of the task passes under it) and runs the inner micro-kernel, which computes
+ * the tile of Yᵀ; on the last chunk store_t writes it transposed into Y with the epilogue, and
+ * the fused GeGLU runs on every GEGLU_TILES tiles' columns. The per-(m, n) sums are the inner
  * kernel's, in its k order, whatever the chunking or the threads: bit-identical to the packed
  * kernel over the same micro-kernel (tests/kernels/test_gemm.c checks it).
  * Without scratch (its allocation failed) the same loop runs on one X panel and one chunk at a
@@ -26,29 +27,7 @@ enum {
     GEGLU_TILES = 8     /* W tiles whose output columns get the fused GeGLU together */
 };
 
-/* ---- the portable X packer and transposing store (gemm_kernel.h) ---- */
-
-static float prep(float v, const g4v_pack_opts *o) {
-    if (o->clamp) v = v < o->lo ? o->lo : v > o->hi ? o->hi : v;
-    return o->round ? g4v_round_bf16(v) : v;
-}
-
-void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int nr,
-                       int pairs, void *dst, const g4v_pack_opts *o) {
-    int prow = (rows + nr - 1) / nr * nr;
-    for (int r = 0; r < prow; r++) {
-        size_t panel = (size_t)(r / nr) * (size_t)nr * (size_t)kpad;
-        int c = r % nr;
-        for (int k = r < rows ? k0 : 0; k < kpad; k++) {
-            float v = r < rows && k < klen ? prep(x[(size_t)r * ldx + (size_t)k], o) : 0.0f;
-            if (pairs)
-                ((uint16_t *)dst)[panel + ((size_t)(k / 2) * (size_t)nr + (size_t)c) * 2 + k % 2] =
-                    g4v_f32_to_bf16(v);
-            else
-                ((float *)dst)[panel + (size_t)k * (size_t)nr + (size_t)c] = v;
-        }
-    }
-}
+/* ---- the portable transposing store (gemm_kernel.h) ---- */
 
 void g4v_store_t_scalar(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
                         const g4v_ukr_epi *e) {
@@ -85,7 +64,7 @@ static inline void w_group(int a_bf16, int kg, const uint16_t *src, void *dst) {
 static void pack_w(const g4v_gemm_kernel *k, const uint16_t *w, size_t ldw, int rows, int klen,
                    int kchunk, void *dst) {
     int mr = k->mr, kg = k->kg, groups = kchunk / kg, full = klen / kg, a_bf16 = k->inner->a_bf16;
-    int vec = k->pack_w && !a_bf16; /* the valid rows' full groups by the ISA's widening */
+    int vec = k->pack_w != NULL; /* the valid rows' full groups by the ISA's widening */
     if (vec && full) k->pack_w(w, ldw, rows, full, dst);
     size_t esize = a_bf16 ? 2 : 4, step = (size_t)mr * (size_t)kg * esize;
     for (int r = 0; r < mr; r++) {
@@ -143,7 +122,8 @@ static void prefetch_outputs(const ip_job *j, int n0, int m0, int cols) {
             __builtin_prefetch(y + bytes - 1, 1, 3);
         }
         if (j->c.epi.gelu_gate) {
-            const char *g = (const char *)(j->c.epi.gelu_gate + (size_t)(m0 + i) * j->c.epi.ldg + n0);
+            const float *gr = j->c.epi.gelu_gate + (size_t)(m0 + i) * j->c.epi.ldg + n0;
+            const char *g = (const char *)gr;
             __builtin_prefetch(g);
             __builtin_prefetch(g + bytes - 1);
         }
@@ -154,7 +134,8 @@ static void prefetch_outputs(const ip_job *j, int n0, int m0, int cols) {
 static void geglu(const ip_job *j, int r0, int r1, int c0, int c1) {
     for (int r = r0; r < r1; r++) {
         float *yr = j->c.Y + (size_t)r * j->c.ldy + (size_t)c0;
-        j->c.W->geglu_row(j->c.epi.gelu_gate + (size_t)r * j->c.epi.ldg + (size_t)c0, yr, yr, c1 - c0);
+        const float *g = j->c.epi.gelu_gate + (size_t)r * j->c.epi.ldg + (size_t)c0;
+        j->c.W->geglu_row(g, yr, yr, c1 - c0);
     }
 }
 
@@ -250,7 +231,8 @@ static void task(void *arg, int t, int worker) {
     _Alignas(64) float local[MAX_TILE];
     const unsigned char *xbuf = j->xs ? j->xs + (size_t)x0 * panel_x : mine;
     if (!j->xs)
-        k->pack_x(j->c.X + (size_t)r0 * j->c.ldx, j->c.ldx, r1 - r0, W->k, W->kpad, mine, &j->c.pack);
+        k->pack_x(j->c.X + (size_t)r0 * j->c.ldx, j->c.ldx, r1 - r0, W->k, W->kpad, mine,
+                  &j->c.pack);
     for (int wb = w0; wb < w1; wb += nb) {
         int we = wb + nb < w1 ? wb + nb : w1;
         for (int c = 0; c < nchunks; c++) {

@@ -115,7 +115,7 @@ typedef struct g4v_gemm_kernel {
     const struct g4v_gemm_kernel *inner;
     g4v_pack_x_fn pack_x;
     g4v_store_t_fn store_t;
-    g4v_pack_w_fn pack_w; /* NULL: the portable copy (always, for bf16 A panels) */
+    g4v_pack_w_fn pack_w; /* NULL: the portable copy; set only where the inner's A is f32 */
 } g4v_gemm_kernel;
 
 /* A prepared weight (immutable after g4v_wmat_create). */
@@ -176,9 +176,10 @@ void *g4v_gemm_scratch_shared(size_t bytes);
 void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int mr,
                        int kg, int a_bf16, void *dst, const g4v_pack_opts *o);
 
-/* The portable X packer and transposing store of the in-place kernels (gemm_inplace.c), for any
- * NR and format; the vector ones fall back to them for edges. */
-void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int k0, int klen, int kpad, int nr,
+/* The in-place kernels' scalar X packer (gemm_pack.c), any NR and format: all k of a partial
+ * last panel, k from kdone on in the full panels (what a vector packer leaves; 0: everything);
+ * and their portable transposing store (gemm_inplace.c). */
+void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int kdone, int klen, int kpad, int nr,
                        int pairs, void *dst, const g4v_pack_opts *o);
 void g4v_store_t_scalar(const float *tile, int nr, int rows, int cols, float *y, size_t ldy,
                         const g4v_ukr_epi *e);

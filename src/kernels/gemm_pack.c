@@ -7,7 +7,8 @@
  * bytes per element) because the contract multiplies by W exactly as stored. Panels are zero-padded
  * to whole tiles, so g4v_wmat_bytes can exceed N*K*size when N or K is not a multiple of the tile.
  * Packing is plain C and runs once per model; g4v_gemm (gemm_driver.c) does the per-call work.
- * Also here: the scalar A packer every ISA's micro-kernel uses for what its vectors leave.
+ * Also here: the scalar A packer every ISA's micro-kernel uses for what its vectors leave, and
+ * the in-place kernels' scalar X packer.
  */
 #include "gemm_kernel.h"
 
@@ -45,6 +46,24 @@ void g4v_pack_a_scalar(const float *x, size_t ldx, int rows, int k0, int klen, i
     }
 }
 
+/* The scalar X packer of the in-place kernels (gemm_kernel.h): every k of a partial last panel,
+ * and k from kdone on in the full panels (what a vector packer leaves; kdone = 0: all). */
+void g4v_pack_x_scalar(const float *x, size_t ldx, int rows, int kdone, int klen, int kpad, int nr,
+                       int pairs, void *dst, const g4v_pack_opts *o) {
+    int full = rows / nr * nr, prow = (rows + nr - 1) / nr * nr;
+    for (int r = 0; r < prow; r++) {
+        size_t panel = (size_t)(r / nr) * (size_t)nr * (size_t)kpad, c = (size_t)(r % nr);
+        for (int k = r < full ? kdone : 0; k < kpad; k++) {
+            float v = r < rows && k < klen ? prep(x[(size_t)r * ldx + (size_t)k], o) : 0.0f;
+            if (pairs)
+                ((uint16_t *)dst)[panel + ((size_t)(k / 2) * (size_t)nr + c) * 2 + k % 2] =
+                    g4v_f32_to_bf16(v);
+            else
+                ((float *)dst)[panel + (size_t)k * (size_t)nr + c] = v;
+        }
+    }
+}
+
 enum { MAX_DIM = 1 << 20 }; /* 1M rows or columns: far beyond any model, keeps sizes in range */
 
 int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mode mode) {
@@ -52,8 +71,6 @@ int g4v_gemm_kernel_fits(const g4v_gemm_kernel *k, g4v_dtype dtype, g4v_math_mod
     if (k->int8 && !k->q8_blocks != (mode == G4V_MATH_INT8)) return 0;
     if (k->a_bf16 && mode != G4V_MATH_FAST) return 0;
     if (k->b_bf16 && dtype != G4V_DT_BF16) return 0;
-    /* in place with X packed as bf16 pairs: X must be rounded to bf16, FAST mode */
-    if (k->inner && k->inner->b_bf16 && mode != G4V_MATH_FAST) return 0;
     return 1;
 }
 

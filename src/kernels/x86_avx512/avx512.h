@@ -157,11 +157,7 @@ static inline void pack_x_pairs32(const float *x, size_t ldx, int rows, int klen
                     _mm512_storeu_ps((float *)(d + (size_t)(k0 / 2 + j) * PNR + h * 16), v[j]);
             }
     }
-    if (panels && kfull < kpad)
-        g4v_pack_x_scalar(x, ldx, panels * PNR, kfull, klen, kpad, PNR, 1, dst, o);
-    if (rows > panels * PNR)
-        g4v_pack_x_scalar(x + (size_t)panels * PNR * ldx, ldx, rows - panels * PNR, 0, klen, kpad,
-                          PNR, 1, dst + (size_t)panels * PNR * (size_t)(kpad / 2), o);
+    g4v_pack_x_scalar(x, ldx, rows, kfull, klen, kpad, PNR, 1, dst, o); /* the rest */
 }
 
 #endif

@@ -134,11 +134,7 @@ static void pack_x(const float *x, size_t ldx, int rows, int klen, int kpad, voi
                     _mm512_storeu_ps(d + (size_t)(k0 + j) * NR + h * 16, v[j]);
             }
     }
-    if (panels && kfull < kpad)
-        g4v_pack_x_scalar(x, ldx, panels * NR, kfull, klen, kpad, NR, 0, dst, o);
-    if (rows > panels * NR)
-        g4v_pack_x_scalar(x + (size_t)panels * NR * ldx, ldx, rows - panels * NR, 0, klen, kpad,
-                          NR, 0, dst + (size_t)panels * NR * (size_t)kpad, o);
+    g4v_pack_x_scalar(x, ldx, rows, kfull, klen, kpad, NR, 0, dst, o); /* the rest */
 }
 
 /* The W tile's full groups widened to f32 (zero-extend and shift). */
