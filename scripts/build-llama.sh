@@ -19,6 +19,13 @@
 # every machine and each gets its best kernels; ~25-30 minutes on 2 cores (every variant compiles
 # the CPU backend).
 # RUNPATH $ORIGIN: the libraries and the variants find each other where installed.
+# Patched: the source is the pinned commit plus scripts/llama-patches/*.patch, applied in name
+# order (each a few lines, each saying why in its own comment; the .complete mark names them, so a
+# build from before a patch is rebuilt). Today: amx-tile-config.patch, without which Debian 12's
+# GCC 12 builds an AMX path (libggml-cpu-sapphirerapids.so) that configures empty tiles and dies
+# with SIGILL on every quantized text model on an AMX Xeon (docs/CHAT.md §6). After the build,
+# scripts/check-tile-config.py reads every installed library's machine code and fails the build if
+# any tile configuration is still left unfilled.
 #   --avx2         today's former default, for comparison (make bench-llama-backends): one CPU
 #                  backend linked into libggml, GGML_NATIVE=OFF (the AVX2/FMA/F16C baseline on
 #                  x86-64, Armv8-A on aarch64), into <commit>/{include,lib}; 5-9 minutes on 2 cores
@@ -39,7 +46,10 @@ esac
 COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 NPM_PKG=node-llama-cpp@3.22.1
 CACHE=${G4V_LLAMA_CACHE:-$HOME/.cache/g4v-llama}
-# each flavor's prefix, and the build option its .complete must name to be reused
+HERE=$(cd "$(dirname "$0")" && pwd)
+PATCHES=$(ls "$HERE"/llama-patches/*.patch 2>/dev/null | sort)
+PATCH_NAMES="patches=$(for p in $PATCHES; do basename "$p" .patch; done | paste -sd+ -)"
+# each flavor's prefix, and the build options its .complete must name to be reused
 case $FLAVOR in
   variants) PREFIX=$CACHE/$COMMIT-cpu-variants MARK=GGML_CPU_ALL_VARIANTS=ON ;;
   avx2) PREFIX=$CACHE/$COMMIT MARK=GGML_NATIVE=OFF ;;
@@ -50,7 +60,8 @@ esac
 [ $FLAVOR = native ] && [ ! -x "$PREFIX/bin/llama-server" ] && rm -f "$PREFIX/.complete"
 JOBS=${JOBS:-$(nproc)}
 
-if [ -n "$MARK" ] && grep -qs -- "$MARK" "$PREFIX/.complete" && [ -f "$PREFIX/include/llama.h" ]; then
+if [ -n "$MARK" ] && grep -qs -- "$MARK" "$PREFIX/.complete" &&
+   grep -qs -- "$PATCH_NAMES," "$PREFIX/.complete" && [ -f "$PREFIX/include/llama.h" ]; then
   echo "build-llama: $PREFIX is built ($(cat "$PREFIX/.complete"))" >&2
   echo "$PREFIX"
   exit 0
@@ -83,10 +94,29 @@ if ! have_src; then
   fi
 fi
 
+# our patches, each applied once: a tree that has it already is left as it is
+for p in $PATCHES; do
+  if git -C "$SRC" apply --check "$p" 2>/dev/null; then
+    echo "build-llama: applying $(basename "$p")" >&2
+    git -C "$SRC" apply "$p"
+  elif ! git -C "$SRC" apply --reverse --check "$p" 2>/dev/null; then
+    echo "build-llama: $p applies neither way to $SRC (a changed tree: remove it to refetch)" >&2
+    exit 1
+  fi
+done
+
 if [ $FLAVOR = src ]; then
   echo "$SRC"
   exit 0
 fi
+
+# the installed libraries' tile configurations are all filled in, or the build is refused
+check_tiles() {
+  if ! python3 "$HERE/check-tile-config.py" "$1" >&2; then
+    echo "build-llama: an AMX tile configuration in $1 is left empty: the patch did not take" >&2
+    exit 1
+  fi
+}
 
 if [ $FLAVOR = native ]; then
   # llama.cpp's own CLI and server need its common library and the tools; only these targets are
@@ -108,7 +138,9 @@ if [ $FLAVOR = native ]; then
   cp -P "$BUILD"/bin/lib*.so* "$PREFIX/lib/"
   cp "$BUILD/bin/llama-mtmd-cli" "$BUILD/bin/llama-server" "$PREFIX/bin/"
   rm -rf "$BUILD"
-  echo "commit $COMMIT, GGML_NATIVE=ON, tools, server, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
+  check_tiles "$PREFIX/lib"
+  echo "commit $COMMIT, GGML_NATIVE=ON, tools, server, $PATCH_NAMES, $(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    > "$PREFIX/.complete"
   echo "$PREFIX"
   exit 0
 fi
@@ -149,5 +181,6 @@ if [ $FLAVOR = variants ]; then
 else
   OPTS="GGML_NATIVE=OFF"
 fi
-echo "commit $COMMIT, $OPTS, shared, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
+check_tiles "$PREFIX/lib"
+echo "commit $COMMIT, $OPTS, shared, $PATCH_NAMES, $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$PREFIX/.complete"
 echo "$PREFIX"
