@@ -517,6 +517,9 @@ def serve_requests(png):
         else:
             payload = body
             headers += b"Content-Length: %d\r\n" % len(body)
+        # an image type: a POST without one is refused 415 before its body (core/doors.c)
+        if b"Content-Type" not in headers:
+            headers += b"Content-Type: image/png\r\n"
         return b"POST /v1/encode" + query + b" HTTP/1.1\r\n" + host + headers + b"\r\n" + payload
 
     reqs = {
@@ -536,7 +539,7 @@ def serve_requests(png):
         "encode-empty.http": post(body=b""),
         "encode-not-image.http": post(body=b"GIF89a this is not an image at all"),
         "encode-huge-length.http": b"POST /v1/encode HTTP/1.1\r\n" + host +
-                                   b"Content-Length: 99999999999\r\n\r\nxx",
+                                   b"Content-Type: image/jpeg\r\nContent-Length: 99999999999\r\n\r\nxx",
         "pipelined.http": b"GET /health HTTP/1.1\r\n" + host + b"\r\n" + post() +
                           b"GET /metrics HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n",
     }

@@ -54,7 +54,8 @@ c = http.client.HTTPConnection("127.0.0.1", port)
 lat, lib = [], []
 for i in range(220):
     t0 = time.perf_counter()
-    c.request("POST", "/v1/encode?format=npy", body=img)
+    c.request("POST", "/v1/encode?format=npy", body=img,
+              headers={"Content-Type": "image/png"})
     r = c.getresponse(); r.read()
     dt = time.perf_counter() - t0
     assert r.status == 200, r.status

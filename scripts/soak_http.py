@@ -47,7 +47,8 @@ def rss_mb(pid):
 def request(port, method, path, body=b"", timeout=60):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        c.request(method, path, body=body if method == "POST" else None)
+        c.request(method, path, body=body if method == "POST" else None,
+                  headers={"Content-Type": "image/png"} if method == "POST" else {})
         r = c.getresponse()
         return r.status, r.read()
     finally:
@@ -58,7 +59,7 @@ def hang_up(port, kind, body):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
         head = (b"POST /v1/encode?format=npy HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                b"Content-Length: %d\r\n\r\n" % len(body))
+                b"Content-Type: image/png\r\nContent-Length: %d\r\n\r\n" % len(body))
         if kind == "mid-body":
             s.sendall(head + body[: len(body) // 2])
         elif kind == "no-read":

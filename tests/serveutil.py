@@ -48,6 +48,11 @@ class ServeProcess:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
                 headers = {"Content-Type": "application/json", **(headers or {})}
+            elif isinstance(body, bytes) and method == "POST":
+                # raw bytes are an image (POST /v1/encode's type); a "Content-Type": None in
+                # headers sends none (core/doors.c refuses that with 415)
+                headers = {"Content-Type": "application/octet-stream", **(headers or {})}
+            headers = {k: v for k, v in (headers or {}).items() if v is not None}
             c.request(method, path, body=body, headers=headers or {})
             r = c.getresponse()
             return r.status, dict(r.getheaders()), r.read()

@@ -330,7 +330,7 @@ def run(tmp, allowed, servers):
     # the same for a non-streamed answer: its connection is suspended, only the socket tells
     sock = socket.create_connection(("127.0.0.1", s.port))
     body = json.dumps(long).encode()
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                  b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
     check(s.wait_metric("g4v_chat_slots_busy", 1), "a long non-streamed answer holds the slot")
     time.sleep(0.3)

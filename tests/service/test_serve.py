@@ -174,7 +174,7 @@ def run(tmp, servers):
     check(st == 406, "Accept: image/png: 406")
     # a path that is not UTF-8, quoted back in the error: the answer is still JSON (strict UTF-8)
     c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    c.sendall(b"GET /nope\xff\xc3\x28\xed\xa0\x80\xc3\xa9 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    c.sendall(b"GET /nope\xff\xc3\x28\xed\xa0\x80\xc3\xa9 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     raw = b""
     while (part := c.recv(65536)):
         raw += part
@@ -189,7 +189,7 @@ def run(tmp, servers):
 
     # oversized: refused on the Content-Length alone, before any body byte is sent
     c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    c.sendall(b"POST /v1/encode HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
+    c.sendall(b"POST /v1/encode HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: image/png\r\nContent-Length: 50000000\r\n\r\n")
     head = c.recv(65536).decode(errors="replace")
     c.close()
     check(head.startswith("HTTP/1.1 413") and "--max-body-bytes" in head, "Content-Length over the limit: 413 at once")
@@ -201,7 +201,7 @@ def run(tmp, servers):
             yield chunk
     conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
     conn.request("POST", "/v1/encode", body=chunks(), encode_chunked=True,
-                 headers={"Transfer-Encoding": "chunked"})
+                 headers={"Transfer-Encoding": "chunked", "Content-Type": "image/png"})
     r = conn.getresponse()
     check(r.status == 413, f"chunked body over the limit: 413 ({r.status})")
     r.read()
@@ -209,7 +209,7 @@ def run(tmp, servers):
 
     # a body cut short: the client says 100000 bytes, sends 1000 and closes
     c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    c.sendall(b"POST /v1/encode HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + png[:1000])
+    c.sendall(b"POST /v1/encode HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: image/png\r\nContent-Length: 100000\r\n\r\n" + png[:1000])
     c.close()
     st, h, body = s.request("GET", "/health")
     check(st == 200, "after a body cut short: still healthy")
@@ -217,7 +217,7 @@ def run(tmp, servers):
     # half a request, then silence: holds no context (another encode goes through meanwhile)
     # and is closed after --timeout 2
     stall = socket.create_connection(("127.0.0.1", s.port), timeout=15)
-    stall.sendall(b"POST /v1/encode HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + png[:2000])
+    stall.sendall(b"POST /v1/encode HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: image/png\r\nContent-Length: 5000\r\n\r\n" + png[:2000])
     t0 = time.time()
     st, h, body = s.request("POST", "/v1/encode?format=npy&tokens=70", png)
     check(st == 200 and body == ref[("70", False)][2], "an encode while a client stalls: served")

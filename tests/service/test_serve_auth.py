@@ -115,7 +115,7 @@ def run(tmp, servers):
         else:
             check(True, f"{what}: 401, WWW-Authenticate: Bearer, the fixed body, on every endpoint")
     # an oversized body without the key: 401, not 413 (the limit is told to callers only)
-    out = raw(s.port, b"POST /v1/encode HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
+    out = raw(s.port, b"POST /v1/encode HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: image/png\r\nContent-Length: 50000000\r\n\r\n")
     check(out.startswith(b"HTTP/1.1 401"), f"oversized body without the key: 401 first ({out[:20]!r})")
 
     # -- with the key ----------------------------------------------------------------------------
@@ -134,7 +134,8 @@ def run(tmp, servers):
     check(code == 401 and json.loads(body) == UNAUTHORIZED, f"curl without the key: 401 ({code})")
     code, body = curl("-H", "Authorization: Bearer wrong", s.url + "/v1/info")
     check(code == 401, f"curl with a wrong key: 401 ({code})")
-    code, body = curl("-H", "Authorization: Bearer " + KEY, "--data-binary", "@" + img,
+    code, body = curl("-H", "Authorization: Bearer " + KEY, "-H", "Content-Type: image/png",
+                      "--data-binary", "@" + img,
                       s.url + "/v1/encode?tokens=70&format=npy")
     check(code == 200, f"curl with the key: 200 ({code})")
 
@@ -150,7 +151,8 @@ def run(tmp, servers):
     def chunked(n):
         c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
         c.request("POST", "/v1/encode", body=iter([b"\0" * (n // 2), b"\0" * (n - n // 2)]),
-                  encode_chunked=True, headers={"Transfer-Encoding": "chunked", **good})
+                  encode_chunked=True, headers={"Transfer-Encoding": "chunked",
+                                                    "Content-Type": "image/png", **good})
         r = c.getresponse()
         b = r.read()
         c.close()
@@ -163,7 +165,7 @@ def run(tmp, servers):
     # -- header limit: 431, then still serving ---------------------------------------------------
     st, h, body = s.request("GET", "/v1/info", None, {**good, "X-Pad": "a" * 2000})
     check(st == 200, f"2 kB of headers under --max-header-bytes 8192: 200 ({st})")
-    out = raw(s.port, b"GET /v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+    out = raw(s.port, b"GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY.encode()
               + b"\r\nX-Pad: " + b"a" * 12000 + b"\r\n\r\n")
     check(out.startswith(b"HTTP/1.1 431"), f"12 kB of headers: 431 ({out[:40]!r})")
     st, h, body = s.request("GET", "/v1/info", None, good)
@@ -174,11 +176,11 @@ def run(tmp, servers):
     held = []
     for _ in range(3):
         held.append(socket.create_connection(("127.0.0.1", s.port), timeout=10))
-        held[-1].sendall(b"GET /v1/info HTTP/1.1\r\nHost: x\r\n")  # half a request: it stays
+        held[-1].sendall(b"GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # half a request: it stays
         time.sleep(0.1)
     time.sleep(0.3)
     fourth = socket.create_connection(("127.0.0.1", s.port), timeout=1.5)
-    fourth.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    fourth.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     try:
         out = fourth.recv(100)
     except socket.timeout:

@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pyutil import BIN, check, gen_checkpoint  # noqa: E402
 
-CODES = [200, 400, 401, 403, 404, 405, 406, 413, 415, 422, 429, 500, 503]
+CODES = [200, 204, 400, 401, 403, 404, 405, 406, 413, 415, 421, 422, 429, 500, 503]
 BUCKETS = ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
            "5", "10", "30", "60", "+Inf"]
 # (name, type, help), in the order GET /metrics prints them

@@ -35,5 +35,6 @@ int cmd_serve(int argc, char **argv) {
         if (ms) return ms == MS_ERR_USAGE ? G4V_EXIT_USAGE : G4V_EXIT_MODEL;
         rc = g4v_service_run(&o);
     }
+    g4v_service_options_free(&o);
     return exit_code(rc);
 }

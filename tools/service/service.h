@@ -10,6 +10,7 @@
 #define G4V_SERVICE_H
 
 #include "g4v.h"
+#include "options.h"
 
 /* What `g4v serve`'s options set (g4v_service_options_init gives the defaults of --help). */
 typedef struct g4v_service_options {
@@ -36,6 +37,10 @@ typedef struct g4v_service_options {
     const char *api_key;
     const char *api_key_file;
     int insecure_no_auth;
+    /* Browsers (core/doors.c): pages of these origins may call the API ("*": any), and requests
+     * naming these hosts are answered besides the bound address and localhost ("*": any) */
+    fe_opt_list allowed_origins;
+    fe_opt_list allowed_hosts;
     /* HTTP limits (core/listen.c): bytes of request line and headers, open connections */
     int max_header_bytes;
     int max_connections;
@@ -70,6 +75,8 @@ enum {
 
 /* The defaults (port 8080, one context, queue 16, ...). */
 void g4v_service_options_init(g4v_service_options *o);
+/* Frees what parsing allocated (the lists of --allowed-origin and --allowed-host). */
+void g4v_service_options_free(g4v_service_options *o);
 /* Parses `serve`'s arguments (argv[0] is the command name) over the defaults. Returns
  * G4V_SERVICE_OK, G4V_SERVICE_ERR_USAGE (the reason printed on stderr) or G4V_SERVICE_HELP (the
  * help printed on stdout). */

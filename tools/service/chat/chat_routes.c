@@ -77,7 +77,7 @@ static enum MHD_Result models(request *q, struct MHD_Connection *c) {
         cJSON_AddNumberToObject(m, "created", 0);
         cJSON_AddStringToObject(m, "owned_by", "g4v");
         cJSON *g = cJSON_AddObjectToObject(m, "g4v");
-        cJSON_AddStringToObject(g, "vision", s->a.model);
+        cJSON_AddStringToObject(g, "vision", svc_model_name(s, s->a.model));
         cJSON_AddStringToObject(g, "vision_fingerprint", s->fingerprint);
         cJSON_AddNumberToObject(g, "context", s->a.lm_ctx);
         cJSON_AddNumberToObject(g, "slots", s->a.lm_slots);
@@ -98,7 +98,8 @@ static const svc_route routes[] = {
      .flags = SVC_BODY,
      .begin = chat_begin,
      .finish = chat_finish,
-     .done = chat_done},
+     .done = chat_done,
+     .types = "application/json"},
     {.path = "/v1/models", .methods = SVC_GET, .begin = models},
 };
 

@@ -6,9 +6,11 @@
  * service.h only.
  *
  * How a request flows: libmicrohttpd's threads (--http-threads) call svc_handle (routes.c) with
- * the headers in; the API key is checked first (every path but the rows marked SVC_OPEN), then
- * the route table gives the row for the path and method (404 or 405 from the table otherwise)
- * and the row's begin handler runs. A row with SVC_BODY collects the body (at most
+ * the headers in; the doors are checked first (doors.c: the Host, 421; the Origin, 403; an
+ * allowed origin's preflight, 204), then the API key (every path but the rows marked SVC_OPEN),
+ * then the route table gives the row for the path and method (404 or 405 from the table
+ * otherwise), a POST's Content-Type is checked against the row's (415), and the row's begin
+ * handler runs. A row with SVC_BODY collects the body (at most
  * --max-body-bytes; the handler refuses a larger Content-Length before the body is read) and,
  * complete, its finish handler usually hands a job to its kind's pool (queue.c): answered 429
  * at once when the kind's limit of waiting jobs is reached, 503 while stopping; otherwise the
@@ -40,7 +42,7 @@
 
 /* Sizes of the metrics' tables (metrics.c): the status codes counted one by one (any other
  * counts as "other") and a latency histogram's buckets (and +Inf). */
-#define SVC_NCODES 13
+#define SVC_NCODES 15
 #define SVC_NBUCKETS 15
 /* Sizes of the server's tables: routes, job kinds (pools), wings. */
 #define SVC_MAX_ROUTES 32
@@ -90,6 +92,9 @@ typedef struct svc_route {
     /* optional: the request is over (libmicrohttpd completed it); frees q->data */
     void (*done)(request *q);
     const char *usage; /* optional: what follows "use METHOD" in the 405's message */
+    /* POST: the Content-Types it takes ("application/json"; "image/" then "*" is any image type);
+     * any other is 415, and so are the ones a browser sends cross-site without asking (doors.c) */
+    const char *types;
 } svc_route;
 
 /* Adds rows[0..n) (copied) with the context their handlers see as q->ctx. 0, or -1 (printed)
@@ -248,6 +253,7 @@ struct request {
     svc_pool *pool; /* NULL until admitted */
     struct MHD_Response *resp; /* a worker's answer */
     int code;
+    const char *cors; /* an allowed origin: Access-Control-Allow-Origin's value, else NULL */
     request *next;
 };
 
@@ -270,6 +276,27 @@ int svc_http_code_for(int g4v_status);
 
 void svc_record(server *s, int code, double seconds, int timed);
 char *svc_metrics_text(server *s, size_t *len); /* malloc'ed, NULL when out of memory */
+
+/* ---- the doors (doors.c): which pages may use the service ---------------------------------- */
+
+/* Checks --allowed-origin and --allowed-host (warning for '*'): 0 or G4V_SERVICE_ERR_USAGE
+ * (printed). */
+int svc_doors_setup(const g4v_service_options *a);
+/* 1 if a request whose Host header is host (NULL: none) may be answered: the bound address,
+ * localhost, 127.0.0.1, [::1], an --allowed-host (or '*'), or any IP literal when bound to a
+ * wildcard address. */
+int svc_door_host_ok(const g4v_service_options *a, const char *host);
+/* The Origin check: *allowed 0 when origin (NULL: none) is neither the server's own
+ * (http(s):// and the request's host) nor an --allowed-origin. Returns the value of
+ * Access-Control-Allow-Origin to send (the allowed origin, "*"), NULL for none. */
+const char *svc_door_origin(const g4v_service_options *a, const char *origin, const char *host,
+                            int *allowed);
+/* 1 if a POST's Content-Type (NULL: none) is in accepted (svc_route.types) and not one of the
+ * types a browser sends cross-site without a preflight. */
+int svc_door_type_ok(const char *accepted, const char *content_type);
+/* A model path as the API names it: whole for a caller that holds the key (a key is set), else
+ * its last component only, so that a keyless server tells no page where its files are. */
+const char *svc_model_name(const server *s, const char *path);
 
 /* ---- listen.c ---------------------------------------------------------------------------------
  * A listening socket on host:port, its URL into where and whether it is a loopback address into

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 
 /* Status codes the service answers with, for the metrics (anything else counts as "other"). */
-static const int known_codes[] = {200, 400, 401, 403, 404, 405, 406, 413, 415, 422, 429, 500, 503};
+static const int known_codes[] = {200, 204, 400, 401, 403, 404, 405,
+                                   406, 413, 415, 421, 422, 429, 500, 503};
 static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                  0.5,   1,      2.5,   5,    10,    30,   60};
 _Static_assert(sizeof known_codes / sizeof known_codes[0] == SVC_NCODES, "SVC_NCODES");

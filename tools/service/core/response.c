@@ -53,6 +53,11 @@ enum MHD_Result svc_answer(request *q, int code, struct MHD_Response *resp) {
     }
     if (code == MHD_HTTP_TOO_MANY_REQUESTS || code == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(resp, "Retry-After", "1");
+    if (q->cors) { /* an allowed origin's page may read the answer (core/doors.c) */
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", q->cors);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers", "*");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+    }
     enum MHD_Result r = MHD_queue_response(q->conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     q->state = ST_ANSWERED; /* whatever MHD still delivers of the body is dropped */

@@ -1,6 +1,7 @@
 /* routes.c - the one route table and the life of one request across libmicrohttpd's calls:
- * headers in (the API key checked first, then the row for the path and method, its begin
- * handler), body pieces collected up to --max-body-bytes, body complete (the row's finish),
+ * headers in (the doors of doors.c first: Host, Origin and an allowed origin's preflight; then
+ * the API key, the row for the path and method, a POST's Content-Type, its begin handler), body
+ * pieces collected up to --max-body-bytes, body complete (the row's finish),
  * resumed with a worker's answer, completed (the row's done). The 404 text lists every endpoint
  * the table holds, and a known path with another method gets 405 with the row's methods in
  * Allow: both come from the rows, so a new endpoint is one row and its handler (in a wing's
@@ -70,12 +71,44 @@ static void endpoints_text(const server *s, char *b, size_t cap) {
     }
 }
 
+/* An allowed origin's preflight (OPTIONS with Access-Control-Request-Method): which methods and
+ * headers its page may use on this path. */
+static enum MHD_Result preflight(request *q, const svc_row *row) {
+    char allow[32];
+    allow_text(row->r.methods, allow, sizeof allow);
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (r) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    }
+    return svc_answer(q, MHD_HTTP_NO_CONTENT, r);
+}
+
 /* The request's first call, its headers in: route it. */
 static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *url,
                              const char *method) {
     server *s = q->s;
     const svc_row *row = find(s, url);
-    /* Before anything else, even a 404: without the key nothing about the server is told. */
+    /* The doors first (doors.c): a page of another site learns nothing, not even a 401. */
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!svc_door_host_ok(&s->a, host))
+        return svc_answer_error(q, MHD_HTTP_MISDIRECTED_REQUEST, "SERVE_WRONG_HOST",
+                                "this server does not answer for the host name %.100s (it "
+                                "answers for its address and localhost; g4v serve "
+                                "--allowed-host NAME adds one)",
+                                host);
+    int allowed;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    q->cors = svc_door_origin(&s->a, origin, host, &allowed);
+    if (!allowed)
+        return svc_answer_error(q, MHD_HTTP_FORBIDDEN, "SERVE_WRONG_ORIGIN",
+                                "requests from web pages of %.100s are refused (g4v serve "
+                                "--allowed-origin ORIGIN allows a site)",
+                                origin);
+    if (q->cors && row && !row->off && !strcmp(method, MHD_HTTP_METHOD_OPTIONS))
+        return preflight(q, row);
+    /* Then the key, even before a 404: without it nothing about the server is told. */
     if (!(row && !row->off && (row->r.flags & SVC_OPEN)) && !svc_auth_allows(s, c))
         return svc_auth_refuse(q);
     if (!row) {
@@ -98,6 +131,19 @@ static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *u
         struct MHD_Response *r = svc_error_response(msg, "G4V_ERR_ARG");
         if (r) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
         return svc_answer(q, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+    }
+    if (bit == SVC_POST) {
+        const char *ct =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!svc_door_type_ok(row->r.types, ct)) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "POST %s takes a body of type %s, not %.100s", url,
+                     row->r.types ? row->r.types : "(none)", ct && *ct ? ct : "an untyped one");
+            struct MHD_Response *r = svc_error_response(msg, "SERVE_WRONG_TYPE");
+            /* the body is not read: the connection closes after the answer */
+            if (r) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+            return svc_answer(q, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, r);
+        }
     }
     q->route = &row->r;
     q->ctx = row->ctx;

@@ -129,6 +129,20 @@ static const fe_opt rows[] = {
              "environment variable " SVC_API_KEY_ENV ", read when neither option is given)"},
     {.name = "insecure-no-auth", .kind = FE_OPT_FLAG, O(insecure_no_auth), .lo = 1,
      .help = "allow a --host other machines can reach without a key"},
+    {.kind = FE_OPT_TEXT,
+     .help = "\n"
+             "Browsers (docs/SERVICE.md, \"Security\"): a request whose Host header names another\n"
+             "host than the bound address or localhost is refused 421 (DNS rebinding); one a page\n"
+             "of another origin sends (its Origin header) 403; a POST whose Content-Type is not\n"
+             "its endpoint's (application/json; images or application/octet-stream for\n"
+             "/v1/encode) 415. Requests without an Origin (curl, the SDKs) are not affected.\n"},
+    {.name = "allowed-origin", .kind = FE_OPT_LIST, O(allowed_origins), .arg = "ORIGIN",
+     .help = "let the pages of ORIGIN (http://HOST[:PORT] or https://..., as the browser sends "
+             "it) call the API and read its answers (CORS); repeatable; '*' lets every web "
+             "site's pages do so (warned: only behind a key you never give a page)"},
+    {.name = "allowed-host", .kind = FE_OPT_LIST, O(allowed_hosts), .arg = "NAME",
+     .help = "answer requests for host name NAME too (the name clients or a proxy use for this "
+             "server, e.g. g4v.example.com); repeatable; '*' answers any (warned)"},
     {.kind = FE_OPT_TEXT, .help = "\n"},
 };
 
@@ -138,11 +152,13 @@ static const fe_cmd serve_cmd = {
     .about = "Serves Gemma 4 vision encoding over HTTP (docs/SERVICE.md):\n"
              "  POST /v1/encode[?tokens=N&dtype=f32|bf16&exif=0|1&resize=pillow|torchvision\n"
              "                  &format=json|npy|safetensors]\n"
-             "       body: the image bytes (JPEG/PNG/WebP/GIF/BMP); answer: the soft tokens in the\n"
-             "       format Accept asks for (application/json with base64 features, the default;\n"
-             "       application/x-npy; application/x-safetensors), with prompt ids, grid and sizes\n"
+             "       body: the image bytes (JPEG/PNG/WebP/GIF/BMP), Content-Type image/... or\n"
+             "       application/octet-stream; answer: the soft tokens in the format Accept asks\n"
+             "       for (application/json with base64 features, the default; application/x-npy;\n"
+             "       application/x-safetensors), with prompt ids, grid and sizes\n"
              "  GET  /v1/info     the model, its fingerprint, budgets and the service's limits\n"
-             "  GET  /health      200 \"ok\" while serving (the one endpoint open without the key)\n"
+             "  GET  /health      200 \"ok\" while serving (the one endpoint open without the\n"
+             "                    key)\n"
              "  GET  /metrics     Prometheus text: requests by status, latency, queue, cache\n",
     FE_OPTS(rows),
     .epilog = "SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.\n"
@@ -175,6 +191,11 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->max_images = 16;
 }
 
+void g4v_service_options_free(g4v_service_options *a) {
+    fe_opt_list_free(&a->allowed_origins);
+    fe_opt_list_free(&a->allowed_hosts);
+}
+
 int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
     int rc = fe_opt_run(&serve_cmd, argc, argv, a);
     if (rc == FE_OPT_HELP) return G4V_SERVICE_HELP;
@@ -191,5 +212,6 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         fprintf(stderr, "g4v serve: --cache-max-bytes needs --cache DIR\n");
         return G4V_SERVICE_ERR_USAGE;
     }
+    if (svc_doors_setup(a)) return G4V_SERVICE_ERR_USAGE;
     return G4V_SERVICE_OK;
 }

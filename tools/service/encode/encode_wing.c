@@ -17,7 +17,7 @@ static char *info_json(server *s, const encode_wing *ew, size_t *len) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     static const int budgets[] = {G4V_BUDGETS};
-    cJSON_AddStringToObject(o, "model", s->a.model);
+    cJSON_AddStringToObject(o, "model", svc_model_name(s, s->a.model));
     cJSON_AddStringToObject(o, "variant", m->variant);
     cJSON_AddStringToObject(o, "kind", m->kind); /* "tower" or "unified" */
     cJSON_AddStringToObject(o, "fingerprint", s->fingerprint);
@@ -72,7 +72,8 @@ static const svc_route routes[] = {
      .begin = encode_begin,
      .finish = encode_finish,
      .done = encode_done,
-     .usage = "with the image as the body"},
+     .usage = "with the image as the body",
+     .types = "image/*, application/octet-stream"},
     {.path = "/v1/info", .methods = SVC_GET, .begin = info},
 };
 
