@@ -262,6 +262,10 @@ typedef struct g4v_model_info {
     int legacy_int8; /* ABI only (read math): 1 for G4V_MATH_INT8, 2 for G4V_MATH_INT8_BLOCKS,
                         else 0, in the slot of 0.2's `int8` */
     g4v_math_mode math; /* the model's math mode (the load options' math) */
+    /* The BF16 kernel rule's answer for this CPU when the kernels were chosen (docs/NUMERICS.md
+     * §6.6): "bf16=vdpbf16ps vendor=AMD family=0x19 model=0x11: <why>", or bf16=fma (Intel: the
+     * FMA kernels, whose FAST bits are those of G4V_ISA=avx512-nobf16). */
+    char kernel_rule[256];
 } g4v_model_info;
 
 /* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the

@@ -87,7 +87,8 @@ class ModelInfo(ctypes.Structure):
                 ("layer_norm_eps", c_double), ("numerics_version", c_int),
                 ("n_dtypes", c_int), ("dtypes", DtypeCount * 4),
                 ("legacy_int8", c_int),  # ABI only: 1 INT8, 2 INT8_BLOCKS
-                ("math", c_int)]  # a g4v_math_mode (math_mode_name)
+                ("math", c_int),  # a g4v_math_mode (math_mode_name)
+                ("kernel_rule", ctypes.c_char * 256)]  # the BF16 kernel rule (NUMERICS.md §6.6)
 
 
 class CtxOptions(ctypes.Structure):

@@ -18,6 +18,7 @@ struct g4v_model {
     g4v_model_options opts; /* with defaults filled in */
     g4v_image_opts image_opts;
     char kernel_path[512]; /* g4v_encoder_kernel_path, part of every cache key */
+    char kernel_rule[256]; /* g4v_cpu_rule_line when the table was chosen (g4v_model_info) */
     /* g4v_model_fingerprint's memo: the one thing written after load, once, under fp_lock */
     pthread_mutex_t fp_lock;
     int fp_done;

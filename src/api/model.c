@@ -214,6 +214,7 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
         g4v_embedder_kernel_path(m->emb, m->kernel_path, sizeof m->kernel_path);
     else
         g4v_encoder_kernel_path(m->enc, m->kernel_path, sizeof m->kernel_path);
+    g4v_cpu_rule_line(m->kernel_rule, sizeof m->kernel_rule); /* docs/NUMERICS.md §6.6 */
     *out = m;
     return G4V_OK;
 fail:
@@ -322,6 +323,7 @@ g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, siz
     info->max_video_frames = m->opts.max_video_frames;
     info->max_video_seconds = m->opts.max_video_seconds;
     copy_str(info->kernels, sizeof info->kernels, m->kernel_path);
+    copy_str(info->kernel_rule, sizeof info->kernel_rule, m->kernel_rule);
     info->rope_theta = c->rope_theta;
     info->rms_norm_eps = c->rms_norm_eps;
     info->layer_norm_eps = c->layer_norm_eps;

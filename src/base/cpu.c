@@ -4,6 +4,7 @@
 
 #include "error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,28 @@ static unsigned long long xgetbv0(void) {
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
+}
+
+/* Vendor, family and model as the CPU manuals define them (CPUID leaf 0's vendor string; leaf 1's
+ * family = base + extended where the base is 0xF, model = extended << 4 | base where the base
+ * family is 6 or 0xF). */
+static g4v_cpu_ident ident(void) {
+    g4v_cpu_ident id = {G4V_VENDOR_OTHER, 0, 0};
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return id;
+    char v[13];
+    memcpy(v, &b, 4);
+    memcpy(v + 4, &d, 4);
+    memcpy(v + 8, &c, 4);
+    v[12] = '\0';
+    if (!strcmp(v, "GenuineIntel")) id.vendor = G4V_VENDOR_INTEL;
+    if (!strcmp(v, "AuthenticAMD")) id.vendor = G4V_VENDOR_AMD;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return id;
+    unsigned base_family = a >> 8 & 0xf, base_model = a >> 4 & 0xf;
+    id.family = base_family == 0xf ? base_family + (a >> 20 & 0xff) : base_family;
+    id.model = base_family == 6 || base_family == 0xf ? (a >> 16 & 0xf) << 4 | base_model
+                                                      : base_model;
+    return id;
 }
 
 static unsigned detect(void) {
@@ -41,6 +64,14 @@ static unsigned detect(void) {
     }
     return f;
 }
+#else
+static g4v_cpu_ident ident(void) {
+    g4v_cpu_ident id = {G4V_VENDOR_OTHER, 0, 0};
+    return id;
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 /* The bits of arch/arm64/include/uapi/asm/hwcap.h, for C libraries whose headers lack them. */
@@ -141,4 +172,65 @@ const char *g4v_cpu_isa_name(void) {
     if ((f & G4V_CPU_NEON) && (f & G4V_CPU_ARM_BF16)) return "neon-bf16";
     if (f & G4V_CPU_NEON) return "neon";
     return "portable";
+}
+
+g4v_cpu_ident g4v_cpu_identity(void) {
+    static g4v_cpu_ident cached; /* racing first calls compute the same value */
+    static int known;
+    if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
+        cached = ident();
+        __atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+    }
+    return cached;
+}
+
+/* docs/NUMERICS.md §6.6. The rows: measured (issue 37: a Sapphire Rapids class Xeon, 83 against
+ * 173 GFLOP/s per thread) or documented (AMD's Zen 4 and Zen 5 run vdpbf16ps at twice the FMA's
+ * FLOPs); a vendor without a row keeps the vdpbf16ps kernels, the order of variants.def. */
+int g4v_cpu_bf16_rule(g4v_cpu_ident id, unsigned features, const char **why) {
+    const char *w;
+    int dp;
+    if (!(features & G4V_CPU_AVX512BF16)) {
+        w = "no AVX512_BF16 (or G4V_ISA leaves it out): the FMA kernels";
+        dp = 0;
+    } else if (id.vendor == G4V_VENDOR_INTEL) {
+        w = "Intel: vdpbf16ps runs at half the zmm FMA's FLOP rate (Sapphire Rapids class), so "
+            "the FMA kernels; G4V_ISA=avx512 takes vdpbf16ps";
+        dp = 0;
+    } else if (id.vendor == G4V_VENDOR_AMD && id.family >= 0x19) {
+        w = "AMD Zen 4/Zen 5: vdpbf16ps gives about twice the FMA's FLOPs, so the vdpbf16ps "
+            "kernels";
+        dp = 1;
+    } else {
+        w = "no rule for this CPU: the vdpbf16ps kernels";
+        dp = 1;
+    }
+    if (why) *why = w;
+    return dp;
+}
+
+/* G4V_ISA=avx512 names the level with the vdpbf16ps kernels: it overrides the rule. */
+unsigned g4v_cpu_rule_drops_for(g4v_cpu_ident id, unsigned features, const char *isa) {
+    if (isa && !strcmp(isa, "avx512")) return 0;
+    return g4v_cpu_bf16_rule(id, features, NULL) ? 0u : features & (unsigned)G4V_CPU_AVX512BF16;
+}
+
+unsigned g4v_cpu_rule_drops(void) {
+    return g4v_cpu_rule_drops_for(g4v_cpu_identity(), g4v_cpu_features(), getenv("G4V_ISA"));
+}
+
+void g4v_cpu_rule_line(char *buf, size_t cap) {
+    if (!cap) return;
+    g4v_cpu_ident id = g4v_cpu_identity();
+    unsigned f = g4v_cpu_features();
+    const char *why;
+    int dp = g4v_cpu_bf16_rule(id, f, &why);
+    const char *isa = getenv("G4V_ISA");
+    int forced = (f & G4V_CPU_AVX512BF16) && !dp && isa && !strcmp(isa, "avx512");
+    const char *vendor = id.vendor == G4V_VENDOR_INTEL ? "Intel"
+                         : id.vendor == G4V_VENDOR_AMD ? "AMD"
+                                                       : "other";
+    snprintf(buf, cap, "bf16=%s vendor=%s family=0x%x model=0x%x: %s%s",
+             dp || forced ? "vdpbf16ps" : "fma", vendor, id.family, id.model, why,
+             forced ? " (G4V_ISA=avx512 overrides it)" : "");
 }

@@ -11,9 +11,13 @@
  * message (a typo must not silently select the 8x slower portable kernels); code below them that
  * does not check gets the portable cap. The other architecture's names are accepted and leave
  * the portable kernels (avx512 caps nothing).
+ * Unset or auto, the default kernel table also follows the BF16 rule (g4v_cpu_bf16_rule below):
+ * on Intel it leaves out the vdpbf16ps kernels; G4V_ISA=avx512 keeps them on any CPU.
  */
 #ifndef G4V_BASE_CPU_H
 #define G4V_BASE_CPU_H
+
+#include <stddef.h>
 
 enum {
     G4V_CPU_AVX2 = 1 << 0,      /* AVX2 + FMA */
@@ -40,6 +44,32 @@ const char *g4v_cpu_isa_name(void);
 
 /* The accepted G4V_ISA values, as the error message lists them. */
 #define G4V_CPU_ISA_VALUES "auto, avx512, avx512-nobf16, avx2, neon-bf16, neon, portable"
+
+/* The CPU's vendor, family and model (CPUID on x86-64; OTHER, 0, 0 elsewhere), asked once. */
+typedef enum g4v_cpu_vendor { G4V_VENDOR_OTHER = 0, G4V_VENDOR_INTEL, G4V_VENDOR_AMD } g4v_cpu_vendor;
+typedef struct g4v_cpu_ident {
+    g4v_cpu_vendor vendor;
+    unsigned family, model; /* family with the extended family added; model with the extended */
+} g4v_cpu_ident;
+g4v_cpu_ident g4v_cpu_identity(void);
+
+/* The kernel rule on BF16 CPUs (docs/NUMERICS.md §6.6): 1 when the kernel table for a CPU of this
+ * identity with these features should take the vdpbf16ps kernels (GEMM and FAST attention), 0
+ * when the FMA ones. A fixed rule per vendor/family, never a timing, so one machine type always
+ * gives the same FAST bits. *why (may be NULL) receives a static sentence saying which row. */
+int g4v_cpu_bf16_rule(g4v_cpu_ident id, unsigned features, const char **why);
+
+/* The feature bits the default kernel table leaves out by that rule for this CPU:
+ * G4V_CPU_AVX512BF16 where it says FMA, unless G4V_ISA is "avx512" (the level with vdpbf16ps,
+ * named explicitly); else 0. g4v_kernels_current applies it; g4v_cpu_features does not (the
+ * tests still run every variant the CPU has). */
+unsigned g4v_cpu_rule_drops(void);
+/* The same for a given CPU, features and G4V_ISA value (NULL: unset), for tests. */
+unsigned g4v_cpu_rule_drops_for(g4v_cpu_ident id, unsigned features, const char *isa);
+
+/* "bf16=vdpbf16ps|fma vendor=AMD family=0x19 model=0x11: <why>": the rule's answer for this CPU,
+ * as g4v info and /v1/info print it. */
+void g4v_cpu_rule_line(char *buf, size_t cap);
 
 struct g4v_err;
 /* G4V_OK when G4V_ISA is unset, empty or one of G4V_CPU_ISA_VALUES; otherwise G4V_ERR_ARG with a

@@ -100,7 +100,8 @@ unsigned g4v_kernel_features(void) {
 }
 
 const g4v_kernels *g4v_kernels_current(void) {
-    return g4v_kernels_for(g4v_kernel_features());
+    /* the BF16 rule (docs/NUMERICS.md §6.6): on CPUs where vdpbf16ps is slow, the FMA table */
+    return g4v_kernels_for(g4v_kernel_features() & ~g4v_cpu_rule_drops());
 }
 
 const g4v_kernel_variant *g4v_kernel_variants(int *count) {

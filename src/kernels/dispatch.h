@@ -111,7 +111,8 @@ struct g4v_kernels {
  * Built on first use; the pointer stays valid for the life of the process. */
 const g4v_kernels *g4v_kernels_for(unsigned features);
 
-/* The table for the features usable now: g4v_kernel_features(). */
+/* The table for the features usable now: g4v_kernel_features() less what the BF16 rule leaves
+ * out on this CPU (g4v_cpu_rule_drops, docs/NUMERICS.md §6.6). */
 const g4v_kernels *g4v_kernels_current(void);
 
 /* One line naming table k: "features=0x.. gemm=.. attention=.. ..." (the variant of every

@@ -75,6 +75,54 @@ static void test_utf8(void) {
     CHECK_MSG(!strcmp(s, "a?b\xc3\xa9???z??"), "sanitized: %s", s);
 }
 
+/* The BF16 kernel rule (docs/NUMERICS.md §6.6) over (vendor, family, model, features) rows. */
+static void test_bf16_rule(void) {
+    const unsigned bf = G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_AVX512VNNI,
+                   nobf = bf & ~(unsigned)G4V_CPU_AVX512BF16;
+    const struct {
+        g4v_cpu_vendor vendor;
+        unsigned family, model, features;
+        int vdpbf16ps;
+        const char *what;
+    } rows[] = {
+        {G4V_VENDOR_INTEL, 6, 0x8f, bf, 0, "Sapphire Rapids"},
+        {G4V_VENDOR_INTEL, 6, 0xcf, bf, 0, "Emerald Rapids"},
+        {G4V_VENDOR_INTEL, 6, 0xad, bf, 0, "Granite Rapids"},
+        {G4V_VENDOR_INTEL, 6, 0x55, bf, 0, "Cooper Lake"},
+        {G4V_VENDOR_INTEL, 6, 0x8f, nobf, 0, "Sapphire Rapids, G4V_ISA=avx512-nobf16"},
+        {G4V_VENDOR_AMD, 0x19, 0x11, bf, 1, "Zen 4 (Genoa)"},
+        {G4V_VENDOR_AMD, 0x19, 0x61, bf, 1, "Zen 4 (Raphael)"},
+        {G4V_VENDOR_AMD, 0x1a, 0x02, bf, 1, "Zen 5 (Turin)"},
+        {G4V_VENDOR_AMD, 0x19, 0x01, nobf, 0, "Zen 3 (no AVX-512)"},
+        {G4V_VENDOR_AMD, 0x17, 0x31, bf, 1, "AMD before Zen 4 (no row: vdpbf16ps where it is)"},
+        {G4V_VENDOR_OTHER, 0, 0, bf, 1, "another vendor with BF16 (no row)"},
+        {G4V_VENDOR_OTHER, 0, 0, 0, 0, "no SIMD"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        g4v_cpu_ident id = {rows[i].vendor, rows[i].family, rows[i].model};
+        const char *why = NULL;
+        int got = g4v_cpu_bf16_rule(id, rows[i].features, &why);
+        CHECK_MSG(got == rows[i].vdpbf16ps, "%s: rule says %s, want %s", rows[i].what,
+                  got ? "vdpbf16ps" : "fma", rows[i].vdpbf16ps ? "vdpbf16ps" : "fma");
+        CHECK_MSG(why && *why, "%s: no reason", rows[i].what);
+    }
+    /* this CPU: the rule's line names its answer, and the drop follows it unless G4V_ISA=avx512 */
+    unsetenv("G4V_ISA");
+    g4v_cpu_ident me = g4v_cpu_identity();
+    int dp = g4v_cpu_bf16_rule(me, g4v_cpu_features(), NULL);
+    CHECK(g4v_cpu_rule_drops() == (dp ? 0u : (g4v_cpu_features() & G4V_CPU_AVX512BF16)));
+    char line[256];
+    g4v_cpu_rule_line(line, sizeof line);
+    CHECK_MSG(!strncmp(line, dp ? "bf16=vdpbf16ps " : "bf16=fma ", dp ? 15 : 9), "line: %s", line);
+    setenv("G4V_ISA", "avx512", 1);
+    CHECK(g4v_cpu_rule_drops() == 0);
+    unsetenv("G4V_ISA");
+#if defined(__x86_64__)
+    CHECK(me.vendor != G4V_VENDOR_OTHER && me.family >= 6);
+#endif
+    printf("bf16 rule: %s\n", line);
+}
+
 static void test_cpu(void) {
     setenv("G4V_ISA", "portable", 1);
     CHECK(g4v_cpu_features() == 0);
@@ -221,6 +269,7 @@ int main(void) {
     test_errors();
     test_alloc();
     test_cpu();
+    test_bf16_rule();
     test_utf8();
     return test_summary("test_base");
 }

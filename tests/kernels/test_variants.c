@@ -101,7 +101,26 @@ static void test_registry(void) {
             CHECK_MSG(!strcmp(v[i].isa, v[i].impl.gemm->name),
                       "GEMM variant %s calls itself %s", v[i].isa, v[i].impl.gemm->name);
     }
-    CHECK(g4v_kernels_for(g4v_kernel_features()) == g4v_kernels_current());
+    /* the current table: the features less what the BF16 rule leaves out (docs/NUMERICS.md §6.6) */
+    CHECK(g4v_kernels_for(g4v_kernel_features() & ~g4v_cpu_rule_drops()) == g4v_kernels_current());
+    CHECK(g4v_cpu_rule_drops() ==
+          g4v_cpu_rule_drops_for(g4v_cpu_identity(), g4v_cpu_features(), getenv("G4V_ISA")));
+#if G4V_X86_KERNELS
+    { /* an Intel BF16 CPU gets the FMA table; G4V_ISA=avx512 keeps vdpbf16ps; AMD Zen 4 keeps it */
+        unsigned f = G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16 | G4V_CPU_AVX512VNNI;
+        g4v_cpu_ident spr = {G4V_VENDOR_INTEL, 6, 0x8f}, zen4 = {G4V_VENDOR_AMD, 0x19, 0x11};
+        const g4v_kernels *intel = g4v_kernels_for(f & ~g4v_cpu_rule_drops_for(spr, f, NULL)),
+                          *forced = g4v_kernels_for(f & ~g4v_cpu_rule_drops_for(spr, f, "avx512")),
+                          *amd = g4v_kernels_for(f & ~g4v_cpu_rule_drops_for(zen4, f, "auto"));
+        CHECK_MSG(!strcmp(intel->isa[G4V_KF_GEMM], "avx512-bf16w-inplace") &&
+                      !strcmp(intel->isa_fast[G4V_KF_ATTENTION], "avx512"),
+                  "Intel BF16 table: gemm=%s attention_fast=%s", intel->isa[G4V_KF_GEMM],
+                  intel->isa_fast[G4V_KF_ATTENTION]);
+        CHECK(intel == g4v_kernels_for(f & ~(unsigned)G4V_CPU_AVX512BF16));
+        CHECK(!strcmp(forced->isa[G4V_KF_GEMM], "avx512-bf16dp-inplace"));
+        CHECK(amd == forced && !strcmp(amd->isa_fast[G4V_KF_ATTENTION], "avx512-bf16dp"));
+    }
+#endif
     const char *isa = getenv("G4V_ISA");
     if (isa && !strcmp(isa, "portable")) CHECK(g4v_cpu_features() == 0);
     const g4v_kernels *cur = g4v_kernels_current();

@@ -92,6 +92,8 @@ static const fe_cmd info_cmd = {
         "same for one checkpoint in any layout, different if any of those changes.\n"
         "kernels names the kernel variant this CPU runs for each step (G4V_ISA caps it):\n"
         "default-mode outputs are bit-identical between machines only when it is the same.\n"
+        "kernel rule says whether this CPU's kernels use vdpbf16ps or the FMA ones (a fixed\n"
+        "rule per CPU vendor and family, docs/NUMERICS.md §6.6).\n"
         "The mode options choose the mode whose fingerprint is given (default: the default\n"
         "mode); for int8 and int8-blocks, info also names the INT8 mode's GEMM kernel.\n",
     .heading = "options:",
@@ -163,6 +165,7 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
            v->numerics_version,
            id->seconds);
     printf("kernels       %s\n", v->kernels);
+    printf("kernel rule   %s\n", v->kernel_rule);
     if (id->math == G4V_MATH_INT8 || id->math == G4V_MATH_INT8_BLOCKS)
         printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->math == G4V_MATH_INT8_BLOCKS));
 #ifdef G4V_HAVE_LLAMA
@@ -240,7 +243,8 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
          (!int8 || cJSON_AddStringToObject(o, "int8_gemm", int8_kernel(v->kernels, blocks))) &&
          cJSON_AddNumberToObject(o, "numerics_version", v->numerics_version) &&
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
-         cJSON_AddStringToObject(o, "kernels", v->kernels);
+         cJSON_AddStringToObject(o, "kernels", v->kernels) &&
+         cJSON_AddStringToObject(o, "kernel_rule", v->kernel_rule);
     cJSON *llama = ok ? cli_llama_cpu_json() : NULL; /* null without libllama */
     ok = llama != NULL;
     if (ok) cJSON_AddItemToObject(o, "llama_cpu_backend", llama);
