@@ -28,6 +28,12 @@ Needs numpy and llama.cpp's gguf-py (--gguf-py DIR, or on PYTHONPATH).
 usage: gen_lm_gguf.py OUT.gguf --config e2b|e4b|31b|12b --vocab ggml-vocab-gemma-4.gguf
                       [--gguf-py DIR] [--seed N] [--layers N] [--no-template] [--arch NAME]
                       [--quant q4_0]   (every matrix as random Q4_0 blocks instead of F16)
+                      [--quant q8_0|q4_k] (the F16 matrices quantized: gguf-py's Q8_0, our Q4_K)
+The quantized files are what the chat tests run llama.cpp's quantized kernels with (its AMX and
+repacked paths take Q4_0, Q8_0 and Q4_K weights: docs/CHAT.md §6). --quant q8_0 and q4_k draw
+the same random weights as f16 and quantize them, so the model's answers are those of a quantized
+F16 model; a matrix whose rows do not split into the type's blocks stays F16, as llama.cpp's own
+quantizer keeps such tensors in another type.
 """
 import argparse
 import os
@@ -66,8 +72,9 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=4, help="layers (>= 2)")
     ap.add_argument("--no-template", action="store_true", help="leave out tokenizer.chat_template")
     ap.add_argument("--template", help="write this chat template instead of Gemma 4's")
-    ap.add_argument("--quant", choices=["f16", "q4_0"], default="f16",
-                    help="matrices as F16 (default) or as random Q4_0 blocks (for the large configs)")
+    ap.add_argument("--quant", choices=["f16", "q4_0", "q8_0", "q4_k"], default="f16",
+                    help="matrices as F16 (default), as random Q4_0 blocks (for the large configs), "
+                         "or quantized to Q8_0 or Q4_K")
     ap.add_argument("--arch", default="gemma4",
                     help="general.architecture to write (tests write a non-Gemma-4 one)")
     args = ap.parse_args(argv)
@@ -104,7 +111,9 @@ def main(argv=None):
     tmp = args.out + ".tmp"
     w = gguf.GGUFWriter(tmp, arch)
     w.add_name(f"g4v synthetic gemma4 text {args.config}")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0 if args.quant == "q4_0" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type({"q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+                     "q4_k": gguf.LlamaFileType.MOSTLY_Q4_K_M}.get(args.quant,
+                                                                gguf.LlamaFileType.MOSTLY_F16))
     w.add_uint32(f"{arch}.block_count", L)
     w.add_uint32(f"{arch}.context_length", 131072)
     w.add_uint32(f"{arch}.embedding_length", E)
@@ -149,7 +158,15 @@ def main(argv=None):
         if args.quant == "q4_0" and len(shape) == 2 and shape[1] % 32 == 0:
             q4(name, shape, scale)
             return
-        w.add_tensor(name, (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16))
+        x = (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16)
+        if args.quant == "q8_0" and len(shape) == 2 and shape[1] % 32 == 0:
+            q = gguf.quants.quantize(x.astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+            w.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        elif args.quant == "q4_k" and len(shape) == 2 and shape[1] % 256 == 0:
+            w.add_tensor(name, quantize_q4_k(x.astype(np.float32)),
+                         raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+        else:
+            w.add_tensor(name, x)
 
     def q4(name, shape, scale):
         # random Q4_0 blocks: nibbles uniform in 0..15 give (q - 8) * d with a standard deviation
@@ -209,6 +226,39 @@ def main(argv=None):
     w.close()
     os.replace(tmp, args.out)  # a whole file or none
     return 0
+
+
+def quantize_q4_k(x):
+    """Rows of x (a multiple of 256 floats each) as Q4_K blocks, as uint8 [rows, bytes]: per
+    256 values, f16 d and dmin, twelve bytes of eight 6-bit scales and mins, 128 bytes of 4-bit
+    codes; value = d * scale_j * q - dmin * min_j for sub-block j of 32 (ggml's block_q4_K, read
+    back by gguf-py's Q4_K.dequantize_blocks). A plain min/max fit per sub-block: not llama.cpp's
+    searched one, but the same format."""
+    rows, k = x.shape
+    b = x.reshape(rows * (k // 256), 8, 32)
+    lo = np.minimum(b.min(axis=2), 0.0)            # each sub-block's offset (<= 0)
+    scale = (b.max(axis=2) - lo) / 15.0             # each sub-block's step
+    mins = -lo
+    d = (scale.max(axis=1) / 63.0).astype(np.float16)
+    dmin = (mins.max(axis=1) / 63.0).astype(np.float16)
+    df, dmf = d.astype(np.float32)[:, None], dmin.astype(np.float32)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(df > 0, np.rint(scale / df), 0).clip(0, 63).astype(np.uint8)
+        mn = np.where(dmf > 0, np.rint(mins / dmf), 0).clip(0, 63).astype(np.uint8)
+        step = (df * sc)[:, :, None]
+        off = (dmf * mn)[:, :, None]
+        q = np.where(step > 0, np.rint((b + off) / step), 0).clip(0, 15).astype(np.uint8)
+    # scales[12]: bytes 0-3 low 6 bits of scales 0-3 (top 2 bits: scale 4-7's high bits),
+    # bytes 4-7 the same for the mins, bytes 8-11 scale/min 4-7's low 4 bits
+    packed = np.zeros((b.shape[0], 12), dtype=np.uint8)
+    packed[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    packed[:, 4:8] = (mn[:, 0:4] & 63) | ((mn[:, 4:8] >> 4) << 6)
+    packed[:, 8:12] = (sc[:, 4:8] & 15) | ((mn[:, 4:8] & 15) << 4)
+    # 128 code bytes: sub-blocks 2i and 2i+1 share 32 bytes, low and high nibble
+    qs = (q[:, 0::2, :] | (q[:, 1::2, :] << 4)).reshape(b.shape[0], 128)
+    blocks = np.concatenate([d.view(np.uint8).reshape(-1, 2), dmin.view(np.uint8).reshape(-1, 2),
+                             packed, qs], axis=1)
+    return blocks.reshape(rows, (k // 256) * 144)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
 OUT/lm-{e2b,e4b,31b,12b}.gguf  Gemma 4 text models (tools/gen_lm_gguf.py; the real tokenizer from
                             DIR/models/ggml-vocab-gemma-4.gguf, gguf-py from DIR/gguf-py)
+OUT/lm-31b-{q4_0,q8_0,q4_k}.gguf  the 31b text model with quantized matrices (--quant)
 OUT/lm-llama.gguf           a header-only GGUF whose architecture is "llama" (the error case)
 OUT/vis-{e2b,e4b,31b,12b}   vision checkpoints whose soft-token width is the text model's:
                             the tiny tower at 1536, 2560 and 512, the tiny unified embedder at 384
@@ -49,6 +50,9 @@ def main():
     o = lambda n: os.path.join(a.out, n)  # noqa: E731
     for cfg in ("e2b", "e4b", "31b", "12b"):
         run(gen_lm, o(f"lm-{cfg}.gguf"), "--config", cfg, "--vocab", vocab, "--gguf-py", gguf_py)
+    for q in ("q4_0", "q8_0", "q4_k"):  # llama.cpp's AMX / repacked kernels (test_chat_quant.py)
+        run(gen_lm, o(f"lm-31b-{q}.gguf"), "--config", "31b", "--quant", q, "--vocab", vocab,
+            "--gguf-py", gguf_py)
     sys.path.insert(0, gguf_py)
     import gguf  # noqa: E402
     w = gguf.GGUFWriter(o("lm-llama.gguf"), "llama")

@@ -9,6 +9,7 @@
  * size and header, is not told apart (a documented limit). The vision model has its own full
  * fingerprint (g4v_model_fingerprint). */
 #include "chat_backend.h"
+#include "chat_llama_probe.h"
 #include "chat_error.h"
 #include "chat_session_impl.h"
 #include "frontend.h"
@@ -61,11 +62,14 @@ int chat_session_identity(chat_session *s, char *out, size_t cap, char *err, siz
     if (g4v_model_fingerprint(s->vm, vis, sizeof vis, err, errsz)) return -1;
     chat_backend_cpu cpu;
     if (chat_backend_cpu_get(&cpu, err, errsz)) return -1;
+    chat_llama_probe probe; /* AMX or repacked weights compute other bits than plain ones */
+    if (chat_llama_probe_get(&probe, err, errsz)) return -1;
     int n = snprintf(out, cap,
-                     "lm %s\nvision %s math %s\nllama %s\ncpu %s %s\nn_batch %d n_ubatch %d "
-                     "swa_full 1 non_causal %d kv f16\n",
+                     "lm %s\nvision %s math %s\nllama %s\ncpu %s %s\nextra_buffers %s\n"
+                     "n_batch %d n_ubatch %d swa_full 1 non_causal %d kv f16\n",
                      lm, vis, g4v_math_mode_name(s->vinfo.math), llama_print_system_info(),
-                     cpu.variant, cpu.features, s->n_batch, s->n_batch, s->non_causal);
+                     cpu.variant, cpu.features, probe.use_extra_buffers ? probe.types : "off",
+                     s->n_batch, s->n_batch, s->non_causal);
     if (n < 0 || (size_t)n >= cap) {
         seterr(err, errsz, "the session's identity does not fit %zu bytes", cap);
         return -1;

@@ -1,7 +1,9 @@
 /* chat_session.c - g4v soft tokens into a Gemma 4 text model in libllama (chat_session.h). */
 #include "chat_backend.h"
 #include "chat_error.h"
+#include "chat_fatal.h"
 #include "chat_items.h"
+#include "chat_llama_probe.h"
 #include "chat_session_impl.h"
 #include "chat_thought.h"
 #include "frontend.h"
@@ -183,8 +185,13 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     atomic_store(&g_verbose, o->verbose);
     llama_log_set(log_cb, NULL);
     if (chat_backend_load(err, errsz)) goto fail; /* CHAT_ERR_MODEL: no CPU backend for it */
+    /* llama.cpp's AMX / repacked weights only where a child ran them first (chat_llama_probe.h) */
+    chat_llama_probe probe;
+    if (chat_llama_probe_get(&probe, err, errsz)) goto fail;
+    chat_fatal_install(); /* a crash in llama.cpp's kernels says where and what to do */
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
+    mp.use_extra_bufts = probe.use_extra_buffers != 0;
     clear_log();
     gguf_arch(o->lm_path, s->arch, sizeof s->arch);
     if (!strcmp(s->arch, "clip")) {

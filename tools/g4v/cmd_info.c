@@ -172,6 +172,8 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
     char llama[1600];
     cli_llama_cpu_line(llama, sizeof llama);
     printf("llama.cpp cpu %s\n", llama);
+    cli_llama_extra_line(llama, sizeof llama);
+    printf("llama.cpp bufs %s\n", llama);
 #endif
     printf("image tokens  image %d, boi %d, eoi %d, video %d\n", v->image_token_id, v->boi_token_id,
            v->eoi_token_id, v->video_token_id);

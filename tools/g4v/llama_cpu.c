@@ -7,6 +7,7 @@
 
 #ifdef G4V_HAVE_LLAMA
 #include "chat_backend.h"
+#include "chat_llama_probe.h"
 #include "llama.h"
 
 /* llama.cpp's log (ggml's "loaded CPU backend from ..."): errors only, the answer says the rest */
@@ -30,6 +31,25 @@ int cli_llama_cpu_line(char *buf, size_t n) {
     }
     chat_backend_cpu_summary(&c, buf, n);
     return 0;
+}
+
+void cli_llama_extra_line(char *buf, size_t n) {
+    chat_llama_probe p;
+    char err[1400];
+    llama_log_set(errors_only, NULL);
+    if (chat_llama_probe_get(&p, err, sizeof err))
+        snprintf(buf, n, "none: %s", err);
+    else if (!p.types[0])
+        snprintf(buf, n, "%s", "none offered by this CPU backend");
+    else if (p.use_extra_buffers)
+        snprintf(buf, n, "%s (checked: %s)", p.types, p.checked);
+    else
+        snprintf(buf, n, "off: %s", p.reason);
+}
+
+cJSON *cli_llama_extra_json(void) {
+    llama_log_set(errors_only, NULL);
+    return chat_llama_probe_json();
 }
 
 void cli_llama_cpu_path(char *buf, size_t n) {
@@ -62,6 +82,9 @@ cJSON *cli_llama_cpu_json(void) {
         cJSON_AddItemToArray(feats, s);
     }
     if (!cJSON_AddStringToObject(o, "path", c.path)) goto oom;
+    cJSON *extra = cli_llama_extra_json();
+    if (!extra) goto oom;
+    cJSON_AddItemToObject(o, "extra_buffers", extra);
     return o;
 oom:
     cJSON_Delete(o);
@@ -77,6 +100,14 @@ int cli_llama_cpu_line(char *buf, size_t n) {
 
 void cli_llama_cpu_path(char *buf, size_t n) {
     snprintf(buf, n, "%s", "");
+}
+
+void cli_llama_extra_line(char *buf, size_t n) {
+    snprintf(buf, n, "%s", "none: this g4v was built without llama.cpp's libllama");
+}
+
+cJSON *cli_llama_extra_json(void) {
+    return cJSON_CreateNull();
 }
 
 cJSON *cli_llama_cpu_json(void) {

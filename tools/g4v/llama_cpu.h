@@ -15,8 +15,17 @@ int cli_llama_cpu_line(char *buf, size_t n);
 void cli_llama_cpu_path(char *buf, size_t n);
 
 /* The "llama_cpu_backend" value of the JSON outputs: {"variant": "zen4" or null,
- * "loaded_at_run_time": bool, "features": ["SSE3", ...], "path": "..."}, {"error": "..."} when
- * no CPU backend could be loaded, or JSON null without libllama. NULL: out of memory. */
+ * "loaded_at_run_time": bool, "features": ["SSE3", ...], "path": "...", "extra_buffers": the
+ * object below}, {"error": "..."} when no CPU backend could be loaded, or JSON null without
+ * libllama. NULL: out of memory. */
 cJSON *cli_llama_cpu_json(void);
+
+/* Whether the text model's quantized weights go to llama.cpp's extra buffer types (AMX,
+ * CPU_REPACK) after the start-up check (tools/chat/chat_llama_probe.h): one line for people
+ * ("AMX CPU_REPACK (checked: probe)", "off: why"), and as JSON {"used": bool, "types": [...],
+ * "checked": "probe"|"cache"|"environment"|"none", "reason": "..." or null}; JSON null without
+ * libllama, NULL when out of memory. */
+void cli_llama_extra_line(char *buf, size_t n);
+cJSON *cli_llama_extra_json(void);
 
 #endif

@@ -7,6 +7,9 @@
  * generating is told that its client is gone. */
 #include "chat/chat_wing.h"
 #include "frontend.h"
+#ifdef G4V_HAVE_LLAMA
+#include "chat_llama_probe.h" /* tools/chat: only with libllama */
+#endif
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -128,12 +131,25 @@ static size_t metrics(server *s, void *state, char *b, size_t cap) {
     return chat_metrics_text(s, state, b, cap);
 }
 
+/* GET /v1/info's "text_model": how llama.cpp runs it here (docs/CHAT.md §6) */
+static void info(server *s, void *state, void *object) {
+    (void)s;
+    (void)state;
+    cJSON *t = cJSON_AddObjectToObject(object, "text_model");
+    if (!t) return;
+#ifdef G4V_HAVE_LLAMA
+    cJSON *extra = chat_llama_probe_json();
+    if (extra) cJSON_AddItemToObject(t, "extra_buffers", extra);
+#endif
+}
+
 const svc_wing svc_chat_wing = {
     .name = "chat",
     .wanted = wanted,
     .open = open_wing,
     .close = close_wing,
     .metrics = metrics,
+    .info = info,
     .off_paths = {"/v1/chat/completions", "/v1/models", NULL},
     .off_text = "this server has no language model (start g4v serve with --lm LM.gguf; "
                 "docs/CHAT_API.md)",

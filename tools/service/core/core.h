@@ -195,6 +195,9 @@ typedef struct svc_wing {
     size_t (*metrics)(server *s, void *state, char *b, size_t cap);
     /* optional: its part of the "listening on" line */
     void (*summary)(server *s, void *state, char *b, size_t cap);
+    /* optional: adds its fields to GET /v1/info's object (a cJSON *; out of memory leaves
+     * fields out) */
+    void (*info)(server *s, void *state, void *object);
     /* Not wanted: these paths are answered 404 "PATH: off_text" (NULL-terminated). */
     const char *off_paths[4];
     const char *off_text;

@@ -50,6 +50,8 @@ static char *info_json(server *s, const encode_wing *ew, size_t *len) {
         cJSON_AddNumberToObject(sv, "timeout_seconds", s->a.timeout_s);
         cJSON_AddBoolToObject(sv, "cache", s->cache != NULL);
     }
+    for (int w = 0; w < s->nwings; w++) /* the other wings' parts (the text model's) */
+        if (s->wings[w].w->info) s->wings[w].w->info(s, s->wings[w].state, o);
     char *t = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!t) return NULL;
