@@ -62,8 +62,8 @@ int g4v_prep_place(const char *who, const g4v_kernels *kt, g4v_prep_item *items,
     *block = NULL;
     for (int i = 0; i < n; i++) {
         const g4v_tensor *t = items[i].t;
-        size_t b = g4v_wmat_packed_bytes(kt, t->dtype, (int)t->shape[0], (int)t->shape[1],
-                                         items[i].mode);
+        size_t b = g4v_wmat_packed_bytes(kt, t->q8_0 ? NULL : t->data, t->dtype,
+                                         (int)t->shape[0], (int)t->shape[1], items[i].mode);
         size_t r = (b + 63) & ~(size_t)63;
         if (r < b || total + r < total)
             return g4v_fail(err, G4V_ERR_NOMEM, "%s: the weights do not fit in memory", who);

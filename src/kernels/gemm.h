@@ -32,6 +32,10 @@
  * whenever products are exact (FAST mode with BF16/F16 weights) and within K·2⁻²⁴·Σ|x'w| of it
  * otherwise; vdpbf16ps sums each (even, odd) k pair before accumulating (and flushes subnormal
  * inputs), also within that bound.
+ * F32 weights of bf16 values (every value's low 16 bits zero, checked per weight at
+ * g4v_wmat_create: an F32 file written from a bf16 checkpoint) are taken as BF16 in FAST and
+ * PRECISE: a bf16 copy (2 bytes per element, read in place or packed from), the BF16 kernels, and
+ * so the bits of the BF16 source on every table (docs/NUMERICS.md §10).
  * Memory (g4v_wmat_bytes): BF16 weights are used in place (0 bytes held; the caller's array must
  * outlive the weight) where the CPU has an in-place kernel (x86 and portable), else packed at 2
  * bytes per element; F16/F32 weights are held as f32 (4 bytes) since W is used exactly as
@@ -104,8 +108,10 @@ int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, in
                             void *storage, g4v_wmat **out, g4v_err *err);
 
 /* Bytes of the packed panels of an [n, k] weight for the kernel g4v_wmat_create would choose; 0
- * when none fits or the shape is out of range (g4v_wmat_create then fails and says why). */
-size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, g4v_dtype dtype, int n, int k,
+ * when none fits or the shape is out of range (g4v_wmat_create then fails and says why). w (may
+ * be NULL: not looked at) is the weight's data: an F32 weight whose values are all bf16 values
+ * is prepared as its BF16 form (see below), which needs its bf16 copy's bytes. */
+size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                              g4v_math_mode mode);
 void g4v_wmat_free(g4v_wmat *w);
 int g4v_wmat_n(const g4v_wmat *w);

@@ -129,6 +129,7 @@ struct g4v_wmat {
     size_t panel_bytes, bytes;
     int owns_b;      /* b is this weight's own block (g4v_wmat_create), else the caller's */
     int in_place;    /* b is W itself, [n][k] bf16 as the caller gave it (kern->inner set) */
+    int copied;      /* in place on a bf16 copy of an F32 weight of bf16 values (gemm_pack.c) */
     size_t a_budget; /* bytes of packed A for one K chunk of a task (about half the L2) */
     int kc_groups; /* KG groups per K chunk: a chunk of a B and an A panel fill <= 1/4 of the L2 */
     void *b;

@@ -260,6 +260,31 @@ static int pack_weights(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* Whether an F32 weight of count values is taken as BF16 (docs/NUMERICS.md §10): in the float
+ * modes, when every value is a bf16 value (its low 16 bits zero: an F32 file written from a
+ * bf16 checkpoint). Its BF16 form is then exactly the same numbers, so it takes the BF16
+ * kernels and gives its BF16 source's bits on every table. The INT8 modes quantize the values
+ * themselves and take any dtype alike. w NULL: no. */
+static int f32_as_bf16(const void *w, g4v_dtype dtype, size_t count, g4v_math_mode mode) {
+    if (!w || dtype != G4V_DT_F32 || (mode != G4V_MATH_FAST && mode != G4V_MATH_PRECISE))
+        return 0;
+    const unsigned char *b = w;
+    uint16_t lo = 0;
+    for (size_t i = 0; i < count && !lo; i++) { /* stops at the first value that is not bf16 */
+        uint16_t h;
+        memcpy(&h, b + 4 * i + (G4V_LITTLE_ENDIAN ? 0 : 2), 2);
+        lo |= h;
+    }
+    return !lo;
+}
+
+/* The bf16 halves of count F32 values that are bf16 values (f32_as_bf16): exact, no rounding. */
+static void f32_to_bf16_exact(const void *w, size_t count, uint16_t *dst) {
+    const unsigned char *b = w;
+    for (size_t i = 0; i < count; i++)
+        memcpy(&dst[i], b + 4 * i + (G4V_LITTLE_ENDIAN ? 2 : 0), 2);
+}
+
 /* The first kernel of kt that fits dtype and mode, or NULL. */
 static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v_math_mode mode) {
     int packed = pack_weights();
@@ -272,8 +297,8 @@ static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v
 /* g4v_wmat_create_with, packing into storage when it is given (the caller's, not freed here),
  * else into a block of its own. */
 static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
-                  g4v_dtype dtype, int q8_0, int n, int k, g4v_math_mode mode, void *storage,
-                  g4v_wmat **out, g4v_err *err) {
+                  g4v_dtype dtype, int as_bf16, int q8_0, int n, int k, g4v_math_mode mode,
+                  void *storage, g4v_wmat **out, g4v_err *err) {
     *out = NULL;
     if (n <= 0 || k <= 0) return g4v_fail(err, G4V_ERR_ARG, "weight matrix %dx%d is empty", n, k);
     if (n > MAX_DIM || k > MAX_DIM)
@@ -294,7 +319,7 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "weight matrix %dx%d: INT8 mode takes at most %d input columns", n, k,
                         G4V_Q8_MAX_K);
-    if (!g4v_gemm_kernel_fits(kern, dtype, mode))
+    if (!g4v_gemm_kernel_fits(kern, as_bf16 ? G4V_DT_BF16 : dtype, mode))
         return g4v_fail(err, G4V_ERR_INTERNAL,
                         "GEMM kernel %s cannot multiply %s weights in %s mode", kern->name,
                         g4v_dtype_name(dtype),
@@ -302,8 +327,26 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
                         : mode == G4V_MATH_PRECISE ? "PRECISE"
                         : mode == G4V_MATH_INT8    ? "INT8"
                                                    : "INT8_BLOCKS");
+    /* an F32 weight of bf16 values as its BF16 form (f32_as_bf16): a bf16 copy, read in place
+     * or packed from; the copy lives in storage (g4v_wmat_packed_bytes counted it) or in a block
+     * of the weight's own, or only while packing */
+    uint16_t *copy = NULL;
+    size_t count = (size_t)n * (size_t)k, copy_bytes = (count * 2 + 63) & ~(size_t)63;
+    if (as_bf16) {
+        copy = kern->inner && storage ? storage : g4v_malloc_large(copy_bytes);
+        if (!copy)
+            return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for the bf16 form of a %dx%d weight",
+                            n, k);
+        f32_to_bf16_exact(w, count, copy);
+        w = copy;
+        dtype = G4V_DT_BF16;
+    }
+    int own_copy = as_bf16 && copy != storage;
     g4v_wmat *m = g4v_calloc(1, sizeof *m);
-    if (!m) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory preparing a %dx%d weight", n, k);
+    if (!m) {
+        if (own_copy) g4v_free_large(copy);
+        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory preparing a %dx%d weight", n, k);
+    }
     m->n = n;
     m->k = k;
     m->mode = mode;
@@ -343,12 +386,18 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         m->panel_bytes = m->bytes = 0;
         m->in_place = 1;
         m->b = (void *)w;
+        if (as_bf16) { /* W is the bf16 copy, held by the weight (or in the caller's storage) */
+            m->copied = 1;
+            m->owns_b = own_copy;
+            m->bytes = copy_bytes;
+        }
         *out = m;
         return G4V_OK;
     }
     m->owns_b = storage == NULL;
     m->b = storage ? storage : g4v_malloc_large(m->bytes);
     if (!m->b) {
+        if (own_copy) g4v_free_large(copy);
         g4v_free(m);
         return g4v_fail(err, G4V_ERR_NOMEM, "out of memory packing a %dx%d weight (%zu bytes)", n,
                         k, (size_t)n * (size_t)k * (kern->b_bf16 ? 2 : 4));
@@ -363,20 +412,30 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         pack_b_pairs(w, n, k, m, m->b);
     else
         pack_b_f32(w, dtype, n, k, m, m->b);
+    if (own_copy) g4v_free_large(copy); /* packed from: no longer needed */
     *out = m;
     return G4V_OK;
+}
+
+/* Whether create takes the F32 weight w as BF16 (in range and f32_as_bf16). */
+static int as_bf16_of(const void *w, g4v_dtype dtype, int n, int k, g4v_math_mode mode) {
+    return n > 0 && k > 0 && n <= MAX_DIM && k <= MAX_DIM &&
+           f32_as_bf16(w, dtype, (size_t)n * (size_t)k, mode);
 }
 
 int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void *w,
                          g4v_dtype dtype, int n, int k, g4v_math_mode mode, g4v_wmat **out,
                          g4v_err *err) {
-    return create(kt, kern, w, dtype, 0, n, k, mode, NULL, out, err);
+    /* an F32 weight of bf16 values given a BF16 kernel: its BF16 form */
+    int as_bf16 = kern->b_bf16 && !kern->int8 && as_bf16_of(w, dtype, n, k, mode);
+    return create(kt, kern, w, dtype, as_bf16, 0, n, k, mode, NULL, out, err);
 }
 
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                        g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err) {
-    const g4v_gemm_kernel *kern = choose(kt, dtype, mode);
-    if (kern) return create(kt, kern, w, dtype, 0, n, k, mode, storage, out, err);
+    int as_bf16 = as_bf16_of(w, dtype, n, k, mode);
+    const g4v_gemm_kernel *kern = choose(kt, as_bf16 ? G4V_DT_BF16 : dtype, mode);
+    if (kern) return create(kt, kern, w, dtype, as_bf16, 0, n, k, mode, storage, out, err);
     *out = NULL;
     return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for weight dtype %d in math mode %d",
                     (int)dtype, (int)mode);
@@ -384,7 +443,8 @@ int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, in
 
 int g4v_wmat_create_q8_0_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern,
                               const void *blocks, int n, int k, g4v_wmat **out, g4v_err *err) {
-    return create(kt, kern, blocks, G4V_DT_F32, 1, n, k, G4V_MATH_INT8_BLOCKS, NULL, out, err);
+    return create(kt, kern, blocks, G4V_DT_F32, 0, 1, n, k, G4V_MATH_INT8_BLOCKS, NULL, out,
+                  err);
 }
 
 int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, int k,
@@ -392,8 +452,8 @@ int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, in
     /* the dtype only picks the kernel (every blocked INT8 kernel takes any dtype) */
     const g4v_gemm_kernel *kern = choose(kt, G4V_DT_F32, G4V_MATH_INT8_BLOCKS);
     if (kern)
-        return create(kt, kern, blocks, G4V_DT_F32, 1, n, k, G4V_MATH_INT8_BLOCKS, storage, out,
-                      err);
+        return create(kt, kern, blocks, G4V_DT_F32, 0, 1, n, k, G4V_MATH_INT8_BLOCKS, storage,
+                      out, err);
     *out = NULL;
     return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for Q8_0 weights in INT8_BLOCKS mode");
 }
@@ -403,10 +463,13 @@ int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n
     return g4v_wmat_create_in(kt, w, dtype, n, k, mode, NULL, out, err);
 }
 
-size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, g4v_dtype dtype, int n, int k,
+size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                              g4v_math_mode mode) {
-    const g4v_gemm_kernel *kern = choose(kt, dtype, mode);
+    int as_bf16 = as_bf16_of(w, dtype, n, k, mode);
+    const g4v_gemm_kernel *kern = choose(kt, as_bf16 ? G4V_DT_BF16 : dtype, mode);
     if (!kern || n <= 0 || k <= 0 || n > MAX_DIM || k > MAX_DIM) return 0;
+    if (as_bf16 && kern->inner) /* the bf16 copy it reads in place */
+        return ((size_t)n * (size_t)k * 2 + 63) & ~(size_t)63;
     return packed_bytes(kern, n, k);
 }
 
@@ -426,7 +489,7 @@ size_t g4v_wmat_bytes(const g4v_wmat *w) {
     return w->bytes;
 }
 int g4v_wmat_in_place(const g4v_wmat *w) {
-    return w->in_place;
+    return w->in_place && !w->copied; /* a bf16 copy is the weight's, not the caller's array */
 }
 const char *g4v_wmat_kernel_name(const g4v_wmat *w) {
     return w->kern->name;

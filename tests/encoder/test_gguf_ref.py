@@ -6,8 +6,9 @@ as llama.cpp's converter would, and encoded through tests/encoder/encode_tool (w
 either source with g4v_checkpoint_open):
 
   bit-identical, FAST and PRECISE: the BF16 GGUF of a bf16 checkpoint against that checkpoint,
-      and the F32 GGUF of an f32 checkpoint against that one; for tiny, tiny-oddk, unified-tiny,
-      e4b and 31b (both cut to 2 layers);
+      the F32 GGUF of an f32 checkpoint against that one, and the F32 GGUF of the bf16 checkpoint
+      (F32 weights of bf16 values, which take the BF16 kernels) against the bf16 checkpoint; for
+      tiny, tiny-oddk, unified-tiny, e4b and 31b (both cut to 2 layers);
   bounded: the F16 and Q8_0 GGUF files of the bf16 checkpoint against the float64 reference
       (tests/reference/reference.py, run on the safetensors checkpoint the GGUF came from). The
       relative RMSE ||c - ref|| / ||ref|| is printed with the safetensors checkpoint's own, and
@@ -75,6 +76,8 @@ def run_case(tmp, config, extra, h, w, measured):
     gen(ck32, "--config", config, "--seed", "11", "--dtype", "f32", *extra, quiet=True)
     g = {t: convert(ck16, f"{base}-{t}.gguf", t) for t in ("bf16", "f16", "q8_0")}
     g["f32"] = convert(ck32, f"{base}-f32.gguf", "f32")
+    # --outtype f32 of the bf16 checkpoint: F32 tensors whose values are all bf16 values
+    g["f32-of-bf16"] = convert(ck16, f"{base}-f32-of-bf16.gguf", "f32")
     img = np.random.default_rng(3).integers(0, 256, (h, w, 3), dtype=np.uint8)
     ipath = base + "-img.npy"
     np.save(ipath, img)
@@ -87,6 +90,13 @@ def run_case(tmp, config, extra, h, w, measured):
             if c is not None and st is not None:
                 check(c.shape == st.shape and np.array_equal(c, st),
                       f"{config} {mode}: {t.upper()} GGUF bit-identical to the {t} safetensors")
+        # its F32 weights of bf16 values take the BF16 kernels (src/kernels/gemm.h): the bits of
+        # the bf16 source on every table, vdpbf16ps included (docs/NUMERICS.md §10)
+        c = encode(g["f32-of-bf16"], ipath, mode)
+        if c is not None and st16 is not None:
+            check(c.shape == st16.shape and np.array_equal(c, st16),
+                  f"{config} {mode}: F32 GGUF of the bf16 checkpoint bit-identical to its "
+                  f"safetensors (rel RMSE {rel(c, st16) if c.shape == st16.shape else -1:.2e})")
         if st16 is None:
             continue
         base_err = rel(st16, ref)

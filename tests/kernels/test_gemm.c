@@ -536,6 +536,78 @@ static void test_in_place_twins(g4v_pool *pool) {
     printf("in place vs packed twin: %d cases bit-identical\n", tested);
 }
 
+/* An F32 weight whose values are all bf16 values takes the BF16 kernels and gives the BF16
+ * weight's bits, on every table this CPU runs (portable, AVX2, AVX-512, AVX-512 BF16), in FAST and
+ * PRECISE, read in place (from its bf16 copy) and packed (G4V_PACK_WEIGHTS=1), prepared in the
+ * caller's storage and in its own; one value off the bf16 grid and it takes the F32 kernel. */
+static void test_f32_of_bf16(g4v_pool *pool) {
+    const int m = 37, n = 77, k = 131; /* tails in every dimension */
+    float *wv = malloc(sizeof(float) * n * k), *x = malloc(sizeof(float) * m * k);
+    float *y16 = malloc(sizeof(float) * m * n), *y32 = malloc(sizeof(float) * m * n);
+    fill_weight_values(wv, (size_t)n * k, G4V_DT_BF16, DATA_REAL);
+    fill_x(x, (size_t)m * k, DATA_REAL);
+    uint16_t *w16 = make_weight(wv, (size_t)n * k, G4V_DT_BF16);
+    float *w32 = make_weight(wv, (size_t)n * k, G4V_DT_F32);
+    const unsigned levels[] = {0, G4V_CPU_AVX2, G4V_CPU_AVX2 | G4V_CPU_AVX512,
+                               G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16,
+                               G4V_CPU_NEON, G4V_CPU_NEON | G4V_CPU_ARM_BF16};
+    unsigned have = g4v_kernel_features();
+    int tested = 0;
+    for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
+        if ((levels[l] & have) != levels[l] || (l && !(levels[l] & G4V_KERNEL_KNOWN_FEATURES)))
+            continue;
+        const g4v_kernels *kt = g4v_kernels_for(levels[l]);
+        for (int md = 0; md < 2; md++)
+            for (int packed = 0; packed < 2; packed++)
+                for (int in_storage = 0; in_storage < 2; in_storage++) {
+                    if (packed) setenv("G4V_PACK_WEIGHTS", "1", 1);
+                    g4v_wmat *W16 = NULL, *W32 = NULL;
+                    size_t sb = g4v_wmat_packed_bytes(kt, w32, G4V_DT_F32, n, k, modes[md]);
+                    void *storage = in_storage && sb ? aligned_alloc(64, (sb + 63) / 64 * 64) : NULL;
+                    REQUIRE(g4v_wmat_create(kt, w16, G4V_DT_BF16, n, k, modes[md], &W16, NULL) ==
+                            G4V_OK);
+                    REQUIRE(g4v_wmat_create_in(kt, w32, G4V_DT_F32, n, k, modes[md], storage, &W32,
+                                               NULL) == G4V_OK);
+                    unsetenv("G4V_PACK_WEIGHTS");
+                    const char *k16 = g4v_wmat_kernel_name(W16), *k32 = g4v_wmat_kernel_name(W32);
+                    CHECK_MSG(!strcmp(k16, k32), "features 0x%x %s: F32 of bf16 values takes %s, "
+                              "BF16 %s", levels[l], modes[md] == G4V_MATH_FAST ? "FAST" : "PRECISE",
+                              k32, k16);
+                    CHECK(!g4v_wmat_in_place(W32)); /* its copy, not the caller's array */
+                    g4v_gemm(pool, x, (size_t)k, W16, y16, (size_t)n, (size_t)m, NULL);
+                    g4v_gemm(pool, x, (size_t)k, W32, y32, (size_t)n, (size_t)m, NULL);
+                    CHECK_MSG(!memcmp(y16, y32, sizeof(float) * m * n),
+                              "features 0x%x %s %s: F32 of bf16 values not bit-identical to BF16 "
+                              "(%s)", levels[l], modes[md] == G4V_MATH_FAST ? "FAST" : "PRECISE",
+                              packed ? "packed" : "in place", k32);
+                    g4v_wmat_free(W16);
+                    g4v_wmat_free(W32);
+                    free(storage);
+                    tested++;
+                }
+        /* one value off the bf16 grid: the F32 kernels (f32 panels), in both modes */
+        float keep = w32[(size_t)n * k - 1];
+        w32[(size_t)n * k - 1] = nextafterf(keep == 0.0f ? 1.0f : keep, 2.0f);
+        for (int md = 0; md < 2; md++) {
+            g4v_wmat *W = NULL;
+            REQUIRE(g4v_wmat_create(kt, w32, G4V_DT_F32, n, k, modes[md], &W, NULL) == G4V_OK);
+            CHECK_MSG(!g4v_wmat_kernel(W)->b_bf16 && strstr(g4v_wmat_kernel_name(W), "-f32"),
+                      "features 0x%x: an F32 weight off the bf16 grid takes %s", levels[l],
+                      g4v_wmat_kernel_name(W));
+            g4v_wmat_free(W);
+        }
+        w32[(size_t)n * k - 1] = keep;
+    }
+    CHECK(tested > 0);
+    printf("F32 weights of bf16 values: %d cases bit-identical to BF16\n", tested);
+    free(wv);
+    free(x);
+    free(y16);
+    free(y32);
+    free(w16);
+    free(w32);
+}
+
 /* The dispatcher picks the first fitting kernel, honouring G4V_ISA; sizes; argument errors. */
 static void test_api(void) {
     int n = 768, k = 768;
@@ -548,18 +620,25 @@ static void test_api(void) {
             g4v_wmat *W = NULL;
             REQUIRE(g4v_wmat_create(KT, w, dtypes[d], n, k, modes[md], &W, NULL) == G4V_OK);
             int count;
+            /* wv holds bf16 values, so the F32 weight is taken as its BF16 form (gemm.h) */
+            g4v_dtype as = dtypes[d] == G4V_DT_F32 ? G4V_DT_BF16 : dtypes[d];
             const g4v_gemm_kernel *const *all = kernels(&count), *want = NULL;
             for (int i = 0; i < count && !want; i++)
-                if (g4v_gemm_kernel_fits(all[i], dtypes[d], modes[md])) want = all[i];
+                if (g4v_gemm_kernel_fits(all[i], as, modes[md])) want = all[i];
             CHECK(g4v_wmat_kernel(W) == want);
             CHECK(!strcmp(g4v_wmat_kernel_name(W), want->name));
             CHECK(g4v_wmat_n(W) == n && g4v_wmat_k(W) == k);
-            size_t esize = dtypes[d] == G4V_DT_BF16 ? 2 : 4;
-            /* BF16 weights in FAST and PRECISE are read where they lie: nothing held */
+            size_t esize = as == G4V_DT_BF16 ? 2 : 4;
+            /* BF16 weights in FAST and PRECISE are read where they lie: nothing held (an F32
+             * one's bf16 copy is the weight's own) */
             int in_place = dtypes[d] == G4V_DT_BF16 && want->inner;
             CHECK(g4v_wmat_in_place(W) == in_place);
             CHECK_MSG(g4v_wmat_bytes(W) == (in_place ? 0 : (size_t)n * k * esize), "%s: %zu bytes",
                       want->name, g4v_wmat_bytes(W));
+            CHECK(g4v_wmat_packed_bytes(KT, w, dtypes[d], n, k, modes[md]) ==
+                  (dtypes[d] == G4V_DT_F32 && want->inner ? (size_t)n * k * 2
+                   : in_place                             ? 0
+                                                          : (size_t)n * k * esize));
 #if defined(__x86_64__) /* every x86 table has in-place kernels (ARM64: not yet) */
             CHECK_MSG(dtypes[d] != G4V_DT_BF16 || in_place, "%s: BF16 %s weight packed",
                       want->name, modes[md] == G4V_MATH_FAST ? "FAST" : "PRECISE");
@@ -615,6 +694,7 @@ int main(void) {
     test_rounding();
     test_determinism();
     test_in_place_twins(pool);
+    test_f32_of_bf16(pool);
     g4v_pool_destroy(pool);
     printf("worst |ours - ref| / bound over inexact cases: %.3g\n", worst_ratio);
     return test_summary("test_gemm");
