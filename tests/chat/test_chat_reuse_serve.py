@@ -175,3 +175,51 @@ def run(tmp, servers):
     check(two.metrics().get("g4v_chat_prompt_cache_hits_total") is None,
           "--prompt-cache-ram 0 without --cache: no prompt cache")
 
+
+
+def test_state_longer_than_the_window():
+    with_servers("g4v_chat_reuse_long_", run_long)
+
+
+def run_long(tmp, servers):
+    """A saved state longer than the sliding window (512 positions in the e2b text model: two
+    images are 508 rows) loads back: llama.cpp leaves the window layers' cells outside the window
+    out of a sequence's state, so such a state came back starting at position > 0 and was
+    refused ("does not load; the prompt is decoded instead")."""
+    img_a, img_b = data_uri(fx("img1.png")), data_uri(fx("img2.png"))
+
+    def two_turns(s):
+        first = [user("Compare these two pictures.", img_a, img_b)]
+        a1, u1, _ = ask_msgs(s, first)
+        other, _, _ = ask_msgs(s, [user("And this one?", img_b)])  # takes the slot
+        hist = first + [{"role": "assistant", "content": a1.split("|")[0]}]
+        a2, u2, _ = ask_msgs(s, hist + [user("Which one is brighter?")])
+        return [a1, other, a2], u1, u2
+
+    off = Server(tmp, "long-off", "--no-prompt-reuse")
+    servers.append(off)
+    ref, u1, _ = two_turns(off)
+    check(u1 and u1["prompt_tokens"] > 512, f"the first turn is longer than the window "
+          f"({u1 and u1['prompt_tokens']} positions)")
+    off.stop()
+    on = Server(tmp, "long-on")
+    servers.append(on)
+    got, _, u2 = two_turns(on)
+    m = on.metrics()
+    log = open(on.err_path).read()
+    check(got == ref, f"resumed from a long state: the same answers ({got} vs {ref})")
+    check("does not load" not in log, f"the long state loads ({log[-300:]!r})")
+    check(u2 and u2["prompt_tokens_details"]["cached_tokens"] > 512 and
+          m.get("g4v_chat_prompt_cache_hits_total", 0) >= 1,
+          f"the second turn resumes from the prompt cache "
+          f"({u2 and u2['prompt_tokens_details']}, {m.get('g4v_chat_prompt_cache_hits_total')} hits)")
+
+
+def ask_msgs(s, msgs):
+    body = {"messages": msgs, "max_tokens": 16, "temperature": 0}
+    st, _, r = s.chat(body)
+    check(st == 200, f"{msgs[-1]['content'][-1]['text']!r}: 200 ({st} {str(r)[:200]})")
+    if st != 200:
+        return f"status {st}", None, None
+    m = r["choices"][0]["message"]  # the thought too: the synthetic model often writes one
+    return m["content"] + "|" + (m.get("reasoning_content") or ""), r["usage"], r["g4v"]

@@ -51,12 +51,41 @@ static void expect(const char *what, const char *const *pieces, int n, const cha
     chat_thought_free(&t);
 }
 
+/* as expect, with the end of the answer (chat_thought_finish) after the pieces */
+static void expect_finished(const char *what, const char *const *pieces, int n,
+                            const char *answer, const char *thought) {
+    seen s = {0};
+    chat_thought t;
+    chat_thought_init(&t, emit, &s);
+    CHECK_MSG(feed(&t, pieces, n) == 0 && chat_thought_finish(&t) == 0, "%s: no stop", what);
+    const char *a = t.answer.s ? t.answer.s : "", *th = t.thought.s ? t.thought.s : "";
+    CHECK_MSG(!strcmp(a, answer), "%s: answer '%s' (expected '%s')", what, a, answer);
+    CHECK_MSG(!strcmp(th, thought), "%s: thought '%s' (expected '%s')", what, th, thought);
+    CHECK_MSG(!strcmp(s.answer, a) && !strcmp(s.thought, th), "%s: streamed = kept", what);
+    chat_thought_free(&t);
+}
+
 int main(void) {
     const char *plain[] = {"Hello", " world"};
     expect("no thought", plain, 2, "Hello world", "");
     const char *one[] = {OPEN, "thought", "\n", "Let me", " see.\n", "Two lines.", "\n", CLOSE,
                          "The answer."};
     expect("a thought", one, 9, "The answer.", "Let me see.\nTwo lines.");
+    /* a thought without the name line (a model that writes straight after <|channel>): the
+     * text is the thought, never dropped; a name alone stays out */
+    const char *no_name[] = {OPEN, "Let", " me think"};
+    expect_finished("no name line, a space", no_name, 3, "", "Let me think");
+    const char *word[] = {OPEN, "Hmm"};
+    expect_finished("no name line, one word at the end", word, 2, "", "Hmm");
+    const char *closed[] = {OPEN, "Hmm", CLOSE, "Yes"};
+    expect("no name line, closed", closed, 4, "Yes", "Hmm");
+    const char *long_run[] = {OPEN, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    expect("a run longer than a name", long_run, 2, "",
+           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    const char *bare[] = {OPEN, "thought"};
+    expect_finished("only the name", bare, 2, "", "");
+    const char *named[] = {OPEN, "though", "t\nok"};
+    expect_finished("a name in two pieces", named, 3, "", "ok");
     const char *glued[] = {OPEN, "thought\nFirst", "\n", CLOSE, "Done"};
     expect("the name and the thought in one piece", glued, 5, "Done", "First");
     const char *empty[] = {OPEN, "thought", "\n", CLOSE, "Direct."};

@@ -420,6 +420,8 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
         if (chat_items_push(s, chat_item_text(tok))) goto oom;
     }
     s->plan_base = s->n_items;
+    /* a thought's first line still waiting to be told apart from a channel name is thought */
+    if (chat_thought_finish(&th) < 0) goto oom;
     r->generate_s = fe_now_s() - t2;
     r->text = th.answer.s ? th.answer.s : calloc(1, 1);
     r->text_len = th.answer.n;
@@ -517,15 +519,19 @@ int chat_session_state_save(chat_session *s, void **state, size_t *size, char *e
                             size_t errsz) {
     *state = NULL;
     *size = 0;
-    size_t n = llama_state_seq_get_size(s->lctx, 0);
+    /* the whole context's state, not sequence 0's (the only one here): llama.cpp leaves the
+     * sliding-window layers' cells outside the window out of a sequence's state, which then
+     * cannot be cut before its last window's start when it is resumed (a state longer than the
+     * window was refused by the check in chat_session_state_load) */
+    size_t n = llama_state_get_size(s->lctx);
     void *b = malloc(n ? n : 1);
     if (!b) {
         seterr(err, errsz, "out of memory saving a context state of %zu bytes", n);
         return -1;
     }
-    if (llama_state_seq_get_data(s->lctx, b, n, 0) != n) {
+    if (llama_state_get_data(s->lctx, b, n) != n) {
         free(b);
-        seterr(err, errsz, "llama_state_seq_get_data failed%s", last_log());
+        seterr(err, errsz, "llama_state_get_data failed%s", last_log());
         return -1;
     }
     *state = b;
@@ -544,7 +550,7 @@ int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
     for (int i = 0; i < n_items; i++)
         n_pos += chat_item_n_pos(items[i]);
     clear_log();
-    if (llama_state_seq_set_data(s->lctx, state, size, 0) != size ||
+    if (llama_state_set_data(s->lctx, state, size) != size ||
         llama_memory_seq_pos_max(mem, 0) + 1 != n_pos || llama_memory_seq_pos_min(mem, 0) != 0) {
         llama_memory_seq_rm(mem, 0, -1, -1);
         seterr(err, errsz, "a saved context state of %zu bytes does not load%s", size, last_log());

@@ -31,6 +31,11 @@ int chat_text_put(chat_text *x, const char *p, size_t n) {
     return 0;
 }
 
+static int name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-';
+}
+
 /* Text into a channel, and out to emit. */
 static int give(chat_thought *t, int thought, const char *p, size_t n) {
     if (!n) return 0;
@@ -40,20 +45,36 @@ static int give(chat_thought *t, int thought, const char *p, size_t n) {
 
 int chat_thought_add(chat_thought *t, int kind, const char *p, size_t n) {
     if (kind == CHAT_PIECE_OPEN) { /* a thought starts (a second one continues the first) */
+        int rc = chat_thought_finish(t);
         t->mode = 1;
-        return 0;
+        return rc;
     }
     if (kind == CHAT_PIECE_CLOSE) {
+        int rc = chat_thought_finish(t); /* "<|channel>text<channel|>": text is the thought */
+        if (rc) return rc;
         t->mode = 0;
         t->held_nl = 0; /* the template's own "\n" before <channel|> */
         return 0;
     }
     if (t->mode == 1) { /* the channel's name up to its line end */
-        const char *nl = memchr(p, '\n', n);
-        if (!nl) return 0;
-        n -= (size_t)(nl + 1 - p);
-        p = nl + 1;
+        size_t k = 0;
+        while (k < n && p[k] != '\n' && name_char(p[k]) && t->name_n + k < sizeof t->name) k++;
+        if (k == n && t->name_n + k < sizeof t->name) { /* the name goes on */
+            memcpy(t->name + t->name_n, p, n);
+            t->name_n += n;
+            return 0;
+        }
         t->mode = 2;
+        if (k < n && p[k] == '\n') { /* a name: left out with its line end */
+            t->name_n = 0;
+            n -= k + 1;
+            p += k + 1;
+        } else { /* no name: what came is the thought */
+            size_t held = t->name_n;
+            t->name_n = 0;
+            int rc = held ? give(t, 1, t->name, held) : 0;
+            if (rc) return rc;
+        }
     }
     if (t->mode == 0) return give(t, 0, p, n);
     if (!n) return 0;
@@ -68,4 +89,14 @@ int chat_thought_add(chat_thought *t, int kind, const char *p, size_t n) {
         n--;
     }
     return give(t, 1, p, n);
+}
+
+int chat_thought_finish(chat_thought *t) {
+    if (t->mode != 1 || !t->name_n) return 0;
+    size_t held = t->name_n;
+    t->name_n = 0;
+    t->mode = 2;
+    static const char bare[] = "thought";
+    if (held == sizeof bare - 1 && !memcmp(t->name, bare, held)) return 0;
+    return give(t, 1, t->name, held);
 }
