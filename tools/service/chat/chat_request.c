@@ -53,6 +53,7 @@ void chat_job_unref(chat_job *j) {
     free(j->system);
     free(j->schema);
     free(j->tools);
+    free(j->gbnf);
     for (int i = 0; i < j->n_stop; i++)
         free(j->stop[i]);
     free(j->out);

@@ -46,6 +46,10 @@ static enum MHD_Result chat_finish(request *q) {
     q->body = NULL;
     q->len = q->cap = 0;
     if (!j) return chat_answer_error(q, &f);
+    if (chat_slots_precheck(cw, j, &f)) { /* answered now, not after the queue */
+        chat_job_unref(j);
+        return chat_answer_error(q, &f);
+    }
     j->t0 = q->t0;
     j->conn = q->conn;
     const union MHD_ConnectionInfo *ci =

@@ -30,6 +30,12 @@ int chat_slots_open(chat_wing *cw) {
     return G4V_SERVICE_ERR_USAGE;
 }
 void chat_slots_close(chat_wing *cw) { (void)cw; }
+int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
+    (void)cw;
+    (void)j;
+    (void)f;
+    return 0;
+}
 
 #else
 
@@ -38,9 +44,11 @@ void chat_slots_close(chat_wing *cw) { (void)cw; }
 #include "chat_prompt_cache.h"
 #include "chat_session.h"
 #include "chat_tool_call.h"
+#include "llama.h"
 
 #include <cjson/cJSON.h>
 
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,6 +57,51 @@ enum { LARGEST_BUDGET = 1120 }; /* the last of G4V_BUDGETS: a slot takes any */
 /* A cached state replaces what a slot holds only when it saves this many more positions: loading
  * a state costs about as much as decoding a few dozen tokens. */
 enum { PCACHE_MIN_GAIN = 32 };
+
+static int job_grammar(const chat_wing *cw, const chat_job *j, char **gbnf, int *lazy,
+                       chat_fail *f);
+
+/* The text tokenized before a request waits, at most: a longer one is left to the slot (it
+ * would hold up the server's connection thread) */
+enum { PRECHECK_MAX_TEXT = 4 << 20 };
+
+/* A lower bound of the prompt's positions: its text's tokens (images and the template's own
+ * tokens not counted) */
+static long text_tokens(const struct llama_vocab *v, const char *text) {
+    if (!text || !*text) return 0;
+    int32_t n = (int32_t)strlen(text);
+    if (n < 0) return LONG_MAX;
+    int r = llama_tokenize(v, text, n, NULL, 0, false, false); /* -needed when out is short */
+    return r < 0 ? -(long)r : r;
+}
+
+int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
+    if (job_grammar(cw, j, &j->gbnf, &j->grammar_lazy, f)) return -1;
+    j->checked = 1;
+    if (!cw->lm || cw->n_ctx <= 0) return 0;
+    size_t bytes = j->system ? strlen(j->system) : 0;
+    for (int t = 0; t < j->n_turns; t++)
+        bytes += (j->turns[t].text ? strlen(j->turns[t].text) : 0) +
+                 (j->turns[t].reasoning ? strlen(j->turns[t].reasoning) : 0) +
+                 (j->turns[t].tool_calls ? strlen(j->turns[t].tool_calls) : 0);
+    if (bytes > PRECHECK_MAX_TEXT) return 0;
+    const struct llama_vocab *v = llama_model_get_vocab(cw->lm);
+    long n = text_tokens(v, j->system);
+    for (int t = 0; t < j->n_turns && n < cw->n_ctx; t++) {
+        n += text_tokens(v, j->turns[t].text);
+        n += text_tokens(v, j->turns[t].reasoning);
+        n += text_tokens(v, j->turns[t].tool_calls);
+    }
+    if (n + 1 > cw->n_ctx) {
+        chat_fail_set(f, 400, "invalid_request_error", "context_length_exceeded",
+                      "the prompt does not fit in the context: its text alone is %ld tokens "
+                      "(images and the chat template not counted) + 1 to answer, and the "
+                      "context holds %d (the server's --lm-ctx)",
+                      n, cw->n_ctx);
+        return -1;
+    }
+    return 0;
+}
 
 /* The client hung up: libmicrohttpd completed the request, or the socket says so. */
 static int client_gone(chat_job *j) {
@@ -273,7 +326,7 @@ static void pcache_consult(chat_wing *cw, chat_session *cs);
  * schema, or the declared tools' calls (tool_choice "auto": lazily, from the model's first
  * <|tool_call> on; "required" or a named function: the answer is calls). NULL: none. 0, or -1
  * with a 400 naming what is not served. */
-static int job_grammar(chat_session *cs, const chat_job *j, char **gbnf, int *lazy,
+static int job_grammar(const chat_wing *cw, const chat_job *j, char **gbnf, int *lazy,
                        chat_fail *f) {
     char err[600] = "";
     *gbnf = NULL;
@@ -281,18 +334,14 @@ static int job_grammar(chat_session *cs, const chat_job *j, char **gbnf, int *la
     int tools = j->tools && j->tool_choice != CHAT_TOOLS_NONE;
     for (int t = 0; t < j->n_turns; t++)
         tools |= j->turns[t].tool_calls || j->turns[t].role == CHAT_ROLE_TOOL;
-    if (tools) { /* only the model's template renders them */
-        chat_session_info info;
-        chat_session_get_info(cs, &info);
-        if (info.builtin_template) {
-            chat_fail_set(f, 400, "invalid_request_error", "invalid_tools",
-                          "tools, tool calls and tool results need the model's own chat "
-                          "template (Gemma 4's tool format is the template's), and this server "
-                          "renders with its built-in format (%s): start it with "
-                          "--chat-template FILE",
-                          info.template_origin);
-            return -1;
-        }
+    if (tools && cw->builtin_template) { /* only the model's template renders them */
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_tools",
+                      "tools, tool calls and tool results need the model's own chat "
+                      "template (Gemma 4's tool format is the template's), and this server "
+                      "renders with its built-in format (%s): start it with "
+                      "--chat-template FILE",
+                      cw->template_origin);
+        return -1;
     }
     if (j->schema) {
         if (!chat_schema_grammar(j->schema, strlen(j->schema), gbnf, err, sizeof err)) return 0;
@@ -326,12 +375,10 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
     o.max_tokens = j->max_tokens;
     o.budget = j->budget;
     o.think = j->think;
-    char *grammar = NULL;
-    if (job_grammar(cs, j, &grammar, &o.grammar_lazy, f)) return -1;
-    o.grammar = grammar;
+    o.grammar = j->gbnf; /* chat_slots_precheck made it before the job waited */
+    o.grammar_lazy = j->grammar_lazy;
     o.tools = j->tool_choice != CHAT_TOOLS_NONE ? j->tools : NULL;
     int rc = chat_session_restart(cs, &o, err, sizeof err);
-    free(grammar);
     for (int t = 0; !rc && t < j->n_turns; t++) {
         chat_turn_in *ti = &j->turns[t];
         if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls) {
@@ -728,6 +775,12 @@ int chat_slots_open(chat_wing *cw) {
     int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
     if (!rc) rc = pcache_open(cw);
     if (rc) return rc;
+    chat_session_info info; /* what chat_slots_precheck checks requests against */
+    chat_session_get_info(cw->slots[0].cs, &info);
+    cw->lm = chat_session_llama_model(cw->slots[0].cs);
+    cw->n_ctx = info.n_ctx;
+    cw->builtin_template = info.builtin_template;
+    snprintf(cw->template_origin, sizeof cw->template_origin, "%s", info.template_origin);
     fprintf(stderr, "g4v serve: chat model %s: %d slots x %d threads, %d context tokens (%.2f s)\n",
             a->lm, cw->pool->n, threads, a->lm_ctx, fe_now_s() - t0);
     return G4V_SERVICE_OK;

@@ -99,6 +99,10 @@ struct chat_job {
     long created;
     uint64_t keys[CHAT_MAX_KEYS]; /* chat_affinity.c: the conversation up to each turn */
     int n_keys, keys_complete;    /* complete: every turn has its keys */
+    /* what chat_slots_precheck found before the job waited (checked: it ran) */
+    int checked;
+    char *gbnf;       /* the grammar the answer is sampled under, or NULL */
+    int grammar_lazy; /* the grammar starts at the first tool call */
 
     /* its life */
     pthread_mutex_t mu;
@@ -143,7 +147,19 @@ typedef struct chat_wing {
     uint64_t cached_tokens, images_reused; /* prompt reuse: positions and images not decoded */
     double prefill_s, gen_s;
     svc_hist ttft;
+    /* what a request is checked against before it waits (chat_slots_precheck): the slots'
+     * shared text model, its context and chat template */
+    const void *lm; /* const struct llama_model * */
+    int n_ctx, builtin_template;
+    char template_origin[600];
 } chat_wing;
+
+/* chat_slots.c: what can be checked of a parsed job before it waits for a slot, so that a
+ * request no slot could serve is answered at once, even with every slot busy and the queue
+ * full (docs/CHAT_API.md §3): its grammar (response_format's schema, the tools, and whether the
+ * template renders tools), and whether its text alone already overflows the context. 0, or -1
+ * with the 400 in f. */
+int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f);
 
 /* chat_request.c: parses body into a new job (refs 1), or fills f and returns NULL. */
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f);
