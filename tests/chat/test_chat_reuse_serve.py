@@ -95,6 +95,12 @@ def run(tmp, servers):
         check(ext[t]["images_reused"] == 1 and ext[t]["images_encoded"] == 0 and
               ext[t]["images_cached"] == 0, f"turn {t + 1}: the image reused ({ext[t]})")
     check(use[0]["prompt_tokens_details"]["cached_tokens"] == 0, "turn 1: nothing cached")
+    # the time to the first token of a reused turn is its prefill and little else (the request's
+    # parse, the replay, the first sample): issue 47 measured 0.11 s more, the time to the first
+    # visible piece; 20 ms is the target, the median is held to 50 ms on a loaded machine
+    extra = sorted(e["time_to_first_token_s"] - e["prefill_s"] for e in ext[1:])
+    check(extra[len(extra) // 2] < 0.05, f"turns 2-5: time to first token - prefill_s "
+          f"{[round(x, 4) for x in extra]} s (median under 0.05)")
     # streamed turns and a client that hangs up mid-stream in turn 3
     ans, _, _ = conversation(on, img_a, stream_turns=(1, 3), hangup_turn=2)
     check(ans == ref_a, f"streamed, with a hang-up: the same answers ({ans} vs {ref_a})")

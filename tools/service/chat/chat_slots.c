@@ -130,7 +130,7 @@ static void reply_fail(chat_job *j, const chat_fail *f) {
 /* What generation keeps: the answer so far, what of it was streamed, why it stopped. */
 typedef struct gen {
     chat_job *j;
-    double deadline, first_s;
+    double deadline;
     char *text;
     size_t len, cap, sent, scanned, hold;
     const char *why; /* set when we stopped it: "stop_string", "timeout", "client_gone" */
@@ -244,7 +244,6 @@ static int on_thought(gen *g, const char *p, size_t n) {
 static int on_piece(const char *p, size_t n, int thought, void *user) {
     gen *g = user;
     chat_job *j = g->j;
-    if (!g->first_s) g->first_s = fe_now_s();
     if (thought == CHAT_EMIT_TOOL_CALL) {
         if (on_tool_call(g, p, n)) return 1;
         thought = 0;
@@ -620,11 +619,14 @@ static void run(svc_worker *w, request *q, void *job) {
     chat_turn_result r;
     memset(&r, 0, sizeof r);
     char err[1024] = "";
+    double gen0 = fe_now_s();
     int rc = chat_session_generate(cs, on_piece, &g, &r, err, sizeof err);
     double end = fe_now_s();
     u.completion_tokens = r.n_generated;
     u.generate_s = r.generate_s;
-    u.ttft_s = (g.first_s ? g.first_s : end) - j->t0;
+    /* to the first token sampled, visible or not (a special token, the start of a thought):
+     * r.ttft_s counts from generate's start here, r's encode and prefill times being 0 */
+    u.ttft_s = (r.n_generated ? gen0 + r.ttft_s : end) - j->t0;
     u.stop = g.why ? g.why : r.stop;
     u.reasoning = g.th;
     u.reasoning_len = g.th_len;
