@@ -273,7 +273,8 @@ def run(tmp, allowed, servers):
         st, _, r = s.chat({**body, "max_tokens": 2})
         check(st == 400 and r.get("error", {}).get("code") == code, f"limit: 400 {code} "
               f"({st} {str(r)[:200]})")
-    st, _, raw = s.request("POST", "/v1/chat/completions", b"{not json")
+    st, _, raw = s.request("POST", "/v1/chat/completions", b"{not json",
+                           {"Content-Type": "application/json"})
     check(st == 400 and json.loads(raw)["error"]["code"] == "invalid_json", "bad JSON: 400")
     st, _, r = s.chat({"messages": [user("Hi", img1)], "max_tokens": 2, "temperature": 0,
                        "g4v": {"tokens": 70}})

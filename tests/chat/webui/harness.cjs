@@ -20,7 +20,9 @@ function done() {
   process.stdout.write(JSON.stringify({ done: checks }) + "\n");
 }
 
-async function launch(chromium) {
+// extraArgs: more command-line switches (test_chat_doors.py maps a made-up domain to 127.0.0.1
+// with --host-resolver-rules, as a DNS-rebinding attacker's name would resolve)
+async function launch(chromium, extraArgs) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), "g4v-webui-chromium-"));
   const browser = await puppeteer.launch({
     executablePath: chromium,
@@ -28,7 +30,7 @@ async function launch(chromium) {
     // root in a container has no user namespace for the sandbox; nothing here may phone home
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--user-data-dir=" + profile],
+      "--user-data-dir=" + profile, ...(extraArgs || [])],
   });
   browser.profile = profile;
   return browser;
