@@ -266,6 +266,11 @@ typedef struct g4v_model_info {
      * §6.6): "bf16=vdpbf16ps vendor=AMD family=0x19 model=0x11: <why>", or bf16=fma (Intel: the
      * FMA kernels, whose FAST bits are those of G4V_ISA=avx512-nobf16). */
     char kernel_rule[256];
+    /* Whether Intel AMX (tile) kernels could run in this process (1) or not (0), and why
+     * (docs/ARCHITECTURE.md §3 "AMX"): "this CPU has no AMX (...)", "the kernel refused the tile
+     * permission: ...", "no AMX kernels in this build yet (...)". Asked once per process. */
+    int amx_usable;
+    char amx[256];
 } g4v_model_info;
 
 /* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the

@@ -88,7 +88,8 @@ class ModelInfo(ctypes.Structure):
                 ("n_dtypes", c_int), ("dtypes", DtypeCount * 4),
                 ("legacy_int8", c_int),  # ABI only: 1 INT8, 2 INT8_BLOCKS
                 ("math", c_int),  # a g4v_math_mode (math_mode_name)
-                ("kernel_rule", ctypes.c_char * 256)]  # the BF16 kernel rule (NUMERICS.md §6.6)
+                ("kernel_rule", ctypes.c_char * 256),  # the BF16 kernel rule (NUMERICS.md §6.6)
+                ("amx_usable", c_int), ("amx", ctypes.c_char * 256)]  # AMX and why not
 
 
 class CtxOptions(ctypes.Structure):

@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
+#include "base/amx.h"
 #include "base/cpu.h"
 #include "base/budget.h"
 
@@ -324,6 +325,7 @@ g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, siz
     info->max_video_seconds = m->opts.max_video_seconds;
     copy_str(info->kernels, sizeof info->kernels, m->kernel_path);
     copy_str(info->kernel_rule, sizeof info->kernel_rule, m->kernel_rule);
+    info->amx_usable = g4v_amx_status(info->amx, sizeof info->amx); /* base/amx.h */
     info->rope_theta = c->rope_theta;
     info->rms_norm_eps = c->rms_norm_eps;
     info->layer_norm_eps = c->layer_norm_eps;

@@ -261,6 +261,17 @@ def test_info_matches_cli(model):
     ks = json.loads(r.stdout)["kernels"]
     assert "gemm=portable-bf16w-inplace attention=portable " in ks and "avx" not in ks, ks
     assert model.plan(150, 100, 70) == (480, 288, 60)
+    # the CPU side: the BF16 kernel rule, and AMX's answer as the CLI gives it. Asked here, under
+    # pytest (whose faulthandler installs a sigaltstack): on a CPU with AMX the tile permission
+    # must not be refused in this process (docs/ARCHITECTURE.md §3 "AMX (groundwork)")
+    assert info["kernel_rule"] == js["kernel_rule"] and info["kernel_rule"].startswith("bf16=")
+    assert info["amx"] == js["amx"]["reason"] and bool(info["amx_usable"]) == js["amx"]["usable"]
+    flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "") \
+        if os.path.exists("/proc/cpuinfo") else ""
+    if " amx_tile" in flags and " amx_bf16" in flags:
+        assert "refused" not in info["amx"], info["amx"]
+    elif flags:
+        assert info["amx"].startswith("this CPU has no AMX"), info["amx"]
     # the fingerprint is the CLI's (same model, same mode), and stable across calls
     assert js["fingerprint_mode"] in ("fast", "FAST")
     assert model.fingerprint == js["fingerprint"] == model.fingerprint

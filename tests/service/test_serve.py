@@ -88,6 +88,9 @@ def run(tmp, servers):
     check(st == 200 and j["fingerprint"] == info["fingerprint"], "GET /v1/info: the fingerprint g4v info gives")
     check(j["budgets"] == [70, 140, 280, 560, 1120] and j["dim"] == info["text_hidden_size"]
           and j["service"]["contexts"] == 1, "GET /v1/info: budgets, dim, contexts")
+    check(j.get("kernel_rule") == info["kernel_rule"] and j.get("amx") == info["amx"]
+          and "AMX" in j["amx"]["reason"],
+          f"GET /v1/info: the kernel rule and AMX's reason g4v info gives ({j.get('amx')})")
     st, h, body = s.request("GET", "/metrics")
     check(st == 200 and "text/plain" in h["Content-Type"] and b"g4v_queue_depth 0" in body,
           "GET /metrics: Prometheus text")
