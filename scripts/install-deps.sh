@@ -4,6 +4,8 @@
 #   install-deps.sh          build
 #   install-deps.sh --python build + what the Python package needs at run time (make install):
 #                            numpy, and Dask distributed for bulk encoding
+#                            (where npm is there: also the chat page's pinned markdown-it,
+#                            scripts/install-webui-lib.sh, which the build embeds)
 #   install-deps.sh --test   build + tests (make test; with the arm64 cross build, make test-arm64),
 #                            and the OpenAI clients the tests drive g4v serve with: Node's (npm
 #                            `openai`, `zod` and `puppeteer-core`, pinned) under ~/.cache/g4v-node,
@@ -71,6 +73,16 @@ else
 fi
 # npm's packages go to the calling user's cache, not root's: no sudo here
 # (exit 75: the registry cannot be reached; the tests that need the client then say so and skip)
+# the chat page's markdown-it (tools/service/webui/lib/package-lock.json), embedded by the build:
+# with --test and up (npm installed above), and for a plain build where npm is already there
+case "${1:-}" in
+    --test|--load|--bench) want_lib=1 ;;
+    *) want_lib=0; command -v npm >/dev/null && want_lib=1 ;;
+esac
+if [ "$want_lib" = 1 ]; then
+    rc=0; "$(dirname "$0")/install-webui-lib.sh" >/dev/null || rc=$?
+    [ "$rc" = 0 ] || [ "$rc" = 75 ] || exit "$rc"
+fi
 case "${1:-}" in
     --test|--load|--bench) rc=0; "$(dirname "$0")/install-node-client.sh" >/dev/null || rc=$?
         [ "$rc" = 0 ] || [ "$rc" = 75 ] || exit "$rc"

@@ -13,9 +13,16 @@ and headers, no console errors or CSP violations; an image chosen with the file 
 question give a streamed answer equal to the reference, with its figures; the second turn
 replays the conversation and reuses the cache; paste and drop; the per-image budget reaching the
 server; a video; Stop (Escape) freeing the slot; New chat; Enter / Shift+Enter; thinking on;
-401 with the key form, the key in sessionStorage only; 413; 429; a bad image; crafted answers
-(request interception) whose markup must stay text; error forms, a cut stream, a network error;
-accessible names, Tab order, 390 px without sideways scrolling.
+401 with the key form, a non-ASCII key refused by the form (naming the character), a wrong key
+refused after a check against /v1/models, the key in sessionStorage only; 413; 429; a bad image; crafted answers
+(request interception) whose markup must stay text (raw HTML, javascript:/data:/vbscript: links,
+autolinks, images, references); Markdown drawn by markdown-it: the degenerate answers of issue
+49 (a heading of 3000 spaces, 40000 nested ** markers, 30000 unclosed brackets) and a 2 MB answer
+each without a main-thread task of 100 ms or more (the Long Tasks API; the numbers are printed),
+links (http(s) only, noopener noreferrer, the host shown), a table, a code block and its copy
+button, bidi controls shown as marks in dir=auto blocks, a selection kept while a later block
+streams; error forms, a cut stream, a network error; accessible names, Tab order, 390 px without
+sideways scrolling.
 
 G4V_WEBUI_SHOTS=DIR saves screenshots of the main states into DIR (make webui-shots).
 Without chromium the test fails, saying to run scripts/install-deps.sh --test; without the npm
@@ -43,7 +50,7 @@ CHROMIUM = os.environ.get("G4V_CHROMIUM", "/usr/bin/chromium")
 FX = pyutil.arg(1)
 KEY = "webui-test-key-0123456789"
 QUESTION = "What is in this picture?"
-CHECKS = 44  # the checks chat_page.cjs makes when it runs to the end
+CHECKS = 55  # the checks chat_page.cjs makes when it runs to the end
 
 
 def fx(n):
@@ -116,6 +123,8 @@ def test_chat_webui():
                 check(o["check"], o["what"])
             elif "done" in o:
                 done = o["done"]
+            elif "numbers" in o:  # the Markdown stall measurements
+                print("markdown drawing:", json.dumps(o["numbers"]))
         check(p.returncode == 0 and done == n == CHECKS,
               f"the browser session ran to the end: exit {p.returncode}, {n} of {CHECKS} checks "
               f"({err[-1500:]})")

@@ -18,7 +18,11 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 const shot = h.shooter(spec.shots);
 const XSS = ["<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=1\">",
   "[x](javascript:window.__pwned=1)",
-  "<b>raw</b> <iframe src=\"javascript:window.__pwned=1\"></iframe>"];
+  "<b>raw</b> <iframe src=\"javascript:window.__pwned=1\"></iframe>",
+  // what markdown-it's syntax adds: autolinks, data: and vbscript: links, images, references
+  "<javascript:window.__pwned=1>", "[d](data:text/html,<script>window.__pwned=1</script>)",
+  "[v](vbscript:msgbox(1))", "![i](javascript:window.__pwned=1)", "[r][evil]",
+  "<a href=\"javascript:window.__pwned=1\">a</a>", "<svg onload=window.__pwned=1>"];
 const EVIL_NAME = "<img src=x onerror=window.__pwned=1>.png";
 
 function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
@@ -292,7 +296,8 @@ async function crafted(page) {
   const chunk = (delta, finish) => ({ object: "chat.completion.chunk",
     choices: [{ index: 0, delta: delta, finish_reason: finish || null }] });
   // markup, the Markdown subset, and a long word that must wrap (phone() looks at the width)
-  const evil = XSS.join("\n\n") + "\n\n**bold** and `code` and *it*\n\n- one\n- two\n\n1. first\n2. second\n\n" +
+  const evil = XSS.join("\n\n") + "\n\n[evil]: javascript:window.__pwned=1\n\n" +
+    "**bold** and `code` and *it*\n\n- one\n- two\n\n1. first\n2. second\n\n" +
     "```html\n<script>window.__pwned=1</script>\n```\n\n" + "y".repeat(150);
   reply = { status: 200, contentType: "text/event-stream", body: sse([
     chunk({ role: "assistant", content: "" }),
@@ -314,7 +319,8 @@ async function crafted(page) {
     const m = log.querySelector(".msg.assistant:last-of-type");
     return {
       pwned: window.__pwned,
-      bad: log.querySelectorAll("script, iframe, a, [onerror], img:not(.thumb), b").length,
+      bad: log.querySelectorAll("script, iframe, a, [onerror], [onload], img:not(.thumb), b, svg")
+        .length,
       thumbs: Array.from(log.querySelectorAll("img")).every((i) => i.src.startsWith("blob:")),
       content: m.querySelector(".content").textContent,
       thought: m.querySelector(".thought-body").textContent,
@@ -389,6 +395,156 @@ async function crafted(page) {
   await page.setRequestInterception(false);
 }
 
+// An answer given through request interception, as crafted() does: its text in pieces of `piece`
+// characters, one event each.
+async function answerWith(page, text, piece) {
+  const sse = (events) => events.map((e) =>
+    "data: " + (typeof e === "string" ? e : JSON.stringify(e)) + "\n\n").join("");
+  const chunk = (delta, finish) => ({ object: "chat.completion.chunk",
+    choices: [{ index: 0, delta: delta, finish_reason: finish || null }] });
+  const pieces = [];
+  for (let i = 0; i < text.length; i += piece) pieces.push(chunk({ content: text.slice(i, i + piece) }));
+  const body = sse([chunk({ role: "assistant", content: "" }), ...pieces, chunk({}, "stop"), "[DONE]"]);
+  const onRequest = (r) => {
+    if (r.method() === "POST" && r.url().endsWith("/v1/chat/completions")) {
+      r.respond({ status: 200, contentType: "text/event-stream", body: body });
+    } else {
+      r.continue();
+    }
+  };
+  await page.setRequestInterception(true);
+  page.on("request", onRequest);
+  await newChat(page);
+  // the main thread's long tasks (50 ms and more) while it is sent, streamed and drawn
+  await page.evaluate(() => {
+    window.__long = [];
+    if (!window.__longObserver) {
+      window.__longObserver = new PerformanceObserver((l) => {
+        for (const e of l.getEntries()) window.__long.push(e.duration);
+      });
+      window.__longObserver.observe({ entryTypes: ["longtask"] });
+    }
+  });
+  const t0 = Date.now();
+  await page.type("#prompt", "Go.");
+  await h.sendAndWait(page);
+  await page.waitForFunction(() => !document.querySelector("#log .msg.drawing"),
+    { timeout: 120000, polling: 50 });
+  const wall = Date.now() - t0;
+  await h.sleep(100); // the observer's last entries
+  const long = await page.evaluate(() => window.__long.slice());
+  const draw = await page.evaluate(() => window.g4vDrawStats);
+  page.off("request", onRequest);
+  await page.setRequestInterception(false);
+  return { stall: long.length ? Math.max(...long) : 0, long: long.length, wall: wall,
+           draw: Math.round(draw.max), frames: draw.frames };
+}
+
+// markdown-it's rendering (markdown.js): the degenerate answers of issue 49 draw without a stall
+// over 100 ms, a 2 MB answer too; links, tables, code, bidi controls.
+async function markdown(page) {
+  const cases = {
+    "a heading of 3000 spaces": ["# a" + " ".repeat(3000) + "x\n\nafter", 50],
+    "nested ** markers": ["**".repeat(20000) + "a" + "**".repeat(20000) + "\n\n**b**", 400],
+    "unclosed [ brackets": ["[".repeat(30000) + "\n\nafter", 400],
+  };
+  let big = "";
+  for (let i = 0; big.length < 2e6; i++) {
+    big += `## Part ${i}\n\nSome **bold** text, \`code\`, a [link](https://example.com/${i}) and ` +
+      "*more* words to fill a paragraph of a long answer.\n\n- one\n- two\n\n" +
+      "```js\nconst x = " + i + ";\n```\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n";
+  }
+  cases["a 2 MB answer"] = [big + "The end.", 2000];
+  const numbers = {};
+  for (const [name, [text, piece]] of Object.entries(cases)) {
+    const r = await answerWith(page, text, piece);
+    numbers[name] = r;
+    const shown = await page.evaluate(() => {
+      const all = document.querySelectorAll("#log .msg.assistant .content");
+      const c = all[all.length - 1];
+      return { text: c.textContent, h1: c.querySelectorAll("h1").length,
+               h2: c.querySelectorAll("h2").length, tables: c.querySelectorAll("table").length,
+               links: c.querySelectorAll("a").length };
+    });
+    let drawn;
+    if (name === "a 2 MB answer") {
+      const parts = (big.match(/^## Part/gm) || []).length;
+      drawn = shown.h2 === parts && shown.tables === parts && shown.links === parts &&
+        shown.text.endsWith("The end.");
+    } else if (name === "a heading of 3000 spaces") {
+      drawn = shown.h1 === 1 && /^a\s*x/.test(shown.text) && shown.text.endsWith("after");
+    } else {
+      // all of it shown (as text from where it became degenerate)
+      drawn = shown.text.replace(/\*/g, "").endsWith(name.includes("**") ? "b" : "after");
+    }
+    // the degenerate answers: no main-thread task of 100 ms (the Long Tasks API). The 2 MB answer:
+    // the Markdown update of each frame (markdown.js) under 100 ms; the browser's layout and
+    // paint of what was added come on top, and on a loaded 2-core machine reach past it
+    // (printed, not held: docs/WEBUI.md "Markdown")
+    const held = big.length === text.length - "The end.".length ? r.draw : r.stall;
+    check(held < 100 && drawn,
+          `${name} (${text.length} characters): drawn; the longest main-thread task ` +
+          `${r.stall.toFixed(0)} ms (${r.long} of 50 ms or more), the longest Markdown update ` +
+          `${r.draw} ms over ${r.frames} frames, sent to drawn ${r.wall} ms ` +
+          `(${JSON.stringify(shown).slice(0, 100)})`);
+  }
+  process.stdout.write(JSON.stringify({ numbers: numbers }) + "\n");
+  // links, a table, code with its copy button, bidi controls
+  const text = "See [the site](https://example.com/a?b=1), <https://auto.example/p>, " +
+    "www.example.org and [t](https://t.example/ \"x\\\" onmouseover=window.__pwned=1\").\n\n" +
+    "| name | n |\n|:--|--:|\n| a | 1 |\n\n" +
+    "\u202e0001$ is not $1000\n\n```sh\necho <b>hi</b>\n```\n\n> quoted \u2067isolate\u2069";
+  await answerWith(page, text, 9);
+  const r = await page.evaluate(() => {
+    const all = document.querySelectorAll("#log .msg.assistant .content");
+    const c = all[all.length - 1];
+    const links = Array.from(c.querySelectorAll("a")).map((a) => ({ href: a.href, rel: a.rel,
+      target: a.target, text: a.textContent, attrs: a.getAttributeNames().sort().join(" ") }));
+    const blocks = Array.from(c.querySelectorAll("p, h1, h2, li, blockquote, td, th"));
+    return { links: links, hosts: Array.from(c.querySelectorAll(".link-host")).map((e) => e.textContent),
+      th: Array.from(c.querySelectorAll("th")).map((e) => e.textContent + "|" + e.className),
+      td: Array.from(c.querySelectorAll("td")).map((e) => e.textContent + "|" + e.className),
+      code: c.querySelector(".code-block pre code").textContent,
+      copy: c.querySelector(".code-block button.copy").getAttribute("aria-label"),
+      bidi: Array.from(c.querySelectorAll(".bidi")).map((e) => e.textContent),
+      controls: /[\u202a-\u202e\u2066-\u2069]/.test(c.textContent),
+      auto: blocks.every((b) => b.dir === "auto"), pwned: window.__pwned };
+  });
+  const hrefs = r.links.map((l) => l.href);
+  check(same(hrefs, ["https://example.com/a?b=1", "https://auto.example/p", "http://www.example.org/",
+                     "https://t.example/"]) &&
+        r.links.every((l) => l.rel === "noopener noreferrer" && l.target === "_blank" &&
+                       l.attrs === "href rel target title") &&
+        same(r.hosts, [" (example.com)", " (t.example)"]) && r.pwned === undefined,
+        "links: http(s) only, rel=noopener noreferrer, a new tab, the host beside a named link, " +
+        `no other attribute (${JSON.stringify(r.links)} ${JSON.stringify(r.hosts)})`);
+  check(same(r.th, ["name|align-left", "n|align-right"]) && same(r.td, ["a|align-left", "1|align-right"]),
+        `a table with its alignment as classes (no style attribute) (${r.th} ${r.td})`);
+  check(r.code === "echo <b>hi</b>" && r.copy === "Copy the code",
+        `a code block as text, with a copy button (${JSON.stringify(r.code)} ${r.copy})`);
+  check(same(r.bidi, ["\u27e8U+202E\u27e9", "\u27e8U+2067\u27e9", "\u27e8U+2069\u27e9"]) &&
+        !r.controls && r.auto,
+        "bidi controls shown as marks, not applied, every block dir=auto " +
+        `(${JSON.stringify(r.bidi)}, controls left ${r.controls}, dir=auto ${r.auto})`);
+  // a selection in a finished block survives the stream (its block is never drawn again)
+  const sel = await page.evaluate(() => {
+    const box = document.createElement("div");
+    document.getElementById("log").appendChild(box);
+    const view = new window.MarkdownView(box);
+    view.update("First paragraph, to select.\n\nSecond, still stre");
+    const range = document.createRange();
+    range.selectNodeContents(box.querySelector("p"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    for (let i = 0; i < 50; i++) view.update("First paragraph, to select.\n\nSecond, still stre" + "am".repeat(i));
+    const kept = getSelection().toString();
+    box.remove();
+    getSelection().removeAllRanges();
+    return kept;
+  });
+  check(sel === "First paragraph, to select.", `a selection in a finished block survives the stream (${JSON.stringify(sel)})`);
+}
+
 async function phone(page) {
   await page.setViewport({ width: 360, height: 740 });
   await h.sleep(100);
@@ -429,6 +585,28 @@ async function apiKey(browser) {
         await page.$eval("#key-form", (f) => !f.hidden) && label === "API key|password",
         `401: the page says a key is needed and shows a labelled password field (${e.text}; ${label})`);
   await shot(page, "9-api-key");
+  // a key the server could not take (not ASCII): refused by the form, nothing sent with it
+  const sentBefore = page.chats.length;
+  await page.type("#key-input", "cl\u00e9-" + spec.key);
+  await page.keyboard.press("Enter");
+  await h.sleep(300);
+  let k = await page.evaluate(() => ({ help: document.getElementById("key-help").textContent,
+    shown: !document.getElementById("key-form").hidden,
+    stored: sessionStorage.getItem("g4v.apiKey") }));
+  check(k.shown && /plain ASCII/.test(k.help) && /character 3 \(\u201c\u00e9\u201d\)/.test(k.help) &&
+        k.stored === null && page.chats.length === sentBefore,
+        `a key with a non-ASCII character: the form says which character, keeps nothing (${k.help})`);
+  // a wrong key: checked against GET /v1/models before anything is sent with it
+  await page.$eval("#key-input", (i) => { i.value = ""; });
+  await page.type("#key-input", "wrong-key-0123456789");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => /did not accept/.test(document.getElementById("key-help").textContent),
+    { timeout: 10000 });
+  k = await page.evaluate(() => ({ shown: !document.getElementById("key-form").hidden,
+    stored: sessionStorage.getItem("g4v.apiKey") }));
+  check(k.shown && k.stored === null && page.chats.length === sentBefore,
+        "a wrong key: checked against /v1/models, refused in the form, no message sent with it");
+  await page.$eval("#key-input", (i) => { i.value = ""; });
   const before = await h.logCount(page);
   await page.type("#key-input", spec.key);
   await page.keyboard.press("Enter");
@@ -445,15 +623,18 @@ async function apiKey(browser) {
   check(store.session === spec.key && store.local === 0 && store.cookie === "",
         "the key is in sessionStorage only " +
         `(local ${store.local}, cookie ${JSON.stringify(store.cookie)})`);
-  // 413: the same server takes small bodies only
+  // the same server takes small bodies only (--max-body-bytes 4096, read from GET /v1/info):
+  // refused before it is sent, naming the file
   await attach(page, "img1.png");
   await page.type("#prompt", "Too big?");
+  const sent = page.chats.length;
   await h.sendAndWait(page);
   e = await h.lastEntry(page);
   const c = await h.composer(page);
-  check(/error/.test(e.cls) && /too large for this server/.test(e.text) && c.text === "Too big?" &&
-        same(c.names, ["img1.png"]),
-        `413: the attachments are too large, the message kept (${e.text})`);
+  check(/error/.test(e.cls) && /too large for this server/.test(e.text) &&
+        /at most 4 KB \(its --max-body-bytes\)/.test(e.text) && /\u201cimg1\.png\u201d/.test(e.text) &&
+        c.text === "Too big?" && same(c.names, ["img1.png"]) && page.chats.length === sent,
+        `over --max-body-bytes: refused before sending, naming the file, the message kept (${e.text})`);
   await page.click("#settings summary");
   await page.click("#key-change");
   await page.click("#key-forget");
@@ -477,6 +658,7 @@ async function apiKey(browser) {
     await badImage(page);
     await stopAndBusy(page);
     await crafted(page);
+    await markdown(page);
     await phone(page);
     check(h.unexpectedErrors(page).length === 0 && page.violations.length === 0,
           "no console errors or CSP violations through it all " +

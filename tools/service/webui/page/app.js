@@ -40,6 +40,7 @@
     preparing: false,  // the attachments of a message being read into data: URIs
     stopped: false,    // the person pressed Stop (an abort that is not an error)
     defaultTokens: 280,
+    maxBody: 0, // the server's --max-body-bytes (GET /v1/info), 0 until known
     retryAfterKey: false,
     epoch: 0,          // bumped by New chat: an answer of the old chat must not land in the new
 
@@ -74,10 +75,48 @@
     ui.keyInput.value = "";
     ui.keyInput.focus();
   }
-  ui.keyForm.addEventListener("submit", (ev) => {
+  // What is wrong with a key as typed, or "" (the server takes 1 to 511 visible ASCII
+  // characters; a header cannot carry others, and fetch would fail as if the server were gone).
+  function keyProblem(k) {
+    if (!k) return "Enter the key.";
+    if (k.length > 511) return "This is not a key: it is longer than 511 characters.";
+    for (let i = 0; i < k.length; i++) {
+      const c = k.charCodeAt(i);
+      if (c < 0x21 || c > 0x7e) {
+        const ch = String.fromCodePoint(k.codePointAt(i));
+        return "An API key holds only letters, digits and punctuation of plain ASCII (no " +
+          "spaces, accents or other characters): character " + (i + 1) + " (" +
+          (c <= 0x20 ? "a space" : "\u201c" + ch + "\u201d") + ") is not one. Copy the key " +
+          "the server was started with.";
+      }
+    }
+    return "";
+  }
+  ui.keyForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const k = ui.keyInput.value.trim();
-    if (!k) { ui.keyInput.focus(); return; }
+    const problem = keyProblem(k);
+    if (problem) {
+      ui.keyHelp.textContent = problem;
+      ui.keyInput.focus();
+      return;
+    }
+    // checked against the server before anything is sent with it
+    ui.keyHelp.textContent = "Checking the key…";
+    let st = 0;
+    try {
+      st = (await fetch("/v1/models", { headers: { Authorization: "Bearer " + k } })).status;
+    } catch (e) {
+      ui.keyHelp.textContent = "The server cannot be reached to check the key. Check that g4v " +
+        "serve is running, then try again.";
+      return;
+    }
+    if (st === 401) {
+      ui.keyHelp.textContent = "The server did not accept this key. Check it (the server's " +
+        "--api-key-file) and try again.";
+      ui.keyInput.select();
+      return;
+    }
     try { sessionStorage.setItem(KEY_STORE, k); } catch (e) { /* private mode: not kept */ }
     ui.keyInput.value = "";
     ui.keyForm.hidden = true;
@@ -348,7 +387,7 @@
     const thoughtBody = el("div", "thought-body");
     thought.appendChild(thoughtBody);
     div.appendChild(thought);
-    const content = el("div", "content");
+    const content = el("div", "content waiting");
     div.appendChild(content);
     const figures = el("ul", "figures");
     figures.hidden = true;
@@ -401,6 +440,9 @@
   // ---- streaming ---------------------------------------------------------------------------
   // Server-sent events from a fetch body: events are separated by a blank line, each "data:"
   // line holds one JSON chunk, "data: [DONE]" ends the answer.
+  // A large piece of the body (a proxy that buffers, a long answer already there) holds many
+  // events: after ~8 ms of them the loop yields, so that the answer is drawn meanwhile and the
+  // tab stays responsive.
   async function readStream(res, onChunk) {
     const reader = res.body.getReader();
     const dec = new TextDecoder();
@@ -409,16 +451,21 @@
       const { value, done } = await reader.read();
       if (done) break;
       buf += dec.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
-      let cut;
-      while ((cut = buf.indexOf("\n\n")) !== -1) {
-        const event = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
+      let cut, at = 0, t0 = performance.now();
+      while ((cut = buf.indexOf("\n\n", at)) !== -1) {
+        const event = buf.slice(at, cut);
+        at = cut + 2;
         const data = event.split("\n").filter((l) => l.startsWith("data:"))
           .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
         if (!data) continue;
         if (data === "[DONE]") return true;
         onChunk(JSON.parse(data));
+        if (performance.now() - t0 > 8) {
+          await new Promise((r) => setTimeout(r, 0));
+          t0 = performance.now();
+        }
       }
+      buf = buf.slice(at);
     }
     return false;
   }
@@ -448,6 +495,26 @@
     } finally {
       state.preparing = false;
     }
+    // the server's --max-body-bytes (GET /v1/info): a body over it is not sent (it would be read
+    // to its end, then refused), and the person is told which attachment weighs most
+    const json = JSON.stringify(body);
+    const limit = state.maxBody;
+    if (limit && (json.length > limit ||
+                  (json.length * 3 > limit && new TextEncoder().encode(json).length > limit))) {
+      const mb = (n) => n < 1048576 ? Math.ceil(n / 1024) + " KB"
+        : (n / 1048576).toFixed(n < 10485760 ? 1 : 0) + " MB";
+      const all = turns.flatMap((t) => t.attachments || []);
+      const big = all.reduce((a, b) => (!a || b.file.size > a.file.size ? b : a), null);
+      const text = "The message is too large for this server: with its attachments it would be " +
+        mb(json.length) + ", and the server takes at most " + mb(limit) + " (its " +
+        "--max-body-bytes)." + (big ? " The largest attachment is \u201c" + big.name + "\u201d (" +
+        mb(big.file.size) + "). Remove some or attach smaller files." : "");
+      ui.log.appendChild(errorView(text));
+      ui.empty.hidden = true;
+      setStatus(text);
+      scrollToEnd();
+      return;
+    }
     ui.empty.hidden = true;
     const uview = userView(turn);
     const aview = assistantView();
@@ -463,20 +530,43 @@
     setStatus("Sending…");
 
     let content = "", reasoning = "", finish = "", usage = null, g = null;
-    let drawPending = false;
+    // The answer is drawn incrementally (markdown.js: finished blocks are built once, a frame
+    // parses only the open block and a bounded amount of new text) and at most once per frame;
+    // when a draw costs more than a few milliseconds the next one waits twice as long, so that
+    // drawing never takes the tab from the person.
+    const view = new window.MarkdownView(aview.content);
+    // the longest Markdown update of a frame, for the browser test (docs/WEBUI.md "Markdown")
+    const drawStats = window.g4vDrawStats = { max: 0, frames: 0 };
+    const thoughtText = document.createTextNode("");
+    aview.thoughtBody.appendChild(thoughtText);
+    aview.thoughtBody.dir = "auto";
+    let drawPending = false, lastCost = 0;
     const draw = () => {
       drawPending = false;
+      const t0 = performance.now();
       const follow = atEnd();
-      aview.content.replaceChildren(window.renderMarkdown(content));
-      if (reasoning) {
+      if (content && aview.content.classList.contains("waiting")) {
+        aview.content.classList.remove("waiting");
+      }
+      const u0 = performance.now();
+      const more = view.update(content);
+      drawStats.max = Math.max(drawStats.max, performance.now() - u0);
+      if (reasoning.length > thoughtText.length) {
         if (aview.thought.hidden) aview.thought.open = true; // watch it think; it can fold
         aview.thought.hidden = false;
-        aview.thoughtBody.textContent = reasoning;
+        thoughtText.appendData(reasoning.slice(thoughtText.length));
       }
       if (follow) scrollToEnd();
+      lastCost = performance.now() - t0;
+      drawStats.frames++;
+      if (aview.div.classList.contains("drawing") !== more) aview.div.classList.toggle("drawing", more);
+      if (more) schedule();
     };
     const schedule = () => {
-      if (!drawPending) { drawPending = true; requestAnimationFrame(draw); }
+      if (drawPending) return;
+      drawPending = true;
+      if (lastCost > 8) setTimeout(() => requestAnimationFrame(draw), 2 * lastCost);
+      else requestAnimationFrame(draw);
     };
     const fail = (text) => {
       uview.classList.add("failed");
@@ -489,7 +579,7 @@
     let accepted = false;
     try {
       const res = await fetch(API, { method: "POST", headers: headers(),
-        body: JSON.stringify(body), signal: controller.signal });
+        body: json, signal: controller.signal });
       if (!res.ok) {
         const err = await errorOf(res);
         uview.remove();
@@ -633,6 +723,12 @@
         (g.vision ? " · vision " + String(g.vision).split("/").pop() : "") +
         " · " + state.defaultTokens + " image tokens by default";
       ui.model.title = ui.model.textContent;
+      // the service's limits, checked before sending (docs/WEBUI.md "Errors")
+      const info = await fetch("/v1/info", { headers: headers() });
+      if (info.ok) {
+        const sv = (await info.json()).service || {};
+        if (sv.max_body_bytes > 0) state.maxBody = sv.max_body_bytes;
+      }
     } catch (e) {
       ui.model.textContent = "the server cannot be reached";
     }

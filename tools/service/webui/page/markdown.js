@@ -1,22 +1,47 @@
-// markdown.js - the small Markdown subset the chat page shows model answers in.
+// markdown.js - the model's answers as Markdown, parsed by markdown-it (npm, pinned by
+// tools/service/webui/lib/package-lock.json, embedded at build time as
+// /webui/markdown-it.min.js), drawn as DOM nodes built here (docs/WEBUI.md "Markdown").
 //
-// Why its own: the answer is untrusted text (a model can be asked to write anything), and the
-// page runs under a CSP without 'unsafe-inline'. So the renderer never produces HTML text: it
-// BUILDS DOM nodes, and every piece of the answer enters the document through
-// document.createTextNode. There are no links, no images and no raw HTML by design: `<script>`,
-// `<img onerror=...>` or `[x](javascript:...)` in an answer appear as the literal characters.
+// Safety: the answer is untrusted text (a model can be made to write anything, an image can carry
+// a prompt injection), and the page runs under a CSP without 'unsafe-inline'. markdown-it runs
+// with raw HTML off and only parses; its tokens are turned into elements of a fixed list by this
+// file, every piece of text entering the document through createTextNode, so no HTML string is
+// ever parsed. Links are kept only for http(s) URLs, open in a new tab with rel="noopener
+// noreferrer" and show the host they go to; images are not loaded (their text stays). Every
+// block has dir="auto" (an isolate: an override character cannot reach past its block), and the
+// bidi embedding, override and isolate controls themselves are shown as visible marks.
 //
-// Blocks: paragraphs (a blank line apart; single line breaks kept as <br>), fenced code blocks
-// (``` ... ```, an unclosed fence runs to the end: the answer may still be streaming), bullet
-// lists (-, *, +), numbered lists (1. or 1)), headings (# .. ######, shown as bold paragraphs).
-// Inline: `code`, **bold**, *italic*, _italic_ (bold and italic may nest; code does not).
+// Cost: an answer is drawn incrementally (MarkdownView). Blocks that are complete (a later
+// top-level block has begun) are built once and never touched again, so a selection in them
+// survives the stream; an update parses the last, open block again plus CHUNK new characters at a
+// time, until CHUNK characters of blocks are finished or BUDGET_MS has passed (the rest waits for
+// the next frame: laying out what was added costs the browser more than parsing it), and
+// finished blocks are kept in chunks the browser skips while they are out of view. An open block larger than BIG
+// (BIG_FENCE for a code block), or one whose parse took more than SLOW_MS (a degenerate answer:
+// thousands of unclosed brackets or emphasis markers), is shown as plain text from there on. So
+// no update parses more than about BIG + CHUNK characters, whatever the answer's length.
+// Without markdown-it (a build that could not install it) answers are plain text.
 "use strict";
 
 (function () {
-  const FENCE = /^\s{0,3}(```|~~~)/;
-  const BULLET = /^\s{0,3}[-*+]\s+(.*)$/;
-  const NUMBERED = /^\s{0,3}(\d{1,9})[.)]\s+(.*)$/;
-  const HEADING = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
+  const CHUNK = 1024; // new characters parsed at a time
+  const BIG = 16384; // an open block larger than this is shown as plain text (a code block:
+  const BIG_FENCE = 524288; // this), and so is one whose parse takes more than SLOW_MS
+  const SLOW_MS = 40;
+  const BUDGET_MS = 4; // an update stops parsing new text after this (the rest: next frame)
+  const CHUNK_BLOCKS = 64; // finished blocks per chunk (see keep)
+  const md = typeof window.markdownit === "function"
+    ? window.markdownit({ html: false, linkify: true, breaks: true, typographer: false })
+    : null;
+  if (md) {
+    md.disable(["image"]); // nothing is loaded from elsewhere (and the CSP would block it)
+    md.validateLink = (url) => /^https?:\/\//i.test(url); // http(s) only: no javascript:, data:
+  }
+  const BLOCK_TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li",
+    "blockquote", "table", "thead", "tbody", "tr", "th", "td"]);
+  const INLINE_TAGS = { strong_open: "strong", em_open: "em", s_open: "s" };
+  // embedding, override and isolate controls (LRE RLE PDF LRO RLO, LRI RLI FSI PDI)
+  const BIDI = /[\u202a-\u202e\u2066-\u2069]/;
 
   function el(tag, cls) {
     const e = document.createElement(tag);
@@ -24,160 +49,257 @@
     return e;
   }
 
-  // Inline spans of one line into parent. Only text nodes and <code>/<strong>/<em> are made.
-  function inline(parent, s) {
-    let text = "";
-    const flush = () => {
-      if (text) parent.appendChild(document.createTextNode(text));
-      text = "";
-    };
-    let i = 0;
-    while (i < s.length) {
-      const c = s[i];
-      if (c === "`") {
-        // a run of N backticks closes at the next run of exactly N
-        let n = 1;
-        while (s[i + n] === "`") n++;
-        const tick = "`".repeat(n);
-        let j = s.indexOf(tick, i + n);
-        while (j !== -1 && s[j + n] === "`") j = s.indexOf(tick, j + n + 1);
-        if (j !== -1) {
-          flush();
-          const code = el("code");
-          code.appendChild(document.createTextNode(s.slice(i + n, j)));
-          parent.appendChild(code);
-          i = j + n;
-          continue;
-        }
-        text += tick;
-        i += n;
-        continue;
-      }
-      if ((c === "*" || c === "_") && s[i + 1] === c && s[i + 2] && s[i + 2] !== " ") {
-        const close = s.indexOf(c + c, i + 2);
-        if (close > i + 2 && s[close - 1] !== " ") {
-          flush();
-          const b = el("strong");
-          inline(b, s.slice(i + 2, close));
-          parent.appendChild(b);
-          i = close + 2;
-          continue;
-        }
-      }
-      if ((c === "*" || c === "_") && s[i + 1] && s[i + 1] !== " " && s[i + 1] !== c &&
-          // _ inside a word (snake_case) is not emphasis
-          !(c === "_" && i > 0 && /\w/.test(s[i - 1]))) {
-        let close = i + 1;
-        for (;;) {
-          close = s.indexOf(c, close + 1);
-          if (close === -1 || s[close + 1] !== c) break;
-          close++; // skip a doubled marker inside
-        }
-        if (close > i + 1 && s[close - 1] !== " " &&
-            !(c === "_" && /\w/.test(s[close + 1] || ""))) {
-          flush();
-          const em = el("em");
-          inline(em, s.slice(i + 1, close));
-          parent.appendChild(em);
-          i = close + 1;
-          continue;
-        }
-      }
-      text += c;
-      i++;
+  // Text into parent, each bidi control shown as a mark ("⟨U+202E⟩") instead of acting.
+  function text(parent, s) {
+    if (!BIDI.test(s)) {
+      parent.appendChild(document.createTextNode(s));
+      return;
     }
-    flush();
-  }
-
-  // A list: consecutive items of one kind; an indented or plain line right after an item
-  // continues it (a model's wrapped item), a blank line followed by another item keeps the list.
-  function list(lines, i, ordered) {
-    const re = ordered ? NUMBERED : BULLET;
-    const first = lines[i].match(re);
-    const l = el(ordered ? "ol" : "ul");
-    if (ordered && first[1] !== "1") l.start = parseInt(first[1], 10);
-    let li = null;
-    while (i < lines.length) {
-      const line = lines[i];
-      const m = line.match(re);
-      if (m) {
-        li = el("li");
-        inline(li, ordered ? m[2] : m[1]);
-        l.appendChild(li);
-        i++;
-      } else if (line.trim() === "") {
-        if (i + 1 < lines.length && re.test(lines[i + 1])) { i++; continue; }
-        break;
-      } else if (/^\s+\S/.test(line) && li) {
-        li.appendChild(el("br"));
-        inline(li, line.trim());
-        i++;
+    let run = "";
+    for (const c of s) {
+      if (BIDI.test(c)) {
+        if (run) parent.appendChild(document.createTextNode(run));
+        run = "";
+        const mark = el("span", "bidi");
+        mark.textContent = "\u27e8U+" + c.codePointAt(0).toString(16).toUpperCase() + "\u27e9";
+        mark.title = "a bidirectional-text control character, shown instead of applied";
+        parent.appendChild(mark);
       } else {
-        break;
+        run += c;
       }
     }
-    return [l, i];
+    if (run) parent.appendChild(document.createTextNode(run));
   }
 
-  // renderMarkdown(text) -> a DocumentFragment of the subset above.
-  function renderMarkdown(text) {
+  function safeHref(href) {
+    try {
+      const u = new URL(href);
+      return u.protocol === "http:" || u.protocol === "https:" ? u : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // The children of an inline token into parent.
+  function inline(children, parent) {
+    const stack = [parent];
+    const links = [];
+    for (const t of children) {
+      const top = stack[stack.length - 1];
+      if (INLINE_TAGS[t.type]) {
+        const e = el(INLINE_TAGS[t.type]);
+        top.appendChild(e);
+        stack.push(e);
+      } else if (/_close$/.test(t.type) && t.type !== "link_close") {
+        if (stack.length > 1) stack.pop();
+      } else if (t.type === "link_open") {
+        const u = safeHref(t.attrGet("href") || "");
+        const a = el(u ? "a" : "span");
+        if (u) {
+          a.href = u.href;
+          a.rel = "noopener noreferrer";
+          a.target = "_blank";
+          a.title = u.href;
+        }
+        top.appendChild(a);
+        stack.push(a);
+        links.push({ a: a, u: u });
+      } else if (t.type === "link_close") {
+        const l = links.pop();
+        if (stack.length > 1) stack.pop();
+        // the target shown beside a link whose text is not its own address
+        if (l && l.u && l.a.textContent.trim() !== l.u.href &&
+            l.a.textContent.trim() !== l.u.href.replace(/\/$/, "") &&
+            l.a.textContent.trim() !== l.u.host) {
+          const host = el("span", "link-host");
+          host.textContent = " (" + l.u.host + ")";
+          stack[stack.length - 1].appendChild(host);
+        }
+      } else if (t.type === "code_inline") {
+        const c = el("code");
+        text(c, t.content);
+        top.appendChild(c);
+      } else if (t.type === "softbreak" || t.type === "hardbreak") {
+        top.appendChild(el("br"));
+      } else {
+        text(top, t.content); // text, and anything else as its literal text
+      }
+    }
+  }
+
+  function codeBlock(t) {
+    const wrap = el("div", "code-block");
+    const pre = el("pre");
+    pre.dir = "ltr";
+    const code = el("code");
+    const lang = (t.info || "").trim().split(/\s/)[0];
+    if (lang) pre.dataset.lang = lang;
+    text(code, t.content.replace(/\n$/, ""));
+    pre.appendChild(code);
+    const copy = el("button", "copy");
+    copy.type = "button";
+    copy.setAttribute("aria-label", "Copy the code");
+    copy.addEventListener("click", () => {
+      const done = () => { copy.classList.add("copied"); setTimeout(() => copy.classList.remove("copied"), 1500); };
+      if (navigator.clipboard) navigator.clipboard.writeText(code.textContent).then(done, () => {});
+    });
+    wrap.appendChild(copy);
+    wrap.appendChild(pre);
+    return wrap;
+  }
+
+  // Block tokens (balanced, or the start of a stream of them) into parent.
+  function build(tokens, parent) {
+    const stack = [parent];
+    for (const t of tokens) {
+      const top = stack[stack.length - 1];
+      if (t.type === "inline") {
+        inline(t.children || [], top);
+      } else if (t.nesting === 1) {
+        if (t.hidden) { // a tight list's paragraph: its text goes into the item itself
+          stack.push(top);
+          continue;
+        }
+        let e;
+        if (t.type === "table_open") {
+          e = el("table");
+          const scroll = el("div", "table-scroll"); // a wide table scrolls, not the page
+          scroll.appendChild(e);
+          top.appendChild(scroll);
+        } else {
+          e = el(BLOCK_TAGS.has(t.tag) ? t.tag : "div");
+          top.appendChild(e);
+        }
+        if (t.type === "ordered_list_open" && t.attrGet("start")) e.start = +t.attrGet("start");
+        const align = /text-align:(left|right|center)/.exec(t.attrGet("style") || "");
+        if (align) e.className = "align-" + align[1]; // not a style attribute: the CSP forbids it
+        if (!/^(ul|ol|table|thead|tbody|tr)$/.test(e.tagName.toLowerCase())) e.dir = "auto";
+        stack.push(e);
+      } else if (t.nesting === -1) {
+        if (stack.length > 1) stack.pop();
+      } else if (t.type === "fence" || t.type === "code_block") {
+        top.appendChild(codeBlock(t));
+      } else if (t.type === "hr") {
+        top.appendChild(el("hr"));
+      } else if (t.content) {
+        const p = el("p");
+        p.dir = "auto";
+        text(p, t.content);
+        top.appendChild(p);
+      }
+    }
+  }
+
+  // Where line `line` of s starts (markdown-it counts \n, \r\n and \r as line ends).
+  function lineStart(s, line) {
+    const re = /\r\n?|\n/g;
+    let at = 0;
+    for (let i = 0; i < line; i++) {
+      const m = re.exec(s);
+      if (!m) return s.length;
+      at = m.index + m[0].length;
+    }
+    return at;
+  }
+
+  // An answer drawn into container as it grows: update(text) after each change; it returns true
+  // while part of text is still to be drawn (call it again on the next frame).
+  class MarkdownView {
+    constructor(container) {
+      this.container = container;
+      this.done = 0; // characters of the text in finished blocks
+      this.liveLen = 0; // characters of the open block (as last parsed)
+      this.live = el("div", "live"); // the open block, redrawn on each update
+      this.plain = null; // a text node: plain text from `done` on (no markdown-it, or BIG)
+      this.chunk = null; // the chunk finished blocks go into now, and its count of blocks
+      this.chunkBlocks = 0;
+      container.appendChild(this.live);
+    }
+
+    update(s) {
+      if (!md || this.plain) return this.appendPlain(s);
+      const t0 = performance.now();
+      const from = this.done;
+      for (;;) {
+        const avail = s.length - this.done;
+        const n = Math.min(avail, this.liveLen + CHUNK); // the open block again, and new text
+        const tail = s.slice(this.done, this.done + n);
+        const p0 = performance.now();
+        let tokens = md.parse(tail, {});
+        const cost = performance.now() - p0;
+        let starts = [];
+        tokens.forEach((t, i) => { if (t.level === 0 && t.nesting >= 0 && t.map) starts.push(i); });
+        const finished = starts.length >= 2;
+        if (finished) { // every block but the last is finished: built once, kept
+          const last = starts[starts.length - 1];
+          const frag = document.createDocumentFragment();
+          build(tokens.slice(0, last), frag);
+          this.keep(frag, starts.length - 1);
+          const at = lineStart(tail, tokens[last].map[0]);
+          this.done += at;
+          this.liveLen = n - at;
+          tokens = tokens.slice(last);
+        } else {
+          this.liveLen = n;
+        }
+        // one block too large (or too slow) to parse again on every frame: plain text from here
+        const fence = tokens.length > 0 && tokens[0].type === "fence";
+        if (this.liveLen > (fence ? BIG_FENCE : BIG) || (!finished && cost > SLOW_MS)) {
+          this.live.replaceChildren();
+          return this.appendPlain(s);
+        }
+        // the browser lays out what was added after each frame: about CHUNK characters a frame
+        if (n === avail || this.done - from >= CHUNK || performance.now() - t0 > BUDGET_MS) {
+          const frag = document.createDocumentFragment();
+          build(tokens, frag);
+          this.live.replaceChildren(frag);
+          return n < avail;
+        }
+      }
+    }
+
+    // Finished blocks go into chunks of about CHUNK_BLOCKS blocks: a chunk once full is sealed
+    // (CSS content-visibility: auto), so the browser lays out and paints only the chunks in
+    // view and the open one, not a container with tens of thousands of children on every frame.
+    keep(frag, blocks) {
+      if (!this.chunk || this.chunkBlocks >= CHUNK_BLOCKS) {
+        if (this.chunk) this.chunk.classList.add("sealed");
+        this.chunk = el("div", "md-chunk");
+        this.chunkBlocks = 0;
+        this.container.insertBefore(this.chunk, this.live);
+      }
+      this.chunk.appendChild(frag);
+      this.chunkBlocks += blocks;
+    }
+
+    appendPlain(s) {
+      if (!this.plain) {
+        const p = el("p", "plain");
+        p.dir = "auto";
+        this.plain = document.createTextNode("");
+        p.appendChild(this.plain);
+        this.container.insertBefore(p, this.live);
+      }
+      const have = this.done + this.plain.length;
+      if (s.length > have) this.plain.appendData(s.slice(have));
+      return false;
+    }
+  }
+
+  // renderMarkdown(text) -> a DocumentFragment: the whole text drawn at once (as MarkdownView
+  // draws it in the end).
+  function renderMarkdown(s) {
+    const box = el("div");
+    const view = new MarkdownView(box);
+    while (view.update(String(s))) { /* drawn a budget at a time */ }
     const out = document.createDocumentFragment();
-    const lines = String(text).replace(/\r\n?/g, "\n").split("\n");
-    let i = 0;
-    let para = null;
-    const endPara = () => { para = null; };
-    while (i < lines.length) {
-      const line = lines[i];
-      const fence = line.match(FENCE);
-      if (fence) {
-        endPara();
-        const lang = line.replace(FENCE, "").trim();
-        const body = [];
-        i++;
-        while (i < lines.length && !(lines[i].trim().startsWith(fence[1]) &&
-                                      lines[i].trim().replace(/[`~]/g, "") === "")) {
-          body.push(lines[i]);
-          i++;
-        }
-        i++; // the closing fence (or past the end)
-        const pre = el("pre");
-        const code = el("code");
-        if (lang) pre.dataset.lang = lang.split(/\s/)[0];
-        code.appendChild(document.createTextNode(body.join("\n")));
-        pre.appendChild(code);
-        out.appendChild(pre);
-        continue;
-      }
-      if (line.trim() === "") { endPara(); i++; continue; }
-      if (BULLET.test(line) || NUMBERED.test(line)) {
-        endPara();
-        const [l, next] = list(lines, i, !BULLET.test(line));
-        out.appendChild(l);
-        i = next;
-        continue;
-      }
-      const h = line.match(HEADING);
-      if (h) {
-        endPara();
-        const p = el("p", "heading");
-        const b = el("strong");
-        inline(b, h[1]);
-        p.appendChild(b);
-        out.appendChild(p);
-        i++;
-        continue;
-      }
-      if (para) {
-        para.appendChild(el("br"));
-      } else {
-        para = el("p");
-        out.appendChild(para);
-      }
-      inline(para, line);
-      i++;
-    }
+    view.live.replaceWith(...view.live.childNodes);
+    for (const c of Array.from(box.querySelectorAll(".md-chunk"))) c.replaceWith(...c.childNodes);
+    out.append(...box.childNodes);
     return out;
   }
 
+  window.MarkdownView = MarkdownView;
   window.renderMarkdown = renderMarkdown;
+  window.markdownLibrary = md ? "markdown-it" : null;
 })();
