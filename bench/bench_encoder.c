@@ -3,7 +3,7 @@
  * the PyTorch peer (bench/torch_peer.py) measured in the same run.
  *
  * usage: bench_encoder --model DIR [--budgets 70,140,280,560,1120] [--threads 1,2]
- *                      [--reps N] [--reps-large N] [--peer CMD] [--peer-reps N]
+ *                      [--reps N] [--reps-large N] [--peer CMD] [--hf-peer CMD] [--peer-reps N]
  *                      [--precise | --int8]
  * Each (budget, threads) point runs in a forked child so that its peak RSS (getrusage) and load
  * time are its own: load the model (g4v_model_load, warm page cache after the first point), one
@@ -16,7 +16,9 @@
  * of its own thread count.
  * --peer CMD is run once per thread count as `CMD --model DIR --threads T --budgets ...
  * --sides ... --reps ...` and its "peer budget=B dtype=X ... median_s=S" lines are joined into
- * the table; "-" where the peer was not run or failed.
+ * the table; "-" where the peer was not run or failed. --hf-peer CMD is a second peer run the
+ * same way after it, in the HF columns (bench/hf_peer.py: transformers' own Gemma4VisionModel on
+ * PyPI torch, where --peer is bench/torch_peer.py on Debian's).
  */
 #include "bench_peaks.h"
 #include "bench_util.h"
@@ -131,8 +133,41 @@ static point run_point(const char *dir, int budget, int threads, int reps, int p
     return pt;
 }
 
+/* Runs a peer command once for thread count T and all budgets (`CMD --model DIR --threads T
+ * --budgets .. --sides .. --reps ..`) and reads its "peer budget=B dtype=X ... median_s=S" lines
+ * into pb (bf16) and pf (the other dtype); its output is echoed to stderr. */
+static void run_peer(const char *peer, const char *dir, int T, const int *budgets, int nb,
+                     const point *pts, int peer_reps, double *pb, double *pf) {
+    char cmd[4096], bl[256] = "", sl[256] = "", rl[256] = "";
+    for (int bi = 0; bi < nb; bi++) {
+        size_t o1 = strlen(bl), o2 = strlen(sl), o3 = strlen(rl);
+        snprintf(bl + o1, sizeof bl - o1, "%s%d", bi ? "," : "", budgets[bi]);
+        snprintf(sl + o2, sizeof sl - o2, "%s%d", bi ? "," : "", pts[bi].side ? pts[bi].side : 48);
+        snprintf(rl + o3, sizeof rl - o3, "%s%d", bi ? "," : "",
+                 budgets[bi] >= 560 ? (peer_reps > 1 ? peer_reps - 1 : 1) : peer_reps);
+    }
+    snprintf(cmd, sizeof cmd, "%s --model %s --threads %d --budgets %s --sides %s --reps %s", peer,
+             dir, T, bl, sl, rl);
+    fprintf(stderr, "bench_encoder: running peer: %s\n", cmd);
+    fflush(NULL);
+    FILE *f = popen(cmd, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        int b;
+        char dt[8];
+        double s;
+        const char *ms = strstr(line, "median_s=");
+        if (sscanf(line, "peer budget=%d dtype=%7s", &b, dt) == 2 && ms &&
+            sscanf(ms, "median_s=%lf", &s) == 1)
+            for (int bi = 0; bi < nb; bi++)
+                if (budgets[bi] == b) *(strcmp(dt, "bf16") ? &pf[bi] : &pb[bi]) = s;
+        fprintf(stderr, "  %s", line);
+    }
+    if (f) pclose(f);
+}
+
 int main(int argc, char **argv) {
-    const char *dir = NULL, *peer = NULL;
+    const char *dir = NULL, *peer = NULL, *hf_peer = NULL;
     int budgets[MAXB] = {G4V_BUDGETS}, nb = (int)(sizeof(int[]){G4V_BUDGETS} / sizeof(int)),
         threads[MAXT] = {1, 2}, nt = 2;
     int reps = 5, reps_large = 3, peer_reps = 3, precise = 0;
@@ -157,6 +192,8 @@ int main(int argc, char **argv) {
             reps_large = atoi(v), i++;
         else if (!strcmp(a, "--peer"))
             peer = v, i++;
+        else if (!strcmp(a, "--hf-peer"))
+            hf_peer = v, i++;
         else if (!strcmp(a, "--peer-reps"))
             peer_reps = atoi(v), i++;
         else {
@@ -166,8 +203,8 @@ int main(int argc, char **argv) {
     }
     if (!dir || reps < 1 || reps_large < 1) {
         fprintf(stderr, "usage: bench_encoder --model DIR [--budgets 70,140,...] [--threads 1,2] "
-                        "[--reps N] [--reps-large N] [--peer CMD] [--peer-reps N] "
-                        "[--precise | --int8]\n");
+                        "[--reps N] [--reps-large N] [--peer CMD] [--hf-peer CMD] "
+                        "[--peer-reps N] [--precise | --int8]\n");
         return 2;
     }
     printf("bench_encoder: %s, %s mode, ISA %s, %ld online CPUs\n", dir,
@@ -197,50 +234,22 @@ int main(int argc, char **argv) {
         printf(
             "| budget | tokens | L | thr | ours s (median/reps) | GFLOP/s | %% of peak | s at 100%% "
             "of peak | peak RSS MB | load s | torch bf16 s | torch f32 s | torch bf16 / ours | "
-            "torch f32 / ours |\n");
-        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            "torch f32 / ours | HF bf16 s | HF f32 s | HF bf16 / ours | HF f32 / ours |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         fflush(stdout);
         point pts[MAXB];
         for (int bi = 0; bi < nb; bi++)
             pts[bi] =
                 run_point(dir, budgets[bi], T, budgets[bi] >= 560 ? reps_large : reps, precise);
-        /* the peer, once per thread count, all budgets */
-        double pb[MAXB] = {0}, pf[MAXB] = {0};
-        if (peer) {
-            char cmd[4096], bl[256] = "", sl[256] = "", rl[256] = "";
-            for (int bi = 0; bi < nb; bi++) {
-                size_t o1 = strlen(bl), o2 = strlen(sl), o3 = strlen(rl);
-                snprintf(bl + o1, sizeof bl - o1, "%s%d", bi ? "," : "", budgets[bi]);
-                snprintf(sl + o2, sizeof sl - o2, "%s%d", bi ? "," : "",
-                         pts[bi].side ? pts[bi].side : 48);
-                snprintf(rl + o3, sizeof rl - o3, "%s%d", bi ? "," : "",
-                         budgets[bi] >= 560 ? (peer_reps > 1 ? peer_reps - 1 : 1) : peer_reps);
-            }
-            snprintf(cmd, sizeof cmd,
-                     "%s --model %s --threads %d --budgets %s --sides %s --reps %s", peer, dir, T,
-                     bl, sl, rl);
-            fprintf(stderr, "bench_encoder: running peer: %s\n", cmd);
-            fflush(NULL);
-            FILE *f = popen(cmd, "r");
-            char line[512];
-            while (f && fgets(line, sizeof line, f)) {
-                int b;
-                char dt[8];
-                double s;
-                const char *ms = strstr(line, "median_s=");
-                if (sscanf(line, "peer budget=%d dtype=%7s", &b, dt) == 2 && ms &&
-                    sscanf(ms, "median_s=%lf", &s) == 1)
-                    for (int bi = 0; bi < nb; bi++)
-                        if (budgets[bi] == b) *(strcmp(dt, "bf16") ? &pf[bi] : &pb[bi]) = s;
-                fprintf(stderr, "  %s", line);
-            }
-            if (f) pclose(f);
-        }
+        /* the peers, once per thread count, all budgets */
+        double pb[MAXB] = {0}, pf[MAXB] = {0}, hb[MAXB] = {0}, hf[MAXB] = {0};
+        if (peer) run_peer(peer, dir, T, budgets, nb, pts, peer_reps, pb, pf);
+        if (hf_peer) run_peer(hf_peer, dir, T, budgets, nb, pts, peer_reps, hb, hf);
         for (int bi = 0; bi < nb; bi++) {
             point *p = &pts[bi];
             int r = budgets[bi] >= 560 ? reps_large : reps;
             if (!p->ok) {
-                printf("| %d | - | - | %d | failed | | | | | | | | | |\n", budgets[bi], T);
+                printf("| %d | - | - | %d | failed | | | | | | | | | | | | | |\n", budgets[bi], T);
                 continue;
             }
             char b1[32] = "-", b2[32] = "-", r1[32] = "-", r2[32] = "-";
@@ -250,13 +259,20 @@ int main(int argc, char **argv) {
             if (pf[bi] > 0)
                 snprintf(b2, sizeof b2, "%.2f", pf[bi]),
                     snprintf(r2, sizeof r2, "%.1fx", pf[bi] / p->median);
+            char h1[32] = "-", h2[32] = "-", q1[32] = "-", q2[32] = "-";
+            if (hb[bi] > 0)
+                snprintf(h1, sizeof h1, "%.2f", hb[bi]),
+                    snprintf(q1, sizeof q1, "%.2fx", hb[bi] / p->median);
+            if (hf[bi] > 0)
+                snprintf(h2, sizeof h2, "%.2f", hf[bi]),
+                    snprintf(q2, sizeof q2, "%.2fx", hf[bi] / p->median);
             double gf = p->gflop / p->median;
             /* the floor: these FLOPs at the measured peak, what no kernel can beat here */
             printf("| %d | %d | %d | %d | %.3f (%d) | %.1f | %.0f%% of %.0f %s | %.3f | %.0f | %.2f "
-                   "| %s | %s | %s | %s |\n",
+                   "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
                    budgets[bi], p->tokens, p->L, T, p->median, r, gf, 100 * gf / peak_used,
                    peak_used, use_dp ? "bf16" : "FMA", p->gflop / peak_used, p->rss_mb, p->load_s,
-                   b1, b2, r1, r2);
+                   b1, b2, r1, r2, h1, h2, q1, q2);
             fflush(stdout);
         }
         (void)width;
