@@ -36,11 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_ASSERT(j->n_turns >= 1 && (j->turns[j->n_turns - 1].role == CHAT_ROLE_USER ||
                                   j->turns[j->n_turns - 1].role == CHAT_ROLE_TOOL),
               "a conversation that does not end with a user or tool turn");
-    FZ_ASSERT(j->max_tokens >= 1 && j->max_tokens <= 4096, "max_tokens %d", j->max_tokens);
+    const chat_params *pa = &j->params;
+    FZ_ASSERT(pa->max_tokens >= 1 && pa->max_tokens <= 4096, "max_tokens %d", pa->max_tokens);
     FZ_ASSERT(j->n_stop <= CHAT_MAX_STOP, "%d stop strings", j->n_stop);
-    FZ_ASSERT(j->budget == 0 || j->budget == 70 || j->budget == 140 || j->budget == 280 ||
-                  j->budget == 560 || j->budget == 1120,
-              "budget %d", j->budget);
+    FZ_ASSERT(pa->budget == 0 || pa->budget == 70 || pa->budget == 140 || pa->budget == 280 ||
+                  pa->budget == 560 || pa->budget == 1120,
+              "budget %d", pa->budget);
     int n = 0;
     for (int t = 0; t < j->n_turns; t++) {
         FZ_ASSERT(j->turns[t].text != NULL, "turn %d without text", t);

@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
     o.lm_path = lm;
     o.vision_path = vision;
     o.threads = threads;
-    o.temp = 0;
+    o.params.temp = 0;
     o.math = precise ? G4V_MATH_PRECISE : G4V_MATH_FAST;
     o.chat_template = "builtin";
     chat_session *s;

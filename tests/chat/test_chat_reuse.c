@@ -45,7 +45,7 @@ static chat_session *open_session(const char *lm, const char *vision, int thread
     o.lm_path = lm;
     o.vision_path = vision;
     o.threads = threads;
-    o.temp = 0;
+    o.params.temp = 0;
     o.no_prompt_reuse = !reuse;
     o.chat_template = "builtin";
     chat_session *s;
@@ -59,8 +59,8 @@ static chat_session *open_session(const char *lm, const char *vision, int thread
 }
 
 static void restart(chat_session *s, int max_tokens) {
-    chat_options o;
-    chat_options_init(&o);
+    chat_params o;
+    chat_params_init(&o);
     o.temp = 0;
     o.max_tokens = max_tokens;
     char err[512];

@@ -150,7 +150,8 @@ static int plan_build(chat_session *s, char *err, size_t errsz) {
     int rc = CHAT_OK, n_pieces = 0, n_strs = 0;
     char **strs = NULL;
     chat_piece *pieces = NULL;
-    char *text = chat_template_render(&s->tmpl, s->o.system, s->o.think, 1, err, errsz);
+    char *text = chat_template_render(&s->tmpl, s->o.params.system, s->o.params.think, 1, err,
+                                      errsz);
     if (!text) return CHAT_ERR_INPUT;
     if (s->n_pt == s->cap_pt) {
         plan_turn *v = realloc(s->pt, sizeof *v);

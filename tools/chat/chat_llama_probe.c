@@ -27,6 +27,20 @@
 #include "ggml.h"
 #include "llama.h"
 
+/* ThreadSanitizer refuses threads in a child forked from a threaded process (its
+ * die_after_fork), and the child's products run on ggml's threads: a TSan build takes the extra
+ * buffer types unchecked, and says so */
+#if defined(__SANITIZE_THREAD__)
+#define PROBE_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PROBE_UNDER_TSAN 1
+#endif
+#endif
+#ifndef PROBE_UNDER_TSAN
+#define PROBE_UNDER_TSAN 0
+#endif
+
 /* a new version of the check makes every cached verdict stale */
 #define PROBE_VERSION "2"
 /* the child's whole run: a few small products take milliseconds; a hang is a failure */
@@ -422,6 +436,10 @@ static void decide(void) {
     p->use_extra_buffers = 1;
     if (!p->types[0]) {
         p->checked = "none";
+        return;
+    }
+    if (PROBE_UNDER_TSAN) {
+        p->checked = "skipped (a ThreadSanitizer build)";
         return;
     }
     char dir[1024], file[1100], why[480];

@@ -27,7 +27,8 @@ typedef struct chat_llama_probe {
     char types[128];       /* the extra buffer types the CPU backend offers ("AMX CPU_REPACK"),
                               "" for none */
     const char *checked;   /* how the verdict was reached: "probe", "cache", "environment",
-                              "none" (no extra buffer types to check) */
+                              "none" (no extra buffer types to check), or "skipped (a
+                              ThreadSanitizer build)" (no threads in a forked child there) */
     char reason[800];      /* why they are off ("" when on): what died or differed, and what
                               to do */
 } chat_llama_probe;

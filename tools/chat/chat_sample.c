@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct llama_sampler *make_chain(const chat_options *o) {
+static struct llama_sampler *make_chain(const chat_params *o) {
     struct llama_sampler_chain_params p = llama_sampler_chain_default_params();
     p.no_perf = true;
     struct llama_sampler *c = llama_sampler_chain_init(p);
@@ -34,7 +34,7 @@ static struct llama_sampler *make_chain(const chat_options *o) {
     return c;
 }
 
-int chat_sampler_make(chat_session *s, const chat_options *o, struct llama_sampler **chain,
+int chat_sampler_make(chat_session *s, const chat_params *o, struct llama_sampler **chain,
                       struct llama_sampler **grammar, char *err, size_t errsz) {
     *grammar = NULL;
     *chain = make_chain(o);

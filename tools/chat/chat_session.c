@@ -20,11 +20,7 @@
 
 void chat_options_init(chat_options *o) {
     memset(o, 0, sizeof *o);
-    o->temp = 1.0f; /* Gemma 4's generation_config.json: temperature 1, top_k 64, top_p 0.95 */
-    o->top_k = 64;
-    o->top_p = 0.95f;
-    o->seed = 0xFFFFFFFFu;
-    o->max_tokens = 1024;
+    chat_params_init(&o->params);
 }
 
 /* llama.cpp's log: quiet unless verbose, but its last error is kept for our message. The
@@ -111,24 +107,11 @@ static llama_token single_token(const struct llama_vocab *v, const char *text) {
     return n == 1 ? t[0] : -1;
 }
 
-int chat_session_open(const chat_options *o, chat_session **out, char *err, size_t errsz) {
-    *out = NULL;
-    chat_session *s = calloc(1, sizeof *s);
-    if (!s) {
-        seterr(err, errsz, "out of memory");
-        return CHAT_ERR_INTERNAL;
-    }
-    s->o = *o;
-    /* budget 0: the checkpoint's own default (its processor_config.json), known once loaded */
-    if (!s->o.video_budget) s->o.video_budget = G4V_DEFAULT_VIDEO_BUDGET;
-    if (!s->o.video_frames) s->o.video_frames = G4V_DEFAULT_VIDEO_FRAMES;
-    s->n_ctx = o->n_ctx > 0 ? o->n_ctx : 8192;
-    s->threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (s->threads < 1) s->threads = 1;
-    char msg[768];
-    int rc = CHAT_ERR_MODEL;
+/* ---- opening: the vision side, the text model, its context, the turn format ------------------ */
 
-    /* the vision side */
+/* The vision model (loaded, or borrowed) and its context, and the session's budget. */
+static int open_vision(chat_session *s, const chat_options *o, char *err, size_t errsz) {
+    char msg[768];
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = s->o.budget;
@@ -140,27 +123,31 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         st = g4v_model_load(o->vision_path, &mo, &s->vm, msg, sizeof msg);
     if (st) {
         seterr(err, errsz, "vision model: %s", msg);
-        rc = st == G4V_ERR_ARG ? CHAT_ERR_USAGE : CHAT_ERR_MODEL;
-        goto fail;
+        return st == G4V_ERR_ARG ? CHAT_ERR_USAGE : CHAT_ERR_MODEL;
     }
     g4v_model_get_info(s->vm, &s->vinfo, NULL, 0);
+    /* budget 0: the checkpoint's own default (its processor_config.json), known once loaded */
     if (!s->o.budget) s->o.budget = s->vinfo.default_budget > 0 ? s->vinfo.default_budget
                                                                 : G4V_DEFAULT_BUDGET;
     s->open_budget = s->o.budget;
     if (s->vinfo.math != o->math) { /* a borrowed model: the options must say what it computes */
         seterr(err, errsz, "the vision model computes in the math mode %s, not %s as asked",
                g4v_math_mode_name(s->vinfo.math), g4v_math_mode_name(o->math));
-        rc = CHAT_ERR_USAGE;
-        goto fail;
+        return CHAT_ERR_USAGE;
     }
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);
     co.threads = s->threads;
     if (g4v_ctx_create(s->vm, &co, &s->vctx, msg, sizeof msg)) {
         seterr(err, errsz, "vision context: %s", msg);
-        rc = CHAT_ERR_INTERNAL;
-        goto fail;
+        return CHAT_ERR_INTERNAL;
     }
+    return CHAT_OK;
+}
+
+/* The feature cache: borrowed, the one in cache_dir, or a private temporary one. */
+static int open_cache(chat_session *s, const chat_options *o, char *err, size_t errsz) {
+    char msg[768];
     if (o->cache) {
         s->cache = o->cache;
     } else if (o->cache_dir) {
@@ -169,25 +156,35 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         const char *where = NULL;
         if (fe_temp_dir(s->cache_dir, sizeof s->cache_dir, "g4v-chat", &where)) {
             seterr(err, errsz, "cannot create a temporary feature cache under %s", where);
-            rc = CHAT_ERR_INTERNAL;
-            goto fail;
+            return CHAT_ERR_INTERNAL;
         }
         s->cache_private = 1;
     }
     if (!o->cache && g4v_cache_open(s->cache_dir, NULL, &s->cache, msg, sizeof msg)) {
         seterr(err, errsz, "feature cache: %s", msg);
-        rc = CHAT_ERR_USAGE;
-        goto fail;
+        return CHAT_ERR_USAGE;
     }
     g4v_ctx_set_cache(s->vctx, s->cache);
+    return CHAT_OK;
+}
 
-    /* the text side */
+/* "…is not a Gemma 4 text model": the architecture is known and is not gemma4. */
+static int not_gemma4(const chat_session *s, const char *path, char *err, size_t errsz) {
+    if (!s->arch[0] || !strcmp(s->arch, "gemma4")) return 0;
+    seterr(err, errsz,
+           "%s is not a Gemma 4 text model (general.architecture is '%s', not 'gemma4')", path,
+           s->arch);
+    return 1;
+}
+
+/* llama.cpp's backends, then the Gemma 4 text model, checked against the vision model. */
+static int open_text_model(chat_session *s, const chat_options *o, char *err, size_t errsz) {
     atomic_store(&g_verbose, o->verbose);
     llama_log_set(log_cb, NULL);
-    if (chat_backend_load(err, errsz)) goto fail; /* CHAT_ERR_MODEL: no CPU backend for it */
+    if (chat_backend_load(err, errsz)) return CHAT_ERR_MODEL; /* no CPU backend for it */
     /* llama.cpp's AMX / repacked weights only where a child ran them first (chat_llama_probe.h) */
     chat_llama_probe probe;
-    if (chat_llama_probe_get(&probe, err, errsz)) goto fail;
+    if (chat_llama_probe_get(&probe, err, errsz)) return CHAT_ERR_MODEL;
     chat_fatal_install(); /* a crash in llama.cpp's kernels says where and what to do */
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
@@ -198,42 +195,38 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
         seterr(err, errsz,
                "%s is a llama.cpp mmproj (vision projector) file, not a Gemma 4 text model: give "
                "it as --model and the text model's GGUF as --lm", o->lm_path);
-        goto fail;
+        return CHAT_ERR_MODEL;
     }
-    if (s->arch[0] && strcmp(s->arch, "gemma4")) {
-        seterr(err, errsz,
-               "%s is not a Gemma 4 text model (general.architecture is '%s', not 'gemma4')",
-               o->lm_path, s->arch);
-        goto fail;
-    }
+    if (not_gemma4(s, o->lm_path, err, errsz)) return CHAT_ERR_MODEL;
     s->lm = llama_model_load_from_file(o->lm_path, mp);
     if (!s->lm) {
         seterr(err, errsz, "cannot load the language model %s%s", o->lm_path, last_log());
-        goto fail;
+        return CHAT_ERR_MODEL;
     }
     if (llama_model_meta_val_str(s->lm, "general.architecture", s->arch, sizeof s->arch) < 0)
         s->arch[0] = 0;
-    if (strcmp(s->arch, "gemma4") != 0) {
-        seterr(err, errsz,
-               "%s is not a Gemma 4 text model (general.architecture is '%s', not 'gemma4')",
-               o->lm_path, s->arch);
-        goto fail;
-    }
+    if (!s->arch[0]) snprintf(s->arch, sizeof s->arch, "%s", "(none)");
+    if (not_gemma4(s, o->lm_path, err, errsz)) return CHAT_ERR_MODEL;
     s->n_embd = llama_model_n_embd_inp(s->lm);
     if (s->n_embd != s->vinfo.dim) {
         seterr(err, errsz,
                "the models do not belong together: the vision model %s gives soft tokens of %d "
                "floats, the text model %s takes %d (llama_model_n_embd)",
                o->vision_path, s->vinfo.dim, o->lm_path, s->n_embd);
-        goto fail;
+        return CHAT_ERR_MODEL;
     }
     s->vocab = llama_model_get_vocab(s->lm);
     if (llama_vocab_n_tokens(s->vocab) <= s->vinfo.eoi_token_id) {
         seterr(err, errsz, "the text model's vocabulary (%d tokens) has no image tokens",
                llama_vocab_n_tokens(s->vocab));
-        goto fail;
+        return CHAT_ERR_MODEL;
     }
     s->non_causal = chat_use_non_causal(!strcmp(s->vinfo.kind, "unified"), s->n_embd);
+    return CHAT_OK;
+}
+
+/* The llama.cpp context the conversation lives in. */
+static int open_context(chat_session *s, char *err, size_t errsz) {
     /* a whole image (or frame) in one decode call and one ubatch: needed for bidirectional
      * attention over its rows (docs/CHAT.md §3) */
     int rows_max = s->o.budget > s->o.video_budget ? s->o.budget : s->o.video_budget;
@@ -254,35 +247,61 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     if (!s->lctx) {
         seterr(err, errsz, "cannot create a llama.cpp context of %d tokens%s", s->n_ctx,
                last_log());
-        rc = CHAT_ERR_INTERNAL;
-        goto fail;
+        return CHAT_ERR_INTERNAL;
     }
     s->n_ctx = (int)llama_n_ctx(s->lctx);
+    return CHAT_OK;
+}
+
+/* The turn format (the model's template or ours), the special tokens, and the samplers of the
+ * first conversation's parameters. */
+static int open_turns(chat_session *s, const chat_options *o, char *err, size_t errsz) {
+    char msg[768];
     if (chat_template_init(&s->tmpl, s->lm, o->chat_template, o->vision_path, msg,
                            sizeof msg)) {
         seterr(err, errsz, "%s: %s", o->lm_path, msg);
-        rc = CHAT_ERR_USAGE;
-        goto fail;
+        return CHAT_ERR_USAGE;
     }
     s->tok_open = single_token(s->vocab, "<|channel>");
     s->tok_close = single_token(s->vocab, "<channel|>");
     s->tok_call = single_token(s->vocab, "<|tool_call>");
     s->tok_call_end = single_token(s->vocab, "<tool_call|>");
     s->tok_response = single_token(s->vocab, "<|tool_response>");
-    rc = chat_sampler_make(s, &s->o, &s->smpl, &s->grammar, err, errsz);
-    if (rc) goto fail;
-    if (chat_template_set_tools(&s->tmpl, o->tools)) {
+    int rc = chat_sampler_make(s, &s->o.params, &s->smpl, &s->grammar, err, errsz);
+    if (rc) return rc;
+    if (chat_template_set_tools(&s->tmpl, o->params.tools)) {
         seterr(err, errsz, "out of memory");
-        rc = CHAT_ERR_INTERNAL;
-        goto fail;
+        return CHAT_ERR_INTERNAL;
     }
-    s->o.grammar = NULL; /* the caller's: not kept past this call */
-    s->o.tools = NULL;
+    s->o.params.grammar = NULL; /* the caller's: not kept past this call */
+    s->o.params.tools = NULL;
+    return CHAT_OK;
+}
+
+int chat_session_open(const chat_options *o, chat_session **out, char *err, size_t errsz) {
+    *out = NULL;
+    chat_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    s->o = *o;
+    if (!s->o.video_budget) s->o.video_budget = G4V_DEFAULT_VIDEO_BUDGET;
+    if (!s->o.video_frames) s->o.video_frames = G4V_DEFAULT_VIDEO_FRAMES;
+    s->n_ctx = o->n_ctx > 0 ? o->n_ctx : 8192;
+    s->threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (s->threads < 1) s->threads = 1;
+    int rc = open_vision(s, o, err, errsz);
+    if (!rc) rc = open_cache(s, o, err, errsz);
+    if (!rc) rc = open_text_model(s, o, err, errsz);
+    if (!rc) rc = open_context(s, err, errsz);
+    if (!rc) rc = open_turns(s, o, err, errsz);
+    if (rc) {
+        chat_session_close(s);
+        return rc;
+    }
     *out = s;
     return CHAT_OK;
-fail:
-    chat_session_close(s);
-    return rc;
 }
 
 void chat_session_get_info(const chat_session *s, chat_session_info *i) {
@@ -362,7 +381,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     chat_text calls = {0};
     size_t call_start = 0;
     int in_call = 0;
-    for (int k = 0; s->o.max_tokens <= 0 || k < s->o.max_tokens; k++) {
+    for (int k = 0; s->o.params.max_tokens <= 0 || k < s->o.params.max_tokens; k++) {
         llama_token tok = chat_sample(s, err, errsz);
         if (tok < 0) {
             rc = CHAT_ERR_INTERNAL;
@@ -458,7 +477,7 @@ int chat_session_turn(chat_session *s, const chat_media *media, int n_media, con
     return chat_session_generate(s, emit, user, r, err, errsz);
 }
 
-int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz) {
+int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_t errsz) {
     /* 0: the session's own budget, never the previous conversation's (g4v serve restarts a slot
      * per request, and one request's "g4v": {"tokens": 70} must not stay for the next) */
     int budget = o->budget ? o->budget : s->open_budget;
@@ -473,18 +492,11 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
         return CHAT_ERR_USAGE;
     }
     chat_options n = s->o;
-    n.system = o->system;
-    n.temp = o->temp;
-    n.top_k = o->top_k;
-    n.top_p = o->top_p;
-    n.seed = o->seed;
-    n.max_tokens = o->max_tokens;
-    n.budget = budget;
-    n.think = o->think;
-    n.grammar = o->grammar;
-    n.grammar_lazy = o->grammar_lazy;
+    n.params = *o;
+    n.params.budget = budget;
+    n.budget = budget; /* what a medium without its own budget gets in this conversation */
     struct llama_sampler *smpl, *grammar;
-    int rc = chat_sampler_make(s, &n, &smpl, &grammar, err, errsz);
+    int rc = chat_sampler_make(s, &n.params, &smpl, &grammar, err, errsz);
     if (rc) return rc;
     if (chat_template_set_tools(&s->tmpl, o->tools)) {
         llama_sampler_free(smpl);
@@ -496,7 +508,8 @@ int chat_session_restart(chat_session *s, const chat_options *o, char *err, size
     if (s->grammar) llama_sampler_free(s->grammar);
     s->smpl = smpl;
     s->grammar = grammar;
-    n.grammar = NULL; /* the caller's: not kept past this call */
+    n.params.grammar = NULL; /* the caller's: not kept past this call */
+    n.params.tools = NULL;   /* the template keeps its copy */
     s->o = n;
     chat_conversation_clear(s);
     if (s->o.no_prompt_reuse) {

@@ -4,6 +4,7 @@
 #ifndef G4V_CHAT_SESSION_H
 #define G4V_CHAT_SESSION_H
 
+#include "chat_params.h"
 #include "g4v.h"
 
 #include <stddef.h>
@@ -18,20 +19,16 @@ enum {
     CHAT_ERR_INTERNAL = 5  /* llama_decode failed, out of memory */
 };
 
+/* The session's constants; what each request asks is chat_params (chat_params.h). */
 typedef struct chat_options {
     const char *lm_path;     /* Gemma 4 text model, GGUF */
     const char *vision_path; /* Hugging Face checkpoint dir or mmproj GGUF */
     int n_ctx;               /* context tokens; 0 = 8192 */
     int threads;             /* 0 = one per online CPU */
-    int budget;              /* image soft tokens: 0 = 280, else one of G4V_BUDGETS */
+    int budget;              /* the session's image soft tokens, which a request's 0 means:
+                                0 = the model's default (280), else one of G4V_BUDGETS */
     int video_budget;        /* per video frame: 0 = 70 */
     int video_frames;        /* frames per video: 0 = 32 */
-    float temp;              /* <= 0: greedy */
-    int top_k;               /* <= 0: off */
-    float top_p;             /* >= 1: off */
-    uint32_t seed;
-    int max_tokens;          /* per answer; <= 0: until the end of the turn or the context */
-    const char *system;      /* system prompt or NULL */
     const char *cache_dir;   /* feature cache; NULL = a private temporary one */
     g4v_math_mode math;      /* libg4v's math mode (G4V_MATH_FAST by default, PRECISE, INT8
                                 or INT8_BLOCKS); with vision_model, that model's own mode */
@@ -40,20 +37,12 @@ typedef struct chat_options {
     struct g4v_cache *cache;        /* borrowed instead of opening cache_dir, or NULL */
     int max_budget;          /* largest budget chat_session_restart may ask for (it sizes the
                                 decode batch); 0 = budget */
-    int think;               /* 1: thinking on (enable_thinking): the answer's thought comes back
-                                apart, in chat_turn_result.reasoning */
     const char *chat_template; /* a Jinja file, or "builtin", instead of the model's own template
                                   (docs/CHAT.md §2); NULL: the model's */
     int no_prompt_reuse;     /* 1: a restart clears the context (every request decodes its whole
                                 prompt); 0: it keeps it, and the next prompt's prefix that the
                                 context holds is not decoded again (docs/CHAT.md "Prompt reuse") */
-    const char *grammar;     /* GBNF (root rule "root") every answer must match, sampled under
-                                libllama's grammar sampler (docs/CHAT.md "Structured output"),
-                                or NULL; with think, a thought block may come first */
-    int grammar_lazy;        /* 1: the grammar applies from the model's first <|tool_call> on
-                                (tool_choice "auto": free text, constrained calls) */
-    const char *tools;       /* the tools offered: an OpenAI tools array as JSON text, declared
-                                by the model's template, or NULL */
+    chat_params params;      /* the first conversation's (chat_params_init's by default) */
 } chat_options;
 
 void chat_options_init(chat_options *o);
@@ -136,12 +125,11 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
 
 /* A new conversation on the same models and context (g4v serve: one per request): forgets
  * every turn -- the context keeps what it holds for the next feed to reuse, unless the session
- * was opened with no_prompt_reuse -- and takes o's per-conversation settings -- system, think,
- * temp, top_k, top_p, seed, max_tokens, grammar, grammar_lazy, tools, budget (0: the one the
- * session was opened with, whatever earlier restarts asked for) -- the rest of o is ignored
- * (o's strings are copied). CHAT_OK, or CHAT_ERR_USAGE for a budget that is not one of
- * G4V_BUDGETS or above the session's max_budget, or a grammar libllama does not parse. */
-int chat_session_restart(chat_session *s, const chat_options *o, char *err, size_t errsz);
+ * was opened with no_prompt_reuse -- and takes p, the request's parameters (budget 0: the one
+ * the session was opened with, whatever earlier restarts asked for; p's strings are copied, the
+ * grammar is not kept). CHAT_OK, or CHAT_ERR_USAGE for a budget that is not one of G4V_BUDGETS
+ * or above the session's max_budget, or a grammar libllama does not parse. */
+int chat_session_restart(chat_session *s, const chat_params *p, char *err, size_t errsz);
 
 /* A prompt in two steps (g4v serve replays a request's conversation this way): plan its turns
  * -- a user turn (media, text), or an earlier answer of the model (an assistant message, fed

@@ -93,7 +93,7 @@ uint64_t chat_frame_hash(uint64_t video_hash, int frame);
 
 /* chat_sample.c: the sampler of a conversation's settings (o: temp, top_k, top_p, seed, and
  * grammar / grammar_lazy into *grammar, NULL without one), and one token drawn under both. */
-int chat_sampler_make(chat_session *s, const chat_options *o, struct llama_sampler **chain,
+int chat_sampler_make(chat_session *s, const chat_params *o, struct llama_sampler **chain,
                       struct llama_sampler **grammar, char *err, size_t errsz);
 /* -1 when the grammar allows no token (with a message). */
 llama_token chat_sample(chat_session *s, char *err, size_t errsz);

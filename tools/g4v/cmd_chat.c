@@ -92,9 +92,9 @@ static const fe_opt rows[] = {
              "  /image PATH   attach an image to the next message\n"
              "  /video PATH   attach a video to the next message\n"
              "  /quit         end (so does end of input)"},
-    {.name = "system", .kind = FE_OPT_STRING, O(o.system), .arg = "TEXT",
+    {.name = "system", .kind = FE_OPT_STRING, O(o.params.system), .arg = "TEXT",
      .help = "a system prompt"},
-    {.name = "think", .kind = FE_OPT_FLAG, O(o.think), .lo = 1,
+    {.name = "think", .kind = FE_OPT_FLAG, O(o.params.think), .lo = 1,
      .help = "thinking on (the template's enable_thinking): the model thinks before it answers; "
              "the thought goes to stderr (with --json: the \"reasoning\" field) and is left out "
              "of later turns, as the template does"},
@@ -114,15 +114,15 @@ static const fe_opt rows[] = {
     {.name = "json", .kind = FE_OPT_FLAG, O(json), .lo = 1,
      .help = "print a JSON object per answer (text, tokens, timings, media with their soft-token "
              "counts and feature-cache hits) instead of streaming"},
-    {.name = "temp", .kind = FE_OPT_REAL, O(o.temp), .dlo = 0, .dhi = 100, .arg = "T",
+    {.name = "temp", .kind = FE_OPT_REAL, O(o.params.temp), .dlo = 0, .dhi = 100, .arg = "T",
      .help = "sampling temperature (default 1.0; 0 = greedy)"},
-    {.name = "top-k", .kind = FE_OPT_INT, O(o.top_k), .lo = 0, .hi = 1 << 30, .arg = "K",
-     .help = "(default 64; 0 = off)"},
-    {.name = "top-p", .kind = FE_OPT_REAL, O(o.top_p), .dlo = 0, .dhi = 1, .arg = "P",
+    {.name = "top-k", .kind = FE_OPT_INT, O(o.params.top_k), .lo = 0, .hi = 1 << 30,
+     .arg = "K", .help = "(default 64; 0 = off)"},
+    {.name = "top-p", .kind = FE_OPT_REAL, O(o.params.top_p), .dlo = 0, .dhi = 1, .arg = "P",
      .help = "(default 0.95; 1 = off)"},
-    {.name = "seed", .kind = FE_OPT_UINT, O(o.seed), .lo = 0, .hi = 0xFFFFFFFEll, .arg = "N",
-     .help = "sampling seed (default: from the clock)"},
-    {.name = "max-tokens", .kind = FE_OPT_INT, O(o.max_tokens), .lo = 0, .hi = 1 << 30,
+    {.name = "seed", .kind = FE_OPT_UINT, O(o.params.seed), .lo = 0, .hi = 0xFFFFFFFEll,
+     .arg = "N", .help = "sampling seed (default: from the clock)"},
+    {.name = "max-tokens", .kind = FE_OPT_INT, O(o.params.max_tokens), .lo = 0, .hi = 1 << 30,
      .arg = "N", .help = "answer length cap (default 1024; 0 = until the end of the turn)"},
     {.name = "ctx", .kind = FE_OPT_INT, O(o.n_ctx), .lo = 16, .hi = 1 << 24, .arg = "N",
      .help = "context size in tokens (default 8192)"},
@@ -166,7 +166,7 @@ static const fe_cmd chat_cmd = {
 /* 0 go on, 1 help printed, -1 usage error (message printed). */
 static int parse_args(int argc, char **argv, chat_args *a) {
     chat_options_init(&a->o);
-    a->o.seed = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+    a->o.params.seed = (uint32_t)time(NULL) ^ (uint32_t)getpid();
     int rc = fe_opt_run(&chat_cmd, argc, argv, a);
     return rc == FE_OPT_HELP ? 1 : rc ? -1 : 0;
 }
@@ -286,12 +286,12 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
     cJSON_AddBoolToObject(mo, "image_attention_bidirectional", in.non_causal);
     cJSON_AddStringToObject(mo, "template", in.builtin_template ? "gemma4" : "model");
     cJSON_AddStringToObject(mo, "template_origin", in.template_origin);
-    cJSON_AddBoolToObject(mo, "thinking", a->o.think);
+    cJSON_AddBoolToObject(mo, "thinking", a->o.params.think);
     cJSON *sa = cJSON_AddObjectToObject(o, "sampling");
-    cJSON_AddNumberToObject(sa, "temp", a->o.temp);
-    cJSON_AddNumberToObject(sa, "top_k", a->o.top_k);
-    cJSON_AddNumberToObject(sa, "top_p", a->o.top_p);
-    cJSON_AddNumberToObject(sa, "seed", a->o.seed);
+    cJSON_AddNumberToObject(sa, "temp", a->o.params.temp);
+    cJSON_AddNumberToObject(sa, "top_k", a->o.params.top_k);
+    cJSON_AddNumberToObject(sa, "top_p", a->o.params.top_p);
+    cJSON_AddNumberToObject(sa, "seed", a->o.params.seed);
     cJSON_AddNumberToObject(sa, "threads", in.threads);
     char *js = cJSON_PrintUnformatted(o);
     if (js) puts(js);
@@ -462,7 +462,7 @@ static char *read_text(const char *opt, const char *path) {
     return b;
 }
 
-/* --json-schema FILE or --grammar FILE into a.o.grammar (*owned: free it). 0, or an exit
+/* --json-schema FILE or --grammar FILE into a.o.params.grammar (*owned: free it). 0, or an exit
  * code. */
 static int answer_grammar(chat_args *a, char **owned) {
     *owned = NULL;
@@ -476,7 +476,7 @@ static int answer_grammar(chat_args *a, char **owned) {
                            a->json_schema ? a->json_schema : a->grammar);
     if (!text) return G4V_EXIT_USAGE;
     if (a->grammar) {
-        a->o.grammar = *owned = text;
+        a->o.params.grammar = *owned = text;
         return G4V_EXIT_OK;
     }
     char err[600];
@@ -486,7 +486,7 @@ static int answer_grammar(chat_args *a, char **owned) {
         fprintf(stderr, "g4v chat: --json-schema %s: %s\n", a->json_schema, err);
         return G4V_EXIT_USAGE;
     }
-    a->o.grammar = *owned;
+    a->o.params.grammar = *owned;
     return G4V_EXIT_OK;
 }
 

@@ -36,7 +36,7 @@ static int push_key(chat_job *j, uint64_t h) {
 void chat_job_keys(chat_job *j) {
     uint64_t h = 0xcbf29ce484222325ull;
     h = mix_str(h, j->system);
-    h = mix(h, &j->budget, sizeof j->budget);
+    h = mix(h, &j->params.budget, sizeof j->params.budget);
     j->n_keys = 0;
     j->keys_complete = 0;
     for (int t = 0; t < j->n_turns; t++) {

@@ -497,7 +497,7 @@ static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
                                      "thinking on)");
             return -1;
         }
-        j->think = k > 0;
+        j->params.think = k > 0;
     }
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(o, "chat_template_kwargs");
     if (kw && !cJSON_IsNull(kw)) {
@@ -505,7 +505,7 @@ static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
             BAD("invalid_parameter", "\"chat_template_kwargs\" must be an object");
             return -1;
         }
-        if (take_bool(kw, "enable_thinking", &j->think,
+        if (take_bool(kw, "enable_thinking", &j->params.think,
                       "\"chat_template_kwargs\": {\"enable_thinking\": true|false}", f))
             return -1;
     }
@@ -635,20 +635,20 @@ static int take_number(const cJSON *o, const char *name, double lo, double hi, d
 
 static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     double v;
-    v = j->max_tokens;
+    v = j->params.max_tokens;
     if (take_number(o, "max_tokens", 1, s->a.lm_ctx, &v, f) ||
         take_number(o, "max_completion_tokens", 1, s->a.lm_ctx, &v, f))
         return -1;
-    j->max_tokens = (int)v;
-    v = j->temperature;
+    j->params.max_tokens = (int)v;
+    v = j->params.temp;
     if (take_number(o, "temperature", 0, 2, &v, f)) return -1;
-    j->temperature = (float)v;
-    v = j->top_p;
+    j->params.temp = (float)v;
+    v = j->params.top_p;
     if (take_number(o, "top_p", 0, 1, &v, f)) return -1;
-    j->top_p = (float)v;
-    v = j->seed;
+    j->params.top_p = (float)v;
+    v = j->params.seed;
     if (take_number(o, "seed", 0, 4294967295.0, &v, f)) return -1;
-    j->seed = (uint32_t)v;
+    j->params.seed = (uint32_t)v;
     v = 1;
     if (take_number(o, "n", 1, 1, &v, f)) return -1;
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "stream");
@@ -680,8 +680,8 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     }
     x = cJSON_GetObjectItemCaseSensitive(o, "g4v");
     if (x && !cJSON_IsNull(x)) {
-        if (take_budget(x, &j->budget, "", f)) return -1;
-        if (take_bool(x, "think", &j->think, "\"g4v\": {\"think\": true|false}", f) ||
+        if (take_budget(x, &j->params.budget, "", f)) return -1;
+        if (take_bool(x, "think", &j->params.think, "\"g4v\": {\"think\": true|false}", f) ||
             take_bool(x, "debug_prompt", &j->debug_prompt,
                       "\"g4v\": {\"debug_prompt\": true|false}", f))
             return -1;
@@ -707,11 +707,8 @@ chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail 
     j->s = s;
     j->fd = -1;
     /* the defaults: Gemma 4's generation_config.json, as g4v chat */
-    j->temperature = 1.0f;
-    j->top_k = 64;
-    j->top_p = 0.95f;
-    j->seed = 0xFFFFFFFFu; /* a random seed */
-    j->max_tokens = 1024 < s->a.lm_ctx ? 1024 : s->a.lm_ctx;
+    chat_params_init(&j->params);
+    if (s->a.lm_ctx < j->params.max_tokens) j->params.max_tokens = s->a.lm_ctx;
     j->created = (long)time(NULL);
     static unsigned long counter;
     snprintf(j->id, sizeof j->id, "chatcmpl-%lx%lx", (unsigned long)j->created,
@@ -723,6 +720,9 @@ chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail 
         return NULL;
     }
     cJSON_Delete(o);
+    /* the job's own strings, as the session is given them */
+    j->params.system = j->system;
+    j->params.tools = j->tool_choice != CHAT_TOOLS_NONE ? j->tools : NULL;
     chat_job_keys(j);
     return j;
 }

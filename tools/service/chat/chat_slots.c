@@ -76,7 +76,8 @@ static long text_tokens(const struct llama_vocab *v, const char *text) {
 }
 
 int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
-    if (job_grammar(cw, j, &j->gbnf, &j->grammar_lazy, f)) return -1;
+    if (job_grammar(cw, j, &j->gbnf, &j->params.grammar_lazy, f)) return -1;
+    j->params.grammar = j->gbnf;
     j->checked = 1;
     if (!cw->lm || cw->n_ctx <= 0) return 0;
     size_t bytes = j->system ? strlen(j->system) : 0;
@@ -352,7 +353,7 @@ static int job_grammar(const chat_wing *cw, const chat_job *j, char **gbnf, int 
         .only_name = j->tool_choice == CHAT_TOOLS_NAMED ? j->tool_name : NULL,
         .min_calls = 1,
         .max_calls = j->parallel_tool_calls ? -1 : 1,
-        .allow_thought = j->think && j->tool_choice != CHAT_TOOLS_AUTO,
+        .allow_thought = j->params.think && j->tool_choice != CHAT_TOOLS_AUTO,
     };
     *lazy = j->tool_choice == CHAT_TOOLS_AUTO;
     if (!chat_tools_check(j->tools, err, sizeof err) &&
@@ -364,20 +365,8 @@ static int job_grammar(const chat_wing *cw, const chat_job *j, char **gbnf, int 
 
 static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     char err[1024] = "";
-    chat_options o;
-    chat_options_init(&o);
-    o.system = j->system;
-    o.temp = j->temperature;
-    o.top_k = j->top_k;
-    o.top_p = j->top_p;
-    o.seed = j->seed;
-    o.max_tokens = j->max_tokens;
-    o.budget = j->budget;
-    o.think = j->think;
-    o.grammar = j->gbnf; /* chat_slots_precheck made it before the job waited */
-    o.grammar_lazy = j->grammar_lazy;
-    o.tools = j->tool_choice != CHAT_TOOLS_NONE ? j->tools : NULL;
-    int rc = chat_session_restart(cs, &o, err, sizeof err);
+    /* as parsed (chat_request.c), with the grammar chat_slots_precheck made before it waited */
+    int rc = chat_session_restart(cs, &j->params, err, sizeof err);
     for (int t = 0; !rc && t < j->n_turns; t++) {
         chat_turn_in *ti = &j->turns[t];
         if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls) {

@@ -20,6 +20,7 @@
 #ifndef G4V_SERVICE_CHAT_WING_H
 #define G4V_SERVICE_CHAT_WING_H
 
+#include "chat_params.h" /* tools/chat: what a request asks of a session */
 #include "core/core.h"
 
 #include <stdint.h>
@@ -81,9 +82,13 @@ struct chat_job {
     char *system;
     chat_turn_in *turns;
     int n_turns, n_images;
-    int max_tokens, top_k, budget, stream, include_usage;
-    int think;        /* thinking on: reasoning_effort, chat_template_kwargs.enable_thinking or
-                         "g4v": {"think": true} */
+    int stream, include_usage;
+    /* what the session is asked, parsed here once and passed as it is: the sampling
+     * parameters, max_tokens, the budget ("g4v": {"tokens": N}), think (reasoning_effort,
+     * chat_template_kwargs.enable_thinking or "g4v": {"think": true}); system, tools and the
+     * grammar point at the job's own strings below (the grammar once chat_slots_precheck made
+     * it) */
+    chat_params params;
     int debug_prompt; /* "g4v": {"debug_prompt": true}: the answer carries the prompt */
     char *schema;     /* response_format's JSON schema as JSON text (json_object: any object),
                          or NULL: the answer is free text */
@@ -91,8 +96,6 @@ struct chat_job {
     int tool_choice;  /* CHAT_TOOLS_*; NONE when there are no tools */
     char tool_name[72]; /* CHAT_TOOLS_NAMED: the function */
     int parallel_tool_calls; /* 0: at most one call per answer */
-    float temperature, top_p;
-    uint32_t seed;
     char *stop[CHAT_MAX_STOP];
     int n_stop;
     char id[48];
@@ -101,8 +104,7 @@ struct chat_job {
     int n_keys, keys_complete;    /* complete: every turn has its keys */
     /* what chat_slots_precheck found before the job waited (checked: it ran) */
     int checked;
-    char *gbnf;       /* the grammar the answer is sampled under, or NULL */
-    int grammar_lazy; /* the grammar starts at the first tool call */
+    char *gbnf;       /* the grammar the answer is sampled under (params.grammar), or NULL */
 
     /* its life */
     pthread_mutex_t mu;

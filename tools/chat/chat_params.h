@@ -1,0 +1,40 @@
+/* chat_params.h - what one request asks of a chat session: sampling, grammar, tools, thinking,
+ * the image budget, the answer's length. Parsed once where the request comes in (g4v chat's
+ * command line, an OpenAI request body in g4v serve), passed by pointer to the session
+ * (chat_session_open for the first conversation, chat_session_restart for each next one); the
+ * session's constants (models, context, threads, caches) are chat_options apart.
+ * No libllama here: the service's request parser fills it in builds without it too. */
+#ifndef G4V_CHAT_PARAMS_H
+#define G4V_CHAT_PARAMS_H
+
+#include <stdint.h>
+
+typedef struct chat_params {
+    const char *system;  /* system prompt or NULL */
+    float temp;          /* <= 0: greedy */
+    int top_k;           /* <= 0: off */
+    float top_p;         /* >= 1: off */
+    uint32_t seed;
+    int max_tokens;      /* per answer; <= 0: until the end of the turn or the context */
+    int budget;          /* image soft tokens, one of G4V_BUDGETS; 0: the session's own */
+    int think;           /* 1: thinking on (enable_thinking): the answer's thought comes back
+                            apart, in chat_turn_result.reasoning */
+    const char *grammar; /* GBNF (root rule "root") every answer must match, sampled under
+                            libllama's grammar sampler (docs/CHAT.md "Structured output"), or
+                            NULL; with think, a thought block may come first. Not kept past the
+                            call it is given to */
+    int grammar_lazy;    /* 1: the grammar applies from the model's first <|tool_call> on
+                            (tool_choice "auto": free text, constrained calls) */
+    const char *tools;   /* the tools offered: an OpenAI tools array as JSON text, declared by
+                            the model's template, or NULL (copied by the session) */
+} chat_params;
+
+/* Gemma 4's generation_config.json: temperature 1, top_k 64, top_p 0.95; a random seed
+ * (0xFFFFFFFF); 1024 tokens per answer; the session's budget; no system prompt, thinking,
+ * grammar or tools. */
+static inline void chat_params_init(chat_params *p) {
+    *p = (chat_params){.temp = 1.0f, .top_k = 64, .top_p = 0.95f, .seed = 0xFFFFFFFFu,
+                       .max_tokens = 1024};
+}
+
+#endif
