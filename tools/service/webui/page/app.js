@@ -180,7 +180,7 @@
     } else {
       text = "The server answered HTTP " + s + (message ? ": " + message : ".");
     }
-    return { status: s, code: code, text: text };
+    return { status: s, code: code, text: text, message: message };
   }
 
   // ---- attachments -------------------------------------------------------------------------
@@ -476,6 +476,19 @@
     document.body.classList.toggle("busy", busy);
   }
 
+  // The server names a media part by its place in the request ("image 2: memory buffer: JPEG:
+  // ..."): the person gets the file's name instead, and the decoder's words without the plumbing.
+  function nameAttachment(err, turns) {
+    if (!/^invalid_(image|video)/.test(err.code || "")) return err.text;
+    const m = /^(image|video) (\d+): (?:memory buffer: )?([\s\S]*)$/.exec(err.message || "");
+    const all = turns.flatMap((t) => t.attachments || []);
+    const a = m && all[parseInt(m[2], 10) - 1];
+    if (!a) return err.text;
+    const earlier = !(turns[turns.length - 1].attachments || []).includes(a);
+    return "The server could not read \u201c" + a.name + "\u201d" +
+      (earlier ? " (attached earlier in this conversation)" : "") + ": " + m[3];
+  }
+
   // Send the composer's message: the whole conversation plus this turn.
   async function send() {
     if (state.controller || state.preparing) return; // one answer at a time
@@ -582,6 +595,7 @@
         body: json, signal: controller.signal });
       if (!res.ok) {
         const err = await errorOf(res);
+        err.text = nameAttachment(err, turns);
         uview.remove();
         aview.div.remove();
         ui.log.appendChild(errorView(err.text));

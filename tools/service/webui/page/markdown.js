@@ -27,7 +27,7 @@
   const CHUNK = 1024; // new characters parsed at a time
   const BIG = 16384; // an open block larger than this is shown as plain text (a code block:
   const BIG_FENCE = 524288; // this), and so is one whose parse takes more than SLOW_MS
-  const SLOW_MS = 40;
+  const SLOW_MS = 25;
   const BUDGET_MS = 4; // an update stops parsing new text after this (the rest: next frame)
   const CHUNK_BLOCKS = 64; // finished blocks per chunk (see keep)
   const md = typeof window.markdownit === "function"
