@@ -53,8 +53,9 @@ static void test_decide(void) {
     CHECK(g4v_amx_decide(&rows[1].f, NULL, 0) == 0); /* no buffer: the answer alone */
 }
 
+#if defined(__x86_64__) && defined(__linux__)
 /* /proc/cpuinfo's first flags line names amx_tile and amx_bf16 where the CPU has them; -1 when
- * it cannot be read (not Linux). */
+ * it cannot be read. Only for x86-64 Linux, where the live probe is compared with it. */
 static int cpuinfo_has_amx(void) {
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return -1;
@@ -68,6 +69,7 @@ static int cpuinfo_has_amx(void) {
     fclose(f);
     return has;
 }
+#endif
 
 static void test_probe(void) {
     g4v_amx_facts f, g;
