@@ -23,22 +23,17 @@ A's (the caller holds the key) with it.
 import http.server
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
-import openai_node  # noqa: E402
 import pyutil  # noqa: E402
+from browser_session import CHROMIUM, LmServer, need_browser, run_session  # noqa: E402
 from pyutil import check  # noqa: E402
-from serveutil import ServeProcess, with_servers  # noqa: E402
+from serveutil import with_servers  # noqa: E402
 
-G4V = os.environ.get("G4V_BIN", "g4v")
-HERE = os.path.dirname(os.path.abspath(__file__))
-CHROMIUM = os.environ.get("G4V_CHROMIUM", "/usr/bin/chromium")
 FX = pyutil.arg(1)
 KEY = "doors-test-key-0123456789abcdef"
 CHECKS = 13  # the checks doors_page.cjs makes when it runs to the end
@@ -48,11 +43,9 @@ def fx(n):
     return os.path.join(FX, n)
 
 
-class Server(ServeProcess):
+class Server(LmServer):
     def __init__(self, tmp, name, *args):
-        super().__init__(tmp, name, [G4V, "serve", "--port", "0", "--model", fx("vis-e2b"),
-                                     "--lm", fx("lm-e2b.gguf"), "--lm-threads", "2",
-                                     "--threads", "1", *args], stop_timeout=120)
+        super().__init__(tmp, name, FX, *args)
 
 
 class OtherSite(http.server.BaseHTTPRequestHandler):
@@ -91,9 +84,7 @@ def raw_post(port, body, ctype, key=None):
 
 
 def test_chat_doors():
-    assert os.access(CHROMIUM, os.X_OK), (
-        f"{CHROMIUM} is missing: install it with scripts/install-deps.sh --test")
-    node_path = openai_node.node_path()  # skips when the npm registry cannot be reached
+    node_path = need_browser()
     site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), OtherSite)
     threading.Thread(target=site.serve_forever, daemon=True).start()
     other = f"http://127.0.0.1:{site.server_port}"
@@ -124,32 +115,7 @@ def test_chat_doors():
 
         spec = {"chromium": CHROMIUM, "g": g.url, "a": a.url, "key": KEY, "other": other,
                 "other2": f"http://localhost:{site.server_port}", "gport": g.port}
-        p = subprocess.Popen(["node", os.path.join(HERE, "webui", "doors_page.cjs"),
-                              json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=dict(os.environ, NODE_PATH=node_path),
-                             start_new_session=True)
-        try:
-            out, err = p.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            out, err = p.communicate()
-            err = "timed out after 300 s; " + err
-        done = None
-        n = 0
-        for line in out.splitlines():
-            try:
-                o = json.loads(line)
-            except ValueError:
-                print(line)
-                continue
-            if "check" in o:
-                n += 1
-                check(o["check"], o["what"])
-            elif "done" in o:
-                done = o["done"]
-        check(p.returncode == 0 and done == n == CHECKS,
-              f"the browser session ran to the end: exit {p.returncode}, {n} of {CHECKS} checks "
-              f"({err[-1500:]})")
+        run_session("doors_page.cjs", spec, node_path, 300, CHECKS)
 
     try:
         with_servers("g4v-doors-", run)

@@ -31,22 +31,15 @@ registry (puppeteer-core cannot be installed) it skips (exit 77).
 import base64
 import json
 import os
-import signal
-import subprocess
 import sys
 
-import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
-import openai_node  # noqa: E402
 import pyutil  # noqa: E402
-from pyutil import check  # noqa: E402
-from serveutil import ServeProcess, with_servers  # noqa: E402
+from browser_session import CHROMIUM, LmServer, need_browser, run_session  # noqa: E402
+from serveutil import with_servers  # noqa: E402
 
-G4V = os.environ.get("G4V_BIN", "g4v")
-HERE = os.path.dirname(os.path.abspath(__file__))
-CHROMIUM = os.environ.get("G4V_CHROMIUM", "/usr/bin/chromium")
 FX = pyutil.arg(1)
 KEY = "webui-test-key-0123456789"
 QUESTION = "What is in this picture?"
@@ -57,11 +50,9 @@ def fx(n):
     return os.path.join(FX, n)
 
 
-class Server(ServeProcess):
+class Server(LmServer):
     def __init__(self, tmp, name, *args):
-        super().__init__(tmp, name, [G4V, "serve", "--port", "0", "--model", fx("vis-e2b"),
-                                     "--lm", fx("lm-e2b.gguf"), "--lm-threads", "2",
-                                     "--threads", "1", *args], stop_timeout=120)
+        super().__init__(tmp, name, FX, *args)
 
     def chat(self, body):
         st, _, raw = self.request("POST", "/v1/chat/completions", body, None, 300)
@@ -69,10 +60,7 @@ class Server(ServeProcess):
 
 
 def test_chat_webui():
-    assert os.access(CHROMIUM, os.X_OK), (
-        f"{CHROMIUM} is missing: the chat page is tested in Debian's chromium; install it with "
-        f"scripts/install-deps.sh --test (or set G4V_CHROMIUM to a Chromium binary)")
-    node_path = openai_node.node_path()  # skips when the npm registry cannot be reached
+    node_path = need_browser()
     shots = os.environ.get("G4V_WEBUI_SHOTS", "")
     if shots:
         os.makedirs(shots, exist_ok=True)
@@ -99,35 +87,7 @@ def test_chat_webui():
                 "shots": shots, "question": QUESTION,
                 "ref": {"body": body, "content": r["choices"][0]["message"]["content"],
                         "usage": r["usage"], "g4v": r["g4v"]}}
-        # its own process group: on a timeout the browser goes with node
-        p = subprocess.Popen(["node", os.path.join(HERE, "webui", "chat_page.cjs"),
-                              json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=dict(os.environ, NODE_PATH=node_path),
-                             start_new_session=True)
-        try:
-            out, err = p.communicate(timeout=480)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            out, err = p.communicate()
-            err = "timed out after 480 s; " + err
-        done = None
-        n = 0
-        for line in out.splitlines():
-            try:
-                o = json.loads(line)
-            except ValueError:
-                print(line)
-                continue
-            if "check" in o:
-                n += 1
-                check(o["check"], o["what"])
-            elif "done" in o:
-                done = o["done"]
-            elif "numbers" in o:  # the Markdown stall measurements
-                print("markdown drawing:", json.dumps(o["numbers"]))
-        check(p.returncode == 0 and done == n == CHECKS,
-              f"the browser session ran to the end: exit {p.returncode}, {n} of {CHECKS} checks "
-              f"({err[-1500:]})")
+        run_session("chat_page.cjs", spec, node_path, 480, CHECKS)
         if shots:
             print(f"screenshots in {shots}: {sorted(os.listdir(shots))}")
 
