@@ -58,6 +58,14 @@ static chat_llama_probe g_probe;
 static int g_status;
 static char g_err[1400];
 
+/* The CPU device's extra buffer types (NULL-terminated), or NULL when it offers none. */
+static ggml_backend_buffer_type_t *extra_bufts(ggml_backend_dev_t dev) {
+    ggml_backend_dev_get_extra_bufts_t get_extra =
+        (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
+            ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts");
+    return get_extra ? get_extra(dev) : NULL;
+}
+
 /* ---- the child: the products ---------------------------------------------------------------- */
 
 /* deterministic values in [-1, 1) */
@@ -134,10 +142,7 @@ static int child(int fd) {
         (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(
             reg, "ggml_backend_set_n_threads");
     if (set_threads) set_threads(be, 2); /* the workers' tile setup too, not only the caller's */
-    ggml_backend_dev_get_extra_bufts_t get_extra =
-        (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
-            reg, "ggml_backend_dev_get_extra_bufts");
-    ggml_backend_buffer_type_t *extra = get_extra ? get_extra(dev) : NULL;
+    ggml_backend_buffer_type_t *extra = extra_bufts(dev);
     static float w[PROBE_N * PROBE_K], x[PROBE_K * PROBE_M], y[PROBE_N * PROBE_M],
         ref[PROBE_N * PROBE_M];
     uint32_t seed = 12345;
@@ -407,10 +412,7 @@ static void offered_types(char *out, size_t n) {
     out[0] = 0;
     ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!dev) return;
-    ggml_backend_dev_get_extra_bufts_t get_extra =
-        (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
-            ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts");
-    ggml_backend_buffer_type_t *extra = get_extra ? get_extra(dev) : NULL;
+    ggml_backend_buffer_type_t *extra = extra_bufts(dev);
     for (size_t i = 0; extra && extra[i]; i++) {
         size_t used = strlen(out);
         snprintf(out + used, n - used, "%s%s", used ? " " : "", ggml_backend_buft_name(extra[i]));

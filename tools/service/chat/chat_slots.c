@@ -48,7 +48,6 @@ int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
 
 #include <cjson/cJSON.h>
 
-#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,10 +67,8 @@ enum { PRECHECK_MAX_TEXT = 4 << 20 };
 /* A lower bound of the prompt's positions: its text's tokens (images and the template's own
  * tokens not counted) */
 static long text_tokens(const struct llama_vocab *v, const char *text) {
-    if (!text || !*text) return 0;
-    int32_t n = (int32_t)strlen(text);
-    if (n < 0) return LONG_MAX;
-    int r = llama_tokenize(v, text, n, NULL, 0, false, false); /* -needed when out is short */
+    if (!text || !*text) return 0; /* under PRECHECK_MAX_TEXT: its length fits an int32_t */
+    int r = llama_tokenize(v, text, (int32_t)strlen(text), NULL, 0, false, false); /* -needed */
     return r < 0 ? -(long)r : r;
 }
 
