@@ -6,6 +6,9 @@ and offers request() (a dict or list body is sent as JSON), metrics() (the /metr
 dict), wait_metric() and stop() (SIGTERM, then the exit status). The tests subclass it for
 their own calls (chat streams, uploads).
 
+raw_request(port, head, body) sends a request as raw bytes (headers a client library would
+rewrite: Host, Origin, a missing Content-Type) and returns (status, headers, body).
+
 sse_events(response, stop_after=None) reads a chat stream's server-sent events (each data: line's
 JSON, "[DONE]" as the string).
 
@@ -19,6 +22,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -86,6 +90,30 @@ class ServeProcess:
                 self.p.wait()
         self.err.close()
         return self.p.returncode
+
+
+def raw_request(port, head, body=b"", timeout=30):
+    """One request sent as bytes, its headers exactly as given (head: the request line and
+    header lines joined by CRLF, without the blank line); (status, {lowercase header: value},
+    body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(head + b"\r\n\r\n" + body)
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    finally:
+        s.close()
+    head, _, rest = out.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    hd = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        hd[k.strip().lower()] = v.strip()
+    return int(lines[0].split()[1]), hd, rest
 
 
 def with_servers(prefix, run):

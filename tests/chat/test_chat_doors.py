@@ -23,7 +23,6 @@ A's (the caller holds the key) with it.
 import http.server
 import json
 import os
-import socket
 import sys
 import threading
 
@@ -32,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pyutil  # noqa: E402
 from browser_session import CHROMIUM, LmServer, need_browser, run_session  # noqa: E402
 from pyutil import check  # noqa: E402
-from serveutil import with_servers  # noqa: E402
+from serveutil import raw_request, with_servers  # noqa: E402
 
 FX = pyutil.arg(1)
 KEY = "doors-test-key-0123456789abcdef"
@@ -69,18 +68,8 @@ def raw_post(port, body, ctype, key=None):
         head.append(f"Content-Type: {ctype}")
     if key:
         head.append(f"Authorization: Bearer {key}")
-    s = socket.create_connection(("127.0.0.1", port), timeout=120)
-    try:
-        s.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    finally:
-        s.close()
-    return int(out.split(b" ", 2)[1]), out.partition(b"\r\n\r\n")[2]
+    st, _, out = raw_request(port, "\r\n".join(head).encode(), body, timeout=120)
+    return st, out
 
 
 def test_chat_doors():

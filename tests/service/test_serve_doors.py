@@ -17,7 +17,6 @@
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -25,33 +24,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 from pyutil import BIN, check, gen_checkpoint  # noqa: E402
-from serveutil import ServeProcess, with_servers  # noqa: E402
+from serveutil import ServeProcess, raw_request as raw, with_servers  # noqa: E402
 
 KEY = "doors-test-key-0123456789abcdef"
 SIMPLE = [None, "text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
           "multipart/form-data; boundary=xyz", "TEXT/PLAIN", ""]
-
-
-def raw(port, head, body=b""):
-    """One request sent as bytes (headers exactly as given); the status and the body."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    try:
-        s.sendall(head + b"\r\n\r\n" + body)
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    finally:
-        s.close()
-    head, _, rest = out.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    hd = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        hd[k.strip().lower()] = v.strip()
-    return int(lines[0].split()[1]), hd, rest
 
 
 def get(s, path, **headers):
