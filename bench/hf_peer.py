@@ -28,7 +28,9 @@ from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "hf"))
+sys.path.insert(0, HERE)
 import hf_models  # noqa: E402  (transformers' modules loaded from our checkpoint)
+import peer_plan  # noqa: E402  (bench/: the budgets, sides and repetitions asked for)
 from transformers import AutoConfig  # noqa: E402
 from transformers.models.gemma4.modeling_gemma4 import (  # noqa: E402
     Gemma4MultimodalEmbedder, Gemma4VisionModel)
@@ -64,17 +66,14 @@ def main():
     ap.add_argument("--dtypes", default="bf16,f32")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    budgets = [int(b) for b in a.budgets.split(",")]
-    sides = [int(s) for s in a.sides.split(",")] if a.sides else [48 * int(b ** 0.5) for b in budgets]
-    reps = [int(r) for r in a.reps.split(",")]
-    reps = reps * len(budgets) if len(reps) == 1 else reps
+    points = peer_plan.plan(a.budgets, a.sides, a.reps)
     rng = np.random.default_rng(0)
     for dt in a.dtypes.split(","):
         t0 = time.perf_counter()
         tower = Tower(a.model, {"bf16": torch.bfloat16, "f32": torch.float32}[dt])
         load_s = time.perf_counter() - t0
         attn = tower.vision.config._attn_implementation
-        for b, side, r in zip(budgets, sides, reps):
+        for b, side, r in points:
             img = Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8))
             feats = Gemma4ImageProcessorPil(max_soft_tokens=b)(images=img, return_tensors="pt")
             pix, pos = feats["pixel_values"].to(tower.dtype), feats["image_position_ids"]

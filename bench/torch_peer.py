@@ -50,6 +50,8 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import pyutil  # noqa: E402  (the safetensors header reader the tests share)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_plan  # noqa: E402  (the budgets, sides and repetitions asked for)
 
 
 def load_tensors(path):
@@ -182,11 +184,6 @@ class Tower:
         return F.linear(n, self.g("embed_vision.embedding_projection.weight"))
 
 
-def target_square(budget, p=16, k=3):
-    side = int(math.isqrt(budget))  # tokens per side of a square image
-    return side * p * k
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -203,16 +200,13 @@ def main():
                          "take many minutes per image")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    budgets = [int(b) for b in a.budgets.split(",")]
-    sides = [int(s) for s in a.sides.split(",")] if a.sides else [target_square(b) for b in budgets]
-    reps = [int(r) for r in a.reps.split(",")]
-    reps = reps * len(budgets) if len(reps) == 1 else reps
+    points = peer_plan.plan(a.budgets, a.sides, a.reps)
     rng = np.random.default_rng(0)
     for dt in a.dtypes.split(","):
         t0 = time.perf_counter()
         tower = Tower(a.model, {"bf16": torch.bfloat16, "f32": torch.float32}[dt])
         load_s = time.perf_counter() - t0
-        for b, side, r in zip(budgets, sides, reps):
+        for b, side, r in points:
             if dt == "bf16" and b > a.bf16_max_budget:
                 continue
             p = tower.p
