@@ -433,6 +433,28 @@ static int plan_refused(chat_session *s, int rc) {
     return rc;
 }
 
+/* One chunk of the plan from its token `from` on: text in the engine's shared steps (the logits
+ * of its last token into s->logits when logits_last), an image's rows with the context held
+ * alone (they cannot share a decode call: embeddings, bidirectional attention). */
+static int decode_chunk(chat_session *s, const chat_chunk *x, int from, int logits_last,
+                        char *err, size_t errsz) {
+    if (x->is_image) {
+        chat_engine_lock(s->engine);
+        int rc = chat_decode_chunk(s->lctx, s->seq, x, from, s->non_causal, s->n_batch, 0,
+                                   &s->n_past, err, errsz);
+        chat_engine_unlock(s->engine);
+        return rc;
+    }
+    char msg[300];
+    if (chat_engine_decode(s->engine, s->seq, x->tokens + from, x->n_tokens - from, s->n_past,
+                           logits_last ? s->logits : NULL, msg, sizeof msg)) {
+        seterr(err, errsz, "on the prompt text: %s", msg);
+        return -1;
+    }
+    s->n_past += x->n_tokens - from;
+    return 0;
+}
+
 int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
     memset(st, 0, sizeof *st);
     int rc = plan_build(s, err, errsz);
@@ -473,7 +495,9 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
         return plan_refused(s, CHAT_ERR_INPUT);
     }
     if (i < s->n_items) { /* what differs goes */
-        llama_memory_seq_rm(mem, 0, pos, -1);
+        chat_engine_lock(s->engine);
+        llama_memory_seq_rm(mem, s->seq, pos, -1);
+        chat_engine_unlock(s->engine);
         s->n_items = i;
     }
     s->n_past = pos;
@@ -486,9 +510,7 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
         for (int k = t == c.t ? c.k : 0; k < ch->n; k++) {
             chat_chunk *x = &ch->v[k];
             int from = t == c.t && k == c.k ? c.j : 0;
-            if (chat_decode_chunk(s->lctx, x, from, s->non_causal, s->n_batch, k == ch->n - 1,
-                                  &s->n_past, err, errsz))
-                goto fail;
+            if (decode_chunk(s, x, from, k == ch->n - 1, err, errsz)) goto fail;
             for (int j = from; j < chunk_items(x); j++)
                 if (chat_items_push(s, chunk_item(x, j))) {
                     seterr(err, errsz, "out of memory");
@@ -504,7 +526,9 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
     chat_conversation_keep(s);
     return CHAT_OK;
 fail:
-    llama_memory_seq_rm(mem, 0, past0, -1);
+    chat_engine_lock(s->engine);
+    llama_memory_seq_rm(mem, s->seq, past0, -1);
+    chat_engine_unlock(s->engine);
     s->n_past = past0;
     s->n_items = items0;
     s->matching = 0;

@@ -66,10 +66,11 @@ int chat_session_identity(chat_session *s, char *out, size_t cap, char *err, siz
     if (chat_llama_probe_get(&probe, err, errsz)) return -1;
     int n = snprintf(out, cap,
                      "lm %s\nvision %s math %s\nllama %s\ncpu %s %s\nextra_buffers %s\n"
-                     "n_batch %d n_ubatch %d swa_full 1 non_causal %d kv f16 state whole-context\n",
+                     "n_batch %d n_ubatch %d swa_full 1 non_causal %d kv f16\n"
+                     "state sequence with window cells, streams %d\n",
                      lm, vis, g4v_math_mode_name(s->vinfo.math), llama_print_system_info(),
                      cpu.variant, cpu.features, probe.use_extra_buffers ? probe.types : "off",
-                     s->n_batch, s->n_batch, s->non_causal);
+                     s->n_batch, s->n_batch, s->non_causal, chat_engine_n_seq(s->engine));
     if (n < 0 || (size_t)n >= cap) {
         seterr(err, errsz, "the session's identity does not fit %zu bytes", cap);
         return -1;

@@ -143,8 +143,8 @@ fail:
     return -1;
 }
 
-static int decode_text(struct llama_context *lctx, const chat_chunk *k, int from, int n_batch,
-                       int logits_last, llama_pos *n_past, char *err, size_t errsz) {
+static int decode_text(struct llama_context *lctx, llama_seq_id seq, const chat_chunk *k, int from,
+                       int n_batch, int logits_last, llama_pos *n_past, char *err, size_t errsz) {
     /* mtmd_helper_eval_chunk_single: batches of up to n_batch tokens, logits on the last one */
     struct llama_batch b = llama_batch_init(n_batch, 0, 1);
     int i = from;
@@ -155,7 +155,7 @@ static int decode_text(struct llama_context *lctx, const chat_chunk *k, int from
             b.token[j] = k->tokens[i];
             b.pos[j] = (*n_past)++;
             b.n_seq_id[j] = 1;
-            b.seq_id[j][0] = 0;
+            b.seq_id[j][0] = seq;
             b.logits[j] = 0;
         }
         if (logits_last && i == k->n_tokens) b.logits[b.n_tokens - 1] = 1;
@@ -171,8 +171,8 @@ static int decode_text(struct llama_context *lctx, const chat_chunk *k, int from
     return 0;
 }
 
-static int decode_image(struct llama_context *lctx, const chat_chunk *k, int non_causal,
-                        int n_batch, llama_pos *n_past, char *err, size_t errsz) {
+static int decode_image(struct llama_context *lctx, llama_seq_id seq_id, const chat_chunk *k,
+                        int non_causal, int n_batch, llama_pos *n_past, char *err, size_t errsz) {
     /* mtmd_helper_decode_image_chunk: 1-D positions, logits off, the rows as they are */
     int n = k->n_tokens;
     if (!k->rows || n <= 0) {
@@ -181,7 +181,7 @@ static int decode_image(struct llama_context *lctx, const chat_chunk *k, int non
     }
     llama_pos *pos = malloc((size_t)n * sizeof *pos);
     int32_t *n_seq = malloc((size_t)n * sizeof *n_seq);
-    llama_seq_id seq0 = 0;
+    llama_seq_id seq0 = seq_id;
     llama_seq_id **seq = malloc((size_t)(n + 1) * sizeof *seq);
     int8_t *logits = calloc((size_t)n, 1);
     int rc = -1;
@@ -227,27 +227,28 @@ done:
     return rc;
 }
 
-int chat_decode_chunks(struct llama_context *lctx, const chat_chunks *c, int non_causal,
-                       int n_batch, llama_pos *n_past, char *err, size_t errsz) {
+int chat_decode_chunks(struct llama_context *lctx, llama_seq_id seq, const chat_chunks *c,
+                       int non_causal, int n_batch, llama_pos *n_past, char *err, size_t errsz) {
     if (n_batch <= 0) {
         seterr(err, errsz, "n_batch must be positive");
         return -1;
     }
     for (int i = 0; i < c->n; i++) {
-        int rc = chat_decode_chunk(lctx, &c->v[i], 0, non_causal, n_batch, i == c->n - 1, n_past,
-                                   err, errsz);
+        int rc = chat_decode_chunk(lctx, seq, &c->v[i], 0, non_causal, n_batch, i == c->n - 1,
+                                   n_past, err, errsz);
         if (rc) return rc;
     }
     return 0;
 }
 
-int chat_decode_chunk(struct llama_context *lctx, const chat_chunk *k, int from, int non_causal,
-                      int n_batch, int logits_last, llama_pos *n_past, char *err, size_t errsz) {
+int chat_decode_chunk(struct llama_context *lctx, llama_seq_id seq, const chat_chunk *k, int from,
+                      int non_causal, int n_batch, int logits_last, llama_pos *n_past, char *err,
+                      size_t errsz) {
     if (n_batch <= 0 || from < 0 || (k->is_image && from) || (!k->is_image && from >= k->n_tokens)) {
         seterr(err, errsz, "bad chunk decode (n_batch %d, from %d of %d)", n_batch, from,
                k->n_tokens);
         return -1;
     }
-    return k->is_image ? decode_image(lctx, k, non_causal, n_batch, n_past, err, errsz)
-                       : decode_text(lctx, k, from, n_batch, logits_last, n_past, err, errsz);
+    return k->is_image ? decode_image(lctx, seq, k, non_causal, n_batch, n_past, err, errsz)
+                       : decode_text(lctx, seq, k, from, n_batch, logits_last, n_past, err, errsz);
 }

@@ -51,19 +51,20 @@ int chat_tokenize(const struct llama_vocab *vocab, const chat_piece *pieces, int
                   int add_bos, chat_chunks *out, char *err, size_t errsz);
 void chat_chunks_free(chat_chunks *c);
 
-/* Decodes the chunks at *n_past on sequence 0 as mtmd_helper_eval_chunks(..., n_batch,
+/* Decodes the chunks at *n_past on sequence seq as mtmd_helper_eval_chunks(..., n_batch,
  * logits_last = true) does: a text chunk in calls of up to n_batch tokens, logits for the last
  * token of the prompt only; an image chunk's rows as llama_batch.embd at consecutive positions,
  * in calls of up to n_batch rows (the context's n_batch and n_ubatch must hold a whole image for
  * the bidirectional case to be right), inside llama_set_causal_attn(ctx, false) ... (ctx, true)
  * when non_causal. *n_past advances. 0, or -1 with a message. */
-int chat_decode_chunks(struct llama_context *lctx, const chat_chunks *c, int non_causal,
-                       int n_batch, llama_pos *n_past, char *err, size_t errsz);
+int chat_decode_chunks(struct llama_context *lctx, llama_seq_id seq, const chat_chunks *c,
+                       int non_causal, int n_batch, llama_pos *n_past, char *err, size_t errsz);
 
 /* One chunk as chat_decode_chunks decodes it, a text chunk from its token `from` on (prompt
  * reuse resumes inside a chunk; an image is always decoded whole: from must be 0), with the
  * logits of its last token when logits_last. 0, or -1 with a message. */
-int chat_decode_chunk(struct llama_context *lctx, const chat_chunk *k, int from, int non_causal,
-                      int n_batch, int logits_last, llama_pos *n_past, char *err, size_t errsz);
+int chat_decode_chunk(struct llama_context *lctx, llama_seq_id seq, const chat_chunk *k, int from,
+                      int non_causal, int n_batch, int logits_last, llama_pos *n_past, char *err,
+                      size_t errsz);
 
 #endif

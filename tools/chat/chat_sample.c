@@ -75,9 +75,10 @@ usage:
     return CHAT_ERR_USAGE;
 }
 
-/* The candidates of the whole vocabulary, from the logits of the last position. */
+/* The candidates of the whole vocabulary, from the logits of the conversation's last position
+ * (copied out of the engine's shared decode). */
 static llama_token_data_array all_candidates(chat_session *s) {
-    const float *logits = llama_get_logits_ith(s->lctx, -1);
+    const float *logits = s->logits;
     int n = llama_vocab_n_tokens(s->vocab);
     for (int i = 0; i < n; i++)
         s->cand[i] = (llama_token_data){i, logits[i], 0.0f};
@@ -85,7 +86,6 @@ static llama_token_data_array all_candidates(chat_session *s) {
 }
 
 llama_token chat_sample(chat_session *s, char *err, size_t errsz) {
-    if (!s->grammar) return llama_sampler_sample(s->smpl, s->lctx, -1);
     if (!s->cand) {
         s->cand = malloc((size_t)llama_vocab_n_tokens(s->vocab) * sizeof *s->cand);
         if (!s->cand) {
@@ -96,6 +96,10 @@ llama_token chat_sample(chat_session *s, char *err, size_t errsz) {
     llama_token_data_array a = all_candidates(s);
     llama_sampler_apply(s->smpl, &a);
     llama_token tok = a.data[a.selected].id;
+    if (!s->grammar) { /* as llama_sampler_sample draws from a context's logits */
+        llama_sampler_accept(s->smpl, tok);
+        return tok;
+    }
     llama_token_data one = {tok, 1.0f, 0.0f};
     llama_token_data_array check = {&one, 1, -1, false};
     llama_sampler_apply(s->grammar, &check);

@@ -9,8 +9,6 @@
 #include "frontend.h"
 #include "tempdir.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,63 +21,6 @@ void chat_options_init(chat_options *o) {
     chat_params_init(&o->params);
 }
 
-/* llama.cpp's log: quiet unless verbose, but its last error is kept for our message. The
- * callback is process-wide and may run on several sessions' threads at once (g4v serve's slots
- * decode in parallel), so the kept text is guarded by a lock and read through last_log(). */
-static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char g_last_log[512];
-static atomic_int g_verbose;
-static void log_cb(enum ggml_log_level level, const char *text, void *user) {
-    (void)user;
-    if (atomic_load(&g_verbose)) fputs(text, stderr);
-    if (level == GGML_LOG_LEVEL_ERROR && text && *text) { /* "first; second; ..." */
-        pthread_mutex_lock(&g_log_lock);
-        size_t n = strlen(g_last_log);
-        snprintf(g_last_log + n, sizeof g_last_log - n, "%s%s", n ? "; " : "", text);
-        n = strlen(g_last_log);
-        while (n && (g_last_log[n - 1] == '\n' || g_last_log[n - 1] == ' ')) g_last_log[--n] = 0;
-        pthread_mutex_unlock(&g_log_lock);
-    }
-}
-
-/* Forgets the kept log text. */
-static void clear_log(void) {
-    pthread_mutex_lock(&g_log_lock);
-    g_last_log[0] = 0;
-    pthread_mutex_unlock(&g_log_lock);
-}
-
-/* ": <the kept log text>" for an error message, or "" when there is none (a static copy: the
- * sessions are opened one at a time). */
-static const char *last_log(void) {
-    static char copy[sizeof g_last_log + 2];
-    pthread_mutex_lock(&g_log_lock);
-    snprintf(copy, sizeof copy, "%s%s", g_last_log[0] ? ": " : "", g_last_log);
-    pthread_mutex_unlock(&g_log_lock);
-    return copy;
-}
-
-/* general.architecture of a GGUF file if it is the first key (as every writer puts it), read
- * before llama.cpp sees the file so that a wrong file gets a clear message. "" if unknown. */
-static void gguf_arch(const char *path, char *arch, size_t cap) {
-    arch[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    unsigned char h[24];
-    uint64_t klen = 0, vlen = 0;
-    uint32_t type = 0;
-    char key[32];
-    if (fread(h, 1, 24, f) == 24 && !memcmp(h, "GGUF", 4) && fread(&klen, 8, 1, f) == 1 &&
-        klen == strlen("general.architecture") && fread(key, 1, klen, f) == klen &&
-        !memcmp(key, "general.architecture", klen) && fread(&type, 4, 1, f) == 1 &&
-        type == 8 /* string */ && fread(&vlen, 8, 1, f) == 1 && vlen < cap &&
-        fread(arch, 1, vlen, f) == vlen)
-        arch[vlen] = 0;
-    else
-        arch[0] = 0;
-    fclose(f);
-}
-
 void chat_session_close(chat_session *s) {
     if (!s) return;
     chat_conversation_clear(s);
@@ -90,8 +31,13 @@ void chat_session_close(chat_session *s) {
     if (s->smpl) llama_sampler_free(s->smpl);
     if (s->grammar) llama_sampler_free(s->grammar);
     free(s->cand);
-    if (s->lctx) llama_free(s->lctx);
-    if (s->lm) llama_model_free(s->lm);
+    free(s->logits);
+    if (s->engine && !s->own_engine && s->lctx) { /* the sequence is left empty for the next */
+        chat_engine_lock(s->engine);
+        llama_memory_seq_rm(llama_get_memory(s->lctx), s->seq, -1, -1);
+        chat_engine_unlock(s->engine);
+    }
+    if (s->own_engine) chat_engine_close(s->engine);
     chat_template_free(&s->tmpl);
     g4v_ctx_free(s->vctx);
     if (!s->o.cache) g4v_cache_close(s->cache);
@@ -168,51 +114,48 @@ static int open_cache(chat_session *s, const chat_options *o, char *err, size_t 
     return CHAT_OK;
 }
 
-/* "…is not a Gemma 4 text model": the architecture is known and is not gemma4. */
-static int not_gemma4(const chat_session *s, const char *path, char *err, size_t errsz) {
-    if (!s->arch[0] || !strcmp(s->arch, "gemma4")) return 0;
-    seterr(err, errsz,
-           "%s is not a Gemma 4 text model (general.architecture is '%s', not 'gemma4')", path,
-           s->arch);
-    return 1;
+/* The decode batch: a whole image (or frame) in one decode call and one ubatch, needed for
+ * bidirectional attention over its rows (docs/CHAT.md §3). */
+static int batch_for(const chat_options *o, int budget, int video_budget) {
+    int rows_max = budget > video_budget ? budget : video_budget;
+    if (o->max_budget > rows_max) rows_max = o->max_budget;
+    return rows_max > 512 ? rows_max : 512;
 }
 
-/* llama.cpp's backends, then the Gemma 4 text model, checked against the vision model. */
+/* The text model and its context: the engine given (a sequence of its context), or one of the
+ * session's own; checked against the vision model. */
 static int open_text_model(chat_session *s, const chat_options *o, char *err, size_t errsz) {
-    atomic_store(&g_verbose, o->verbose);
-    llama_log_set(log_cb, NULL);
-    if (chat_backend_load(err, errsz)) return CHAT_ERR_MODEL; /* no CPU backend for it */
-    /* llama.cpp's AMX / repacked weights only where a child ran them first (chat_llama_probe.h) */
-    chat_llama_probe probe;
-    if (chat_llama_probe_get(&probe, err, errsz)) return CHAT_ERR_MODEL;
-    chat_fatal_install(); /* a crash in llama.cpp's kernels says where and what to do */
-    llama_backend_init();
-    struct llama_model_params mp = llama_model_default_params();
-    mp.use_extra_bufts = probe.use_extra_buffers != 0;
-    clear_log();
-    gguf_arch(o->lm_path, s->arch, sizeof s->arch);
-    if (!strcmp(s->arch, "clip")) {
-        seterr(err, errsz,
-               "%s is a llama.cpp mmproj (vision projector) file, not a Gemma 4 text model: give "
-               "it as --model and the text model's GGUF as --lm", o->lm_path);
-        return CHAT_ERR_MODEL;
+    if (o->engine) {
+        s->engine = o->engine;
+        s->seq = o->seq;
+        if (o->seq < 0 || o->seq >= chat_engine_n_seq(o->engine)) {
+            seterr(err, errsz, "sequence %d is not one of the text model's %d", o->seq,
+                   chat_engine_n_seq(o->engine));
+            return CHAT_ERR_USAGE;
+        }
+    } else {
+        chat_engine_options eo = {.lm_path = o->lm_path,
+                                  .n_seq = 1,
+                                  .n_ctx_seq = s->n_ctx,
+                                  .n_batch = batch_for(o, s->o.budget, s->o.video_budget),
+                                  .threads = s->threads,
+                                  .verbose = o->verbose};
+        if (chat_engine_open(&eo, &s->engine, err, errsz)) return CHAT_ERR_MODEL;
+        s->own_engine = 1;
+        s->seq = 0;
     }
-    if (not_gemma4(s, o->lm_path, err, errsz)) return CHAT_ERR_MODEL;
-    s->lm = llama_model_load_from_file(o->lm_path, mp);
-    if (!s->lm) {
-        seterr(err, errsz, "cannot load the language model %s%s", o->lm_path, last_log());
-        return CHAT_ERR_MODEL;
-    }
-    if (llama_model_meta_val_str(s->lm, "general.architecture", s->arch, sizeof s->arch) < 0)
-        s->arch[0] = 0;
-    if (!s->arch[0]) snprintf(s->arch, sizeof s->arch, "%s", "(none)");
-    if (not_gemma4(s, o->lm_path, err, errsz)) return CHAT_ERR_MODEL;
+    s->lm = chat_engine_model(s->engine);
+    s->lctx = chat_engine_context(s->engine);
+    s->n_ctx = chat_engine_n_ctx_seq(s->engine);
+    s->n_batch = chat_engine_n_batch(s->engine);
+    snprintf(s->arch, sizeof s->arch, "%s", chat_engine_arch(s->engine));
     s->n_embd = llama_model_n_embd_inp(s->lm);
+    const char *lm_path = o->lm_path ? o->lm_path : "the text model";
     if (s->n_embd != s->vinfo.dim) {
         seterr(err, errsz,
                "the models do not belong together: the vision model %s gives soft tokens of %d "
                "floats, the text model %s takes %d (llama_model_n_embd)",
-               o->vision_path, s->vinfo.dim, o->lm_path, s->n_embd);
+               o->vision_path, s->vinfo.dim, lm_path, s->n_embd);
         return CHAT_ERR_MODEL;
     }
     s->vocab = llama_model_get_vocab(s->lm);
@@ -221,35 +164,12 @@ static int open_text_model(chat_session *s, const chat_options *o, char *err, si
                llama_vocab_n_tokens(s->vocab));
         return CHAT_ERR_MODEL;
     }
-    s->non_causal = chat_use_non_causal(!strcmp(s->vinfo.kind, "unified"), s->n_embd);
-    return CHAT_OK;
-}
-
-/* The llama.cpp context the conversation lives in. */
-static int open_context(chat_session *s, char *err, size_t errsz) {
-    /* a whole image (or frame) in one decode call and one ubatch: needed for bidirectional
-     * attention over its rows (docs/CHAT.md §3) */
-    int rows_max = s->o.budget > s->o.video_budget ? s->o.budget : s->o.video_budget;
-    if (s->o.max_budget > rows_max) rows_max = s->o.max_budget;
-    s->n_batch = rows_max > 512 ? rows_max : 512;
-    struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = (uint32_t)s->n_ctx;
-    cp.n_batch = (uint32_t)s->n_batch;
-    cp.n_ubatch = (uint32_t)s->n_batch;
-    cp.n_threads = s->threads;
-    cp.n_threads_batch = s->threads;
-    cp.no_perf = true;
-    /* every layer's cache the whole context long, the sliding-window ones too: prompt reuse cuts
-     * a context anywhere, and a window layer must still hold the positions before the cut
-     * (docs/CHAT.md "Prompt reuse"; libllama's default, set here because reuse relies on it) */
-    cp.swa_full = true;
-    s->lctx = llama_init_from_model(s->lm, cp);
-    if (!s->lctx) {
-        seterr(err, errsz, "cannot create a llama.cpp context of %d tokens%s", s->n_ctx,
-               last_log());
+    s->logits = malloc((size_t)llama_vocab_n_tokens(s->vocab) * sizeof *s->logits);
+    if (!s->logits) {
+        seterr(err, errsz, "out of memory");
         return CHAT_ERR_INTERNAL;
     }
-    s->n_ctx = (int)llama_n_ctx(s->lctx);
+    s->non_causal = chat_use_non_causal(!strcmp(s->vinfo.kind, "unified"), s->n_embd);
     return CHAT_OK;
 }
 
@@ -294,7 +214,6 @@ int chat_session_open(const chat_options *o, chat_session **out, char *err, size
     int rc = open_vision(s, o, err, errsz);
     if (!rc) rc = open_cache(s, o, err, errsz);
     if (!rc) rc = open_text_model(s, o, err, errsz);
-    if (!rc) rc = open_context(s, err, errsz);
     if (!rc) rc = open_turns(s, o, err, errsz);
     if (rc) {
         chat_session_close(s);
@@ -311,7 +230,7 @@ void chat_session_get_info(const chat_session *s, chat_session_info *i) {
     i->n_ctx = s->n_ctx;
     i->n_layer = llama_model_n_layer(s->lm);
     i->n_vocab = llama_vocab_n_tokens(s->vocab);
-    i->threads = s->threads;
+    i->threads = chat_engine_threads(s->engine);
     i->n_batch = s->n_batch;
     i->non_causal = s->non_causal;
     i->builtin_template = s->tmpl.builtin;
@@ -368,12 +287,10 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
                           char *err, size_t errsz) {
     int rc = CHAT_OK;
     double t0 = fe_now_s() - r->encode_s - r->prefill_s;
-    struct llama_batch one = {0};
     chat_thought th;
     chat_thought_init(&th, emit, user);
-    /* 4. the answer, its thought apart */
-    one = llama_batch_init(1, 0, 1);
-    if (!one.token) goto oom;
+    /* 4. the answer, its thought apart; the engine's steps wait for this sequence's tokens */
+    chat_engine_answering(s->engine, s->seq, 1);
     r->stop = "max_tokens";
     double t2 = fe_now_s();
     llama_sampler_reset(s->smpl);
@@ -423,15 +340,10 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
             r->stop = "context_full";
             break;
         }
-        one.n_tokens = 1;
-        one.token[0] = tok;
-        one.pos[0] = s->n_past;
-        one.n_seq_id[0] = 1;
-        one.seq_id[0][0] = 0;
-        one.logits[0] = 1;
-        int d = llama_decode(s->lctx, one);
-        if (d != 0) {
-            seterr(err, errsz, "llama_decode failed while answering (%d)", d);
+        char msg[300];
+        if (chat_engine_decode(s->engine, s->seq, &tok, 1, s->n_past, s->logits, msg,
+                               sizeof msg)) {
+            seterr(err, errsz, "while answering: %s", msg);
             rc = CHAT_ERR_INTERNAL;
             break;
         }
@@ -463,7 +375,7 @@ oom:
     seterr(err, errsz, "out of memory");
     rc = CHAT_ERR_INTERNAL;
 out:
-    if (one.token) llama_batch_free(one);
+    chat_engine_answering(s->engine, s->seq, 0);
     chat_thought_free(&th);
     free(calls.s);
     return rc;
@@ -513,7 +425,9 @@ int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_
     s->o = n;
     chat_conversation_clear(s);
     if (s->o.no_prompt_reuse) {
-        llama_memory_clear(llama_get_memory(s->lctx), true);
+        chat_engine_lock(s->engine);
+        llama_memory_seq_rm(llama_get_memory(s->lctx), s->seq, -1, -1);
+        chat_engine_unlock(s->engine);
         s->n_past = 0;
         s->n_items = 0;
     }
@@ -532,19 +446,21 @@ int chat_session_state_save(chat_session *s, void **state, size_t *size, char *e
                             size_t errsz) {
     *state = NULL;
     *size = 0;
-    /* the whole context's state, not sequence 0's (the only one here): llama.cpp leaves the
-     * sliding-window layers' cells outside the window out of a sequence's state, which then
-     * cannot be cut before its last window's start when it is resumed (a state longer than the
-     * window was refused by the check in chat_session_state_load) */
-    size_t n = llama_state_get_size(s->lctx);
+    /* the sequence's state, its sliding-window cells outside the last window too (our
+     * llama.cpp patch seq-state-keeps-window-cells): without them a state longer than the
+     * window could not be cut before its last window's start once resumed */
+    chat_engine_lock(s->engine);
+    size_t n = llama_state_seq_get_size(s->lctx, s->seq);
     void *b = malloc(n ? n : 1);
+    size_t got = b ? llama_state_seq_get_data(s->lctx, b, n, s->seq) : 0;
+    chat_engine_unlock(s->engine);
     if (!b) {
         seterr(err, errsz, "out of memory saving a context state of %zu bytes", n);
         return -1;
     }
-    if (llama_state_get_data(s->lctx, b, n) != n) {
+    if (got != n) {
         free(b);
-        seterr(err, errsz, "llama_state_get_data failed%s", last_log());
+        seterr(err, errsz, "llama_state_seq_get_data failed%s", chat_engine_last_log());
         return -1;
     }
     *state = b;
@@ -555,23 +471,30 @@ int chat_session_state_save(chat_session *s, void **state, size_t *size, char *e
 int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
                             const void *state, size_t size, char *err, size_t errsz) {
     llama_memory_t mem = llama_get_memory(s->lctx);
-    llama_memory_seq_rm(mem, 0, -1, -1);
     s->n_items = 0;
     s->n_past = 0;
     s->plan_base = 0;
     llama_pos n_pos = 0;
     for (int i = 0; i < n_items; i++)
         n_pos += chat_item_n_pos(items[i]);
-    clear_log();
-    if (llama_state_set_data(s->lctx, state, size) != size ||
-        llama_memory_seq_pos_max(mem, 0) + 1 != n_pos || llama_memory_seq_pos_min(mem, 0) != 0) {
-        llama_memory_seq_rm(mem, 0, -1, -1);
-        seterr(err, errsz, "a saved context state of %zu bytes does not load%s", size, last_log());
+    chat_engine_lock(s->engine);
+    llama_memory_seq_rm(mem, s->seq, -1, -1);
+    chat_engine_clear_log();
+    int ok = llama_state_seq_set_data(s->lctx, state, size, s->seq) == size &&
+             llama_memory_seq_pos_max(mem, s->seq) + 1 == n_pos &&
+             llama_memory_seq_pos_min(mem, s->seq) == 0;
+    if (!ok) llama_memory_seq_rm(mem, s->seq, -1, -1);
+    chat_engine_unlock(s->engine);
+    if (!ok) {
+        seterr(err, errsz, "a saved context state of %zu bytes does not load%s", size,
+               chat_engine_last_log());
         return -1;
     }
     for (int i = 0; i < n_items; i++)
         if (chat_items_push(s, items[i])) {
-            llama_memory_seq_rm(mem, 0, -1, -1);
+            chat_engine_lock(s->engine);
+            llama_memory_seq_rm(mem, s->seq, -1, -1);
+            chat_engine_unlock(s->engine);
             s->n_items = 0;
             seterr(err, errsz, "out of memory");
             return -1;

@@ -43,6 +43,11 @@ typedef struct chat_options {
                                 prompt); 0: it keeps it, and the next prompt's prefix that the
                                 context holds is not decoded again (docs/CHAT.md "Prompt reuse") */
     chat_params params;      /* the first conversation's (chat_params_init's by default) */
+    struct chat_engine *engine; /* borrowed text model and context (chat_engine.h), shared with
+                                   other sessions, instead of loading lm_path; NULL: the session
+                                   opens one of its own (one sequence, n_ctx, threads) */
+    int seq;                 /* with engine: the sequence this session's conversation lives in
+                                (no other session may use it) */
 } chat_options;
 
 void chat_options_init(chat_options *o);

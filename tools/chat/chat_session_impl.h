@@ -4,11 +4,12 @@
  *   chat_feed.c     the plan of a prompt (turns rendered and tokenized, images not yet encoded)
  *                   and its feeding: the prefix the context already holds is kept, the rest
  *                   decoded (docs/CHAT.md "Prompt reuse")
- * Invariant: items[0..n_items) is exactly what the llama context holds on sequence 0, and their
+ * Invariant: items[0..n_items) is exactly what the llama context holds on sequence seq, and their
  * positions add up to n_past. */
 #ifndef G4V_CHAT_SESSION_IMPL_H
 #define G4V_CHAT_SESSION_IMPL_H
 
+#include "chat_engine.h"
 #include "chat_prefill.h"
 #include "chat_session.h"
 #include "chat_template.h"
@@ -50,8 +51,13 @@ struct chat_session {
     char cache_dir[512];
     int cache_private;
     g4v_model_info vinfo;
-    struct llama_model *lm;
-    struct llama_context *lctx;
+    chat_engine *engine;            /* the text model and its context (o.engine, or own) */
+    int own_engine;
+    llama_seq_id seq;               /* the conversation's sequence in the engine's context */
+    float *logits;                  /* the last decoded position's logits [n_vocab] */
+    struct llama_model *lm;         /* the engine's */
+    struct llama_context *lctx;     /* the engine's: llama calls on it other than decoding
+                                       tokens (chat_engine_decode) under chat_engine_lock */
     const struct llama_vocab *vocab;
     struct llama_sampler *smpl;
     struct llama_sampler *grammar;  /* o.grammar's sampler, or NULL (chat_sample.c) */

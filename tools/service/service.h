@@ -50,8 +50,9 @@ typedef struct g4v_service_options {
     const char *revision;    /* --revision: of a Hugging Face repo id, or NULL (main) */
     const char *allow_files; /* --allow-files: image paths allowed under this directory */
     int lm_slots;            /* conversations at once, one libllama context each */
-    int lm_threads;          /* threads per slot; 0: CPUs / slots, at least 1 */
+    int lm_threads;          /* threads of the text model, shared by the slots; 0: one per CPU */
     int lm_ctx;              /* context tokens per slot */
+    int lm_step_tokens;      /* prompt tokens per decode call, the slots together */
     int max_queue;           /* chat requests that may wait for a slot before 429 */
     int no_prompt_reuse;     /* 1: every chat request decodes its whole prompt (no prefix reuse) */
     int no_webui;            /* 1: no chat page at GET / (tools/service/webui) */

@@ -4,7 +4,8 @@
  * the feature cache. Names are an interface: add, never rename. Nothing without --lm. */
 #include "chat/chat_wing.h"
 #ifdef G4V_HAVE_LLAMA
-#include "chat_prompt_cache.h" /* tools/chat: only with libllama */
+#include "chat_engine.h"       /* tools/chat: only with libllama */
+#include "chat_prompt_cache.h"
 #endif
 
 #include <stdio.h>
@@ -53,6 +54,18 @@ size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
            "Chat images a slot held already: neither encoded nor decoded again.",
            cw->images_reused);
 #ifdef G4V_HAVE_LLAMA
+    if (cw->engine) { /* the shared decode calls (docs/CHAT_API.md §3) */
+        chat_engine_stats es;
+        chat_engine_get_stats(cw->engine, &es);
+        METRIC("g4v_chat_decode_calls_total", "counter",
+               "Decode calls of prompt text and answer tokens, all slots together.", es.steps);
+        METRIC("g4v_chat_decode_tokens_total", "counter", "Tokens in them.", es.step_tokens);
+        METRIC("g4v_chat_decode_sequences_total", "counter",
+               "Conversations in them, summed over the calls (over calls: conversations per "
+               "call).", es.step_seqs);
+        METRIC("g4v_chat_decode_shared_calls_total", "counter",
+               "Decode calls that carried two or more conversations.", es.shared_steps);
+    }
     if (cw->pc) { /* docs/PROMPT_CACHE.md */
         chat_pcache_stats ps;
         chat_pcache_get_stats(cw->pc, &ps);

@@ -1,6 +1,7 @@
 /* chat_slots.c - the job kind "chat" (core/core.h, svc_kind): the language model's slots
- * (--lm-slots K) are the workers of the core's queue, each owning one chat session (tools/chat),
- * its own libllama context over the same text model, sharing the service's vision model and one
+ * (--lm-slots K) are the workers of the core's queue, each owning one chat session (tools/chat)
+ * on a sequence of the one text model's one context (chat_engine.h: every answering slot's next
+ * token in one decode call), sharing the service's vision model and one
  * feature cache (--cache, else a private one removed at exit), so an image sent again in a later
  * turn of a conversation is read from the cache, not encoded again. A complete chat request is
  * admitted by the core (429 with Retry-After when --max-queue requests already wait, 503 while
@@ -39,6 +40,7 @@ int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
 
 #else
 
+#include "chat_engine.h"
 #include "chat_grammar.h"
 #include "chat_items.h"
 #include "chat_prompt_cache.h"
@@ -670,7 +672,9 @@ static int slot_open(void *ctx, int i, void **state) {
     o.vision_model = s->model;
     o.cache = cw->cache;
     o.n_ctx = a->lm_ctx;
-    o.threads = cw->threads;
+    o.threads = cw->threads; /* the vision side's: a conversation alone uses every thread */
+    o.engine = cw->engine;
+    o.seq = i;
     o.budget = a->tokens;
     o.max_budget = LARGEST_BUDGET;
     o.math = a->math; /* the shared model's mode, which the session checks */
@@ -755,11 +759,22 @@ int chat_slots_open(chat_wing *cw) {
             return G4V_SERVICE_ERR_LISTEN;
         }
     }
-    int threads = cw->threads = svc_threads_each(a->lm_threads, a->lm_slots);
+    int threads = cw->threads = svc_threads_each(a->lm_threads, 1);
     cw->slots = calloc((size_t)a->lm_slots, sizeof *cw->slots);
     if (!cw->slots) return G4V_SERVICE_ERR_INTERNAL;
     cw->n_slots = a->lm_slots;
     double t0 = fe_now_s();
+    chat_engine_options eo = {.lm_path = a->lm,
+                              .n_seq = a->lm_slots,
+                              .n_ctx_seq = a->lm_ctx,
+                              .n_batch = LARGEST_BUDGET, /* a whole image of any budget */
+                              .step_tokens = a->lm_step_tokens,
+                              .threads = threads,
+                              .verbose = 0};
+    if (chat_engine_open(&eo, &cw->engine, msg, sizeof msg)) {
+        fprintf(stderr, "g4v serve: --lm %s: %s\n", a->lm, msg);
+        return G4V_SERVICE_ERR_MODEL;
+    }
     int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
     if (!rc) rc = pcache_open(cw);
     if (rc) return rc;
@@ -769,7 +784,9 @@ int chat_slots_open(chat_wing *cw) {
     cw->n_ctx = info.n_ctx;
     cw->builtin_template = info.builtin_template;
     snprintf(cw->template_origin, sizeof cw->template_origin, "%s", info.template_origin);
-    fprintf(stderr, "g4v serve: chat model %s: %d slots x %d threads, %d context tokens (%.2f s)\n",
+    fprintf(stderr,
+            "g4v serve: chat model %s: %d slots on one context (their next tokens decoded "
+            "together), %d threads, %d context tokens each (%.2f s)\n",
             a->lm, cw->pool->n, threads, a->lm_ctx, fe_now_s() - t0);
     return G4V_SERVICE_OK;
 }
@@ -777,6 +794,8 @@ int chat_slots_open(chat_wing *cw) {
 void chat_slots_close(chat_wing *cw) {
     free(cw->slots); /* the pool has stopped: every slot is closed, its state saved */
     cw->slots = NULL;
+    chat_engine_close(cw->engine);
+    cw->engine = NULL;
     chat_pcache_close(cw->pc); /* writes what waits for the disk */
     cw->pc = NULL;
     if (!cw->cache_private) return;

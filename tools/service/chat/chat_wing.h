@@ -136,7 +136,9 @@ typedef struct chat_slot {
 typedef struct chat_wing {
     server *s;
     svc_pool *pool;
-    int threads;      /* per slot */
+    int threads;      /* of the text model's context, shared by the slots (--lm-threads) */
+    struct chat_engine *engine; /* the text model and its one context: a sequence per slot, every
+                                   answering slot's next token in one decode (chat_engine.h) */
     chat_slot *slots; /* --lm-slots of them; a worker takes the one chat_affinity_pick names */
     struct chat_pcache *pc; /* the prompt cache beyond the slots, or NULL */
     int n_slots;

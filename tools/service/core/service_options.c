@@ -79,12 +79,19 @@ static const fe_opt rows[] = {
              "Studio) run by libllama; --model is its vision model"},
     MS_OPT_OLLAMA(g4v_service_options, ollama),
     {.name = "lm-slots", .kind = FE_OPT_INT, O(lm_slots), .lo = 1, .hi = 64, .arg = "K",
-     .help = "conversations answered at once, one libllama context each (default 1)"},
+     .help = "conversations answered at once, a sequence each of one libllama context whose "
+             "decode calls carry all of their next tokens together (default 1)"},
     {.name = "lm-threads", .kind = FE_OPT_INT, O(lm_threads), .lo = 1, .hi = 4096, .arg = "N",
-     .help = "threads per slot (default: CPUs / K, at least 1)"},
+     .help = "threads of the text model's decode calls, shared by the slots (default: one per "
+             "CPU)"},
     {.name = "lm-ctx", .kind = FE_OPT_INT, O(lm_ctx), .lo = 256, .hi = 1 << 20, .arg = "N",
      .help = "context tokens per slot: the longest conversation, prompt and answer (default "
              "8192)"},
+    {.name = "lm-step-tokens", .kind = FE_OPT_INT, O(lm_step_tokens), .lo = 16, .hi = 8192,
+     .arg = "N",
+     .help = "prompt tokens per decode call, all slots together, beside the answering slots' "
+             "next tokens: smaller keeps streams smooth while a long prompt is read (default "
+             "256)"},
     {.name = "chat-template", .kind = FE_OPT_STRING, O(chat_template), .arg = "FILE",
      .help = "a Jinja chat template instead of the model's own (the text GGUF's "
              "tokenizer.chat_template, else chat_template.jinja beside a checkpoint "
@@ -183,6 +190,7 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->max_connections = 1000;
     a->lm_slots = 1;
     a->lm_ctx = 8192;
+    a->lm_step_tokens = 256;
     a->max_queue = 8;
     a->prompt_cache_ram = 2ull << 30;
     a->prompt_cache_disk = 8ull << 30;

@@ -1,0 +1,427 @@
+/* chat_engine.c - one text model, one context, the conversations' steps batched (chat_engine.h).
+ *
+ * The scheduler has no thread of its own: the threads that wait for a step take turns at
+ * decoding. A thread that finds no step being decoded becomes the step's maker: it waits (at
+ * most GATHER_MS) until every answering sequence has asked for its next token, takes the
+ * waiting requests -- one token of each answering sequence first, then prompt tokens in arrival
+ * order up to step_tokens --, decodes them in one llama_decode without the lock, copies each
+ * finished request's logits out, and wakes the others. A request for more tokens than the step
+ * holds stays waiting with what is left of it. Sequences are put in the batch in increasing
+ * order: llama.cpp cuts a batch over several streams into micro-batches of consecutive
+ * sequences. */
+#include "chat_engine.h"
+#include "chat_backend.h"
+#include "chat_error.h"
+#include "chat_fatal.h"
+#include "chat_llama_probe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a step waits for the answering sequences' next tokens: sampling one takes well
+ * under a millisecond; a thread that is late (a grammar's full-vocabulary draw, a slow client's
+ * socket) joins the next step. */
+enum { GATHER_MS = 4 };
+
+/* ---- llama.cpp's log ------------------------------------------------------------------------- */
+
+/* Quiet unless verbose, but its last error lines are kept for our messages. The callback is
+ * process-wide and runs on whichever thread decodes, so the kept text is under a lock. */
+static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_last_log[512];
+static atomic_int g_verbose;
+
+static void log_cb(enum ggml_log_level level, const char *text, void *user) {
+    (void)user;
+    if (atomic_load(&g_verbose)) fputs(text, stderr);
+    if (level == GGML_LOG_LEVEL_ERROR && text && *text) { /* "first; second; ..." */
+        pthread_mutex_lock(&g_log_lock);
+        size_t n = strlen(g_last_log);
+        snprintf(g_last_log + n, sizeof g_last_log - n, "%s%s", n ? "; " : "", text);
+        n = strlen(g_last_log);
+        while (n && (g_last_log[n - 1] == '\n' || g_last_log[n - 1] == ' ')) g_last_log[--n] = 0;
+        pthread_mutex_unlock(&g_log_lock);
+    }
+}
+
+void chat_engine_clear_log(void) {
+    pthread_mutex_lock(&g_log_lock);
+    g_last_log[0] = 0;
+    pthread_mutex_unlock(&g_log_lock);
+}
+
+const char *chat_engine_last_log(void) {
+    static _Thread_local char copy[sizeof g_last_log + 2];
+    pthread_mutex_lock(&g_log_lock);
+    snprintf(copy, sizeof copy, "%s%s", g_last_log[0] ? ": " : "", g_last_log);
+    pthread_mutex_unlock(&g_log_lock);
+    return copy;
+}
+
+/* ---- the engine -------------------------------------------------------------------------------- */
+
+/* One thread's request: n tokens of a sequence, done of them decoded. */
+typedef struct request {
+    llama_seq_id seq;
+    const llama_token *tokens;
+    int n, done, taking; /* taking: tokens in the step being decoded */
+    llama_pos pos0;
+    float *logits;       /* the last token's logits go here, or NULL */
+    int status;          /* 0 waiting, 1 done, -1 failed */
+    int rc;              /* llama_decode's code when failed */
+    struct request *next;
+} request;
+
+struct chat_engine {
+    chat_engine_options o;
+    struct llama_model *lm;
+    struct llama_context *lctx;
+    char arch[32];
+    int n_vocab;
+    struct llama_batch batch; /* step_tokens + n_seq tokens */
+    int batch_cap;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    request *waiting;  /* in arrival order */
+    int decoding;      /* a step is being gathered or decoded */
+    int held;          /* chat_engine_lock holds the context */
+    int want_hold;     /* threads waiting in chat_engine_lock: they go before the next step */
+    unsigned char *answering; /* [n_seq] */
+    int n_answering;
+    chat_engine_stats st;
+};
+
+/* general.architecture of a GGUF file if it is the first key (as every writer puts it), read
+ * before llama.cpp sees the file so that a wrong file gets a clear message. "" if unknown. */
+static void gguf_arch(const char *path, char *arch, size_t cap) {
+    arch[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    unsigned char h[24];
+    uint64_t klen = 0, vlen = 0;
+    uint32_t type = 0;
+    char key[32];
+    if (fread(h, 1, 24, f) == 24 && !memcmp(h, "GGUF", 4) && fread(&klen, 8, 1, f) == 1 &&
+        klen == strlen("general.architecture") && fread(key, 1, klen, f) == klen &&
+        !memcmp(key, "general.architecture", klen) && fread(&type, 4, 1, f) == 1 &&
+        type == 8 /* string */ && fread(&vlen, 8, 1, f) == 1 && vlen < cap &&
+        fread(arch, 1, vlen, f) == vlen)
+        arch[vlen] = 0;
+    else
+        arch[0] = 0;
+    fclose(f);
+}
+
+/* "…is not a Gemma 4 text model": the architecture is known and is not gemma4. */
+static int not_gemma4(const char *arch, const char *path, char *err, size_t errsz) {
+    if (!arch[0] || !strcmp(arch, "gemma4")) return 0;
+    seterr(err, errsz,
+           "%s is not a Gemma 4 text model (general.architecture is '%s', not 'gemma4')", path,
+           arch);
+    return 1;
+}
+
+/* llama.cpp's backends, then the text model. */
+static int load_model(chat_engine *e, char *err, size_t errsz) {
+    const chat_engine_options *o = &e->o;
+    atomic_store(&g_verbose, o->verbose);
+    llama_log_set(log_cb, NULL);
+    if (chat_backend_load(err, errsz)) return -1; /* no CPU backend for it */
+    /* llama.cpp's AMX / repacked weights only where a child ran them first (chat_llama_probe.h) */
+    chat_llama_probe probe;
+    if (chat_llama_probe_get(&probe, err, errsz)) return -1;
+    chat_fatal_install(); /* a crash in llama.cpp's kernels says where and what to do */
+    llama_backend_init();
+    struct llama_model_params mp = llama_model_default_params();
+    mp.use_extra_bufts = probe.use_extra_buffers != 0;
+    chat_engine_clear_log();
+    gguf_arch(o->lm_path, e->arch, sizeof e->arch);
+    if (!strcmp(e->arch, "clip")) {
+        seterr(err, errsz,
+               "%s is a llama.cpp mmproj (vision projector) file, not a Gemma 4 text model: give "
+               "it as --model and the text model's GGUF as --lm", o->lm_path);
+        return -1;
+    }
+    if (not_gemma4(e->arch, o->lm_path, err, errsz)) return -1;
+    e->lm = llama_model_load_from_file(o->lm_path, mp);
+    if (!e->lm) {
+        seterr(err, errsz, "cannot load the language model %s%s", o->lm_path,
+               chat_engine_last_log());
+        return -1;
+    }
+    if (llama_model_meta_val_str(e->lm, "general.architecture", e->arch, sizeof e->arch) < 0)
+        e->arch[0] = 0;
+    if (!e->arch[0]) snprintf(e->arch, sizeof e->arch, "%s", "(none)");
+    if (not_gemma4(e->arch, o->lm_path, err, errsz)) return -1;
+    e->n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(e->lm));
+    return 0;
+}
+
+/* The context: a stream per sequence, each n_ctx_seq long. */
+static int open_context(chat_engine *e, char *err, size_t errsz) {
+    const chat_engine_options *o = &e->o;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)o->n_ctx_seq * (uint32_t)o->n_seq;
+    cp.n_batch = (uint32_t)o->n_batch;
+    cp.n_ubatch = (uint32_t)o->n_batch; /* a whole image in one ubatch (docs/CHAT.md §3) */
+    cp.n_seq_max = (uint32_t)o->n_seq;
+    cp.kv_unified = false;
+    cp.n_threads = o->threads;
+    cp.n_threads_batch = o->threads;
+    cp.no_perf = true;
+    /* every layer's cache the whole context long, the sliding-window ones too: prompt reuse cuts
+     * a context anywhere, and a window layer must still hold the positions before the cut
+     * (docs/CHAT.md "Prompt reuse"; libllama's default, set here because reuse relies on it) */
+    cp.swa_full = true;
+    e->lctx = llama_init_from_model(e->lm, cp);
+    if (!e->lctx) {
+        seterr(err, errsz, "cannot create a llama.cpp context of %d x %d tokens%s", o->n_seq,
+               o->n_ctx_seq, chat_engine_last_log());
+        return -1;
+    }
+    e->o.n_ctx_seq = (int)llama_n_ctx_seq(e->lctx);
+    e->batch_cap = o->step_tokens + o->n_seq;
+    e->batch = llama_batch_init(e->batch_cap, 0, 1);
+    if (!e->batch.token) {
+        seterr(err, errsz, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int chat_engine_open(const chat_engine_options *o, chat_engine **out, char *err, size_t errsz) {
+    *out = NULL;
+    chat_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        seterr(err, errsz, "out of memory");
+        return -1;
+    }
+    e->o = *o;
+    if (e->o.n_seq <= 0) e->o.n_seq = 1;
+    if (e->o.n_ctx_seq <= 0) e->o.n_ctx_seq = 8192;
+    if (e->o.n_batch <= 0) e->o.n_batch = 512;
+    if (e->o.step_tokens <= 0 || e->o.step_tokens > e->o.n_batch) e->o.step_tokens = e->o.n_batch;
+    if (e->o.threads <= 0) e->o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (e->o.threads < 1) e->o.threads = 1;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->answering = calloc((size_t)e->o.n_seq, 1);
+    if (!e->answering) {
+        seterr(err, errsz, "out of memory");
+        chat_engine_close(e);
+        return -1;
+    }
+    if (load_model(e, err, errsz) || open_context(e, err, errsz)) {
+        chat_engine_close(e);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+void chat_engine_close(chat_engine *e) {
+    if (!e) return;
+    if (e->batch.token) llama_batch_free(e->batch);
+    if (e->lctx) llama_free(e->lctx);
+    if (e->lm) llama_model_free(e->lm);
+    free(e->answering);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+struct llama_model *chat_engine_model(const chat_engine *e) { return e->lm; }
+struct llama_context *chat_engine_context(const chat_engine *e) { return e->lctx; }
+const char *chat_engine_arch(const chat_engine *e) { return e->arch; }
+int chat_engine_n_seq(const chat_engine *e) { return e->o.n_seq; }
+int chat_engine_n_ctx_seq(const chat_engine *e) { return e->o.n_ctx_seq; }
+int chat_engine_n_batch(const chat_engine *e) { return e->o.n_batch; }
+int chat_engine_threads(const chat_engine *e) { return e->o.threads; }
+
+void chat_engine_get_stats(chat_engine *e, chat_engine_stats *st) {
+    pthread_mutex_lock(&e->mu);
+    *st = e->st;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void chat_engine_answering(chat_engine *e, llama_seq_id seq, int on) {
+    if (seq < 0 || seq >= e->o.n_seq) return;
+    pthread_mutex_lock(&e->mu);
+    if (e->answering[seq] != (on != 0)) {
+        e->answering[seq] = on != 0;
+        e->n_answering += on ? 1 : -1;
+        pthread_cond_broadcast(&e->cv); /* a step waiting for it leaves without it */
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void chat_engine_lock(chat_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    e->want_hold++;
+    while (e->decoding || e->held)
+        pthread_cond_wait(&e->cv, &e->mu);
+    e->want_hold--;
+    e->held = 1;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void chat_engine_unlock(chat_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    e->held = 0;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Whether every answering sequence has a request waiting. Under e->mu. */
+static int all_answering_wait(const chat_engine *e) {
+    int n = 0;
+    for (const request *r = e->waiting; r; r = r->next)
+        n += e->answering[r->seq];
+    return n >= e->n_answering;
+}
+
+static void deadline_in(struct timespec *t, int ms) {
+    clock_gettime(CLOCK_REALTIME, t);
+    t->tv_nsec += (long)ms * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+/* The step's requests: each answering sequence's one token first, then prompt tokens in arrival
+ * order while the budget lasts; r->taking says how many of each. The number of sequences, or 0.
+ * Under e->mu. */
+static int choose(chat_engine *e, request **in, int *n_in) {
+    int n = 0, tokens = 0, budget = e->o.step_tokens;
+    for (request *r = e->waiting; r; r = r->next)
+        r->taking = 0;
+    for (request *r = e->waiting; r && n < e->o.n_seq; r = r->next)
+        if (r->n - r->done == 1) { /* a generation step (or a prompt's last token) */
+            r->taking = 1;
+            tokens++;
+            in[n++] = r;
+        }
+    for (request *r = e->waiting; r && tokens < budget && n < e->o.n_seq; r = r->next)
+        if (!r->taking) {
+            int k = r->n - r->done;
+            if (k > budget - tokens) k = budget - tokens;
+            r->taking = k;
+            tokens += k;
+            in[n++] = r;
+        }
+    /* increasing sequences (insertion sort: n <= n_seq) */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && in[j]->seq < in[j - 1]->seq; j--) {
+            request *t = in[j];
+            in[j] = in[j - 1];
+            in[j - 1] = t;
+        }
+    *n_in = tokens;
+    return n;
+}
+
+/* Makes one step: gathers, decodes without the lock, settles. Called and returns under e->mu,
+ * with e->decoding set by the caller. */
+static void make_step(chat_engine *e) {
+    struct timespec until;
+    deadline_in(&until, GATHER_MS);
+    while (!all_answering_wait(e) && !e->want_hold)
+        if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT) break;
+    request **in = malloc((size_t)e->o.n_seq * sizeof *in);
+    if (!in) { /* every waiting request fails; nothing was decoded */
+        for (request *r = e->waiting; r; r = r->next) {
+            r->status = -1;
+            r->rc = -1;
+        }
+        e->waiting = NULL;
+        return;
+    }
+    int n_tokens = 0;
+    int n_req = choose(e, in, &n_tokens);
+    struct llama_batch *b = &e->batch;
+    b->n_tokens = 0;
+    for (int i = 0; i < n_req; i++) {
+        request *r = in[i];
+        for (int k = 0; k < r->taking; k++) {
+            int j = b->n_tokens++;
+            int t = r->done + k;
+            b->token[j] = r->tokens[t];
+            b->pos[j] = r->pos0 + t;
+            b->n_seq_id[j] = 1;
+            b->seq_id[j][0] = r->seq;
+            b->logits[j] = r->logits && t == r->n - 1;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    int rc = n_tokens ? llama_decode(e->lctx, *b) : 0;
+    if (!rc) { /* each finished request's logits, at its last token's index in the batch */
+        int j = 0;
+        for (int i = 0; i < n_req; i++) {
+            request *r = in[i];
+            j += r->taking;
+            if (r->logits && r->done + r->taking == r->n)
+                memcpy(r->logits, llama_get_logits_ith(e->lctx, j - 1),
+                       (size_t)e->n_vocab * sizeof *r->logits);
+        }
+    }
+    pthread_mutex_lock(&e->mu);
+    e->st.steps++;
+    e->st.step_tokens += (uint64_t)n_tokens;
+    e->st.step_seqs += (uint64_t)n_req;
+    if (n_req > 1) e->st.shared_steps++;
+    for (int i = 0; i < n_req; i++) {
+        request *r = in[i];
+        if (rc) { /* a failed call: every request in it fails (what it decoded is undone by
+                     its session, which cuts its sequence back) */
+            r->status = -1;
+            r->rc = rc;
+        } else {
+            r->done += r->taking;
+            if (r->done == r->n) r->status = 1;
+        }
+        r->taking = 0;
+    }
+    free(in);
+    request **p = &e->waiting; /* the settled ones leave the queue */
+    while (*p)
+        if ((*p)->status) *p = (*p)->next;
+        else p = &(*p)->next;
+}
+
+int chat_engine_decode(chat_engine *e, llama_seq_id seq, const llama_token *tokens, int n,
+                       llama_pos pos0, float *logits, char *err, size_t errsz) {
+    if (n <= 0) return 0;
+    if (seq < 0 || seq >= e->o.n_seq) {
+        seterr(err, errsz, "sequence %d is not one of the engine's %d", (int)seq, e->o.n_seq);
+        return -1;
+    }
+    request r = {.seq = seq, .tokens = tokens, .n = n, .pos0 = pos0, .logits = logits};
+    pthread_mutex_lock(&e->mu);
+    request **tail = &e->waiting;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = &r;
+    pthread_cond_broadcast(&e->cv); /* a step being gathered may be waiting for this one */
+    while (!r.status) {
+        if (!e->decoding && !e->held && !e->want_hold) {
+            e->decoding = 1;
+            make_step(e);
+            e->decoding = 0;
+            pthread_cond_broadcast(&e->cv);
+        } else {
+            pthread_cond_wait(&e->cv, &e->mu);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (r.status > 0) return 0;
+    seterr(err, errsz, "llama_decode failed (%d)%s", r.rc, r.rc == 1 ? ": the context is full" : "");
+    return -1;
+}
