@@ -204,7 +204,8 @@ asan: test-deps ## unit + hostile-input tests under ASan + UBSan with fault inje
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L 'unit|fault'
 
 # The public API's tests (incl. N threads over one shared model), the chat prompt cache's store
-# (tests/chat/test_prompt_cache.c) and concurrent chat template renders (chat_jinja_threads)
+# (tests/chat/test_prompt_cache.c), four conversations on one chat engine (test_chat_engine) and
+# concurrent chat template renders (chat_jinja_threads)
 # under ThreadSanitizer.
 # make tsan also runs g4v serve's chat tests (tests/chat/test_chat_serve.py, whose section 7 has
 # two slots answering six requests at once over a shared vision model and feature cache, and
@@ -214,7 +215,7 @@ tsan: test-deps ## the API thread tests and g4v serve's chat slots under ThreadS
 	@set -e; $(LLAMA_PREFIX); \
 	$(call configure,build-tsan,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4V_TSAN=ON -DG4V_WERROR=ON \
 	  $(LLAMA_FLAGS)); \
-	$(call compile,build-tsan,test_api_threads test_json_race test_prompt_cache chat_jinja_render g4v_cli); \
+	$(call compile,build-tsan,test_api_threads test_json_race test_prompt_cache test_chat_engine chat_jinja_render g4v_cli); \
 	cd build-tsan; TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan; \
 	rm -rf tsan-logs; mkdir tsan-logs; \
 	TSAN_OPTIONS="exitcode=66 log_path=$$PWD/tsan-logs/report" \

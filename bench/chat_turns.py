@@ -96,14 +96,19 @@ def g4v_has_no_reuse(g4v):
 
 
 def server_cmd(a, kind, port):
+    """Server a, b (g4v) or c (llama-server); a.slots conversations at once (default 1), each
+    with a.ctx context tokens."""
+    slots = getattr(a, "slots", 1)
     if kind in ("a", "b"):
         cmd = [a.g4v, "serve", "--port", str(port), "--lm", a.lm, "--model", a.mmproj,
-               "--lm-slots", "1", "--lm-threads", str(a.threads), "--threads", str(a.threads),
-               "--lm-ctx", str(a.ctx), "--tokens", str(a.tokens)]
+               "--lm-slots", str(slots), "--lm-threads", str(a.threads), "--threads",
+               str(a.threads), "--lm-ctx", str(a.ctx), "--tokens", str(a.tokens)]
         return cmd + (["--no-prompt-reuse"] if kind == "b" else [])
-    # --reasoning-format none: whatever the model writes stays in `content`, as with g4v
+    # --reasoning-format none: whatever the model writes stays in `content`, as with g4v;
+    # -c is all slots' context together (llama-server gives each slot c / np)
     return [a.llama_server, "-m", a.lm, "--mmproj", a.mmproj, "--host", "127.0.0.1", "--port",
-            str(port), "-np", "1", "-c", str(a.ctx), "-t", str(a.threads), "-tb", str(a.threads),
+            str(port), "-np", str(slots), "-c", str(a.ctx * slots), "-t", str(a.threads),
+            "-tb", str(a.threads),
             "--jinja", "--reasoning-format", "none", "--cache-prompt", "--no-webui",
             "--image-max-tokens", str(a.tokens)] + a.llama_server_arg
 

@@ -59,7 +59,10 @@ bench-llama: test-deps ## ours vs llama.cpp's gemma4v encoder, same checkpoint (
 # scripts/openai-env.sh): g4v serve --lm with prompt reuse, without it (--no-prompt-reuse, when the
 # binary has it) and llama-server with its prompt cache, one at a time, CHAT_TURNS_REPS
 # conversations each in turn, and each turn against the time to prefill its new text alone. Then
-# the one-shot g4v chat against llama-mtmd-cli (bench/chat_ttft.py; CHAT_BENCH_ONESHOT=0 skips it).
+# four conversations at once, --lm-slots 4 against llama-server -np 4 (bench/chat_batch.py:
+# aggregate tokens/s, time between tokens, a late arrival's TTFT; CHAT_BENCH_BATCH=0 skips it).
+# Then the one-shot g4v chat against llama-mtmd-cli (bench/chat_ttft.py; CHAT_BENCH_ONESHOT=0
+# skips it).
 # All link one native libllama (scripts/build-llama.sh --bench, ~15 min once, which also builds
 # both llama.cpp programs); the text model has the real E2B shapes with random Q4_0 weights
 # (generated once into $(CHAT_BENCH)), the vision model is a synthetic e2b tower as an F16 mmproj,
@@ -68,6 +71,8 @@ CHAT_BENCH ?= $(BUILD)/bench-chat
 CHAT_BENCH_REPS ?= 5
 CHAT_BENCH_THREADS ?= 2
 CHAT_BENCH_ONESHOT ?= 1
+CHAT_BENCH_BATCH ?= 1
+CHAT_BATCH_REPS ?= 3
 CHAT_TURNS_REPS ?= 3
 CHAT_TURNS_MAX_TOKENS ?= 32
 bench-chat: test-deps ## TTFT per turn of a chat vs llama-server, one-shot vs llama-mtmd-cli
@@ -91,6 +96,12 @@ bench-chat: test-deps ## TTFT per turn of a chat vs llama-server, one-shot vs ll
 	  --lm $$d/lm-e2b-full.gguf --mmproj $$d/mmproj-e2b-f16.gguf --image $$d/photo-768.jpg \
 	  --warmup-image $$d/warm-640.jpg --reps $(CHAT_TURNS_REPS) --threads $(CHAT_BENCH_THREADS) \
 	  --max-tokens $(CHAT_TURNS_MAX_TOKENS) --json $$d/turns.json; \
+	if [ "$(CHAT_BENCH_BATCH)" != 0 ]; then uptime; \
+	  $(PYTHON) bench/chat_batch.py make-images $$d/photo-768.jpg $$d/batch-images; \
+	  $$py bench/chat_batch.py --g4v $(BUILD)-chatbench/g4v --llama-server $$prefix/bin/llama-server \
+	  --lm $$d/lm-e2b-full.gguf --mmproj $$d/mmproj-e2b-f16.gguf --images $$d/batch-images \
+	  --warmup-image $$d/warm-640.jpg --slots 4 --reps $(CHAT_BATCH_REPS) \
+	  --threads $(CHAT_BENCH_THREADS) --max-tokens 128 --json $$d/batch.json; fi; \
 	if [ "$(CHAT_BENCH_ONESHOT)" != 0 ]; then uptime; \
 	  $(PYTHON) bench/chat_ttft.py --g4v $(BUILD)-chatbench/g4v \
 	  --mtmd-cli $$prefix/bin/llama-mtmd-cli --lm $$d/lm-e2b-full.gguf \
