@@ -11,12 +11,16 @@
  *    sequence's decode calls are the reference's).
  * C: the four at once, one thread each, on the four-sequence engine with a small step budget
  *    (prompts cut into chunks and batched with the others' generation tokens).
+ * P: alone on an engine of one sequence, the prompt decoded in calls of 1 and of 4 tokens: how
+ *    far llama.cpp's logits move with the shapes of the decode calls alone (its CPU kernels
+ *    differ with the number of rows: measured 5e-3 to 8e-3 on the synthetic e2b model, where
+ *    calls of 16 and of the whole prompt agree bit for bit).
  *    Required: the steps were shared (stats), and every step's logits, up to where an answer
- *    leaves the reference's, within a relative distance of 1e-3 of the reference's (max |d| over
- *    the vocabulary / max |logit|). The answers are compared and printed: batch composition
- *    changes the bits of the matrix products (llama.cpp documents the same), so a near-tie of
- *    the reference's top two logits can flip, and the answer goes its own way from there; the
- *    top-2 gap where that happens is printed with the distance (a flip needs gap <= 2 x it). */
+ *    leaves the reference's, within 1.5x P's distance of the reference's (relative: max |d| over
+ *    the vocabulary / max |logit|), and under 2e-2. Batch composition changes the bits
+ *    (llama.cpp documents the same), so a near-tie of the reference's top two logits can flip,
+ *    and the answer goes its own way from there: the answers are compared and printed, with the
+ *    top-2 gap and the distance where one leaves the reference (a flip needs gap <= 2x it). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -171,6 +175,28 @@ int main(int argc, char **argv) {
     check(same, "alone on a four-sequence engine = alone on its own engine, bit for bit");
     chat_engine_close(four);
 
+    /* P: alone again, its prompt in calls of 1 and of 4 tokens: how much llama.cpp's logits
+     * move with the shape of the decode calls alone (its kernels differ with the number of
+     * rows), the yardstick of C's distance */
+    double calls = 0;
+    static const int piece[2] = {1, 4};
+    for (int c = 0; c < 2; c++) {
+        one = open_engine(argv[1], 1, piece[c], threads);
+        double d = 0;
+        for (int p = 0; p < N_PROMPTS; p++) {
+            answer a;
+            answer_alloc(&a, &ref[p]);
+            if (answer_on(one, 0, p, &a)) return 1;
+            for (int k = 0; k < N_ANSWER; k++)
+                if (a.dist[k] / ref[p].scale > d) d = a.dist[k] / ref[p].scale;
+            free(a.logits);
+        }
+        chat_engine_close(one);
+        printf("alone, the prompt in calls of %d: logits' relative distance up to %.3g\n",
+               piece[c], d);
+        if (d > calls) calls = d;
+    }
+
     /* C: the four at once, with prompt chunks of STEP_TOKENS */
     four = open_engine(argv[1], N_PROMPTS, STEP_TOKENS, threads);
     job jobs[N_PROMPTS];
@@ -209,7 +235,10 @@ int main(int argc, char **argv) {
             printf("leaves the reference's at token %d of %d (its top-2 gap %.3g, the distance "
                    "there %.3g)\n", k, N_ANSWER, ref[p].gap[k], conc[p].dist[k]);
     }
-    check(worst < 1e-3, "every step batched within 1e-3 of alone (relative to the largest logit)");
+    printf("batched: up to %.3g; llama.cpp's own variation with the decode calls: %.3g\n", worst,
+           calls);
+    check(worst <= 1.5 * calls + 1e-6 && worst < 2e-2,
+          "batched within 1.5x the variation the decode calls' shapes make alone (and < 2e-2)");
     chat_engine_close(four);
     for (int p = 0; p < N_PROMPTS; p++) {
         free(ref[p].steps), free(ref[p].logits);
