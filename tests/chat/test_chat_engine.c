@@ -11,6 +11,8 @@
  *    sequence's decode calls are the reference's).
  * C: the four at once, one thread each, on the four-sequence engine with a small step budget
  *    (prompts cut into chunks and batched with the others' generation tokens).
+ * S: the four at once on an engine of one sequence per step (one_per_step, --lm-no-batching).
+ *    Required: each answer and its logits equal the reference's, bit for bit.
  * P: alone on an engine of one sequence, the prompt decoded in calls of 1 and of 4 tokens: how
  *    far llama.cpp's logits move with the shapes of the decode calls alone (its CPU kernels
  *    differ with the number of rows: measured 5e-3 to 8e-3 on the synthetic e2b model, where
@@ -211,6 +213,35 @@ int main(int argc, char **argv) {
     }
     chat_engine_stats st;
     chat_engine_get_stats(four, &st);
+    /* S: the four at once with one sequence per step (--lm-no-batching): each as alone */
+    chat_engine_options so = {.lm_path = argv[1], .n_seq = N_PROMPTS, .n_ctx_seq = 512,
+                              .n_batch = 128, .one_per_step = 1, .threads = threads};
+    chat_engine *serial;
+    char err[1024];
+    if (chat_engine_open(&so, &serial, err, sizeof err)) {
+        printf("FAIL: chat_engine_open: %s\n", err);
+        return 1;
+    }
+    answer sa[N_PROMPTS];
+    for (int p = 0; p < N_PROMPTS; p++) {
+        answer_alloc(&sa[p], &ref[p]);
+        jobs[p] = (job){.e = serial, .p = p, .a = &sa[p]};
+        pthread_create(&th[p], NULL, run_job, &jobs[p]);
+    }
+    same = 1;
+    for (int p = 0; p < N_PROMPTS; p++) {
+        pthread_join(th[p], NULL);
+        if (jobs[p].rc) return 1;
+        same &= !memcmp(sa[p].tok, ref[p].tok, sizeof ref[p].tok);
+        for (int k = 0; k < N_ANSWER; k++)
+            same &= sa[p].dist[k] == 0;
+        free(sa[p].logits);
+    }
+    chat_engine_stats sst;
+    chat_engine_get_stats(serial, &sst);
+    check(same && sst.shared_steps == 0,
+          "four at once, one sequence per step: each = alone, bit for bit");
+    chat_engine_close(serial);
     printf("concurrent: %llu decode calls, %llu tokens, %llu of them shared by 2+ sequences, "
            "%.2f sequences per call\n",
            (unsigned long long)st.steps, (unsigned long long)st.step_tokens,

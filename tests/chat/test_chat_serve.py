@@ -348,11 +348,15 @@ def run(tmp, allowed, servers):
     # answer equals the one-slot server's for the same request (--lm-threads 1, fixed seeds).
     # Both without prompt reuse: a sampled answer depends on the decode calls of its prompt
     # (docs/CHAT.md "Prompt reuse"), and with reuse those depend on each slot's history.
-    # test_chat_reuse.py checks the slots with reuse on.
+    # test_chat_reuse.py checks the slots with reuse on. The two slots with --lm-no-batching
+    # (each decode call one slot's), so that an answer does not depend on what the other slot
+    # does; batched (the default), the same round greedy after it (7a): the logits move by
+    # llama.cpp's rounding with the calls' shapes (tests/chat/test_chat_engine.c measures it).
     import threading
     s = Server(tmp, "one-slot", "--no-prompt-reuse")
     servers.append(s)
-    s3 = Server(tmp, "slots", "--lm-slots", "2", "--max-queue", "8", "--no-prompt-reuse")
+    s3 = Server(tmp, "slots", "--lm-slots", "2", "--max-queue", "8", "--no-prompt-reuse",
+                "--lm-no-batching")
     servers.append(s3)
     other = os.path.join(tmp, "other.png")
     Image.new("RGB", (500, 300), (200, 30, 90)).save(other)
@@ -390,6 +394,35 @@ def run(tmp, allowed, servers):
     st, _, r = s3.chat(reqs[1])
     check(st == 200 and r["choices"][0]["message"]["content"] == want[1],
           "two slots: still serving after the concurrent round")
+    m = s3.metrics()
+    check(m["g4v_chat_decode_shared_calls_total"] == 0 and m["g4v_chat_decode_calls_total"] > 0,
+          f"--lm-no-batching: no decode call shared ({m['g4v_chat_decode_calls_total']} calls)")
+
+    # 7a. batched (the default): six greedy requests at once on two slots, each with an image,
+    # all answered, in decode calls shared by both slots; how many answers equal the one-slot
+    # server's greedy ones is printed (a near-tie may flip: docs/CHAT_API.md §3)
+    s4 = Server(tmp, "batched", "--lm-slots", "2", "--max-queue", "8", "--no-prompt-reuse")
+    servers.append(s4)
+    greedy = [{**q, "temperature": 0, "max_tokens": 16} for q in reqs]
+    want = [s.chat(q)[2]["choices"][0]["message"]["content"] for q in greedy]
+    got = [None] * 6
+
+    def greedy_client(i):
+        st, _, r = s4.chat(greedy[i])
+        got[i] = r["choices"][0]["message"]["content"] if st == 200 else f"status {st} {r}"
+
+    threads = [threading.Thread(target=greedy_client, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    check(all(g is not None and not g.startswith("status") for g in got),
+          f"batched: six greedy answers at once ({sum(g == w for g, w in zip(got, want))} of 6 "
+          "equal to the one-slot server's)")
+    m = s4.metrics()
+    check(m["g4v_chat_decode_shared_calls_total"] > 0,
+          f"batched: {m['g4v_chat_decode_shared_calls_total']:.0f} of "
+          f"{m['g4v_chat_decode_calls_total']:.0f} decode calls held both slots")
 
     # 7b. paths refused on a server without --allow-files
     s2 = Server(tmp, "nofiles", "--drain-seconds", "0", "--request-timeout", "4", "--no-webui")

@@ -303,6 +303,13 @@ static int choose(chat_engine *e, request **in, int *n_in) {
     int n = 0, tokens = 0, budget = e->o.step_tokens;
     for (request *r = e->waiting; r; r = r->next)
         r->taking = 0;
+    if (e->o.one_per_step && e->waiting) { /* the first to ask, alone */
+        request *r = e->waiting;
+        r->taking = r->n - r->done < budget ? r->n - r->done : budget;
+        in[0] = r;
+        *n_in = r->taking;
+        return 1;
+    }
     for (request *r = e->waiting; r && n < e->o.n_seq; r = r->next)
         if (r->n - r->done == 1) { /* a generation step (or a prompt's last token) */
             r->taking = 1;
@@ -333,7 +340,7 @@ static int choose(chat_engine *e, request **in, int *n_in) {
 static void make_step(chat_engine *e) {
     struct timespec until;
     deadline_in(&until, GATHER_MS);
-    while (!all_answering_wait(e) && !e->want_hold)
+    while (!e->o.one_per_step && !all_answering_wait(e) && !e->want_hold)
         if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT) break;
     request **in = malloc((size_t)e->o.n_seq * sizeof *in);
     if (!in) { /* every waiting request fails; nothing was decoded */

@@ -26,6 +26,8 @@ typedef struct chat_engine_options {
     int n_ctx_seq;        /* context positions of each sequence (0: 8192) */
     int n_batch;          /* the largest decode call: a whole image's rows must fit (0: 512) */
     int step_tokens;      /* prompt tokens per step, all sequences together (0: n_batch) */
+    int one_per_step;     /* 1: one sequence's tokens per step, in arrival order: each answer
+                           * is what it is alone, bit for bit (llama-server's -nocb) */
     int threads;          /* 0: one per online CPU */
     int verbose;          /* 1: llama.cpp logs to stderr */
 } chat_engine_options;

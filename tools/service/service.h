@@ -53,6 +53,7 @@ typedef struct g4v_service_options {
     int lm_threads;          /* threads of the text model, shared by the slots; 0: one per CPU */
     int lm_ctx;              /* context tokens per slot */
     int lm_step_tokens;      /* prompt tokens per decode call, the slots together */
+    int lm_no_batching;      /* 1: one slot's tokens per decode call */
     int max_queue;           /* chat requests that may wait for a slot before 429 */
     int no_prompt_reuse;     /* 1: every chat request decodes its whole prompt (no prefix reuse) */
     int no_webui;            /* 1: no chat page at GET / (tools/service/webui) */

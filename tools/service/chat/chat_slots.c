@@ -769,6 +769,7 @@ int chat_slots_open(chat_wing *cw) {
                               .n_ctx_seq = a->lm_ctx,
                               .n_batch = LARGEST_BUDGET, /* a whole image of any budget */
                               .step_tokens = a->lm_step_tokens,
+                              .one_per_step = a->lm_no_batching,
                               .threads = threads,
                               .verbose = 0};
     if (chat_engine_open(&eo, &cw->engine, msg, sizeof msg)) {

@@ -96,6 +96,10 @@ static const fe_opt rows[] = {
      .help = "a Jinja chat template instead of the model's own (the text GGUF's "
              "tokenizer.chat_template, else chat_template.jinja beside a checkpoint "
              "directory); 'builtin': g4v's own Gemma 4 format"},
+    {.name = "lm-no-batching", .kind = FE_OPT_FLAG, O(lm_no_batching), .lo = 1,
+     .help = "one slot's tokens per decode call: each answer then is what the slot alone "
+             "answers, bit for bit, whatever the others do, at a lower total speed (default: "
+             "every slot's next step in one call, docs/CHAT_API.md §3)"},
     {.name = "no-prompt-reuse", .kind = FE_OPT_FLAG, O(no_prompt_reuse), .lo = 1,
      .help = "decode every request's whole prompt: a slot forgets its conversation after each "
              "request (default: the prefix a slot holds is reused, docs/CHAT.md \"Prompt "
