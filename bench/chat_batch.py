@@ -35,8 +35,6 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chat_turns import RunError, Server, data_uri, openai  # noqa: E402
 
 TOGETHER_OVER_ALONE = 2.5
 LATE_OVER_ALONE = 1.5
@@ -54,6 +52,15 @@ def make_images(src, out_dir, n):
         v = im.rotate(90 * (k % 4), expand=True)
         v.paste((16 * k % 256, 255 - 16 * k % 256, 128), (0, 0, 32, 32))
         v.save(os.path.join(out_dir, f"turn-{k}.jpg"), quality=92)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["make-images"]:  # before the client is needed
+    make_images(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 9)
+    sys.exit(0)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chat_turns import RunError, Server, data_uri, openai  # noqa: E402
+
 
 
 def stream_one(srv, image, max_tokens, out):
@@ -227,7 +234,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "make-images":
-        make_images(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 9)
-        sys.exit(0)
     sys.exit(main())

@@ -316,7 +316,7 @@ static void session_fail(chat_fail *f, int rc, const char *err) {
         chat_fail_set(f, 500, "server_error", "internal_error", "%s", err);
 }
 
-/* Plans every turn of the conversation and feeds the plan: the slot's context keeps what it
+/* Plans every turn of the conversation and feeds the plan: the slot's sequence keeps what it
  * already holds of it (prompt reuse) and decodes the rest; the last turn (a user turn) is left
  * to generate. */
 static void pcache_consult(chat_wing *cw, chat_session *cs);
@@ -426,7 +426,7 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
     return 0;
 }
 
-/* The slot's context into the prompt cache (docs/PROMPT_CACHE.md). */
+/* The slot's sequence into the prompt cache (docs/PROMPT_CACHE.md). */
 static void pcache_save(chat_wing *cw, chat_session *cs) {
     int n;
     const uint64_t *items = chat_session_items(cs, &n);
@@ -512,7 +512,7 @@ static chat_slot *slot_take(chat_wing *cw, const chat_job *j) {
     return sl;
 }
 
-/* What the slot's context holds now, for the next request's choice: the request's turns once
+/* What the slot's sequence holds now, for the next request's choice: the request's turns once
  * they were fed, and the answer when it was given whole. Under the server's mutex. */
 static void slot_keys(chat_slot *sl, const chat_job *j, int fed, const char *answer, size_t n) {
     sl->n_keys = 0;
@@ -786,9 +786,11 @@ int chat_slots_open(chat_wing *cw) {
     cw->builtin_template = info.builtin_template;
     snprintf(cw->template_origin, sizeof cw->template_origin, "%s", info.template_origin);
     fprintf(stderr,
-            "g4v serve: chat model %s: %d slots on one context (their next tokens decoded "
-            "together), %d threads, %d context tokens each (%.2f s)\n",
-            a->lm, cw->pool->n, threads, a->lm_ctx, fe_now_s() - t0);
+            "g4v serve: chat model %s: %d slot%s on one context (%s), %d threads, %d context "
+            "tokens each (%.2f s)\n",
+            a->lm, cw->pool->n, cw->pool->n == 1 ? "" : "s",
+            a->lm_no_batching ? "one slot per decode call" : "their steps decoded together",
+            threads, a->lm_ctx, fe_now_s() - t0);
     return G4V_SERVICE_OK;
 }
 
