@@ -57,8 +57,9 @@ static void check(int ok, const char *what) {
     if (!ok) fails++;
 }
 
-static chat_engine *open_engine(const char *lm, int n_seq, int step_tokens, int threads) {
-    chat_engine_options o = {.lm_path = lm, .n_seq = n_seq, .n_ctx_seq = 512, .n_batch = 128,
+static chat_engine *open_engine(const char *lm, int n_seq, int n_batch, int step_tokens,
+                                int threads) {
+    chat_engine_options o = {.lm_path = lm, .n_seq = n_seq, .n_ctx_seq = 512, .n_batch = n_batch,
                              .step_tokens = step_tokens, .threads = threads};
     chat_engine *e;
     char err[1024];
@@ -149,7 +150,7 @@ int main(int argc, char **argv) {
     int threads = atoi(argv[2]);
     answer ref[N_PROMPTS], lone[N_PROMPTS], conc[N_PROMPTS];
 
-    chat_engine *one = open_engine(argv[1], 1, 0, threads);
+    chat_engine *one = open_engine(argv[1], 1, 128, 0, threads);
     n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(chat_engine_model(one)));
     unsigned s = 12345;
     for (int p = 0; p < N_PROMPTS; p++)
@@ -166,7 +167,7 @@ int main(int argc, char **argv) {
     chat_engine_close(one);
 
     /* L: one at a time on the four-sequence engine, whole prompts per call like the reference */
-    chat_engine *four = open_engine(argv[1], N_PROMPTS, 0, threads);
+    chat_engine *four = open_engine(argv[1], N_PROMPTS, 128, 0, threads);
     int same = 1;
     for (int p = 0; p < N_PROMPTS; p++) {
         if (answer_on(four, p, p, &lone[p])) return 1;
@@ -183,7 +184,7 @@ int main(int argc, char **argv) {
     double calls = 0;
     static const int piece[2] = {1, 4};
     for (int c = 0; c < 2; c++) {
-        one = open_engine(argv[1], 1, piece[c], threads);
+        one = open_engine(argv[1], 1, piece[c], 0, threads);
         double d = 0;
         for (int p = 0; p < N_PROMPTS; p++) {
             answer a;
@@ -200,7 +201,7 @@ int main(int argc, char **argv) {
     }
 
     /* C: the four at once, with prompt chunks of STEP_TOKENS */
-    four = open_engine(argv[1], N_PROMPTS, STEP_TOKENS, threads);
+    four = open_engine(argv[1], N_PROMPTS, 128, STEP_TOKENS, threads);
     job jobs[N_PROMPTS];
     pthread_t th[N_PROMPTS];
     for (int p = 0; p < N_PROMPTS; p++) {

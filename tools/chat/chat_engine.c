@@ -4,7 +4,7 @@
  * decoding. A thread that finds no step being decoded becomes the step's maker: it waits (at
  * most GATHER_MS) until every answering sequence has asked for its next token, takes the
  * waiting requests -- one token of each answering sequence first, then prompt tokens in arrival
- * order up to step_tokens --, decodes them in one llama_decode without the lock, copies each
+ * order up to step_tokens (n_batch when no sequence is answering) --, decodes them in one llama_decode without the lock, copies each
  * finished request's logits out, and wakes the others. A request for more tokens than the step
  * holds stays waiting with what is left of it. Sequences are put in the batch in increasing
  * order: llama.cpp cuts a batch over several streams into micro-batches of consecutive
@@ -84,7 +84,7 @@ struct chat_engine {
     struct llama_context *lctx;
     char arch[32];
     int n_vocab;
-    struct llama_batch batch; /* step_tokens + n_seq tokens */
+    struct llama_batch batch; /* n_batch tokens */
     int batch_cap;
 
     pthread_mutex_t mu;
@@ -187,7 +187,7 @@ static int open_context(chat_engine *e, char *err, size_t errsz) {
         return -1;
     }
     e->o.n_ctx_seq = (int)llama_n_ctx_seq(e->lctx);
-    e->batch_cap = o->step_tokens + o->n_seq;
+    e->batch_cap = o->n_batch;
     e->batch = llama_batch_init(e->batch_cap, 0, 1);
     if (!e->batch.token) {
         seterr(err, errsz, "out of memory");
@@ -279,6 +279,33 @@ void chat_engine_unlock(chat_engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
+void chat_engine_yield(chat_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    if (e->waiting) {
+        uint64_t steps = e->st.steps;
+        e->held = 0;
+        pthread_cond_broadcast(&e->cv); /* a waiting thread makes the step */
+        while (e->waiting && e->st.steps == steps)
+            pthread_cond_wait(&e->cv, &e->mu);
+        e->want_hold++;
+        while (e->decoding || e->held)
+            pthread_cond_wait(&e->cv, &e->mu);
+        e->want_hold--;
+        e->held = 1;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Under e->mu. */
+static int piece(const chat_engine *e) { return e->n_answering ? e->o.step_tokens : e->o.n_batch; }
+
+int chat_engine_piece(chat_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    int n = piece(e);
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
 /* Whether every answering sequence has a request waiting. Under e->mu. */
 static int all_answering_wait(const chat_engine *e) {
     int n = 0;
@@ -297,10 +324,10 @@ static void deadline_in(struct timespec *t, int ms) {
 }
 
 /* The step's requests: each answering sequence's one token first, then prompt tokens in arrival
- * order while the budget lasts; r->taking says how many of each. The number of sequences, or 0.
- * Under e->mu. */
+ * order while the budget lasts (step_tokens while a stream waits for the step, else n_batch);
+ * r->taking says how many of each. The number of sequences, or 0. Under e->mu. */
 static int choose(chat_engine *e, request **in, int *n_in) {
-    int n = 0, tokens = 0, budget = e->o.step_tokens;
+    int n = 0, tokens = 0, budget = piece(e);
     for (request *r = e->waiting; r; r = r->next)
         r->taking = 0;
     if (e->o.one_per_step && e->waiting) { /* the first to ask, alone */
@@ -310,17 +337,18 @@ static int choose(chat_engine *e, request **in, int *n_in) {
         *n_in = r->taking;
         return 1;
     }
-    for (request *r = e->waiting; r && n < e->o.n_seq; r = r->next)
+    for (request *r = e->waiting; r && n < e->o.n_seq && tokens < e->o.n_batch; r = r->next)
         if (r->n - r->done == 1) { /* a generation step (or a prompt's last token) */
             r->taking = 1;
             tokens++;
             in[n++] = r;
         }
-    for (request *r = e->waiting; r && tokens < budget && n < e->o.n_seq; r = r->next)
-        if (!r->taking) {
-            int k = r->n - r->done;
-            if (k > budget - tokens) k = budget - tokens;
+    if (budget > e->o.n_batch - tokens) budget = e->o.n_batch - tokens; /* a call holds n_batch */
+    for (request *r = e->waiting; r && budget > 0 && n < e->o.n_seq; r = r->next)
+        if (!r->taking) { /* prompt tokens, in arrival order */
+            int k = r->n - r->done < budget ? r->n - r->done : budget;
             r->taking = k;
+            budget -= k;
             tokens += k;
             in[n++] = r;
         }

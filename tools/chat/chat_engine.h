@@ -25,7 +25,8 @@ typedef struct chat_engine_options {
     int n_seq;            /* conversations at once: sequences 0 .. n_seq-1 (0: 1) */
     int n_ctx_seq;        /* context positions of each sequence (0: 8192) */
     int n_batch;          /* the largest decode call: a whole image's rows must fit (0: 512) */
-    int step_tokens;      /* prompt tokens per step, all sequences together (0: n_batch) */
+    int step_tokens;      /* prompt tokens per step, all sequences together, while a sequence
+                           * is answering (0: n_batch; with none answering: n_batch) */
     int one_per_step;     /* 1: one sequence's tokens per step, in arrival order: each answer
                            * is what it is alone, bit for bit (llama-server's -nocb) */
     int threads;          /* 0: one per online CPU */
@@ -62,6 +63,15 @@ void chat_engine_answering(chat_engine *e, llama_seq_id seq, int on);
 /* The context alone, between two steps: for llama calls that cannot share a decode call. */
 void chat_engine_lock(chat_engine *e);
 void chat_engine_unlock(chat_engine *e);
+
+/* Held: lets one step of the waiting sequences run (if any wait), then holds the context
+ * again; between the pieces of a long call made alone (an image's rows), so that the answering
+ * sequences' streams go on. */
+void chat_engine_yield(chat_engine *e);
+
+/* How many prompt tokens (or image rows) one step takes now: step_tokens while any sequence
+ * is answering (its stream waits for the step), else n_batch. */
+int chat_engine_piece(chat_engine *e);
 
 /* llama.cpp's last error lines (": text", or "" when none), kept from its log since the last
  * chat_engine_clear_log; process-wide. */

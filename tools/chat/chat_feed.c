@@ -433,17 +433,39 @@ static int plan_refused(chat_session *s, int rc) {
     return rc;
 }
 
+/* An image's rows, with the context held alone (embeddings cannot share a call with tokens).
+ * Attended both ways they are one call; causal, they go in pieces of what one step takes now
+ * (chat_engine_piece: the whole image unless others are answering), and the others' steps go
+ * between the pieces, so that their streams do not stop for a long image. */
+static int decode_image(chat_session *s, const chat_chunk *x, char *err, size_t errsz) {
+    chat_engine_lock(s->engine);
+    int rc = 0;
+    if (s->non_causal) {
+        rc = chat_decode_chunk(s->lctx, s->seq, x, 0, 1, s->n_batch, 0, &s->n_past, err, errsz);
+    } else {
+        for (int from = 0; !rc && from < x->n_tokens;) {
+            int m = chat_engine_piece(s->engine);
+            if (m > x->n_tokens - from) m = x->n_tokens - from;
+            rc = chat_decode_image_rows(s->lctx, s->seq, x, from, m, s->n_batch, &s->n_past, err,
+                                        errsz);
+            from += m;
+            if (!rc && from < x->n_tokens) chat_engine_yield(s->engine);
+        }
+    }
+    chat_engine_unlock(s->engine);
+    return rc;
+}
+
 /* One chunk of the plan from its token `from` on: text in the engine's shared steps (the logits
- * of its last token into s->logits when logits_last), an image's rows with the context held
- * alone (they cannot share a decode call: embeddings, bidirectional attention). */
+ * of its last token into s->logits when logits_last), an image as decode_image says. */
 static int decode_chunk(chat_session *s, const chat_chunk *x, int from, int logits_last,
                         char *err, size_t errsz) {
     if (x->is_image) {
-        chat_engine_lock(s->engine);
-        int rc = chat_decode_chunk(s->lctx, s->seq, x, from, s->non_causal, s->n_batch, 0,
-                                   &s->n_past, err, errsz);
-        chat_engine_unlock(s->engine);
-        return rc;
+        if (from) {
+            seterr(err, errsz, "an image is decoded whole (from %d)", from);
+            return -1;
+        }
+        return decode_image(s, x, err, errsz);
     }
     char msg[300];
     if (chat_engine_decode(s->engine, s->seq, x->tokens + from, x->n_tokens - from, s->n_past,

@@ -172,10 +172,10 @@ static int decode_text(struct llama_context *lctx, llama_seq_id seq, const chat_
 }
 
 static int decode_image(struct llama_context *lctx, llama_seq_id seq_id, const chat_chunk *k,
-                        int non_causal, int n_batch, llama_pos *n_past, char *err, size_t errsz) {
+                        int from, int n, int non_causal, int n_batch, llama_pos *n_past,
+                        char *err, size_t errsz) {
     /* mtmd_helper_decode_image_chunk: 1-D positions, logits off, the rows as they are */
-    int n = k->n_tokens;
-    if (!k->rows || n <= 0) {
+    if (!k->rows || n <= 0 || from < 0 || from + n > k->n_tokens) {
         seterr(err, errsz, "an image chunk without its rows");
         return -1;
     }
@@ -201,8 +201,8 @@ static int decode_image(struct llama_context *lctx, llama_seq_id seq_id, const c
         struct llama_batch b = {
             .n_tokens = m,
             .token = NULL,
-            .embd = (float *)(k->rows + (size_t)off * (size_t)llama_model_n_embd_inp(
-                                                            llama_get_model(lctx))),
+            .embd = (float *)(k->rows + (size_t)(from + off) *
+                                            (size_t)llama_model_n_embd_inp(llama_get_model(lctx))),
             .pos = pos + off,
             .n_seq_id = n_seq + off,
             .seq_id = seq + off,
@@ -249,6 +249,17 @@ int chat_decode_chunk(struct llama_context *lctx, llama_seq_id seq, const chat_c
                k->n_tokens);
         return -1;
     }
-    return k->is_image ? decode_image(lctx, seq, k, non_causal, n_batch, n_past, err, errsz)
+    return k->is_image ? decode_image(lctx, seq, k, 0, k->n_tokens, non_causal, n_batch, n_past,
+                                      err, errsz)
                        : decode_text(lctx, seq, k, from, n_batch, logits_last, n_past, err, errsz);
+}
+
+int chat_decode_image_rows(struct llama_context *lctx, llama_seq_id seq, const chat_chunk *k,
+                           int from, int count, int n_batch, llama_pos *n_past, char *err,
+                           size_t errsz) {
+    if (!k->is_image || n_batch <= 0) {
+        seterr(err, errsz, "bad image rows decode (n_batch %d)", n_batch);
+        return -1;
+    }
+    return decode_image(lctx, seq, k, from, count, 0, n_batch, n_past, err, errsz);
 }

@@ -67,4 +67,11 @@ int chat_decode_chunk(struct llama_context *lctx, llama_seq_id seq, const chat_c
                       int non_causal, int n_batch, int logits_last, llama_pos *n_past, char *err,
                       size_t errsz);
 
+/* Rows from .. from+count-1 of an image chunk at *n_past on (advanced by count), in calls of
+ * up to n_batch rows; causal attention only (rows decoded in pieces cannot attend to later
+ * ones). The pieces of an image that others' steps go between (chat_feed.c). 0, or -1. */
+int chat_decode_image_rows(struct llama_context *lctx, llama_seq_id seq, const chat_chunk *k,
+                           int from, int count, int n_batch, llama_pos *n_past, char *err,
+                           size_t errsz);
+
 #endif

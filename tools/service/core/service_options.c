@@ -89,9 +89,10 @@ static const fe_opt rows[] = {
              "8192)"},
     {.name = "lm-step-tokens", .kind = FE_OPT_INT, O(lm_step_tokens), .lo = 16, .hi = 8192,
      .arg = "N",
-     .help = "prompt tokens per decode call, all slots together, beside the answering slots' "
-             "next tokens: smaller keeps streams smooth while a long prompt is read (default "
-             "256)"},
+     .help = "prompt tokens (or image rows) per decode call while other slots answer, beside "
+             "their next tokens: smaller keeps their streams smooth while a long prompt is read, "
+             "larger reads it faster (default 64; with no slot answering, a call takes up to "
+             "1120)"},
     {.name = "chat-template", .kind = FE_OPT_STRING, O(chat_template), .arg = "FILE",
      .help = "a Jinja chat template instead of the model's own (the text GGUF's "
              "tokenizer.chat_template, else chat_template.jinja beside a checkpoint "
@@ -194,7 +195,7 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->max_connections = 1000;
     a->lm_slots = 1;
     a->lm_ctx = 8192;
-    a->lm_step_tokens = 256;
+    a->lm_step_tokens = 64;
     a->max_queue = 8;
     a->prompt_cache_ram = 2ull << 30;
     a->prompt_cache_disk = 8ull << 30;
