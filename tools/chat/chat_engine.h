@@ -3,14 +3,14 @@
  *
  * Generation reads every weight once per decode call, whatever the number of tokens in it, so
  * the engine batches: each conversation's thread asks for its next step (its next token, or a
- * piece of its prompt) and blocks; one of the waiting threads decodes the steps of all of them
- * in one llama_decode (generation tokens first, then prompt tokens up to a per-step budget, so
+ * piece of its prompt) and blocks; the engine's own thread decodes the steps of all of them in
+ * one llama_decode (generation tokens first, then prompt tokens up to a per-step budget, so
  * that a long prompt does not stall the others' streams) and hands each its logits. A lone
  * conversation decodes at once, with every thread; `g4v chat` runs one on an engine of its own.
  *
- * What cannot share a decode call -- an image's rows (embeddings, with bidirectional attention
- * over them), edits of a sequence's memory, saving and loading its state -- runs with the
- * context held alone (chat_engine_lock), between steps. Sequences live in streams of their own
+ * What cannot share a decode call runs between steps: an image's rows (embeddings) as calls on
+ * the engine thread (chat_engine_call), edits of a sequence's memory and saving or loading its
+ * state with the context held (chat_engine_lock). Sequences live in streams of their own
  * (kv_unified off: no conversation sees, or overwrites, another's cells). */
 #ifndef G4V_CHAT_ENGINE_H
 #define G4V_CHAT_ENGINE_H
@@ -60,14 +60,16 @@ int chat_engine_decode(chat_engine *e, llama_seq_id seq, const llama_token *toke
  * milliseconds) rather than leaving without it. on = 0 when its answer ends. */
 void chat_engine_answering(chat_engine *e, llama_seq_id seq, int on);
 
-/* The context alone, between two steps: for llama calls that cannot share a decode call. */
+/* The context alone, between two steps: for llama calls that do not compute (a sequence's
+ * memory, its state); the caller's thread makes them. */
 void chat_engine_lock(chat_engine *e);
 void chat_engine_unlock(chat_engine *e);
 
-/* Held: lets one step of the waiting sequences run (if any wait), then holds the context
- * again; between the pieces of a long call made alone (an image's rows), so that the answering
- * sequences' streams go on. */
-void chat_engine_yield(chat_engine *e);
+/* Runs fn(arg) on the engine thread between two steps and returns its value: llama calls that
+ * compute (an image's rows) but cannot share a step. Calls and steps take turns when both wait,
+ * so a long image decoded in several calls leaves room for the others' steps. Not while
+ * holding the engine; fn must not call the engine. */
+int chat_engine_call(chat_engine *e, int (*fn)(void *arg), void *arg);
 
 /* How many prompt tokens (or image rows) one step takes now: step_tokens while any sequence
  * is answering (its stream waits for the step), else n_batch. */

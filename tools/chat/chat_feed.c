@@ -433,27 +433,40 @@ static int plan_refused(chat_session *s, int rc) {
     return rc;
 }
 
-/* An image's rows, with the context held alone (embeddings cannot share a call with tokens).
+/* One call of an image's rows on the engine thread: rows from .. from+count-1, or the whole
+ * image attended both ways. */
+typedef struct image_piece {
+    chat_session *s;
+    const chat_chunk *x;
+    int from, count;
+    char *err;
+    size_t errsz;
+} image_piece;
+
+static int decode_piece(void *arg) {
+    image_piece *p = arg;
+    chat_session *s = p->s;
+    if (s->non_causal)
+        return chat_decode_chunk(s->lctx, s->seq, p->x, 0, 1, s->n_batch, 0, &s->n_past, p->err,
+                                 p->errsz);
+    return chat_decode_image_rows(s->lctx, s->seq, p->x, p->from, p->count, s->n_batch,
+                                  &s->n_past, p->err, p->errsz);
+}
+
+/* An image's rows, between the engine's steps (embeddings cannot share a call with tokens).
  * Attended both ways they are one call; causal, they go in pieces of what one step takes now
  * (chat_engine_piece: the whole image unless others are answering), and the others' steps go
  * between the pieces, so that their streams do not stop for a long image. */
 static int decode_image(chat_session *s, const chat_chunk *x, char *err, size_t errsz) {
-    chat_engine_lock(s->engine);
-    int rc = 0;
-    if (s->non_causal) {
-        rc = chat_decode_chunk(s->lctx, s->seq, x, 0, 1, s->n_batch, 0, &s->n_past, err, errsz);
-    } else {
-        for (int from = 0; !rc && from < x->n_tokens;) {
-            int m = chat_engine_piece(s->engine);
-            if (m > x->n_tokens - from) m = x->n_tokens - from;
-            rc = chat_decode_image_rows(s->lctx, s->seq, x, from, m, s->n_batch, &s->n_past, err,
-                                        errsz);
-            from += m;
-            if (!rc && from < x->n_tokens) chat_engine_yield(s->engine);
-        }
+    image_piece p = {.s = s, .x = x, .err = err, .errsz = errsz};
+    while (p.from < x->n_tokens) {
+        p.count = s->non_causal ? x->n_tokens : chat_engine_piece(s->engine);
+        if (p.count > x->n_tokens - p.from) p.count = x->n_tokens - p.from;
+        int rc = chat_engine_call(s->engine, decode_piece, &p);
+        if (rc) return rc;
+        p.from += p.count;
     }
-    chat_engine_unlock(s->engine);
-    return rc;
+    return 0;
 }
 
 /* One chunk of the plan from its token `from` on: text in the engine's shared steps (the logits

@@ -57,7 +57,9 @@ struct chat_session {
     float *logits;                  /* the last decoded position's logits [n_vocab] */
     struct llama_model *lm;         /* the engine's */
     struct llama_context *lctx;     /* the engine's: llama calls on it other than decoding
-                                       tokens (chat_engine_decode) under chat_engine_lock */
+                                       tokens (chat_engine_decode) on the engine thread when
+                                       they compute (chat_engine_call), else under
+                                       chat_engine_lock */
     const struct llama_vocab *vocab;
     struct llama_sampler *smpl;
     struct llama_sampler *grammar;  /* o.grammar's sampler, or NULL (chat_sample.c) */
