@@ -3,8 +3,8 @@
  * Every computation of the context runs on the engine's own thread, the steps and the calls
  * (chat_engine_call) alike: llama.cpp's CPU backend computes in OpenMP teams, one per thread
  * that calls it, and libgomp stops spinning at its barriers (sleeps and wakes in the kernel at
- * each) once its teams together have more threads than the machine has CPUs -- measured: a
- * lone conversation of a 4-slot server generated 25% slower when each slot's thread decoded.
+ * each) once its teams together have more threads than the machine has CPUs, which slows
+ * every decode; one calling thread keeps one team (bench/RESULTS.md has the numbers).
  *
  * A step: the engine thread waits (at most GATHER_MS) until every answering sequence has asked
  * for its next token, takes the waiting requests -- one token of each answering sequence first,
