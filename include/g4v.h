@@ -618,6 +618,56 @@ G4V_API void g4v_video_quiet_ffmpeg(void);
  * hint for telling a video from an image before choosing the call. */
 G4V_API int g4v_video_sniff(const void *bytes, size_t size);
 
+/* ---- What programs around libg4v share with it ------------------------------------------------
+ * g4v's front ends (the CLI, g4v serve, g4v chat) are clients of this header only; these three
+ * are the library's own code that they use too, rather than a second copy of each. */
+
+/* SHA-256 (FIPS 180-4): libg4v's, the one behind g4v_model_fingerprint and the feature cache's
+ * keys, with the CPU's SHA instructions where it has them (G4V_ISA=portable: plain C). The digest
+ * is the standard one. g4v_hash_state is storage the caller owns and never reads; its size is
+ * frozen like g4v_result's. g4v_hash_init, then g4v_hash_update any number of times, then
+ * g4v_hash_final (which writes G4V_HASH_BYTES bytes; init again to reuse the state). */
+#define G4V_HASH_BYTES 32
+typedef struct g4v_hash_state {
+    uint64_t opaque[20];
+} g4v_hash_state;
+G4V_API void g4v_hash_init(g4v_hash_state *state);
+G4V_API void g4v_hash_update(g4v_hash_state *state, const void *data, size_t n);
+G4V_API void g4v_hash_final(g4v_hash_state *state, uint8_t digest[G4V_HASH_BYTES]);
+
+/* libg4v parses JSON (config.json, index files, the feature cache's entries) with the system's
+ * cJSON, whose every parse writes one process-wide variable (cJSON_GetErrorPtr). A program that
+ * parses with cJSON in threads while libg4v may be loading a model or reading its cache holds
+ * this lock around each of its own cJSON_Parse* calls (libg4v holds it around its own), so the
+ * two never race. Hold it for the parse only: no g4v call may be made while holding it. */
+G4V_API void g4v_json_lock(void);
+G4V_API void g4v_json_unlock(void);
+
+/* What a GGUF file says about itself, from its header only (no tensor is read), through the
+ * reader g4v_model_load reads an mmproj with, at g4v_model_options' default limits. For choosing
+ * files: is this an mmproj or a language model, and a Gemma 4 one (g4v's model stores ask it).
+ * Strings are NUL-terminated copies, "" when the key is absent, not a string, or too long for
+ * the field. Fields may be appended in later versions (g4v_gguf_read_info_sized writes only the
+ * caller's sizeof, as g4v_model_get_info_sized does). */
+typedef struct g4v_gguf_info {
+    char architecture[64];   /* general.architecture: "clip" for an mmproj, "gemma4" for Gemma 4 */
+    char type[32];           /* general.type ("model", "mmproj", ...) */
+    char projector_type[64]; /* clip.projector_type, else clip.vision.projector_type ("gemma4v") */
+    int64_t tensors;         /* the tensors the file holds */
+    int64_t vision_tensors;  /* of them, those named v.* (a vision tower's) */
+    int has_chat_template;   /* 1 if it carries tokenizer.chat_template */
+} g4v_gguf_info;
+
+/* Fills info for the GGUF file at path. G4V_ERR_IO when it cannot be read, G4V_ERR_MODEL when it
+ * is not a well-formed GGUF, G4V_ERR_LIMIT over the default header limits, G4V_ERR_ARG for NULL
+ * arguments or an info_size of 0. */
+G4V_API g4v_status g4v_gguf_read_info_sized(const char *path, g4v_gguf_info *info,
+                                            size_t info_size, char *errbuf, size_t errbuf_size);
+static inline g4v_status g4v_gguf_read_info(const char *path, g4v_gguf_info *info, char *errbuf,
+                                            size_t errbuf_size) {
+    return g4v_gguf_read_info_sized(path, info, sizeof *info, errbuf, errbuf_size);
+}
+
 /* ---- Constants as functions, for bindings that cannot read macros (Python's ctypes) ---------- */
 
 /* Copies the budgets (G4V_BUDGETS, ascending) into out[0 .. max-1] (out may be NULL when max is

@@ -12,7 +12,8 @@
  * that every cJSON_Parse* call writes, on success too. Two loads, or a load and a cache read, in
  * two threads would race on it. So every parse in libg4v goes through g4v_json_parse_text, under
  * this one mutex: the library's only global mutable state, and it guards state that is cJSON's,
- * not ours. We never read cJSON's variable (the end pointer it returns is per call). */
+ * not ours. Programs that parse with cJSON beside the library take it too (g4v_json_lock, g4v.h).
+ * We never read cJSON's variable (the end pointer it returns is per call). */
 static pthread_mutex_t cjson_parse_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #if defined(__has_feature)
@@ -30,8 +31,13 @@ static pthread_mutex_t cjson_parse_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *volatile cjson_error_mirror; /* volatile: written, never read */
 #endif
 
+/* Public (g4v.h): programs that parse with cJSON too take the same lock. */
+void g4v_json_lock(void) { pthread_mutex_lock(&cjson_parse_lock); }
+
+void g4v_json_unlock(void) { pthread_mutex_unlock(&cjson_parse_lock); }
+
 cJSON *g4v_json_parse_text(const char *text, size_t n, const char **end) {
-    pthread_mutex_lock(&cjson_parse_lock);
+    g4v_json_lock();
 #ifdef G4V_TSAN_BUILD
     cjson_error_mirror = NULL; /* what cJSON_ParseWithLengthOpts does first */
 #endif
@@ -39,7 +45,7 @@ cJSON *g4v_json_parse_text(const char *text, size_t n, const char **end) {
 #ifdef G4V_TSAN_BUILD
     if (!root) cjson_error_mirror = end ? *end : text; /* ... and on failure */
 #endif
-    pthread_mutex_unlock(&cjson_parse_lock);
+    g4v_json_unlock();
     return root;
 }
 

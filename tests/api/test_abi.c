@@ -12,6 +12,7 @@
  * usage: test_abi FIXTURES   (tests/api/make_fixtures.py's directory)
  */
 #include "g4v.h"
+#include "small_gguf.h"
 #include "test_util.h"
 
 #include <stddef.h>
@@ -389,6 +390,36 @@ static void test_errbufs(void) {
     g4v_pixels_free(px);
 }
 
+/* g4v_gguf_read_info_sized: an older caller's smaller g4v_gguf_info (architecture only) gets
+ * nothing past it; a newer caller's larger one has its tail zeroed. */
+static void test_gguf_info(void) {
+    char path[1024], msg[512];
+    snprintf(path, sizeof path, "%s/abi_info.gguf", dir);
+    REQUIRE(small_gguf_write(path) == 0);
+    struct {
+        char architecture[64];
+        unsigned char guard[GUARD_BYTES];
+    } old;
+    memset(&old, GUARD, sizeof old);
+    CHECK_MSG(g4v_gguf_read_info_sized(path, (g4v_gguf_info *)&old, sizeof old.architecture, msg,
+                                       sizeof msg) == G4V_OK, "%s", msg);
+    CHECK(!strcmp(old.architecture, "clip") && guard_intact(old.guard));
+    struct {
+        g4v_gguf_info i;
+        uint64_t appended[4];
+        unsigned char guard[GUARD_BYTES];
+    } n;
+    memset(&n, GUARD, sizeof n);
+    CHECK(g4v_gguf_read_info_sized(path, &n.i, offsetof(__typeof__(n), guard), msg, sizeof msg) ==
+          G4V_OK);
+    CHECK(n.i.vision_tensors == 2 && n.appended[0] == 0 && n.appended[3] == 0 &&
+          guard_intact(n.guard));
+}
+
+/* g4v_hash_state is frozen: a program built now keeps working with a later library. */
+_Static_assert(sizeof(g4v_hash_state) == 160 && _Alignof(g4v_hash_state) == 8,
+               "g4v_hash_state is frozen");
+
 /* The frozen structs (g4v.h "Versions") keep the layout of version 0.1 on LP64. */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 _Static_assert(sizeof(g4v_result) == 80 && offsetof(g4v_result, features) == 40 &&
@@ -413,5 +444,6 @@ int main(int argc, char **argv) {
     test_v020_math();
     test_cache_stats();
     test_errbufs();
+    test_gguf_info();
     return test_summary("test_abi");
 }

@@ -5,6 +5,7 @@
  * Usage: test_api FIXTURES (tests/api/make_fixtures.py output). */
 #include "g4v.h"
 #include "image/image.h" /* only to decode a PNG independently for the RGB entry point */
+#include "small_gguf.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -488,6 +489,50 @@ static void test_encode_errors(void) {
     free(bytes);
 }
 
+/* What the front ends use of the library (g4v.h "What programs around libg4v share with it"). */
+static void test_shared_helpers(void) {
+    /* SHA-256: FIPS 180-2 appendix B.1 and B.2, the second fed in uneven pieces */
+    static const uint8_t abc[G4V_HASH_BYTES] = {
+        0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
+        0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+    static const uint8_t two_blocks[G4V_HASH_BYTES] = {
+        0x24, 0x8d, 0x6a, 0x61, 0xd2, 0x06, 0x38, 0xb8, 0xe5, 0xc0, 0x26, 0x93, 0x0c, 0x3e, 0x60, 0x39,
+        0xa3, 0x3c, 0xe4, 0x59, 0x64, 0xff, 0x21, 0x67, 0xf6, 0xec, 0xed, 0xd4, 0x19, 0xdb, 0x06, 0xc1};
+    const char *msg2 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    uint8_t d[G4V_HASH_BYTES];
+    g4v_hash_state s;
+    g4v_hash_init(&s);
+    g4v_hash_update(&s, "abc", 3);
+    g4v_hash_final(&s, d);
+    CHECK(!memcmp(d, abc, sizeof d));
+    g4v_hash_init(&s);
+    for (size_t at = 0, step = 1; at < strlen(msg2); at += step, step = step * 2 + 1)
+        g4v_hash_update(&s, msg2 + at, at + step <= strlen(msg2) ? step : strlen(msg2) - at);
+    g4v_hash_final(&s, d);
+    CHECK(!memcmp(d, two_blocks, sizeof d));
+
+    /* the JSON lock is the library's: not held after a load (which parses config.json) */
+    g4v_json_lock();
+    g4v_json_unlock();
+
+    char path[1024], msg[512];
+    snprintf(path, sizeof path, "%s/api_info.gguf", dir);
+    REQUIRE(small_gguf_write(path) == 0);
+    g4v_gguf_info info;
+    memset(&info, 0x5a, sizeof info);
+    CHECK_MSG(g4v_gguf_read_info(path, &info, msg, sizeof msg) == G4V_OK, "%s", msg);
+    CHECK(!strcmp(info.architecture, "clip") && !strcmp(info.type, "mmproj"));
+    CHECK(!strcmp(info.projector_type, "gemma4v"));
+    CHECK(info.tensors == 3 && info.vision_tensors == 2 && info.has_chat_template == 1);
+    CHECK(g4v_gguf_read_info(NULL, &info, msg, sizeof msg) == G4V_ERR_ARG && msg[0]);
+    CHECK(g4v_gguf_read_info_sized(path, &info, 0, msg, sizeof msg) == G4V_ERR_ARG && msg[0]);
+    snprintf(path, sizeof path, "%s/no-such.gguf", dir);
+    CHECK(g4v_gguf_read_info(path, &info, msg, sizeof msg) == G4V_ERR_IO && msg[0]);
+    snprintf(path, sizeof path, "%s/tiny/config.json", dir); /* not a GGUF */
+    g4v_status st = g4v_gguf_read_info(path, &info, msg, sizeof msg);
+    CHECK_MSG(st == G4V_ERR_MODEL && msg[0], "%s: %s", g4v_status_name(st), msg);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_api FIXTURES\n");
@@ -516,6 +561,7 @@ int main(int argc, char **argv) {
     test_batch();
     test_overrides();
     test_encode_errors();
+    test_shared_helpers();
     g4v_ctx_free(ctx);
     g4v_model_free(model);
     return test_summary("test_api");

@@ -1,19 +1,20 @@
 /* frontend.h - small helpers the front ends (the g4v CLI, g4v serve, g4v chat) share. They are
- * not part of libg4v: the front ends are clients of g4v.h only, and what they need beyond it --
- * a clock, UTF-8 checks for text they print as JSON, the locked JSON parse, number parsing for
- * their options -- is declared here (docs/API.md "Front ends"). tools/common is the one place of
- * the front ends that may include src/ headers (privately, in its .c files): a helper here that
- * the library already has is a thin wrapper over the library's function, so there is one
- * implementation and no front end declares a library-internal prototype.
+ * not part of libg4v: the front ends are clients of g4v.h only (nothing under tools/ includes a
+ * header from src/: tests/docs/test_front_end_api.py), and what they need beyond it -- a clock,
+ * UTF-8 checks for text they print as JSON, the locked JSON parse, SHA-256, number parsing for
+ * their options -- is declared here (docs/API.md "Front ends"). Where the library has the same
+ * thing and one copy matters (the cJSON lock, the SHA-256 kernels) the helper calls the public
+ * API (g4v_json_lock, g4v_hash_*); the clock and the UTF-8 checks are this folder's own code.
  */
 #ifndef G4V_FRONTEND_H
 #define G4V_FRONTEND_H
 
+#include "g4v.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-/* The clock and the UTF-8 checks are libg4v's (src/base/clock.c, src/base/utf8.c: the PNG
- * reader checks iTXt with the same code, tested by test_base), called through these wrappers. */
+/* The clock and the UTF-8 checks (utf8.c) are the front ends' own (tests/common/test_frontend.c). */
 /* Seconds on CLOCK_MONOTONIC; only differences are meaningful. */
 double fe_now_s(void);
 /* Length (1-4) of the strict UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most
@@ -28,10 +29,9 @@ void fe_utf8_sanitize(char *s);
  * end inside a character); NULL when out of memory. */
 char *fe_utf8_copy(const char *s, size_t n);
 
-/* libg4v's one JSON parse (src/io/json_file.c g4v_json_parse_text: it holds the lock that keeps
- * cJSON's global error state race-free, and there must be one lock): cJSON's length-bounded
- * parse (end: where it stopped) under that lock. g4v serve's chat requests are parsed here while
- * the library may parse a model's JSON in another thread. */
+/* cJSON's length-bounded parse (end: where it stopped) under libg4v's cJSON lock (g4v_json_lock:
+ * cJSON's global error state is written by every parse, and there must be one lock). g4v serve's
+ * chat requests are parsed here while the library may parse a model's JSON in another thread. */
 struct cJSON;
 struct cJSON *fe_json_parse_text(const char *text, size_t n, const char **end);
 
@@ -47,13 +47,11 @@ int fe_parse_double(const char *s, double lo, double hi, double *out);
  * JSON can hold. Returns buf. */
 char *fe_format_double(char *buf, size_t cap, double v);
 
-/* libg4v's SHA-256 (src/kernels/sha256.h: FIPS 180-4, tested against the NIST vectors, with the
- * SHA extensions where the CPU has them) for the chat prompt cache's file names and checksums.
- * fe_sha256_ctx is storage for the library's hashing state, opaque here (frontend.c checks that
- * it is large enough). */
+/* libg4v's SHA-256 (g4v_hash_*, g4v.h: FIPS 180-4, with the SHA extensions where the CPU has
+ * them) for the chat prompt cache's file names and checksums. */
 #define FE_SHA256_BYTES 32
 typedef struct fe_sha256_ctx {
-    _Alignas(16) unsigned char opaque[160];
+    g4v_hash_state state;
 } fe_sha256_ctx;
 void fe_sha256_init(fe_sha256_ctx *s);
 void fe_sha256_update(fe_sha256_ctx *s, const void *data, size_t n);

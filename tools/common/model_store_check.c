@@ -1,34 +1,51 @@
 /* model_store_check.c - whether a file a store holds is a Gemma 4 model g4v can use, decided
  * from its metadata only (no weight is read): config.json's model_type and the weight files it
  * needs for a checkpoint; general.architecture, the projector type and the v.* tensors for a GGUF
- * (the header read by libg4v's own GGUF reader, src/io/gguf.c). A "why" says what is wrong and
- * what to do about it. */
+ * (the header read by libg4v's own GGUF reader, through g4v_gguf_read_info). A "why" says what is
+ * wrong and what to do about it. */
 #include "frontend.h"
 #include "model_store_internal.h"
 
-#include "base/alloc.h"
-#include "io/fsutil.h"
-#include "io/gguf.h"
+#include "g4v.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define MS_MAX_JSON (16u << 20)
 
-cJSON *ms_read_json(const char *path, char *why, size_t cap) {
-    unsigned char *buf = NULL;
-    size_t n = 0;
-    g4v_err e;
-    g4v_err_clear(&e);
-    if (g4v_read_file(path, MS_MAX_JSON, "max_config_bytes", &buf, &n, &e)) {
-        ms_msg(why, cap, "%s", e.msg);
-        return NULL;
+/* The whole of a file of at most max bytes into a malloc'ed buffer; NULL with the reason. */
+static char *read_small_file(const char *path, size_t max, size_t *n, char *why, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return ms_msg(why, cap, "cannot open %s: %s", path, strerror(errno)), NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fileno(f), &st) || st.st_size < 0) {
+        ms_msg(why, cap, "cannot read %s: %s", path, strerror(errno));
+    } else if ((uint64_t)st.st_size > max) {
+        ms_msg(why, cap, "%s is %lld bytes, over the %zu a model's JSON file may have", path,
+               (long long)st.st_size, max);
+    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
+        ms_msg(why, cap, "out of memory reading %s", path);
+    } else if ((*n = fread(buf, 1, (size_t)st.st_size, f)) != (size_t)st.st_size) {
+        ms_msg(why, cap, "cannot read %s: short read", path);
+        free(buf);
+        buf = NULL;
     }
-    cJSON *j = fe_json_parse_text((const char *)buf, n, NULL);
-    g4v_free(buf);
+    fclose(f);
+    return buf;
+}
+
+cJSON *ms_read_json(const char *path, char *why, size_t cap) {
+    size_t n = 0;
+    char *buf = read_small_file(path, MS_MAX_JSON, &n, why, cap);
+    if (!buf) return NULL;
+    cJSON *j = fe_json_parse_text(buf, n, NULL);
+    free(buf);
     if (!j) ms_msg(why, cap, "%s is not valid JSON", path);
     return j;
 }
@@ -112,48 +129,27 @@ int ms_check_checkpoint(const char *dir, char *why, size_t cap) {
     return 0;
 }
 
-typedef struct gguf_facts {
-    char arch[64], type[32], proj[64];
-    int vision_tensors, has_template;
-} gguf_facts;
-
-static int read_facts(const char *path, gguf_facts *f, char *why, size_t cap) {
-    memset(f, 0, sizeof *f);
-    g4v_checkpoint_limits lim;
-    g4v_checkpoint_limits_default(&lim);
-    g4v_gguf_file g;
-    g4v_err e;
-    g4v_err_clear(&e);
-    if (g4v_gguf_open(path, &lim, &g, &e)) {
-        ms_msg(why, cap, "not a readable GGUF: %s", e.msg);
+static int read_facts(const char *path, g4v_gguf_info *f, char *why, size_t cap) {
+    char msg[512];
+    if (g4v_gguf_read_info(path, f, msg, sizeof msg)) {
+        ms_msg(why, cap, "not a readable GGUF: %s", msg);
         return -1;
     }
-    int present;
-    g4v_gguf_get_str(&g, "general.architecture", f->arch, sizeof f->arch, &present, &e);
-    g4v_gguf_get_str(&g, "general.type", f->type, sizeof f->type, &present, &e);
-    if (g4v_gguf_get_str(&g, "clip.projector_type", f->proj, sizeof f->proj, &present, &e) ||
-        !present)
-        g4v_gguf_get_str(&g, "clip.vision.projector_type", f->proj, sizeof f->proj, &present,
-                         &e);
-    f->has_template = g4v_gguf_find(&g, "tokenizer.chat_template") != NULL;
-    for (size_t i = 0; i < g.nt; i++)
-        if (!strncmp(g.t[i].name, "v.", 2)) f->vision_tensors++;
-    g4v_gguf_close(&g);
     return 0;
 }
 
 int ms_check_mmproj(const char *path, char *why, size_t cap) {
-    gguf_facts f;
+    g4v_gguf_info f;
     if (!ms_is_file(path)) return ms_msg(why, cap, "%s is missing", path), 0;
     if (read_facts(path, &f, why, cap)) return 0;
-    if (strcmp(f.arch, "clip")) {
+    if (strcmp(f.architecture, "clip")) {
         ms_msg(why, cap, "%s is not an mmproj (general.architecture \"%s\", not \"clip\")",
-               path, f.arch);
+               path, f.architecture);
         return 0;
     }
-    if (strncmp(f.proj, "gemma4", 6)) {
+    if (strncmp(f.projector_type, "gemma4", 6)) {
         ms_msg(why, cap, "not Gemma 4: the projector %s has projector_type \"%s\"", path,
-               f.proj);
+               f.projector_type);
         return 0;
     }
     return 1;
@@ -161,15 +157,16 @@ int ms_check_mmproj(const char *path, char *why, size_t cap) {
 
 int ms_check_text(const char *path, int *vision_tensors, int *has_template, char *why,
                   size_t cap) {
-    gguf_facts f;
+    g4v_gguf_info f;
     if (vision_tensors) *vision_tensors = 0;
     if (has_template) *has_template = 0;
     if (!ms_is_file(path)) return ms_msg(why, cap, "%s is missing", path), 0;
     if (read_facts(path, &f, why, cap)) return 0;
-    if (vision_tensors) *vision_tensors = f.vision_tensors;
-    if (has_template) *has_template = f.has_template;
-    if (strncmp(f.arch, "gemma4", 6)) {
-        ms_msg(why, cap, "not Gemma 4: %s has general.architecture \"%s\"", path, f.arch);
+    if (vision_tensors) *vision_tensors = (int)f.vision_tensors;
+    if (has_template) *has_template = f.has_chat_template;
+    if (strncmp(f.architecture, "gemma4", 6)) {
+        ms_msg(why, cap, "not Gemma 4: %s has general.architecture \"%s\"", path,
+               f.architecture);
         return 0;
     }
     return 1;
