@@ -1,4 +1,4 @@
-/* decode.c - the image layer's entry points: g4v_image_opts_default, g4v_image_decode(_info) and
+/* decode.c - the image layer's entry points: g4v_image_opts_default, g4v_image_decode and
  * g4v_image_load check their arguments, tell the format by its first bytes (format.c), pick the
  * decoder and hand it to the row pipe (pipe.c, g4v_pipe_run). The decoders call the pipe and
  * never this file, so the calls run one way: here -> decoders -> pipe.
@@ -57,7 +57,7 @@ static int pick_decoder(const uint8_t *b, size_t n, g4v_decoder_fn **dec, const 
                     hex);
 }
 
-/* What g4v_image_decode(_info) and g4v_image_load share: the checks, then bytes -> decoder ->
+/* What g4v_image_decode and g4v_image_load share: the checks, then bytes -> decoder ->
  * pipe -> out (resized to budget's target size unless budget is 0). */
 static int decode_image(const void *bytes, size_t n, int budget, const g4v_image_opts *opts,
                         g4v_image *out, g4v_image_info *info, g4v_err *err) {
@@ -79,11 +79,6 @@ static int decode_image(const void *bytes, size_t n, int budget, const g4v_image
     int st = pick_decoder(bytes, n, &dec, &name, err);
     if (st) return st;
     return g4v_pipe_run(bytes, n, dec, name, budget, opts, out, info, err);
-}
-
-int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opts,
-                          g4v_image *out, g4v_image_info *info, g4v_err *err) {
-    return decode_image(bytes, n, 0, opts, out, info, err);
 }
 
 int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,

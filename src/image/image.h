@@ -47,7 +47,7 @@ typedef struct g4v_image_opts {
 
 void g4v_image_opts_default(g4v_image_opts *o);
 
-/* What g4v_image_load / g4v_image_decode found (optional output). */
+/* What g4v_image_load found (optional output). */
 typedef struct g4v_image_info {
     const char *format;   /* "JPEG", "PNG", "WebP", "GIF", "BMP" (static string) */
     int src_width, src_height; /* as stored in the file */
@@ -64,8 +64,6 @@ typedef struct g4v_image_info {
  * opts may be NULL (defaults); info may be NULL. */
 int g4v_image_decode(const void *bytes, size_t n, const g4v_image_opts *opts, g4v_image *out,
                      g4v_err *err);
-int g4v_image_decode_info(const void *bytes, size_t n, const g4v_image_opts *opts,
-                          g4v_image *out, g4v_image_info *info, g4v_err *err);
 
 /* Decode + orientation + g4v_target_size(budget) + resize (opts->resize_order), byte-identical
  * to calling those in turn, with less memory and time. out receives the target-size image. */

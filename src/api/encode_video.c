@@ -1,10 +1,9 @@
-/* video.c - g4v_encode_video_file / _memory and the video prompt: decode and sample the frames
- * (src/video), resize each with the image rule at the per-frame budget (Pillow- or torchvision-
- * exact, src/image),
- * encode them all as one batch (encode_frames) or read them from the feature cache, one entry per
- * frame (frames_rows), and describe each frame (index, timestamp, MM:SS, tokens).
- * The features and the frame records live in the ctx like g4v_result's; the resized frames only
- * during the call. docs/VIDEO.md.
+/* encode_video.c - g4v_encode_video_file / _memory and the video prompt: decode and sample the
+ * frames (src/video), resize each with the image rule at the per-frame budget (Pillow- or
+ * torchvision-exact, src/image), encode them all as one batch (encode_frames) or read them from
+ * the feature cache, one entry per frame (frames_rows), and describe each frame (index,
+ * timestamp, MM:SS, tokens). The features and the frame records live in the ctx like
+ * g4v_result's; the resized frames only during the call. docs/VIDEO.md.
  */
 #include "api_internal.h"
 
