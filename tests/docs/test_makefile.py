@@ -1,12 +1,15 @@
 #!/usr/bin/python3
-"""test_makefile.py - every make target is in `make help`, and no stated fuzz-target count rots.
+"""test_makefile.py - every make target is in `make help` and one script call, and no stated
+fuzz-target count rots.
 
 The Makefile is the project's front door (`make demo`, `make test`); `make help` lists each target
 with the "## " text on its rule line. This parses the Makefile and the files it includes and
 fails on a target without that text, on a target `make help` does not print, and on a target not
 declared .PHONY (none of them makes a file of its name). A sentence that counts the fuzz targets
 ("N fuzz targets") in a tracked Markdown file must match fuzz/, and the Makefiles count no
-targets at all ("6 targets, 2 at a time"): counts in comments rot.
+targets at all ("6 targets, 2 at a time"): counts in comments rot. And the Makefiles hold no
+shell programs: each target's recipe is at most one line, which runs a script of scripts/, fuzz/
+or bench/ (scripts/make/<target>.sh for most) with no shell control (; && || | if for) around it.
 
 usage: pytest test_makefile.py [--arg=REPO_ROOT]
 """
@@ -77,6 +80,43 @@ def parse(top):
                 h = re.search(r"##\s+(\S.*)$", m.group(2))
                 targets.append((f, m.group(1), h.group(1) if h else None))
     return targets, phony
+
+
+def recipes(top):
+    """{target: [its recipe lines, continuations joined]} over the Makefile and its includes."""
+    out, cur = {}, None
+    for f in makefiles(top):
+        for line in logical_lines(os.path.join(top, f)):
+            if line.startswith("\t"):
+                if cur is not None:
+                    out[cur].append(line.strip())
+                continue
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            m = RULE.match(line)
+            cur = m.group(1) if m and not line.startswith(".") else None
+            if cur is not None:
+                out.setdefault(cur, [])
+    return out
+
+
+SCRIPT = re.compile(r"(?:^|[\s'=@])(?:scripts|fuzz|bench)/[\w./-]+\.(?:sh|py)\b")
+SHELL_CONTROL = re.compile(r";|&&|\|\||\||\b(?:if|then|for|while|case)\b")
+
+
+def test_one_line_recipes():
+    bad = []
+    for target, lines in sorted(recipes(root()).items()):
+        if len(lines) > 1:
+            bad.append(f"{target}: {len(lines)} recipe lines (move them into a script)")
+        for line in lines:
+            if not SCRIPT.search(line):
+                bad.append(f"{target}: runs no script of scripts/, fuzz/ or bench/: {line}")
+            if SHELL_CONTROL.search(line):
+                bad.append(f"{target}: shell control in the recipe: {line}")
+    for b in bad:
+        print(b)
+    assert not bad, f"{len(bad)} recipes that are not one script call: {bad}"
 
 
 def test_every_target_in_help():

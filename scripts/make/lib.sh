@@ -1,0 +1,43 @@
+# lib.sh - sourced by the scripts of the make targets (scripts/make/*.sh): the settings the
+# Makefile passes in the environment (its RUN: BUILD, JOBS, CMAKE_FLAGS, PYTHON, MAKE) with the
+# Makefile's defaults, and the CMake steps the targets share. Each step prints its command first,
+# as make printed the recipe lines these scripts replace. CMAKE_FLAGS is split at spaces, as in
+# the recipes; the scripts run in the repository root (where make runs them).
+set -e
+BUILD=${BUILD:-build}
+JOBS=${JOBS:-$(nproc)}
+CMAKE_FLAGS=${CMAKE_FLAGS-}
+PYTHON=${PYTHON:-/usr/bin/python3}
+MAKE=${MAKE:-make}
+
+# configure DIR FLAGS...: configure a build directory (every target configures through it).
+configure() {
+    dir=$1
+    shift
+    echo "cmake -S . -B $dir $*"
+    cmake -S . -B "$dir" "$@"
+}
+
+# compile DIR [TARGETS...]: build it, or only TARGETS.
+compile() {
+    dir=$1
+    shift
+    if [ $# -gt 0 ]; then
+        echo "cmake --build $dir -j $JOBS --target $*"
+        cmake --build "$dir" -j "$JOBS" --target "$@"
+    else
+        echo "cmake --build $dir -j $JOBS"
+        cmake --build "$dir" -j "$JOBS"
+    fi
+}
+
+# llama_prefix [ARGS...]: the install prefix of the llama.cpp build (scripts/build-llama.sh builds
+# it the first time, then reuses it).
+llama_prefix() { scripts/build-llama.sh "$@" | tail -1; }
+
+# The synthetic e4b checkpoint of the benchmarks ($BENCH_MODEL), generated on first use.
+BENCH_MODEL=${BENCH_MODEL:-$BUILD/bench-e4b}
+bench_model() {
+    [ -f "$BENCH_MODEL/config.json" ] ||
+        $PYTHON tools/gen_checkpoint.py "$BENCH_MODEL" --config e4b --seed 0
+}
