@@ -7,7 +7,7 @@
  * RSS after that. Not a test: a measuring tool for reports.
  */
 #include "base/clock.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

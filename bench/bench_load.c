@@ -18,7 +18,7 @@
 #include "bench_util.h"
 
 #include "g4v.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 
 #include <signal.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 #ifndef G4V_FUZZ_CHECKPOINT_H
 #define G4V_FUZZ_CHECKPOINT_H
 
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "io/safetensors.h"
 
 #include <stdint.h>

@@ -10,7 +10,7 @@
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "io/config.h"
 #include "io/json_file.h"
 #include "io/names.h"

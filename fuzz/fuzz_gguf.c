@@ -13,7 +13,7 @@
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "io/gguf.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include "fuzz_checkpoint.h"
 #include "fuzz_common.h"
 
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 
 #include <stdio.h>
 

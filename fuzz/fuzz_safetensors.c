@@ -12,7 +12,7 @@
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "io/safetensors.h"
 
 #include <stdio.h>

@@ -11,10 +11,21 @@
 
 #include <pthread.h>
 
+/* The network a model runs, tagged by the checkpoint's kind (io/checkpoint.h g4v_model_kind:
+ * docs/ARCHITECTURE.md §2 "Model kinds"): every use switches on kind (model.c), so a new kind is
+ * a new enum value, a new member here and a new case in each switch, which the compiler finds
+ * (-Wswitch). */
+typedef struct g4v_vision_net {
+    g4v_model_kind kind;
+    union {
+        g4v_encoder *tower;     /* G4V_KIND_TOWER: the vision transformer */
+        g4v_embedder *unified;  /* G4V_KIND_UNIFIED: the 12B's encoder-free patch embedder */
+    } as;
+} g4v_vision_net;
+
 struct g4v_model {
     g4v_checkpoint *ck;
-    g4v_encoder *enc;       /* the tower (kind "tower"), or NULL */
-    g4v_embedder *emb;      /* the unified embedder (kind "unified"), or NULL */
+    g4v_vision_net net;     /* NULL members until created */
     g4v_model_options opts; /* with defaults filled in */
     g4v_image_opts image_opts;
     char kernel_path[512]; /* g4v_encoder_kernel_path, part of every cache key */

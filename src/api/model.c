@@ -7,6 +7,7 @@
 #include "base/amx.h"
 #include "base/cpu.h"
 #include "base/budget.h"
+#include "io/model_source.h"
 
 #include <string.h>
 
@@ -159,6 +160,41 @@ static int default_budget(const g4v_checkpoint *ck, int *budget, g4v_err *err) {
     return G4V_OK;
 }
 
+/* The network of m->ck's kind into m->net (docs/ARCHITECTURE.md §2 "Model kinds"). */
+static int net_create(g4v_model *m, const g4v_encoder_opts *eo, g4v_err *err) {
+    m->net.kind = m->ck->cfg.kind;
+    switch (m->net.kind) {
+    case G4V_KIND_TOWER:
+        return g4v_encoder_create(m->ck, eo, &m->net.as.tower, err);
+    case G4V_KIND_UNIFIED:
+        return g4v_embedder_create(m->ck, eo, &m->net.as.unified, err);
+    }
+    return g4v_fail(err, G4V_ERR_INTERNAL, "model kind %d", (int)m->net.kind);
+}
+
+static void net_kernel_path(const g4v_vision_net *n, char *buf, size_t cap) {
+    switch (n->kind) {
+    case G4V_KIND_TOWER:
+        g4v_encoder_kernel_path(n->as.tower, buf, cap);
+        return;
+    case G4V_KIND_UNIFIED:
+        g4v_embedder_kernel_path(n->as.unified, buf, cap);
+        return;
+    }
+}
+
+static void net_free(g4v_vision_net *n) {
+    switch (n->kind) {
+    case G4V_KIND_TOWER:
+        g4v_encoder_free(n->as.tower);
+        break;
+    case G4V_KIND_UNIFIED:
+        g4v_embedder_free(n->as.unified);
+        break;
+    }
+    n->as.tower = NULL;
+}
+
 g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_model **out, char *errbuf,
                    size_t errbuf_size) {
     g4v_err err;
@@ -202,19 +238,14 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
                            .drop_mapped_pages = !o.read_weights && !o.metadata_only,
                            .check_only = o.metadata_only,
                            .pool = packers};
-    if (!(st = g4v_checkpoint_open(dir, &lim, &m->ck, &err)))
-        st = m->ck->cfg.kind == G4V_KIND_UNIFIED ? g4v_embedder_create(m->ck, &eo, &m->emb, &err)
-                                                 : g4v_encoder_create(m->ck, &eo, &m->enc, &err);
+    if (!(st = g4v_checkpoint_open(dir, &lim, &m->ck, &err))) st = net_create(m, &eo, &err);
     g4v_pool_destroy(packers);
     if (!st && !m->opts.budget) st = default_budget(m->ck, &m->opts.budget, &err);
     if (st) {
         g4v_model_free(m);
         goto fail;
     }
-    if (m->emb)
-        g4v_embedder_kernel_path(m->emb, m->kernel_path, sizeof m->kernel_path);
-    else
-        g4v_encoder_kernel_path(m->enc, m->kernel_path, sizeof m->kernel_path);
+    net_kernel_path(&m->net, m->kernel_path, sizeof m->kernel_path);
     g4v_cpu_rule_line(m->kernel_rule, sizeof m->kernel_rule); /* docs/NUMERICS.md §6.6 */
     *out = m;
     return G4V_OK;
@@ -225,8 +256,7 @@ fail:
 
 void g4v_model_free(g4v_model *m) {
     if (!m) return;
-    g4v_encoder_free(m->enc);
-    g4v_embedder_free(m->emb);
+    net_free(&m->net);
     g4v_checkpoint_close(m->ck);
     pthread_mutex_destroy(&m->fp_lock);
     g4v_free(m);
@@ -234,18 +264,27 @@ void g4v_model_free(g4v_model *m) {
 
 int g4v_model_run(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool, const uint8_t *rgb,
                   int width, int height, size_t stride, float *out, g4v_err *err) {
-    if (m->emb) return g4v_embedder_run(m->emb, ws, pool, rgb, width, height, stride, out, err);
-    return g4v_encoder_run(m->enc, ws, pool, rgb, width, height, stride, out, err);
+    switch (m->net.kind) {
+    case G4V_KIND_TOWER:
+        return g4v_encoder_run(m->net.as.tower, ws, pool, rgb, width, height, stride, out, err);
+    case G4V_KIND_UNIFIED:
+        return g4v_embedder_run(m->net.as.unified, ws, pool, rgb, width, height, stride, out,
+                                err);
+    }
+    return g4v_fail(err, G4V_ERR_INTERNAL, "model kind %d", (int)m->net.kind);
 }
 
 int g4v_model_run_batch(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool,
                         const g4v_encoder_image *im, int n, float *out, g4v_err *err) {
-    if (!m->emb) return g4v_encoder_run_batch(m->enc, ws, pool, im, n, out, err);
+    /* The tower encodes a batch as one (its GEMMs see every image's rows); the embedder has no
+     * cross-image work, so it runs image by image. */
+    if (m->net.kind == G4V_KIND_TOWER)
+        return g4v_encoder_run_batch(m->net.as.tower, ws, pool, im, n, out, err);
     size_t T = (size_t)m->ck->cfg.text_hidden_size,
            side = (size_t)m->ck->cfg.patch_size * (size_t)m->ck->cfg.pooling_kernel_size;
     for (int i = 0; i < n; i++) {
-        int st = g4v_embedder_run(m->emb, ws, pool, im[i].rgb, im[i].width, im[i].height,
-                                  im[i].stride, out, err);
+        int st = g4v_model_run(m, ws, pool, im[i].rgb, im[i].width, im[i].height, im[i].stride,
+                               out, err);
         if (st) {
             if (n > 1) g4v_err_prefix(err, "image %d of the batch", i);
             return st;

@@ -1,522 +1,81 @@
-/* checkpoint.c - finds, validates and maps the vision tensors of a checkpoint directory.
- *
- * Steps: config.json -> the wanted-tensor list (names.c) -> match the headers of the files that
- * can hold them (sidecar, index shards, single file) -> per file, check that the used tensors do
- * not overlap -> map only their byte ranges -> fill the views, decode the clip bounds, count.
- * Text weights are never read or mapped: headers are read with pread, data only mapped.
+/* checkpoint.c - the g4v_checkpoint every model source fills (checkpoint.h): what the loaders
+ * (safetensors_dir.c for checkpoint directories, mmproj_gguf.c for llama.cpp mmproj files) use
+ * and none owns: the default limits, the allocation of a checkpoint's parts, the decoding of its
+ * clip bounds, and the close and foreach that work whichever loader filled it. The loaders call
+ * down into this file; it calls none of them.
  */
 #include "io/checkpoint.h"
 
 #include "base/alloc.h"
 #include "io/checkpoint_internal.h"
-#include "io/budget_defaults.h"
-#include "io/config.h"
-#include "io/fsutil.h"
-#include "io/json_file.h"
 #include "io/names.h"
 #include "io/safetensors.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <stddef.h>
 
-#define SIDECAR_NAME "optiq_vision.safetensors"
-#define INDEX_NAME "model.safetensors.index.json"
-#define SINGLE_NAME "model.safetensors"
-
-typedef struct loader {
-    const char *dir;
-    const g4v_checkpoint_limits *lim;
-    g4v_checkpoint *ck;
-    g4v_wanted *w;
-    size_t nw;
-    g4v_st_file *files; /* files that hold wanted tensors, fd open until mapped */
-    size_t nfiles;
-    g4v_err *err;
-} loader;
-
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
+void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim) {
+    lim->max_header_bytes = 100u * 1000 * 1000;
+    lim->max_tensor_count = 1000000;
+    lim->max_config_bytes = 16u * 1000 * 1000;
+    lim->read_weights = 0;
 }
 
-static int cmp_by_begin(const void *a, const void *b) {
-    const g4v_wanted *x = *(const g4v_wanted *const *)a, *y = *(const g4v_wanted *const *)b;
-    return x->entry.begin < y->entry.begin ? -1 : x->entry.begin > y->entry.begin;
-}
-
-/* The wanted tensors held by file k, sorted by offset (*out g4v_malloc'ed). */
-static int tensors_of_file(loader *L, int k, g4v_wanted ***out, size_t *n) {
-    size_t cnt = 0;
-    for (size_t i = 0; i < L->nw; i++)
-        cnt += L->w[i].file == k;
-    g4v_wanted **v = g4v_malloc_array(cnt, sizeof *v);
-    if (!v) return g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
-    cnt = 0;
-    for (size_t i = 0; i < L->nw; i++)
-        if (L->w[i].file == k) v[cnt++] = &L->w[i];
-    qsort(v, cnt, sizeof *v, cmp_by_begin);
-    *out = v;
-    *n = cnt;
-    return G4V_OK;
-}
-
-static int check_overlap(loader *L, const g4v_st_file *f, int k) {
-    g4v_wanted **v;
-    size_t n;
-    int st = tensors_of_file(L, k, &v, &n);
-    if (st) return st;
-    for (size_t i = 1; i < n && !st; i++)
-        if (v[i]->entry.begin < v[i - 1]->entry.end)
-            st = g4v_fail(L->err, G4V_ERR_MODEL,
-                          "%s: the data of tensors %s [%llu, %llu) and %s [%llu, %llu) overlap",
-                          f->path, v[i - 1]->name, (unsigned long long)v[i - 1]->entry.begin,
-                          (unsigned long long)v[i - 1]->entry.end, v[i]->name,
-                          (unsigned long long)v[i]->entry.begin,
-                          (unsigned long long)v[i]->entry.end);
-    g4v_free(v);
-    return st;
-}
-
-static int shape_matches(const g4v_wanted *w) {
-    const g4v_st_entry *e = &w->entry;
-    if (w->ndim == 0 && e->ndim == 1 && e->shape[0] == 1) return 1; /* [1] scalar */
-    if (e->ndim != w->ndim) return 0;
-    for (int i = 0; i < e->ndim; i++)
-        if (e->shape[i] != w->shape[i]) return 0;
-    return 1;
-}
-
-static int match_entry(loader *L, g4v_st_file *f, int k, const cJSON *c) {
-    int prefixed;
-    g4v_wanted *w = g4v_wanted_find(L->w, L->nw, c->string, &prefixed);
-    if (!w) return G4V_OK; /* not a vision tensor we use */
-    if (w->file == k)
-        return g4v_fail(L->err, G4V_ERR_MODEL,
-                        "%s: tensor %s appears twice (with and without "
-                        "the \"model.\" prefix, or under two spellings)",
-                        f->path, w->name);
-    if (w->file >= 0) return G4V_OK; /* an earlier file (the sidecar) already has it */
-    int st = g4v_st_entry_parse(f, c, c->string, &w->entry, L->err);
-    if (st) return st;
-    if (!shape_matches(w)) {
-        char want[160], found[200];
-        g4v_shape_str(want, sizeof want, w->ndim, w->shape);
-        g4v_shape_str(found, sizeof found, w->entry.ndim, w->entry.shape);
-        return g4v_fail(L->err, G4V_ERR_MODEL,
-                        "%s: tensor %s: expected shape %s (from config.json), found %s", f->path,
-                        c->string, want, found);
-    }
-    w->file = k;
-    w->prefixed = prefixed;
-    return G4V_OK;
-}
-
-/* Opens path, records every wanted tensor it holds (not already found) and keeps the file open
- * if it holds any. */
-static int match_file(loader *L, const char *path) {
-    g4v_st_file f;
-    int st = g4v_st_open(path, L->lim, &f, L->err);
-    if (st) return st;
-    int k = (int)L->nfiles;
-    size_t matched = 0;
-    for (const cJSON *c = f.header->child; c && !st; c = c->next) {
-        if (!c->string || !strcmp(c->string, "__metadata__")) continue;
-        st = match_entry(L, &f, k, c);
-    }
-    for (size_t i = 0; i < L->nw; i++)
-        matched += L->w[i].file == k;
-    if (!st && matched) st = check_overlap(L, &f, k);
-    if (!st && matched) {
-        g4v_st_file *grown = g4v_realloc(L->files, (L->nfiles + 1) * sizeof *grown);
-        if (!grown)
-            st = g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
-        else
-            L->files = grown;
-    }
-    if (st || !matched) {
-        for (size_t i = 0; i < L->nw; i++)
-            if (L->w[i].file == k) L->w[i].file = -1;
-        g4v_st_close(&f);
-        return st;
-    }
-    g4v_st_release_header(&f);
-    L->files[L->nfiles++] = f;
-    return G4V_OK;
-}
-
-static int any_missing(const loader *L) {
-    for (size_t i = 0; i < L->nw; i++)
-        if (L->w[i].file < 0) return 1;
-    return 0;
-}
-
-static int shard_name_ok(const char *s) {
-    size_t n = strlen(s);
-    return n > 0 && n < 256 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
-}
-
-typedef struct shard_ref {
-    const char *name;
-    size_t at; /* position in the weight_map */
-} shard_ref;
-
-static int cmp_shard_ref(const void *a, const void *b) {
-    const shard_ref *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->at > y->at) - (x->at < y->at);
-}
-
-/* The distinct shard names of the n weight_map entries, in order of first appearance (*names,
- * pointing into the tree), and each entry's index in that list (*of_entry). Sorted, not searched
- * linearly: a linear search per entry is quadratic, minutes for an index naming 100,000 shards. */
-static int distinct_shards(const cJSON *wm, size_t n, const char ***names, size_t *nnames,
-                           size_t **of_entry, g4v_err *err) {
-    shard_ref *r = g4v_malloc_array(n, sizeof *r);
-    size_t *group = g4v_malloc_array(n, sizeof *group), *rank = g4v_malloc_array(n, sizeof *rank);
-    size_t *sid = g4v_malloc_array(n, sizeof *sid);
-    const char **out = g4v_malloc_array(n, sizeof *out);
-    if (!r || !group || !rank || !sid || !out) {
-        g4v_free(r);
-        g4v_free(group);
-        g4v_free(rank);
-        g4v_free(sid);
-        g4v_free(out);
-        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
-    }
-    size_t i = 0;
-    for (const cJSON *c = wm->child; c && i < n; c = c->next, i++)
-        r[i] = (shard_ref){c->valuestring, i};
-    qsort(r, n, sizeof *r, cmp_shard_ref);
-    size_t ngroups = 0;
-    for (i = 0; i < n; i++) {
-        if (i && strcmp(r[i - 1].name, r[i].name)) ngroups++;
-        group[r[i].at] = ngroups;
-    }
-    for (i = 0; i < n; i++) rank[i] = SIZE_MAX;
-    size_t k = 0;
-    i = 0; /* in entry order: first appearance decides a shard's index */
-    for (const cJSON *c = wm->child; c && i < n; c = c->next, i++) {
-        size_t g = group[i];
-        if (rank[g] == SIZE_MAX) {
-            rank[g] = k;
-            out[k++] = c->valuestring;
-        }
-        sid[i] = rank[g];
-    }
-    g4v_free(r);
-    g4v_free(group);
-    g4v_free(rank);
-    *names = out;
-    *nnames = k;
-    *of_entry = sid;
-    return G4V_OK;
-}
-
-/* Looks the missing tensors up in the index's weight_map and matches the shards that hold them. */
-static int load_shards(loader *L, const char *index_path, int *nshards_used, int *nshards_total) {
-    cJSON *idx;
-    int st = g4v_json_load(index_path, L->lim->max_config_bytes, &idx, L->err);
-    if (st) return st;
-    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
-    if (!cJSON_IsObject(wm)) {
-        cJSON_Delete(idx);
-        return g4v_fail(L->err, G4V_ERR_MODEL, "%s: no weight_map object", index_path);
-    }
-    size_t n = 0;
-    for (const cJSON *c = wm->child; c && !st; c = c->next, n++)
-        if (!cJSON_IsString(c) || !shard_name_ok(c->valuestring))
-            st = g4v_fail(L->err, G4V_ERR_MODEL,
-                          "%s: weight_map entry for %s is not a plain file "
-                          "name in this directory",
-                          index_path, c->string ? c->string : "?");
-    /* Distinct shard names, pointing into the cJSON tree. */
-    const char **shards = NULL;
-    size_t nshards = 0, *sid = NULL;
-    if (!st) st = distinct_shards(wm, n, &shards, &nshards, &sid, L->err);
-    size_t i = 0;
-    for (const cJSON *c = wm->child; c && !st; c = c->next, i++) {
-        int prefixed;
-        g4v_wanted *w = g4v_wanted_find(L->w, L->nw, c->string, &prefixed);
-        if (w && w->file < 0 && w->shard < 0) w->shard = (int)sid[i];
-    }
-    g4v_free(sid);
-    *nshards_total = (int)nshards;
-    for (size_t s = 0; s < nshards && !st; s++) {
-        const char *example = NULL;
-        for (size_t i = 0; i < L->nw && !example; i++)
-            if (L->w[i].shard == (int)s && L->w[i].file < 0) example = L->w[i].name;
-        if (!example) continue; /* no vision tensor there: never opened */
-        char path[4096];
-        if ((st = g4v_path_join(path, sizeof path, L->dir, shards[s], L->err))) break;
-        if (!g4v_is_file(path)) {
-            st = g4v_fail(L->err, G4V_ERR_IO,
-                          "%s: shard %s named in %s (for tensor %s, ...) is "
-                          "missing",
-                          L->dir, shards[s], INDEX_NAME, example);
-            break;
-        }
-        size_t before = L->nfiles;
-        st = match_file(L, path);
-        *nshards_used += L->nfiles > before;
-    }
-    if (!st)
-        for (size_t i = 0; i < L->nw && !st; i++)
-            if (L->w[i].file < 0 && L->w[i].shard >= 0)
-                st = g4v_fail(L->err, G4V_ERR_MODEL,
-                              "%s: missing tensor %s: %s places it in %s, "
-                              "which does not hold it",
-                              L->dir, L->w[i].name, INDEX_NAME, shards[L->w[i].shard]);
-    g4v_free(shards);
-    cJSON_Delete(idx);
-    return st;
-}
-
-static int report_missing(loader *L, const char *where) {
-    int prefixed = 0;
-    for (size_t i = 0; i < L->nw; i++)
-        prefixed |= L->w[i].file >= 0 && L->w[i].prefixed;
-    for (size_t i = 0; i < L->nw; i++)
-        if (L->w[i].file < 0)
-            return g4v_fail(L->err, G4V_ERR_MODEL, "%s: missing tensor %s%s (looked in %s)", L->dir,
-                            prefixed ? "model." : "", L->w[i].name, where);
-    return G4V_OK;
-}
-
-static void append(char *buf, size_t cap, const char *s) {
-    size_t n = strlen(buf), m = strlen(s);
-    if (n + 1 >= cap) return;
-    if (m > cap - n - 1) m = cap - n - 1;
-    memcpy(buf + n, s, m);
-    buf[n + m] = '\0';
-}
-
-static int discover(loader *L) {
-    char side[4096], index[4096], single[4096];
-    int st = g4v_path_join(side, sizeof side, L->dir, SIDECAR_NAME, L->err);
-    if (!st) st = g4v_path_join(index, sizeof index, L->dir, INDEX_NAME, L->err);
-    if (!st) st = g4v_path_join(single, sizeof single, L->dir, SINGLE_NAME, L->err);
-    if (st) return st;
-    int has_side = g4v_is_file(side), has_index = g4v_is_file(index);
-    int has_single = g4v_is_file(single);
-    if (!has_side && !has_index && !has_single)
-        return g4v_fail(L->err, G4V_ERR_IO, "%s: no weights: expected %s, %s or %s", L->dir,
-                        SINGLE_NAME, INDEX_NAME, SIDECAR_NAME);
-    char where[256] = "";
-    if (has_side) {
-        append(where, sizeof where, SIDECAR_NAME);
-        if ((st = match_file(L, side))) return st;
-    }
-    int used = 0, total = 0;
-    if (any_missing(L) && (has_index || has_single)) {
-        append(where, sizeof where, *where ? ", " : "");
-        append(where, sizeof where, has_index ? INDEX_NAME : SINGLE_NAME);
-        st = has_index ? load_shards(L, index, &used, &total) : match_file(L, single);
-        if (st) return st;
-    }
-    if ((st = report_missing(L, where))) return st;
-
-    char *src = L->ck->source;
-    src[0] = '\0';
-    for (size_t i = 0; i < L->nfiles; i++) {
-        if (i) append(src, sizeof L->ck->source, ", ");
-        append(src, sizeof L->ck->source, base_name(L->files[i].path));
-    }
-    if (total) {
-        char note[128];
-        snprintf(note, sizeof note, " (%d of %d shards, via %s)", used, total, INDEX_NAME);
-        append(src, sizeof L->ck->source, note);
-    }
-    return G4V_OK;
-}
-
-static int map_all(loader *L) {
-    struct g4v_checkpoint_files *F = L->ck->files;
-    int st = G4V_OK;
-    for (size_t k = 0; k < L->nfiles && !st; k++) {
-        g4v_wanted **v;
-        size_t n;
-        if ((st = tensors_of_file(L, (int)k, &v, &n))) break;
-        uint64_t *b = g4v_malloc_array(n, sizeof *b), *e = g4v_malloc_array(n, sizeof *e);
-        const void **p = g4v_malloc_array(n, sizeof *p);
-        if (!b || !e || !p) st = g4v_fail(L->err, G4V_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; i < n && !st; i++) {
-            b[i] = v[i]->entry.begin;
-            e[i] = v[i]->entry.end;
-        }
-        if (!st)
-            st = g4v_st_map_ranges(&L->files[k], n, b, e, G4V_CHECKPOINT_MERGE_GAP, p, &F->maps,
-                                   &F->nmaps, L->err);
-        for (size_t i = 0; i < n && !st; i++) {
-            g4v_tensor *t = v[i]->dst;
-            const g4v_st_entry *en = &v[i]->entry;
-            t->dtype = en->dtype;
-            t->ndim = en->ndim;
-            for (int j = 0; j < en->ndim; j++)
-                t->shape[j] = en->shape[j];
-            t->data = p[i];
-            t->nbytes = (size_t)(en->end - en->begin);
-        }
-        g4v_free(b);
-        g4v_free(e);
-        g4v_free(p);
-        g4v_free(v);
-    }
-    return st;
-}
-
-static void summarize(loader *L) {
-    g4v_checkpoint *ck = L->ck;
-    int pre = 0, plain = 0;
-    ck->param_count = 0;
-    ck->weight_bytes = 0;
-    for (size_t i = 0; i < L->nw; i++) {
-        const g4v_tensor *t = L->w[i].dst;
-        ck->param_count += (int64_t)(t->nbytes / g4v_dtype_size(t->dtype));
-        ck->weight_bytes += t->nbytes;
-        if (L->w[i].prefixed)
-            pre = 1;
-        else
-            plain = 1;
-    }
-    snprintf(ck->naming, sizeof ck->naming, "%s", pre && plain ? "mixed" : pre ? "hf" : "mlx");
-}
-
-/* What dir names: 1 a directory, 2 a regular file (an mmproj GGUF), else G4V_ERR_IO. */
-static int path_kind(const char *dir, int *kind, g4v_err *err) {
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return g4v_fail(err, G4V_ERR_IO, "model directory %s: %s", dir, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        *kind = 1;
-    else if (S_ISREG(st.st_mode))
-        *kind = 2;
-    else
-        return g4v_fail(err, G4V_ERR_IO, "model %s: not a directory or a regular file", dir);
-    return G4V_OK;
-}
-
-/* A regular file given as the model must be a GGUF; anything else keeps the old message. */
-static int check_gguf_magic(const char *path, g4v_err *err) {
-    int fd;
-    uint64_t size;
-    int st = g4v_open_regular(path, &fd, &size, err);
-    if (st) return st;
-    unsigned char m[4] = {0};
-    int ok = size >= 4 && !g4v_pread_full(fd, m, 4, 0, path, NULL) && !memcmp(m, "GGUF", 4);
-    g4v_close_fd(fd);
-    if (!ok)
-        return g4v_fail(err, G4V_ERR_IO,
-                        "model %s: not a directory (a checkpoint) or an mmproj GGUF file", path);
-    return G4V_OK;
-}
-
-static int is_mmproj_name(const char *s) {
-    size_t n = strlen(s);
-    return n > 11 && !strncasecmp(s, "mmproj", 6) && !strcasecmp(s + n - 5, ".gguf");
-}
-
-/* A directory without config.json: its one mmproj*.gguf (case-insensitive) into path, *found 1;
- * none: *found 0; several: G4V_ERR_IO naming two of them (the caller must pick). */
-static int find_mmproj(const char *dir, char *path, size_t cap, int *found, g4v_err *err) {
-    *found = 0;
-    DIR *d = opendir(dir);
-    if (!d) return g4v_fail(err, G4V_ERR_IO, "model directory %s: %s", dir, strerror(errno));
-    char first[256] = "";
-    int n = 0, st = G4V_OK;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!is_mmproj_name(e->d_name) || strlen(e->d_name) >= sizeof first) continue;
-        char p[4096];
-        if (g4v_path_join(p, sizeof p, dir, e->d_name, NULL) || !g4v_is_file(p)) continue;
-        if (n++ == 0) {
-            snprintf(first, sizeof first, "%s", e->d_name);
-            continue;
-        }
-        st = g4v_fail(err, G4V_ERR_IO,
-                      "model directory %s has no config.json and several mmproj GGUF files "
-                      "(%s, %s, ...): pass the one to use as the model path",
-                      dir, first, e->d_name);
-        break;
-    }
-    closedir(d);
-    if (st || !n) return st;
-    *found = 1;
-    return g4v_path_join(path, cap, dir, first, err);
-}
-
-static int load_config(const char *dir, const g4v_checkpoint_limits *lim, g4v_vision_config *cfg,
-                       g4v_err *err) {
-    char path[4096];
-    cJSON *root;
-    int st = g4v_path_join(path, sizeof path, dir, "config.json", err);
-    if (!st) st = g4v_json_load(path, lim->max_config_bytes, &root, err);
-    if (st) return st;
-    st = g4v_config_parse(root, path, cfg, err);
-    if (!st) st = g4v_budget_defaults_read(dir, root, path, lim->max_config_bytes, cfg, err);
-    cJSON_Delete(root);
-    return st;
-}
-
-int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
-                        g4v_err *err) {
-    g4v_err_clear(err);
-    if (!out) return g4v_fail(err, G4V_ERR_ARG, "g4v_checkpoint_open: out is NULL");
-    *out = NULL;
-    if (!dir || !*dir) return g4v_fail(err, G4V_ERR_ARG, "g4v_checkpoint_open: no directory");
-    g4v_checkpoint_limits deflim;
-    if (!lim) {
-        g4v_checkpoint_limits_default(&deflim);
-        lim = &deflim;
-    }
-    int kind = 0, st = path_kind(dir, &kind, err);
-    if (st) return st;
-    char gguf[4096];
-    int has_gguf = kind == 2;
-    if (kind == 2) {
-        if ((st = check_gguf_magic(dir, err))) return st;
-        snprintf(gguf, sizeof gguf, "%s", dir);
-    } else {
-        char cfg_path[4096];
-        if ((st = g4v_path_join(cfg_path, sizeof cfg_path, dir, "config.json", err))) return st;
-        if (!g4v_is_file(cfg_path) && (st = find_mmproj(dir, gguf, sizeof gguf, &has_gguf, err)))
-            return st;
-    }
-    g4v_checkpoint *ck = g4v_calloc(1, sizeof *ck);
-    if (!ck) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
-    if (has_gguf) {
-        if ((st = g4v_gguf_checkpoint_load(gguf, lim, ck, err))) {
-            g4v_checkpoint_close(ck);
-            return st;
-        }
-        *out = ck;
-        return G4V_OK;
-    }
-    loader L = {.dir = dir, .lim = lim, .ck = ck, .err = err};
-    if ((st = load_config(dir, lim, &ck->cfg, err))) goto fail;
+int g4v_checkpoint_alloc_parts(g4v_checkpoint *ck, g4v_err *err) {
     const g4v_vision_config *cfg = &ck->cfg;
-    if ((st = g4v_checkpoint_alloc_parts(ck, err))) goto fail;
-    if ((st = g4v_wanted_build(cfg, ck, ck->files->clips, &L.w, &L.nw, err))) goto fail;
-    ck->files->wanted = L.w;
-    ck->files->nwanted = L.nw;
-    if ((st = discover(&L))) goto fail;
-    if ((st = map_all(&L))) goto fail;
-    if ((st = g4v_checkpoint_decode_clips(ck, dir, err))) goto fail;
-    summarize(&L);
-    for (size_t i = 0; i < L.nfiles; i++)
-        g4v_st_close(&L.files[i]);
-    g4v_free(L.files);
-    *out = ck;
+    ck->files = g4v_calloc(1, sizeof *ck->files);
+    ck->layers = g4v_calloc(cfg->num_layers > 0 ? (size_t)cfg->num_layers : 1, sizeof *ck->layers);
+    if (ck->files && cfg->use_clipped_linears)
+        ck->files->clips =
+            g4v_calloc((size_t)cfg->num_layers * G4V_LIN_COUNT * 4, sizeof(g4v_tensor));
+    if (!ck->files || !ck->layers || (cfg->use_clipped_linears && !ck->files->clips))
+        return g4v_fail(err, G4V_ERR_NOMEM, "out of memory");
     return G4V_OK;
-fail:
-    for (size_t i = 0; i < L.nfiles; i++)
-        g4v_st_close(&L.files[i]);
-    g4v_free(L.files);
-    g4v_checkpoint_close(ck);
-    return st;
+}
+
+int g4v_checkpoint_decode_clips(g4v_checkpoint *ck, const char *where, g4v_err *err) {
+    for (int i = 0; i < ck->cfg.num_layers; i++)
+        for (int j = 0; j < G4V_LIN_COUNT; j++) {
+            g4v_clip *c = &ck->layers[i].clip[j];
+            if (!ck->cfg.use_clipped_linears) {
+                *c = (g4v_clip){-INFINITY, INFINITY, -INFINITY, INFINITY};
+                continue;
+            }
+            const g4v_tensor *t = &ck->files->clips[((size_t)i * G4V_LIN_COUNT + j) * 4];
+            c->in_min = g4v_tensor_get(&t[0], 0);
+            c->in_max = g4v_tensor_get(&t[1], 0);
+            c->out_min = g4v_tensor_get(&t[2], 0);
+            c->out_max = g4v_tensor_get(&t[3], 0);
+            if (!(c->in_min <= c->in_max) || !(c->out_min <= c->out_max))
+                return g4v_fail(err, G4V_ERR_MODEL,
+                                "%s: layers.%d.%s: clip bounds input [%g, %g], output [%g, %g] "
+                                "are not ordered (or NaN)",
+                                where, i, g4v_lin_names[j], c->in_min, c->in_max, c->out_min,
+                                c->out_max);
+        }
+    return G4V_OK;
+}
+
+void g4v_checkpoint_close(g4v_checkpoint *ck) {
+    if (!ck) return;
+    if (ck->files) {
+        g4v_st_unmap(ck->files->maps, ck->files->nmaps);
+        g4v_free(ck->files->maps);
+        for (size_t i = 0; i < ck->files->nowned; i++)
+            g4v_free_large(ck->files->owned[i]);
+        g4v_free(ck->files->owned);
+        g4v_free(ck->files->wanted);
+        g4v_free(ck->files->clips);
+        g4v_free(ck->files);
+    }
+    g4v_free(ck->layers);
+    g4v_free(ck);
+}
+
+void g4v_checkpoint_foreach(const g4v_checkpoint *ck,
+                            void (*fn)(void *user, const char *name, const g4v_tensor *t),
+                            void *user) {
+    if (!ck || !ck->files || !fn) return;
+    for (size_t i = 0; i < ck->files->nwanted; i++)
+        fn(user, ck->files->wanted[i].name, ck->files->wanted[i].dst);
 }

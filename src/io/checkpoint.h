@@ -1,25 +1,9 @@
-/* checkpoint.h - a Gemma 4 checkpoint directory, as downloaded, opened for its vision tower (or,
- * for the 12B unified model, its encoder-free embedder: cfg.kind, docs/NUMERICS.md §9).
- *
- * g4v_checkpoint_open() also opens a llama.cpp mmproj GGUF file (a path to a regular file, or a
- * directory with no config.json holding exactly one mmproj*.gguf): src/io/gguf_model.c,
- * docs/GGUF.md. For a directory it reads config.json, finds the vision tensors (model.safetensors, a sharded
- * model.safetensors.index.json, or an optiq_vision.safetensors sidecar; names with or without the
- * "model." prefix), memory-maps only the files that hold them, validates every tensor it uses
- * (dtype, shape against the config, offsets inside the data section, no overlap) and exposes them
- * as read-only views. Text/audio tensors are never read. The result is immutable and may be shared
- * by any number of threads. docs/NUMERICS.md §2 is the contract.
- *
- * Which files: optiq_vision.safetensors (an mlx-bun sidecar) first if present; tensors still
- * missing come from the shards that model.safetensors.index.json names for them, else from
- * model.safetensors. Shards that hold no vision tensor are never opened (and may be absent).
- * Tensors of other dtypes or unknown names are ignored unless we need them. Clip scalars may be
- * stored with shape [] or [1]. Limit: a file truncated or rewritten while mapped can still raise
- * SIGBUS on access, as with any mmap-based loader.
- * Status: G4V_ERR_IO for missing directory/files, G4V_ERR_MODEL for malformed or inconsistent
- * content, G4V_ERR_LIMIT above one of g4v_checkpoint_limits (settable through g4v_model_options),
- * G4V_ERR_UNSUPPORTED for valid but unhandled content (e.g. quantized vision weights),
- * G4V_ERR_NOMEM.
+/* checkpoint.h - g4v_checkpoint: a Gemma 4 model's vision weights and configuration as every
+ * model source fills it (model_source.h g4v_checkpoint_open picks the source: a checkpoint
+ * directory, safetensors_dir.c; an mmproj GGUF, mmproj_gguf.c), so nothing above src/io knows
+ * where they came from. Its tensors are read-only views of mapped files (or loader-owned copies);
+ * the whole is immutable after loading and may be shared by any number of threads. checkpoint.c:
+ * the limits, and the close and foreach that work whichever loader filled it.
  */
 #ifndef G4V_IO_CHECKPOINT_H
 #define G4V_IO_CHECKPOINT_H
@@ -166,9 +150,7 @@ typedef struct g4v_checkpoint_limits {
 
 void g4v_checkpoint_limits_default(g4v_checkpoint_limits *lim);
 
-/* Opens dir. lim may be NULL (defaults). On failure *out is NULL and err names the cause. */
-int g4v_checkpoint_open(const char *dir, const g4v_checkpoint_limits *lim, g4v_checkpoint **out,
-                        g4v_err *err);
+/* Frees ck whichever loader filled it; NULL is a no-op. */
 void g4v_checkpoint_close(g4v_checkpoint *ck);
 
 /* Calls fn for every vision tensor loaded (clip scalars included), in name order; name is the

@@ -1,8 +1,8 @@
-/* checkpoint_internal.h - what the two checkpoint loaders (checkpoint.c for safetensors
- * directories, gguf_model.c for llama.cpp mmproj files) share: the private part of
+/* checkpoint_internal.h - what the checkpoint loaders (safetensors_dir.c for checkpoint
+ * directories, mmproj_gguf.c for llama.cpp mmproj files) share: the private part of
  * g4v_checkpoint, which g4v_checkpoint_close frees whichever loader filled it, and the functions
- * of checkpoint_parts.c. checkpoint.c calls gguf_model.c for a GGUF; both call
- * checkpoint_parts.c, which calls neither.
+ * of checkpoint.c they build it with. model_source.c picks the loader; the loaders call
+ * checkpoint.c, which calls neither.
  */
 #ifndef G4V_IO_CHECKPOINT_INTERNAL_H
 #define G4V_IO_CHECKPOINT_INTERNAL_H
@@ -27,13 +27,8 @@ struct g4v_checkpoint_files {
 
 /* Allocates ck->files, ck->layers (cfg.num_layers entries) and, with clipped linears, the clip
  * views (num_layers x 7 x 4) for the configuration in ck->cfg: what every loader fills.
- * G4V_ERR_NOMEM on failure (the caller closes ck). checkpoint_parts.c. */
+ * G4V_ERR_NOMEM on failure (the caller closes ck). */
 int g4v_checkpoint_alloc_parts(g4v_checkpoint *ck, g4v_err *err);
-
-/* Opens the mmproj GGUF file at path into ck (allocated, zeroed by the caller; on failure the
- * caller closes it): src/io/gguf_model.c. */
-int g4v_gguf_checkpoint_load(const char *path, const g4v_checkpoint_limits *lim,
-                             g4v_checkpoint *ck, g4v_err *err);
 
 /* Clip bounds of every layer from the clip views (+-inf when cfg.use_clipped_linears is 0);
  * G4V_ERR_MODEL naming the layer for unordered or NaN bounds. where names the source. */

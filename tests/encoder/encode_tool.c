@@ -12,7 +12,7 @@
 #include "base/pool.h"
 #include "encoder/embedder.h"
 #include "encoder/encoder.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "kernels/dispatch.h"
 
 #include <stdio.h>

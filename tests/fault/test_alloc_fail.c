@@ -36,7 +36,7 @@
 #include "encoder/encoder.h"
 #include "g4v.h"
 #include "image/image.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "test_util.h"
 
 #include <cjson/cJSON.h>

@@ -23,7 +23,7 @@
 #define _GNU_SOURCE
 #include "base/alloc.h"
 #include "image/image.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "test_util.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 """gguf_cases.py - the mmproj GGUF fixtures of io_cases.py: good files (tools/gguf_from_checkpoint.py
 on tiny and unified-tiny checkpoints, in every outtype) and one broken file per validation error of
-src/io/gguf.c and src/io/gguf_model.c, each with the status and message substring the loader must
+src/io/gguf.c and src/io/mmproj_gguf.c, each with the status and message substring the loader must
 give. Files are rebuilt here from a parsed good file (a small GGUF reader and writer of our own,
 independent of the loader), so each case changes exactly one thing.
 """

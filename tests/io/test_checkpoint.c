@@ -9,7 +9,7 @@
  * Runs under ASan in CI, so any out-of-bounds read on a hostile file fails here.
  */
 #include "base/alloc.h"
-#include "io/checkpoint.h"
+#include "io/model_source.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "test_util.h"

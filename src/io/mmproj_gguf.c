@@ -1,4 +1,4 @@
-/* gguf_model.c - a llama.cpp mmproj GGUF (projector gemma4v: the towers of e2b/e4b/26B-A4B/31B;
+/* mmproj_gguf.c - a llama.cpp mmproj GGUF (projector gemma4v: the towers of e2b/e4b/26B-A4B/31B;
  * gemma4uv: the 12B unified embedder) opened as a g4v_checkpoint, the same struct a safetensors
  * directory fills, so everything above src/io is unchanged. docs/GGUF.md is the contract.
  *
@@ -20,6 +20,8 @@
  * norms, clip scalars and position rows as floats whatever their dtype, so the converter's F32
  * copies of bf16 vectors give the same bits too.
  */
+#include "io/mmproj_gguf.h"
+
 #include "io/budget_defaults.h"
 #include "io/checkpoint_internal.h"
 #include "io/config.h"
@@ -592,8 +594,8 @@ static void describe(gl *L) {
              L->f.version, L->proj, ft);
 }
 
-int g4v_gguf_checkpoint_load(const char *path, const g4v_checkpoint_limits *lim,
-                             g4v_checkpoint *ck, g4v_err *err) {
+int g4v_mmproj_gguf_load(const char *path, const g4v_checkpoint_limits *lim, g4v_checkpoint *ck,
+                         g4v_err *err) {
     g4v_checkpoint_limits deflim;
     if (!lim) {
         g4v_checkpoint_limits_default(&deflim);
