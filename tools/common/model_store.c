@@ -1,65 +1,89 @@
 /* model_store.c - the resolvers the front ends call (model_store.h): a path that exists wins;
  * a repo id is looked up in the Hugging Face cache, then in LM Studio's folders; an Ollama tag in
- * Ollama's store. Every failure names what was looked at and what to do. */
+ * Ollama's store. The stores are the rows of one table (stores[] below; each row's code is its
+ * store_*.c). Every failure names what was looked at and what to do. */
 #include "model_store_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+/* The stores, one row each, in the order they are listed and searched. A new store is a row:
+ * its folders, its listing and, when users name its models by repo id, its lookup. */
+typedef struct ms_store {
+    ms_source source;
+    const char *name;  /* ms_source_name */
+    const char *title; /* in messages */
+    int (*dirs)(char (*dirs)[MS_PATH_MAX], int max);
+    int (*list)(ms_list *l, int all);
+    /* A repo id (org/name[:quant]) in this store, as ms_hf_find; NULL for a store whose models
+     * have other names (Ollama's tags: ms_resolve_ollama). */
+    int (*find)(const char *org, const char *name, const char *quant, const char *revision,
+                int want, ms_model *m, char *looked, size_t lcap, char *err, size_t ecap);
+    const char *looked_pre, *looked_post; /* around a failed find's "looked" text in messages */
+} ms_store;
+
+static const ms_store stores[] = {
+    {MS_SRC_HF, "huggingface", "Hugging Face cache", ms_hf_dirs, ms_hf_list, ms_hf_find, "", ""},
+    {MS_SRC_OLLAMA, "ollama", "Ollama", ms_ollama_dirs, ms_ollama_list, NULL, NULL, NULL},
+    {MS_SRC_LMSTUDIO, "lmstudio", "LM Studio", ms_lms_dirs, ms_lms_list, ms_lms_find,
+     "LM Studio's folders (", ")"},
+};
+#define N_STORES (int)(sizeof stores / sizeof stores[0])
+
+static const ms_store *store_of(ms_source s) {
+    for (int i = 0; i < N_STORES; i++)
+        if (stores[i].source == s) return &stores[i];
+    return NULL;
+}
+
 const char *ms_source_name(ms_source s) {
-    switch (s) {
-    case MS_SRC_HF:
-        return "huggingface";
-    case MS_SRC_OLLAMA:
-        return "ollama";
-    case MS_SRC_LMSTUDIO:
-        return "lmstudio";
-    default:
-        return "path";
-    }
+    const ms_store *st = store_of(s);
+    return st ? st->name : "path";
 }
 
 int ms_store_dirs(ms_source s, char (*dirs)[MS_PATH_MAX], int max) {
-    switch (s) {
-    case MS_SRC_HF:
-        return ms_hf_dirs(dirs, max);
-    case MS_SRC_OLLAMA:
-        return ms_ollama_dirs(dirs, max);
-    case MS_SRC_LMSTUDIO:
-        return ms_lms_dirs(dirs, max);
-    default:
-        return 0;
-    }
+    const ms_store *st = store_of(s);
+    return st ? st->dirs(dirs, max) : 0;
 }
 
 int ms_list_all(ms_list *l, int all) {
-    return ms_hf_list(l, all) || ms_ollama_list(l, all) || ms_lms_list(l, all) ? -1 : 0;
+    for (int i = 0; i < N_STORES; i++)
+        if (stores[i].list(l, all)) return -1;
+    return 0;
 }
 
-/* A repo id in the stores: the Hugging Face cache first, then LM Studio. A value that is no repo
- * id (or names a folder that exists: ./google/...) is a path: MS_NOT_A_NAME. */
+/* A repo id in the stores that have such names, in table order. A value that is no repo id (or
+ * names a folder that exists: ./google/...) is a path: MS_NOT_A_NAME. */
 #define MS_NOT_A_NAME 100
 static int find_named(const char *value, const char *revision, int want, ms_model *m, char *err,
                       size_t ecap) {
-    char org[256], name[256], quant[128], hf[MS_PATH_MAX + 256], lms[2 * MS_PATH_MAX + 256];
+    char org[256], name[256], quant[128], looked[2 * MS_PATH_MAX + 256], places[4 * MS_PATH_MAX];
     struct stat st;
     if (!ms_parse_repo_id(value, org, sizeof org, name, sizeof name, quant, sizeof quant) ||
         value[0] == '.' || stat(org, &st) == 0)
         return MS_NOT_A_NAME; /* a path: the loader's own error says what is wrong */
-    int rc = ms_hf_find(org, name, quant, revision, want, m, hf, sizeof hf, err, ecap);
-    if (rc != MS_ERR_NOT_FOUND) return rc;
-    rc = ms_lms_find(org, name, quant, want, m, lms, sizeof lms, err, ecap);
-    if (rc != MS_ERR_NOT_FOUND) return rc;
-    ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s or in LM "
-                        "Studio's folders (%s). Download it first (e.g. `hf download %s/%s`), "
-                        "give a path, or run `g4v models` to see the models on this machine",
-           value, hf, lms, org, name);
+    size_t o = 0;
+    places[0] = 0;
+    for (int i = 0; i < N_STORES; i++) {
+        if (!stores[i].find) continue;
+        int rc = stores[i].find(org, name, quant, revision, want, m, looked, sizeof looked, err,
+                                ecap);
+        if (rc != MS_ERR_NOT_FOUND) return rc;
+        if (o < sizeof places)
+            o += (size_t)ms_msg(places + o, sizeof places - o, "%s%s%s%s", o ? " or in " : "",
+                                stores[i].looked_pre, looked, stores[i].looked_post);
+    }
+    ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s. Download "
+                        "it first (e.g. `hf download %s/%s`), give a path, or run `g4v models` "
+                        "to see the models on this machine",
+           value, places, org, name);
     return MS_ERR_NOT_FOUND;
 }
 
 static const char *where(const ms_model *m) {
-    return m->source == MS_SRC_HF ? "Hugging Face cache" : "LM Studio";
+    const ms_store *st = store_of(m->source);
+    return st ? st->title : "path";
 }
 
 static int resolve(const char *value, const char *revision, int want, char *out, size_t cap,

@@ -59,13 +59,14 @@ void ms_judge(ms_model *m, int want);
 
 int ms_list_push(ms_list *l, const ms_model *m);
 
-/* The stores. find: MS_OK (m filled, m->usable judged for want), MS_ERR_NOT_FOUND (no such
+/* The stores (the rows of model_store.c's table). find: MS_OK (m filled, m->usable judged for want), MS_ERR_NOT_FOUND (no such
  * repo: looked says where it looked) or MS_ERR_UNUSABLE/MS_ERR_USAGE (err says why). */
 int ms_hf_find(const char *org, const char *name, const char *quant, const char *revision,
                int want, ms_model *m, char *looked, size_t lcap, char *err, size_t ecap);
 int ms_hf_list(ms_list *l, int all);
-int ms_lms_find(const char *org, const char *name, const char *quant, int want, ms_model *m,
-                char *looked, size_t lcap, char *err, size_t ecap);
+/* LM Studio keeps no revisions: revision is ignored. */
+int ms_lms_find(const char *org, const char *name, const char *quant, const char *revision,
+                int want, ms_model *m, char *looked, size_t lcap, char *err, size_t ecap);
 int ms_lms_list(ms_list *l, int all);
 int ms_ollama_list(ms_list *l, int all);
 /* Each store's folders (ms_store_dirs). */

@@ -37,8 +37,9 @@ static int fill(ms_model *m, const char *folder, const char *id, const char *qua
     return 0;
 }
 
-int ms_lms_find(const char *org, const char *name, const char *quant, int want, ms_model *m,
-                char *looked, size_t lcap, char *err, size_t ecap) {
+int ms_lms_find(const char *org, const char *name, const char *quant, const char *revision,
+                int want, ms_model *m, char *looked, size_t lcap, char *err, size_t ecap) {
+    (void)revision;
     char dirs[2][MS_PATH_MAX];
     int nd = ms_lms_dirs(dirs, 2);
     size_t o = 0;
