@@ -10,9 +10,9 @@
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
-#include "io/model_source.h"
 #include "io/config.h"
 #include "io/json_file.h"
+#include "io/model_source.h"
 #include "io/names.h"
 
 #include <stdio.h>

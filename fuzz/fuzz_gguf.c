@@ -13,8 +13,8 @@
 #include "fuzz_common.h"
 
 #include "base/alloc.h"
-#include "io/model_source.h"
 #include "io/gguf.h"
+#include "io/model_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

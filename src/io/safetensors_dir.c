@@ -18,15 +18,9 @@
 #include "io/names.h"
 #include "io/safetensors.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define SIDECAR_NAME "optiq_vision.safetensors"
 #define INDEX_NAME "model.safetensors.index.json"
