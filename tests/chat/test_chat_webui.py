@@ -44,6 +44,7 @@ FX = pyutil.arg(1)
 KEY = "webui-test-key-0123456789"
 QUESTION = "What is in this picture?"
 CHECKS = 55  # the checks chat_page.cjs makes when it runs to the end
+KEEP_CHECKS = 24  # and keep_page.cjs
 
 
 def fx(n):
@@ -66,7 +67,8 @@ def test_chat_webui():
         os.makedirs(shots, exist_ok=True)
 
     def run(tmp, servers):
-        servers.append(Server(tmp, "main", "--lm-slots", "1", "--max-queue", "0"))
+        servers.append(Server(tmp, "main", "--lm-slots", "1", "--max-queue", "0",
+                              "--max-images", "4"))
         servers.append(Server(tmp, "auth", "--api-key", KEY, "--max-body-bytes", "4096"))
         main, auth = servers
         # the request the page must send for: img1.png chosen (budget 280 by default), the
@@ -87,7 +89,11 @@ def test_chat_webui():
                 "shots": shots, "question": QUESTION,
                 "ref": {"body": body, "content": r["choices"][0]["message"]["content"],
                         "usage": r["usage"], "g4v": r["g4v"]}}
-        run_session("chat_page.cjs", spec, node_path, 480, CHECKS)
+        only = os.environ.get("G4V_WEBUI_ONLY", "")  # one session, while working on it
+        if only in ("", "chat"):
+            run_session("chat_page.cjs", spec, node_path, 480, CHECKS)
+        if only in ("", "keep"):
+            run_session("keep_page.cjs", spec, node_path, 480, KEEP_CHECKS)
         if shots:
             print(f"screenshots in {shots}: {sorted(os.listdir(shots))}")
 
