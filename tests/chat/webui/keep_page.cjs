@@ -181,7 +181,11 @@ async function continueRegenerateEdit(page, kept) {
         `Edit puts the message and its image back in the composer (${JSON.stringify(c)})`);
   await page.$eval("#prompt", (p) => { p.value = ""; });
   await page.type("#prompt", "A short story, please.");
-  await h.sendAndWait(page);
+  await page.keyboard.press("Enter"); // the log is drawn again: as many entries as before
+  await page.waitForFunction(() => !document.body.classList.contains("busy") &&
+    document.querySelector("#log .msg.assistant .figures li") &&
+    document.querySelector("#log .msg.user .text").textContent === "A short story, please.",
+    { timeout: 120000, polling: 100 });
   s = lastChat(page).messages;
   const texts = await page.$$eval("#log .msg.user .text", (l) => l.map((x) => x.textContent));
   check(s.length === 1 && s[0].content[1].text === "A short story, please." &&

@@ -1015,7 +1015,7 @@
     }
     ui.empty.hidden = true;
     if (redraw) renderLog(carried ? base.slice(0, -1) : base);
-    const uview = mode === "continue" ? null : userView(turn, -1);
+    let uview = mode === "continue" ? null : userView(turn, -1);
     const aview = assistantView();
     if (uview) ui.log.appendChild(uview);
     aview.div.classList.add("streaming"); // a waiting mark until the first words come
@@ -1090,6 +1090,7 @@
             : "Sent " + mb(total) + "; the server reads the attachments\u2026", sent / total);
         });
       if (!res.ok) {
+        hideProgress();
         const err = await errorOf(res);
         err.text = nameAttachment(err, turns);
         if (redraw) renderLog(state.history);
@@ -1110,10 +1111,11 @@
         state.pending = [];
         renderPending();
         cancelEdit();
-        if (uview) {
-          // its Edit button, now that it has a place in the history
-          uview.replaceWith(userView(turn, state.history.length - 2));
-        }
+      }
+      if (uview) { // its Edit button, now that it has a place in the history
+        const placed = userView(turn, state.history.length - 2);
+        uview.replaceWith(placed);
+        uview = placed;
       }
       aview.div.dataset.index = String(state.history.length - 1);
       persist();
