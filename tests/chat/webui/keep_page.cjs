@@ -168,7 +168,7 @@ async function continueRegenerateEdit(page, kept) {
     document.querySelector("#log .msg.assistant .figures li"), { timeout: 120000, polling: 100 });
   s = lastChat(page).messages;
   e = await h.lastEntry(page);
-  check(s.length === 1 && s[0].role === "user" && s[0].content[1].text === "Tell me a long story." &&
+  check(s.length === 1 && s[0].role === "user" && (s[0].content[1] || {}).text === "Tell me a long story." &&
         s[0].content[0].type === "image_url" && await h.logCount(page) === 2 &&
         /assistant/.test(e.cls) && e.content !== was,
         `Regenerate sends the question again and replaces the answer (${JSON.stringify(e.content)})`);
@@ -188,7 +188,7 @@ async function continueRegenerateEdit(page, kept) {
     { timeout: 120000, polling: 100 });
   s = lastChat(page).messages;
   const texts = await page.$$eval("#log .msg.user .text", (l) => l.map((x) => x.textContent));
-  check(s.length === 1 && s[0].content[1].text === "A short story, please." &&
+  check(s.length === 1 && (s[0].content[1] || {}).text === "A short story, please." &&
         s[0].content[0].type === "image_url" && same(texts, ["A short story, please."]) &&
         await h.logCount(page) === 2 && await page.$eval("#editing", (d) => d.hidden),
         `the edited message replaces the old one and what followed it (${texts})`);
@@ -214,8 +214,9 @@ async function list(page) {
   await page.$eval("#chats .rename-form input", (i) => { i.value = ""; });
   await page.type("#chats .rename-form input", "Renamed chat");
   await page.keyboard.press("Enter");
-  await page.waitForFunction(() => Array.from(document.querySelectorAll("#chats .title"))
-    .some((t) => t.textContent === "Renamed chat"), { timeout: 5000 });
+  await page.waitForFunction(() => /^Renamed to/.test(document.getElementById("status").textContent),
+    { timeout: 5000 });
+  await h.sleep(300);
   await shot(page, "12-conversations");
   // kept across a reload
   await page.reload({ waitUntil: "networkidle0" });
@@ -276,15 +277,21 @@ async function exportImport(page) {
     const empty = await listTitles(page);
     const input = await page.$("#import-input");
     await input.uploadFile(path.join(dir, file));
-    await page.waitForFunction(() => document.querySelectorAll("#chats .chat-item").length === 1,
+    await page.waitForFunction(() => /mported/.test(document.getElementById("status").textContent),
       { timeout: 5000 });
-    await page.click("#chats .chat-item button.open");
-    await page.waitForFunction(() => document.querySelectorAll("#log > .msg").length === 2,
-      { timeout: 5000 });
-    const r = await page.evaluate(() => ({
-      text: document.querySelector("#log .msg.user .text").textContent,
-      w: document.querySelector("#log .msg.user img.thumb").naturalWidth,
-      status: document.getElementById("status").textContent }));
+    const imported = await page.$eval("#status", (st) => st.textContent);
+    await h.sleep(300);
+    if (await page.$("#chats .chat-item button.open")) {
+      await page.click("#chats .chat-item button.open");
+      await page.waitForFunction(() => document.querySelectorAll("#log > .msg").length === 2,
+        { timeout: 5000 });
+      await h.sleep(200);
+    }
+    const r = await page.evaluate(() => {
+      const u = document.querySelector("#log .msg.user");
+      return { text: u ? u.querySelector(".text").textContent : "",
+               w: u ? (u.querySelector("img.thumb") || {}).naturalWidth || 0 : 0 };
+    });
     // a file that is not one: said, nothing imported
     const bad = path.join(dir, "notes.json");
     fs.writeFileSync(bad, JSON.stringify({ hello: 1 }));
@@ -293,8 +300,10 @@ async function exportImport(page) {
       { timeout: 5000 });
     const st = await page.$eval("#status", (s) => s.textContent);
     check(empty.length === 0 && r.text === "A short story, please." && r.w === 768 &&
+          /^Imported 1 conversation from/.test(imported) &&
           (await listTitles(page)).length === 1 && /\u201cnotes\.json\u201d/.test(st),
-          `Import brings it back with its image; a file of another kind is refused by name (${st})`);
+          "Import brings it back with its image; a file of another kind is refused by name " +
+          `(${imported}; ${st})`);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
