@@ -299,6 +299,38 @@ async function exportImport(page) {
     await page.waitForFunction(() => /Nothing was imported/.test(document.getElementById("status").textContent),
       { timeout: 5000 });
     const st = await page.$eval("#status", (s) => s.textContent);
+    // an imported file is untrusted: markup in any of its texts stays text
+    const XSS = "<img src=x onerror=window.__pwned=1><script>window.__pwned=1</script>";
+    const evil = path.join(dir, "evil.json");
+    fs.writeFileSync(evil, JSON.stringify({ format: "g4v-chat-conversations", version: 1,
+      conversations: [{ title: "T " + XSS, turns: [
+        { role: "user", text: "Q " + XSS, attachments: [{ name: XSS + ".png", kind: "image",
+          type: "image/png", tokens: 70, data: img }] },
+        { role: "assistant", content: "A " + XSS + "\n\n[x](javascript:window.__pwned=1)",
+          reasoning: "R " + XSS, finish: "stop" }] }] }));
+    await input.uploadFile(evil);
+    await page.waitForFunction(() => /Imported 1 conversation from \u201cevil/.test(
+      document.getElementById("status").textContent), { timeout: 5000 });
+    await h.sleep(300);
+    await page.evaluate(() => Array.from(document.querySelectorAll("#chats .chat-item"))
+      .find((x) => x.querySelector(".title").textContent.startsWith("T <img"))
+      .querySelector("button.open").click());
+    await page.waitForFunction(() => /^Q </.test((document.querySelector("#log .msg.user .text") || {}).textContent || ""),
+      { timeout: 5000 });
+    await h.sleep(300);
+    const x = await page.evaluate((xss) => ({
+      pwned: window.__pwned,
+      bad: document.querySelectorAll("#log script, #log img:not(.thumb), #log a, #chats img, #chats script, [onerror]").length,
+      shown: [document.querySelector("#chats .title").textContent,
+              document.querySelector("#log .msg.user .text").textContent,
+              document.querySelector("#log .msg.user .name").textContent,
+              document.querySelector("#log .msg.assistant .content").textContent,
+              document.querySelector("#log .thought-body").textContent].every((t) => t.includes(xss)) }), XSS);
+    check(x.pwned === undefined && x.bad === 0 && x.shown,
+          `an imported file with markup in its title, texts and file name: all shown as text (${JSON.stringify(x)})`);
+    await clickButton(page, "#chats", "Delete T " + XSS);
+    await clickButton(page, "#chats", "Delete T " + XSS);
+    await h.sleep(300);
     check(empty.length === 0 && r.text === "A short story, please." && r.w === 768 &&
           /^Imported 1 conversation from/.test(imported) &&
           (await listTitles(page)).length === 1 && /\u201cnotes\.json\u201d/.test(st),

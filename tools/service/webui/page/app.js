@@ -573,8 +573,14 @@
   function answerView(t) {
     const v = assistantView();
     v.content.classList.remove("waiting");
-    v.content.appendChild(window.renderMarkdown ? window.renderMarkdown(t.content)
-                                                 : document.createTextNode(t.content));
+    // drawn as a stream is (markdown.js): at once for 50 ms, the rest a frame at a time, so that
+    // a conversation with a long answer opens without freezing the tab
+    const view = new window.MarkdownView(v.content);
+    const t0 = performance.now();
+    let more = true;
+    while (more && performance.now() - t0 < 50) more = view.update(t.content, true);
+    const step = () => { if (v.div.isConnected && view.update(t.content, true)) requestAnimationFrame(step); };
+    if (more) requestAnimationFrame(step);
     if (t.reasoning) {
       v.thought.hidden = false;
       v.thoughtBody.dir = "auto";
