@@ -199,7 +199,13 @@ async function list(page) {
   let titles = await listTitles(page);
   check(same(titles, ["Tell me a long story.", "Hello there."]),
         `the list of conversations, the latest first, each named by its first message (${titles})`);
-  await page.click("#chats-close");
+  const focus = await page.evaluate(() => document.activeElement.className + "|" +
+    document.activeElement.textContent);
+  await page.keyboard.press("Escape");
+  const closed = await page.evaluate(() => document.getElementById("chats-panel").hidden + "|" +
+    document.activeElement.id);
+  check(/^open\|Tell me a long story\./.test(focus) && closed === "true|chats-toggle",
+        `the list takes the focus when opened; Escape closes it, the focus back on Chats (${focus}; ${closed})`);
   await newChat(page);
   await settings(page, { "max-tokens": 4 });
   await page.type("#prompt", "Second chat here.");

@@ -828,17 +828,20 @@
     input.select();
   }
 
-  ui.chatsToggle.addEventListener("click", () => {
-    const show = ui.chatsPanel.hidden;
-    ui.chatsPanel.hidden = !show;
-    ui.chatsToggle.setAttribute("aria-expanded", String(show));
-    if (show) refreshList();
-  });
-  ui.chatsClose.addEventListener("click", () => {
+  function closeList() {
     ui.chatsPanel.hidden = true;
     ui.chatsToggle.setAttribute("aria-expanded", "false");
     ui.chatsToggle.focus();
+  }
+  ui.chatsToggle.addEventListener("click", async () => {
+    if (!ui.chatsPanel.hidden) { closeList(); return; }
+    ui.chatsPanel.hidden = false;
+    ui.chatsToggle.setAttribute("aria-expanded", "true");
+    await refreshList();
+    // the keyboard goes where the list is: its first conversation, or Close
+    (ui.chats.querySelector("button.open") || ui.chatsClose).focus();
   });
+  ui.chatsClose.addEventListener("click", closeList);
   ui.exportAll.addEventListener("click", async () => {
     try {
       await saving;
@@ -1285,6 +1288,9 @@
     if (ev.key === "Escape" && state.controller) {
       ev.preventDefault();
       stop();
+    } else if (ev.key === "Escape" && !ui.chatsPanel.hidden) {
+      ev.preventDefault();
+      closeList();
     }
   });
   ui.stop.addEventListener("click", stop);
