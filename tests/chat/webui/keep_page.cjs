@@ -256,6 +256,36 @@ async function list(page) {
         `Delete asks once more, then deletes; the open conversation stays (${first} -> ${titles})`);
 }
 
+// Delete the conversation whose answer is streaming: it stops, and no save brings it back.
+async function deleteWhileStreaming(page) {
+  await page.click("#chats-close");
+  await newChat(page);
+  const cancelled = await metric("g4v_chat_cancelled_total");
+  await settings(page, { "max-tokens": 4000, seed: 9 });
+  await page.type("#prompt", "Doomed chat.");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => {
+    const c = document.querySelectorAll("#log .msg.assistant .content");
+    return c.length && c[c.length - 1].textContent.length > 10;
+  }, { timeout: 120000, polling: 100 });
+  await openList(page);
+  await h.sleep(700); // a save or two while it streams
+  await clickButton(page, "#chats", "Delete Doomed chat.");
+  await clickButton(page, "#chats", "Delete Doomed chat.");
+  await h.sleep(1500);
+  await page.click("#chats-toggle");
+  await openList(page);
+  const titles = await listTitles(page);
+  let freed = false;
+  for (let i = 0; i < 100 && !freed; i++) {
+    freed = await metric("g4v_chat_cancelled_total") >= cancelled + 1;
+    if (!freed) await h.sleep(100);
+  }
+  check(same(titles, ["Tell me a long story."]) && freed &&
+        !await page.$eval("body", (b) => b.classList.contains("busy")),
+        `a conversation deleted while its answer streams: stopped, and gone for good (${titles})`);
+}
+
 async function exportImport(page) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "g4v-webui-export-"));
   try {
@@ -463,6 +493,7 @@ async function crafted(page) {
     const kept = await reloadMidAnswer(page);
     await continueRegenerateEdit(page, kept);
     await list(page);
+    await deleteWhileStreaming(page);
     await exportImport(page);
     await limits(page);
     await crafted(page);

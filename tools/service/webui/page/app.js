@@ -698,12 +698,17 @@
       const now = Date.now();
       state.conv = { id: store.newId(), title: titleOf(state.history), created: now };
     }
-    const rec = Object.assign({}, state.conv, { updated: Date.now(),
-                                                 turns: state.history.slice() });
+    const conv = state.conv;
+    const rec = Object.assign({}, conv, { updated: Date.now(), turns: state.history.slice() });
     try { sessionStorage.setItem(CURRENT, rec.id); } catch (e) { /* not kept across reloads */ }
     saving = saving.then(() => store.put(rec)).then(() => {
       window.g4vSaved++;
-      if (!ui.chatsPanel.hidden) refreshList();
+      // a new conversation joins the open list; later saves (twice a second while an answer
+      // streams) leave the list alone: a rename being typed there, or the focus, would be lost
+      if (!conv.listed && !ui.chatsPanel.hidden && !ui.chats.querySelector(".rename-form")) {
+        refreshList();
+      }
+      conv.listed = true;
     }, (e) => {
       if (!storeWarned) {
         storeWarned = true;
@@ -786,8 +791,16 @@
         }, 4000);
         return;
       }
-      await store.remove(c.id);
       if (state.conv && state.conv.id === c.id) newChat();
+      // after the saves already queued, so that none brings it back
+      const removed = saving.then(() => store.remove(c.id));
+      saving = removed.catch(() => {});
+      try {
+        await removed;
+      } catch (e) {
+        setStatus(quote(c.title) + " could not be deleted: " + (e && e.message || e) + ".");
+        return;
+      }
       setStatus("Deleted " + quote(c.title) + ".");
       refreshList();
     });
@@ -1186,8 +1199,11 @@
         if (answer && kept.conv) {
           Object.assign(answer, { content: content, reasoning: reasoning, stopped: true });
           delete answer.partial;
-          saving = saving.then(() => window.ChatStore.put(Object.assign({}, kept.conv,
-            { updated: Date.now(), turns: kept.turns.slice() }))).catch(() => {});
+          // unless it was deleted meanwhile (Delete stops its answer too)
+          saving = saving.then(() => window.ChatStore.get(kept.conv.id)).then((r) => r &&
+            window.ChatStore.put(Object.assign({}, kept.conv, { updated: Date.now(),
+                                                                 turns: kept.turns.slice() })))
+            .catch(() => {});
         }
       } else if (state.stopped && !accepted) {
         if (redraw) renderLog(state.history);
