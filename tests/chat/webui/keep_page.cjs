@@ -140,6 +140,26 @@ async function reloadMidAnswer(page) {
   return r.content;
 }
 
+// A thumbnail opens its image large in a dialog; Escape closes it.
+async function viewLarge(page) {
+  await page.click("#log .msg.user .thumb-button");
+  await page.waitForFunction(() => document.getElementById("viewer").open &&
+    document.querySelector("#viewer img") && document.querySelector("#viewer img").complete,
+    { timeout: 5000 });
+  const r = await page.evaluate(() => ({ w: document.querySelector("#viewer img").naturalWidth,
+    shown: document.querySelector("#viewer img").getBoundingClientRect().width,
+    name: document.getElementById("viewer-name").textContent,
+    label: document.querySelector("#log .msg.user .thumb-button").getAttribute("aria-label"),
+    focus: document.activeElement.id }));
+  await shot(page, "10-viewer-large");
+  await page.keyboard.press("Escape");
+  await h.sleep(200);
+  const open = await page.$eval("#viewer", (d) => d.open);
+  check(r.w === 768 && r.shown > 300 && r.name === "img1.png" && r.label === "View img1.png large" &&
+        r.focus === "viewer-close" && !open,
+        `a thumbnail opens the image large in a dialog, Escape closes it (${JSON.stringify(r)}, open ${open})`);
+}
+
 async function continueRegenerateEdit(page, kept) {
   await settings(page, { "max-tokens": 6, seed: 5 });
   const n0 = await h.logCount(page);
@@ -491,6 +511,7 @@ async function crafted(page) {
       { timeout: 20000 });
     await sampling(page);
     const kept = await reloadMidAnswer(page);
+    await viewLarge(page);
     await continueRegenerateEdit(page, kept);
     await list(page);
     await deleteWhileStreaming(page);

@@ -39,6 +39,8 @@
     chatsToggle: $("chats-toggle"), chatsPanel: $("chats-panel"), chatsClose: $("chats-close"),
     chats: $("chats"), chatsNote: $("chats-note"), exportAll: $("export-all"),
     importBtn: $("import"), importInput: $("import-input"),
+    viewer: $("viewer"), viewerMedia: $("viewer-media"), viewerName: $("viewer-name"),
+    viewerClose: $("viewer-close"),
   };
 
   const state = {
@@ -257,7 +259,13 @@
       thumb.src = a.url;
       thumb.setAttribute("aria-hidden", "true");
     }
-    li.appendChild(thumb);
+    // the thumbnail opens the file large (a button: reachable with the keyboard too)
+    const open = el("button", "thumb-button");
+    open.type = "button";
+    open.setAttribute("aria-label", "View " + a.name + " large");
+    open.appendChild(thumb);
+    open.addEventListener("click", () => viewLarge(a));
+    li.appendChild(open);
     const info = el("div", "info");
     info.appendChild(el("span", "name", a.name));
     if (editable) {
@@ -290,6 +298,27 @@
     li.appendChild(info);
     return li;
   }
+
+  // The image or video in a dialog, as large as the window allows; Escape or Close ends it.
+  function viewLarge(a) {
+    let m;
+    if (a.kind === "image") {
+      m = el("img");
+      m.alt = a.name;
+    } else {
+      m = el("video");
+      m.controls = true;
+    }
+    m.src = a.url;
+    ui.viewerMedia.replaceChildren(m);
+    ui.viewerName.textContent = a.name;
+    ui.viewer.showModal();
+    ui.viewerClose.focus();
+  }
+  ui.viewerClose.addEventListener("click", () => ui.viewer.close());
+  ui.viewer.addEventListener("close", () => ui.viewerMedia.replaceChildren());
+  // a click on the backdrop (outside the dialog's box) closes it too
+  ui.viewer.addEventListener("click", (ev) => { if (ev.target === ui.viewer) ui.viewer.close(); });
 
   function renderPending() {
     ui.attachments.replaceChildren(...state.pending.map((a, i) => attachmentView(a, true, i)));
@@ -1301,7 +1330,9 @@
   ui.prompt.addEventListener("input", updateMeter);
   ui.system.addEventListener("input", updateMeter);
   document.addEventListener("keydown", (ev) => {
-    if (ev.key === "Escape" && state.controller) {
+    if (ev.key === "Escape" && ui.viewer.open) {
+      return; // the dialog closes itself; the answer goes on
+    } else if (ev.key === "Escape" && state.controller) {
       ev.preventDefault();
       stop();
     } else if (ev.key === "Escape" && !ui.chatsPanel.hidden) {
