@@ -180,6 +180,17 @@ async function continueRegenerateEdit(page, kept) {
   const note = await page.evaluate(() => document.querySelector("#log .msg.assistant").textContent);
   check(cont && /Cut at the answer's length limit/.test(note) && !/Interrupted/.test(note),
         "an answer cut by length says so and offers Continue again");
+  // Copy: the answer's Markdown as written
+  await page.evaluate(() => {
+    navigator.clipboard.writeText = (t) => { window.__copied = t; return Promise.resolve(); };
+  });
+  await clickButton(page, "#log", "Copy this answer");
+  await h.sleep(100);
+  const copied = await page.evaluate(() => window.__copied);
+  const raw = lastChat(page).messages[1].content; // the kept part, as the API got it
+  check(typeof copied === "string" && copied.startsWith(raw) && copied.length > raw.length &&
+        await page.evaluate((t) => window.renderMarkdown(t).textContent, copied) === e.content,
+        `Copy under the answer copies its Markdown as written (${copied && copied.length} characters)`);
   // Regenerate: the last user turn again, the answer replaced
   const was = e.content;
   await settings(page, { seed: 11 });

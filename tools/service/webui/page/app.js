@@ -621,20 +621,35 @@
     return v;
   }
 
-  // Regenerate, and Continue for an answer cut short, on the last answer of the conversation.
+  // Under each answer: Copy (its Markdown as written); under the last also Regenerate, and
+  // Continue when it was cut short.
   function answerActions() {
     for (const old of ui.log.querySelectorAll(".answer-actions")) old.remove();
-    const i = state.history.length - 1;
-    const t = state.history[i];
-    if (!t || t.role !== "assistant") return;
-    const div = ui.log.querySelector('.msg.assistant[data-index="' + i + '"]');
-    if (!div) return;
-    const acts = el("div", "msg-actions answer-actions");
-    acts.appendChild(actionButton("Regenerate", "Regenerate this answer", () => send("regen")));
-    if (t.finish === "length" || t.stopped || t.partial) {
-      acts.appendChild(actionButton("Continue", "Continue this answer", () => send("continue")));
+    const lastAt = state.history.length - 1;
+    for (const div of ui.log.querySelectorAll(".msg.assistant[data-index]")) {
+      const i = parseInt(div.dataset.index, 10);
+      const t = state.history[i];
+      if (!t || t.role !== "assistant") continue;
+      const acts = el("div", "msg-actions answer-actions");
+      const copy = actionButton("Copy", "Copy this answer", () => {
+        const done = () => {
+          copy.textContent = "Copied";
+          setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+        };
+        if (navigator.clipboard) {
+          navigator.clipboard.writeText(t.content).then(done,
+            () => setStatus("The browser did not let the page copy (it needs the page in focus)."));
+        }
+      });
+      acts.appendChild(copy);
+      if (i === lastAt) {
+        acts.appendChild(actionButton("Regenerate", "Regenerate this answer", () => send("regen")));
+        if (t.finish === "length" || t.stopped || t.partial) {
+          acts.appendChild(actionButton("Continue", "Continue this answer", () => send("continue")));
+        }
+      }
+      div.appendChild(acts);
     }
-    div.appendChild(acts);
   }
 
   // The log drawn again from turns (a conversation opened, a message edited, an answer redone).
