@@ -24,6 +24,13 @@ button, bidi controls shown as marks in dir=auto blocks, a selection kept while 
 streams; error forms, a cut stream, a network error; accessible names, Tab order, 390 px without
 sideways scrolling.
 
+Then keep_page.cjs, on the same main server (--max-images 4): the sampling settings; a reload
+mid-answer keeping the conversation (IndexedDB); a thumbnail seen large; Continue, Copy,
+Regenerate, Edit; the list of conversations (open, rename, delete, also while streaming);
+export and import (an imported file's markup stays text); the limits checked before sending
+naming the file, the context meter; progress of a big body; errors once, in the page's words;
+code coloured by Prism. G4V_WEBUI_ONLY=chat or keep runs one of the two sessions.
+
 G4V_WEBUI_SHOTS=DIR saves screenshots of the main states into DIR (make webui-shots).
 Without chromium the test fails, saying to run scripts/install-deps.sh --test; without the npm
 registry (puppeteer-core cannot be installed) it skips (exit 77).
