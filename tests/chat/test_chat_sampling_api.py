@@ -7,7 +7,7 @@ A sampled answer (temperature 1.5, a seed) differs from the greedy one (on these
 answer: the end of the turn is the likeliest token), and becomes the greedy one with top_k 1 or
 with min_p 1 (both keep only the likeliest token); top_k N is g4v chat's --top-k N
 for the same seed; out-of-range or non-integer values are 400 invalid_parameter; GET /v1/info
-names the limits the page checks before sending (max_body_bytes, max_images).
+names the limits the page checks before sending (max_body_bytes, max_images, the context).
 --no-prompt-reuse and one thread: every request decodes its whole prompt, as g4v chat does.
 """
 import json
@@ -47,7 +47,8 @@ def test_chat_sampling_api():
         s = ServeProcess(tmp, "main", [G4V, "serve", "--port", "0", "--model",
                                        os.path.join(FX, "vis-e2b"), "--lm",
                                        os.path.join(FX, "lm-e2b.gguf"), "--lm-threads", "1",
-                                       "--threads", "1", "--no-prompt-reuse", "--max-images", "5"],
+                                       "--threads", "1", "--no-prompt-reuse", "--max-images", "5",
+                                       "--lm-ctx", "2048"],
                          stop_timeout=120)
         servers.append(s)
         st, greedy = answer(s, temperature=0)
@@ -79,9 +80,11 @@ def test_chat_sampling_api():
             check(st == 400 and err.get("code") == "invalid_parameter" and name in err.get("message", ""),
                   f"{fields}: 400 invalid_parameter naming the field ({st} {j})")
         st, _, raw = s.request("GET", "/v1/info")
-        sv = json.loads(raw).get("service", {}) if st == 200 else {}
-        check(sv.get("max_images") == 5 and sv.get("max_body_bytes", 0) > 0,
-              f"GET /v1/info names max_images and max_body_bytes ({sv})")
+        info = json.loads(raw) if st == 200 else {}
+        sv, tm = info.get("service", {}), info.get("text_model", {})
+        check(sv.get("max_images") == 5 and sv.get("max_body_bytes", 0) > 0 and
+              tm.get("context") == 2048,
+              f"GET /v1/info names max_images, max_body_bytes and the context ({sv} {tm})")
 
     with_servers("g4v-sampling-", run)
 

@@ -1386,9 +1386,12 @@
       // the service's limits, checked before sending (docs/WEBUI.md "Errors")
       const info = await fetch("/v1/info", { headers: headers() });
       if (info.ok) {
-        const sv = (await info.json()).service || {};
+        const about = await info.json();
+        const sv = about.service || {};
         if (sv.max_body_bytes > 0) state.maxBody = sv.max_body_bytes;
         if (sv.max_images > 0) state.maxImages = sv.max_images;
+        const tm = about.text_model || {};
+        if (tm.context > 0) state.context = tm.context;
       }
       updateMeter();
     } catch (e) {
