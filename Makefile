@@ -99,7 +99,9 @@ chat-test: test-deps ## build llama.cpp once, then g4v chat's tests (ctest -L ch
 
 # make webui-shots: screenshots of the chat page of g4v serve --lm (docs/WEBUI.md) in its main
 # states (empty, attachments with budgets, streaming, an answer with its figures, a thought, an
-# error, the API key, 390 px wide), taken by its browser test (ctest chat_webui, synthetic models).
+# error, the API key, 390 px wide, a conversation back after a reload, the list of conversations,
+# limits refused with the context meter, coloured code), taken by its browser test (ctest
+# chat_webui, synthetic models).
 webui-shots: test-deps ## screenshots of g4v serve --lm's chat page into build/webui-shots
 	@set -e; $(LLAMA_PREFIX); \
 	$(call configure,$(BUILD),-DG4V_WERROR=ON $(LLAMA_FLAGS) $(CMAKE_FLAGS)); \
