@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # install-webui-lib.sh - the libraries the chat page of `g4v serve --lm` embeds at build time
-# (npm `markdown-it`: docs/WEBUI.md "Markdown"), the versions pinned in
+# (npm `markdown-it` and `prismjs`: docs/WEBUI.md "Markdown"), the versions pinned in
 # tools/service/webui/lib/package-lock.json. Installed outside the repository, into
 # ${XDG_CACHE_HOME:-~/.cache}/g4v-webui-lib/<hash of package.json and the lock>, with `npm ci`
 # (exactly the lock, integrity-checked, no install scripts); CMake looks there (the same hash,
-# cmake/EmbedPage.cmake) and embeds the browser bundle into the binary, so that building needs no
+# cmake/EmbedPage.cmake) and embeds the browser bundles into the binary, so that building needs no
 # network once this ran. Idempotent: an install of the same lock is reused. The last line printed
 # is the node_modules directory.
 # Exit 0 ok; 75 when the npm registry cannot be reached (the page is then built without
@@ -32,5 +32,7 @@ if ! (cd "$DIR" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --lo
 fi
 [ -s "$DIR/node_modules/markdown-it/dist/markdown-it.min.js" ] ||
     { echo "install-webui-lib: markdown-it's browser bundle is missing" >&2; exit 1; }
+[ -s "$DIR/node_modules/prismjs/components/prism-core.min.js" ] ||
+    { echo "install-webui-lib: Prism's components are missing" >&2; exit 1; }
 touch "$DIR/installed"
 echo "$DIR/node_modules"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # webui-shots.sh - make webui-shots: screenshots of the chat page of g4v serve --lm (docs/WEBUI.md)
 # in its main states (empty, attachments with budgets, streaming, an answer with its figures, a
-# thought, an error, the API key, 390 px wide), taken by its browser test (ctest chat_webui,
-# synthetic models), into $BUILD/webui-shots.
+# thought, an error, the API key, 390 px wide, a conversation back after a reload, the list of
+# conversations, limits refused with the context meter, coloured code), taken by its browser test
+# (ctest chat_webui, synthetic models), into $BUILD/webui-shots.
 . scripts/make/lib.sh
 prefix=$(llama_prefix)
 configure "$BUILD" -DG4V_WERROR=ON -DG4V_LLAMA_DIR=$prefix -DG4V_LLAMA_SRC=$prefix/src $CMAKE_FLAGS

@@ -11,8 +11,15 @@
  *    sequence's decode calls are the reference's).
  * C: the four at once, one thread each, on the four-sequence engine with a small step budget
  *    (prompts cut into chunks and batched with the others' generation tokens).
- * S: the four at once on an engine of one sequence per step (one_per_step, --lm-no-batching).
- *    Required: each answer and its logits equal the reference's, bit for bit.
+ * S: the four at once on an engine of one sequence per step (one_per_step, --lm-no-batching)
+ *    with a step budget of 4 tokens (which one_per_step must not apply: the pieces of a prompt
+ *    change the rounding). Required: each answer and its logits equal the reference's, bit for
+ *    bit.
+ * G: two at once, one of them slow to ask for its next token (a third of a step, more than the
+ *    engine's least wait), as sampling under a grammar or a slow client's socket make it.
+ *    Required: their generation steps were still batched (the engine waits for a sequence as
+ *    long as it took last time, not a fixed few milliseconds: with that, the fast one's steps
+ *    left without the slow one's token every other time).
  * P: alone on an engine of one sequence, the prompt decoded in calls of 1 and of 4 tokens: how
  *    far llama.cpp's logits move with the shapes of the decode calls alone (its CPU kernels
  *    differ with the number of rows: measured 5e-3 to 8e-3 on the synthetic e2b model, where
@@ -28,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "chat_engine.h"
 #include "llama.h"
@@ -50,6 +59,7 @@ typedef struct answer {
 
 static int fails;
 static int n_vocab;
+static int think_us; /* G: how long sequence 1's thread takes to ask for its next token */
 static llama_token prompts[N_PROMPTS][64];
 
 static void check(int ok, const char *what) {
@@ -107,6 +117,7 @@ static int answer_on(chat_engine *e, int seq, int p, answer *a) {
             }
         a->tok[k] = argmax(a->logits, &a->gap[k]);
         if (a->ref && a->tok[k] != a->ref->tok[k]) on_path = 0;
+        if (think_us && seq == 1) usleep((useconds_t)think_us);
         if (k + 1 < N_ANSWER &&
             chat_engine_decode(e, seq, &a->tok[k], 1, pos++, a->logits, err, sizeof err)) {
             printf("FAIL: prompt %d, token %d: %s\n", p, k, err);
@@ -216,7 +227,8 @@ int main(int argc, char **argv) {
     chat_engine_get_stats(four, &st);
     /* S: the four at once with one sequence per step (--lm-no-batching): each as alone */
     chat_engine_options so = {.lm_path = argv[1], .n_seq = N_PROMPTS, .n_ctx_seq = 512,
-                              .n_batch = 128, .one_per_step = 1, .threads = threads};
+                              .n_batch = 128, .step_tokens = 4, .one_per_step = 1,
+                              .threads = threads};
     chat_engine *serial;
     char err[1024];
     if (chat_engine_open(&so, &serial, err, sizeof err)) {
@@ -272,6 +284,42 @@ int main(int argc, char **argv) {
     check(worst <= 1.5 * calls + 1e-6 && worst < 2e-2,
           "batched within 1.5x the variation the decode calls' shapes make alone (and < 2e-2)");
     chat_engine_close(four);
+
+    /* G: how long one decode step of one token takes on this machine first, then two at once,
+     * sequence 1 taking a third of that (at least 6 ms: more than the engine's least wait)
+     * between its tokens; a machine whose steps take under 9 ms cannot tell (the engine
+     * rightly waits no longer than a decode) */
+    chat_engine *two = open_engine(argv[1], 2, 128, 0, threads);
+    answer ga[2];
+    for (int p = 0; p < 2; p++)
+        answer_alloc(&ga[p], &ref[p]);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (answer_on(two, 0, 1, &ga[0])) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double step_ms = ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6) / N_ANSWER;
+    think_us = (int)(step_ms * 1e3 / 3);
+    if (think_us < 6000) think_us = 6000;
+    int think_was = think_us;
+    chat_engine_stats g0, g1;
+    chat_engine_get_stats(two, &g0);
+    for (int p = 0; p < 2; p++) {
+        jobs[p] = (job){.e = two, .p = p, .a = &ga[p]};
+        pthread_create(&th[p], NULL, run_job, &jobs[p]);
+    }
+    for (int p = 0; p < 2; p++) {
+        pthread_join(th[p], NULL);
+        if (jobs[p].rc) return 1;
+        free(ga[p].logits);
+    }
+    think_us = 0;
+    chat_engine_get_stats(two, &g1);
+    unsigned long long shared = g1.shared_steps - g0.shared_steps;
+    printf("one slow sampler (%.1f ms to ask again, a step %.1f ms): %llu decode calls, %llu of them "
+           "shared\n", think_was / 1e3, step_ms, (unsigned long long)(g1.steps - g0.steps), shared);
+    check(step_ms < 9.0 || shared >= N_ANSWER * 3 / 4,
+          "one slow sampler: the two's generation steps still batched together");
+    chat_engine_close(two);
     for (int p = 0; p < N_PROMPTS; p++) {
         free(ref[p].steps), free(ref[p].logits);
         free(lone[p].logits);

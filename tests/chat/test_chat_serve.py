@@ -400,11 +400,17 @@ def run(tmp, allowed, servers):
 
     # 7a. batched (the default): six greedy requests at once on two slots, each with an image,
     # all answered, in decode calls shared by both slots; how many answers equal the one-slot
-    # server's greedy ones is printed (a near-tie may flip: docs/CHAT_API.md §3)
+    # server's greedy ones is printed (a near-tie may flip: docs/CHAT_API.md §3). The three
+    # images are in its feature cache first (one request each): where encoding is slow next to
+    # answering (ThreadSanitizer instruments the encoder, not llama.cpp), one slot's image would
+    # otherwise be encoded while the other answers, and the answers would never overlap.
     s4 = Server(tmp, "batched", "--lm-slots", "2", "--max-queue", "8", "--no-prompt-reuse")
     servers.append(s4)
     greedy = [{**q, "temperature": 0, "max_tokens": 16} for q in reqs]
     want = [s.chat(q)[2]["choices"][0]["message"]["content"] for q in greedy]
+    for q in greedy[:3]:
+        st, _, r = s4.chat({**q, "max_tokens": 1})
+        check(st == 200, f"batched: an image into the feature cache ({st})")
     got = [None] * 6
 
     def greedy_client(i):

@@ -24,6 +24,13 @@ button, bidi controls shown as marks in dir=auto blocks, a selection kept while 
 streams; error forms, a cut stream, a network error; accessible names, Tab order, 390 px without
 sideways scrolling.
 
+Then keep_page.cjs, on the same main server (--max-images 4): the sampling settings; a reload
+mid-answer keeping the conversation (IndexedDB); a thumbnail seen large; Continue, Copy,
+Regenerate, Edit; the list of conversations (open, rename, delete, also while streaming);
+export and import (an imported file's markup stays text); the limits checked before sending
+naming the file, the context meter; progress of a big body; errors once, in the page's words;
+code coloured by Prism. G4V_WEBUI_ONLY=chat or keep runs one of the two sessions.
+
 G4V_WEBUI_SHOTS=DIR saves screenshots of the main states into DIR (make webui-shots).
 Without chromium the test fails, saying to run scripts/install-deps.sh --test; without the npm
 registry (puppeteer-core cannot be installed) it skips (exit 77).
@@ -44,6 +51,7 @@ FX = pyutil.arg(1)
 KEY = "webui-test-key-0123456789"
 QUESTION = "What is in this picture?"
 CHECKS = 55  # the checks chat_page.cjs makes when it runs to the end
+KEEP_CHECKS = 29  # and keep_page.cjs
 
 
 def fx(n):
@@ -66,7 +74,8 @@ def test_chat_webui():
         os.makedirs(shots, exist_ok=True)
 
     def run(tmp, servers):
-        servers.append(Server(tmp, "main", "--lm-slots", "1", "--max-queue", "0"))
+        servers.append(Server(tmp, "main", "--lm-slots", "1", "--max-queue", "0",
+                              "--max-images", "4"))
         servers.append(Server(tmp, "auth", "--api-key", KEY, "--max-body-bytes", "4096"))
         main, auth = servers
         # the request the page must send for: img1.png chosen (budget 280 by default), the
@@ -87,7 +96,11 @@ def test_chat_webui():
                 "shots": shots, "question": QUESTION,
                 "ref": {"body": body, "content": r["choices"][0]["message"]["content"],
                         "usage": r["usage"], "g4v": r["g4v"]}}
-        run_session("chat_page.cjs", spec, node_path, 480, CHECKS)
+        only = os.environ.get("G4V_WEBUI_ONLY", "")  # one session, while working on it
+        if only in ("", "chat"):
+            run_session("chat_page.cjs", spec, node_path, 480, CHECKS)
+        if only in ("", "keep"):
+            run_session("keep_page.cjs", spec, node_path, 480, KEEP_CHECKS)
         if shots:
             print(f"screenshots in {shots}: {sorted(os.listdir(shots))}")
 

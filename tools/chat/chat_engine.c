@@ -6,8 +6,9 @@
  * each) once its teams together have more threads than the machine has CPUs, which slows
  * every decode; one calling thread keeps one team (bench/RESULTS.md has the numbers).
  *
- * A step: the engine thread waits (at most GATHER_MS) until every answering sequence has asked
- * for its next token, takes the waiting requests -- one token of each answering sequence first,
+ * A step: the engine thread waits until every answering sequence has asked for its next token
+ * (for one that is late, until it is due, but never longer than a decode takes: gather_due),
+ * takes the waiting requests -- one token of each answering sequence first,
  * then prompt tokens in arrival order up to step_tokens (n_batch when no sequence is
  * answering) --, decodes them in one llama_decode without the lock, copies each finished
  * request's logits out, and wakes the requesters. A request for more tokens than the step holds
@@ -30,10 +31,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long a step waits for the answering sequences' next tokens: sampling one takes well
- * under a millisecond; a thread that is late (a grammar's full-vocabulary draw, a slow client's
- * socket) joins the next step. */
+/* The least a step waits for an answering sequence's next token: sampling one takes a
+ * millisecond or two; how long a sequence takes to ask again is measured (gather_due). */
 enum { GATHER_MS = 4 };
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
 
 /* ---- llama.cpp's log ------------------------------------------------------------------------- */
 
@@ -112,6 +118,10 @@ struct chat_engine {
     int want_hold;     /* threads waiting in chat_engine_lock: they go before the next step */
     unsigned char *answering; /* [n_seq] */
     int n_answering;
+    /* [n_seq]: when its last request was settled, and how long it then took to ask again (a
+     * running mean, ms; 0 until measured): when its next one is due */
+    double *settled_ms, *think_ms;
+    double decode_ms; /* how long the last step's decode took */
     chat_engine_stats st;
 };
 
@@ -232,7 +242,9 @@ int chat_engine_open(const chat_engine_options *o, chat_engine **out, char *err,
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     e->answering = calloc((size_t)e->o.n_seq, 1);
-    if (!e->answering) {
+    e->settled_ms = calloc((size_t)e->o.n_seq, sizeof *e->settled_ms);
+    e->think_ms = calloc((size_t)e->o.n_seq, sizeof *e->think_ms);
+    if (!e->answering || !e->settled_ms || !e->think_ms) {
         seterr(err, errsz, "out of memory");
         chat_engine_close(e);
         return -1;
@@ -264,6 +276,8 @@ void chat_engine_close(chat_engine *e) {
     if (e->lctx) llama_free(e->lctx);
     if (e->lm) llama_model_free(e->lm);
     free(e->answering);
+    free(e->settled_ms);
+    free(e->think_ms);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e);
@@ -311,8 +325,11 @@ void chat_engine_unlock(chat_engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Under e->mu. */
-static int piece(const chat_engine *e) { return e->n_answering ? e->o.step_tokens : e->o.n_batch; }
+/* Under e->mu. One sequence per step takes what it would take alone: its answer is then bit for
+ * bit its answer alone, since the pieces of a prompt change the rounding. */
+static int piece(const chat_engine *e) {
+    return e->n_answering && !e->o.one_per_step ? e->o.step_tokens : e->o.n_batch;
+}
 
 int chat_engine_piece(chat_engine *e) {
     pthread_mutex_lock(&e->mu);
@@ -321,17 +338,39 @@ int chat_engine_piece(chat_engine *e) {
     return n;
 }
 
-/* Whether every answering sequence has a request waiting. Under e->mu. */
-static int all_answering_wait(const chat_engine *e) {
-    int n = 0;
+/* Whether sequence seq has a request waiting. Under e->mu. */
+static int seq_waits(const chat_engine *e, llama_seq_id seq) {
     for (const request *r = e->waiting; r; r = r->next)
-        n += e->answering[r->seq];
-    return n >= e->n_answering;
+        if (r->seq == seq) return 1;
+    return 0;
 }
 
-static void deadline_in(struct timespec *t, int ms) {
+/* Until when (now_ms) a step that started gathering at start waits for the answering sequences
+ * that have not asked yet, or 0 when none is missing. Each is due when it took twice as long as
+ * it took to ask last time, and at least GATHER_MS after start: a sequence samples, grammars
+ * and stream writes take their time, and a step that leaves without it makes its next token cost
+ * a decode of its own (a fixed few milliseconds made two conversations alternate, never batched,
+ * where sampling took longer, as under ThreadSanitizer). But never longer than the last decode
+ * took: past that, waiting for a late one costs the others more than its own decode would. Under
+ * e->mu. */
+static double gather_due(const chat_engine *e, double start) {
+    double due = 0;
+    for (int q = 0; q < e->o.n_seq; q++)
+        if (e->answering[q] && !seq_waits(e, q)) {
+            double d = e->think_ms[q] > 0 ? e->settled_ms[q] + 2 * e->think_ms[q] + 1 : 0;
+            if (d > due) due = d;
+            if (due < start + GATHER_MS) due = start + GATHER_MS;
+        }
+    if (!due) return 0;
+    double cap = start + (e->decode_ms > GATHER_MS ? e->decode_ms : GATHER_MS);
+    return due < cap ? due : cap;
+}
+
+static void deadline_in(struct timespec *t, double ms) {
     clock_gettime(CLOCK_REALTIME, t);
-    t->tv_nsec += (long)ms * 1000000L;
+    long ns = (long)(ms * 1e6);
+    t->tv_sec += ns / 1000000000L;
+    t->tv_nsec += ns % 1000000000L;
     if (t->tv_nsec >= 1000000000L) {
         t->tv_sec++;
         t->tv_nsec -= 1000000000L;
@@ -381,10 +420,14 @@ static int choose(chat_engine *e, request **in, int *n_in) {
 /* Makes one step: gathers, decodes without the lock, settles. Called and returns under e->mu,
  * with e->decoding set by the caller. */
 static void make_step(chat_engine *e) {
-    struct timespec until;
-    deadline_in(&until, GATHER_MS);
-    while (!e->o.one_per_step && !all_answering_wait(e) && !e->want_hold)
-        if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT) break;
+    double start = now_ms(), due;
+    while (!e->o.one_per_step && !e->want_hold && (due = gather_due(e, start)) > 0) {
+        double left = due - now_ms();
+        if (left <= 0) break;
+        struct timespec until;
+        deadline_in(&until, left);
+        pthread_cond_timedwait(&e->cv, &e->mu, &until);
+    }
     request **in = malloc((size_t)e->o.n_seq * sizeof *in);
     if (!in) { /* every waiting request fails; nothing was decoded */
         for (request *r = e->waiting; r; r = r->next) {
@@ -411,7 +454,9 @@ static void make_step(chat_engine *e) {
         }
     }
     pthread_mutex_unlock(&e->mu);
+    double t0 = now_ms();
     int rc = n_tokens ? llama_decode(e->lctx, *b) : 0;
+    double t1 = now_ms();
     if (!rc) { /* each finished request's logits, at its last token's index in the batch */
         int j = 0;
         for (int i = 0; i < n_req; i++) {
@@ -423,6 +468,7 @@ static void make_step(chat_engine *e) {
         }
     }
     pthread_mutex_lock(&e->mu);
+    e->decode_ms = t1 - t0;
     e->st.steps++;
     e->st.step_tokens += (uint64_t)n_tokens;
     e->st.step_seqs += (uint64_t)n_req;
@@ -437,6 +483,7 @@ static void make_step(chat_engine *e) {
             r->done += r->taking;
             if (r->done == r->n) r->status = 1;
         }
+        if (r->status) e->settled_ms[r->seq] = now_ms();
         r->taking = 0;
     }
     free(in);
@@ -455,6 +502,10 @@ int chat_engine_decode(chat_engine *e, llama_seq_id seq, const llama_token *toke
     }
     request r = {.seq = seq, .tokens = tokens, .n = n, .pos0 = pos0, .logits = logits};
     pthread_mutex_lock(&e->mu);
+    if (e->answering[seq] && e->settled_ms[seq] > 0) { /* how long it took to ask again */
+        double t = now_ms() - e->settled_ms[seq];
+        e->think_ms[seq] = e->think_ms[seq] > 0 ? 0.5 * e->think_ms[seq] + 0.5 * t : t;
+    }
     request **tail = &e->waiting;
     while (*tail)
         tail = &(*tail)->next;

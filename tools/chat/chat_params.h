@@ -14,6 +14,7 @@ typedef struct chat_params {
     float temp;          /* <= 0: greedy */
     int top_k;           /* <= 0: off */
     float top_p;         /* >= 1: off */
+    float min_p;         /* <= 0: off */
     uint32_t seed;
     int max_tokens;      /* per answer; <= 0: until the end of the turn or the context */
     int budget;          /* image soft tokens, one of G4V_BUDGETS; 0: the session's own */

@@ -1,5 +1,5 @@
 /* chat_sample.c - how the next token of an answer is drawn: the conversation's sampling chain
- * (greedy, or top-k, top-p, temperature and a seeded draw: Gemma 4's generation_config.json by
+ * (greedy, or top-k, top-p, min-p, temperature and a seeded draw: Gemma 4's generation_config.json by
  * default), under a grammar when the request asks for structured output or constrained tool
  * calls (docs/CHAT.md "Structured output").
  *
@@ -29,6 +29,7 @@ static struct llama_sampler *make_chain(const chat_params *o) {
     }
     if (o->top_k > 0) llama_sampler_chain_add(c, llama_sampler_init_top_k(o->top_k));
     if (o->top_p < 1.0f) llama_sampler_chain_add(c, llama_sampler_init_top_p(o->top_p, 1));
+    if (o->min_p > 0.0f) llama_sampler_chain_add(c, llama_sampler_init_min_p(o->min_p, 1));
     llama_sampler_chain_add(c, llama_sampler_init_temp(o->temp));
     llama_sampler_chain_add(c, llama_sampler_init_dist(o->seed));
     return c;

@@ -646,6 +646,16 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     v = j->params.top_p;
     if (take_number(o, "top_p", 0, 1, &v, f)) return -1;
     j->params.top_p = (float)v;
+    v = j->params.top_k; /* 0: off (llama.cpp's and vLLM's top_k; -1 also means off there) */
+    if (take_number(o, "top_k", -1, 1000, &v, f)) return -1;
+    if (v != (int)v) {
+        BAD("invalid_parameter", "\"top_k\" must be a whole number from -1 to 1000");
+        return -1;
+    }
+    j->params.top_k = (int)v;
+    v = j->params.min_p;
+    if (take_number(o, "min_p", 0, 1, &v, f)) return -1;
+    j->params.min_p = (float)v;
     v = j->params.seed;
     if (take_number(o, "seed", 0, 4294967295.0, &v, f)) return -1;
     j->params.seed = (uint32_t)v;

@@ -137,10 +137,10 @@ static size_t metrics(server *s, void *state, char *b, size_t cap) {
 
 /* GET /v1/info's "text_model": how llama.cpp runs it here (docs/CHAT.md §6) */
 static void info(server *s, void *state, void *object) {
-    (void)s;
     (void)state;
     cJSON *t = cJSON_AddObjectToObject(object, "text_model");
     if (!t) return;
+    cJSON_AddNumberToObject(t, "context", s->a.lm_ctx); /* tokens a conversation may fill */
 #ifdef G4V_HAVE_LLAMA
     cJSON *extra = chat_llama_probe_json();
     if (extra) cJSON_AddItemToObject(t, "extra_buffers", extra);

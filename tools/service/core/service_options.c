@@ -70,7 +70,8 @@ static const fe_opt rows[] = {
              "Chat (docs/CHAT_API.md), with --lm: the OpenAI-compatible API\n"
              "  POST /v1/chat/completions  messages with text, image_url and video_url parts\n"
              "                        (data: URIs; file paths only under --allow-files), stream,\n"
-             "                        max_tokens, temperature, top_p, seed, stop;\n"
+             "                        max_tokens, temperature, top_p, top_k, min_p, seed,\n"
+             "                        stop;\n"
              "                        \"g4v\": {\"tokens\": N}\n"
              "  GET  /v1/models       the language model's name\n"
              "  GET  /                the chat page (docs/WEBUI.md)\n"},

@@ -51,6 +51,7 @@ static char *info_json(server *s, const encode_wing *ew, size_t *len) {
         cJSON_AddNumberToObject(sv, "contexts", ew->pool->n);
         cJSON_AddNumberToObject(sv, "queue", s->a.queue);
         cJSON_AddNumberToObject(sv, "max_body_bytes", (double)s->a.max_body);
+        cJSON_AddNumberToObject(sv, "max_images", s->a.max_images); /* per chat request */
         cJSON_AddNumberToObject(sv, "max_header_bytes", s->a.max_header_bytes);
         cJSON_AddNumberToObject(sv, "max_connections", s->a.max_connections);
         cJSON_AddBoolToObject(sv, "api_key", s->api_key != NULL);

@@ -20,6 +20,9 @@
 // (BIG_FENCE for a code block), or one whose parse took more than SLOW_MS (a degenerate answer:
 // thousands of unclosed brackets or emphasis markers), is shown as plain text from there on. So
 // no update parses more than about BIG + CHUNK characters, whatever the answer's length.
+// Code blocks are coloured (code.js, Prism's tokenizer) once finished: in blocks kept as finished,
+// and in the last block when the answer has ended (update's `final`); a block with bidi controls
+// stays plain, its marks shown.
 // Without markdown-it (a build that could not install it) answers are plain text.
 "use strict";
 
@@ -127,14 +130,18 @@
     }
   }
 
-  function codeBlock(t) {
+  function codeBlock(t, colour) {
     const wrap = el("div", "code-block");
     const pre = el("pre");
     pre.dir = "ltr";
     const code = el("code");
     const lang = (t.info || "").trim().split(/\s/)[0];
     if (lang) pre.dataset.lang = lang;
-    text(code, t.content.replace(/\n$/, ""));
+    const body = t.content.replace(/\n$/, "");
+    if (!(colour && lang && !BIDI.test(body) && window.colourCode &&
+          window.colourCode(code, body, lang))) {
+      text(code, body);
+    }
     pre.appendChild(code);
     const copy = el("button", "copy");
     copy.type = "button";
@@ -148,8 +155,9 @@
     return wrap;
   }
 
-  // Block tokens (balanced, or the start of a stream of them) into parent.
-  function build(tokens, parent) {
+  // Block tokens (balanced, or the start of a stream of them) into parent; colour: code blocks
+  // among them are finished (coloured).
+  function build(tokens, parent, colour) {
     const stack = [parent];
     for (const t of tokens) {
       const top = stack[stack.length - 1];
@@ -178,7 +186,7 @@
       } else if (t.nesting === -1) {
         if (stack.length > 1) stack.pop();
       } else if (t.type === "fence" || t.type === "code_block") {
-        top.appendChild(codeBlock(t));
+        top.appendChild(codeBlock(t, colour));
       } else if (t.type === "hr") {
         top.appendChild(el("hr"));
       } else if (t.content) {
@@ -203,7 +211,8 @@
   }
 
   // An answer drawn into container as it grows: update(text) after each change; it returns true
-  // while part of text is still to be drawn (call it again on the next frame).
+  // while part of text is still to be drawn (call it again on the next frame). update(text, true):
+  // text is the whole answer (its last block is finished too).
   class MarkdownView {
     constructor(container) {
       this.container = container;
@@ -216,7 +225,7 @@
       container.appendChild(this.live);
     }
 
-    update(s) {
+    update(s, final) {
       if (!md || this.plain) return this.appendPlain(s);
       const t0 = performance.now();
       const from = this.done;
@@ -233,7 +242,7 @@
         if (finished) { // every block but the last is finished: built once, kept
           const last = starts[starts.length - 1];
           const frag = document.createDocumentFragment();
-          build(tokens.slice(0, last), frag);
+          build(tokens.slice(0, last), frag, true);
           this.keep(frag, starts.length - 1);
           const at = lineStart(tail, tokens[last].map[0]);
           this.done += at;
@@ -251,7 +260,7 @@
         // the browser lays out what was added after each frame: about CHUNK characters a frame
         if (n === avail || this.done - from >= CHUNK || performance.now() - t0 > BUDGET_MS) {
           const frag = document.createDocumentFragment();
-          build(tokens, frag);
+          build(tokens, frag, !!final && n === avail);
           this.live.replaceChildren(frag);
           return n < avail;
         }
@@ -291,7 +300,7 @@
   function renderMarkdown(s) {
     const box = el("div");
     const view = new MarkdownView(box);
-    while (view.update(String(s))) { /* drawn a budget at a time */ }
+    while (view.update(String(s), true)) { /* drawn a budget at a time */ }
     const out = document.createDocumentFragment();
     view.live.replaceWith(...view.live.childNodes);
     for (const c of Array.from(box.querySelectorAll(".md-chunk"))) c.replaceWith(...c.childNodes);
