@@ -33,14 +33,16 @@ static uint64_t h_final(hash64 *h) {
 
 int chat_media_budget(const chat_session *s, const chat_media *m) {
     if (m->budget) return m->budget;
-    return m->is_video ? s->o.video_budget : s->o.budget;
+    return m->medium == G4V_MEDIUM_VIDEO ? s->o.video_budget : s->o.budget;
 }
 
 int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
                     size_t errsz) {
     hash64 h;
     h_init(&h);
-    int head[3] = {m->is_video, chat_media_budget(s, m), m->is_video ? s->o.video_frames : 0};
+    /* the kind's value, as an int (chat_items.h: hashes outlive the process) */
+    int head[3] = {(int)m->medium, chat_media_budget(s, m),
+                   m->medium == G4V_MEDIUM_VIDEO ? s->o.video_frames : 0};
     h_add(&h, head, sizeof head);
     if (m->data) {
         h_add(&h, m->data, m->size);
@@ -85,60 +87,86 @@ static int encode_failed(const chat_session *s, const chat_media *m, int st, cha
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
 }
 
+/* One kind's decoder: encodes pm's medium into its rows (e) and its stat (ms). CHAT_OK, or an
+ * error with its message; -1 when out of memory. */
+typedef int (*medium_encoder)(chat_session *s, const chat_media *m, enc_media *e,
+                              chat_media_stat *ms, char *err, size_t errsz);
+
+static int encode_image(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
+                        char *err, size_t errsz) {
+    g4v_encode_options eo;
+    g4v_encode_options_init(&eo);
+    eo.budget = chat_media_budget(s, m);
+    g4v_result r;
+    int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
+                     : g4v_encode_file(s->vctx, m->path, &eo, &r);
+    if (st) return encode_failed(s, m, st, err, errsz);
+    size_t n = (size_t)r.n_tokens * (size_t)r.dim;
+    e->rows = malloc(n * sizeof(float));
+    e->frame_rows = malloc(sizeof(int));
+    if (!e->rows || !e->frame_rows) return -1;
+    memcpy(e->rows, r.features, n * sizeof(float));
+    e->n_rows = r.n_tokens;
+    e->n_frames = 1;
+    e->frame_rows[0] = r.n_tokens;
+    ms->n_rows = r.n_tokens;
+    ms->n_frames = 1;
+    ms->width = r.width;
+    ms->height = r.height;
+    ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
+    return CHAT_OK;
+}
+
+/* A video: its sampled frames, one after another (docs/VIDEO.md). */
+static int encode_video(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
+                        char *err, size_t errsz) {
+    g4v_video_options vo;
+    g4v_video_options_init(&vo);
+    vo.budget = chat_media_budget(s, m);
+    vo.num_frames = s->o.video_frames;
+    g4v_video_result r;
+    int st = m->data ? g4v_encode_video_memory(s->vctx, m->data, m->size, &vo, &r)
+                     : g4v_encode_video_file(s->vctx, m->path, &vo, &r);
+    if (st) return encode_failed(s, m, st, err, errsz);
+    size_t n = (size_t)r.n_tokens * (size_t)r.dim;
+    e->rows = malloc(n * sizeof(float));
+    e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
+    e->mmss = malloc((size_t)r.n_frames * sizeof *e->mmss);
+    if (!e->rows || !e->frame_rows || !e->mmss) return -1;
+    memcpy(e->rows, r.features, n * sizeof(float));
+    e->n_rows = r.n_tokens;
+    e->n_frames = r.n_frames;
+    for (int k = 0; k < r.n_frames; k++) {
+        e->frame_rows[k] = r.frames[k].n_tokens;
+        memcpy(e->mmss[k], r.frames[k].mmss, sizeof e->mmss[k]);
+    }
+    ms->n_rows = r.n_tokens;
+    ms->n_frames = r.n_frames;
+    ms->width = r.width;
+    ms->height = r.height;
+    ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
+    return CHAT_OK;
+}
+
+/* The decoder of each kind of medium (medium.h): a new kind is a row here. */
+static const medium_encoder encoders[G4V_MEDIUM_COUNT] = {
+    [G4V_MEDIUM_IMAGE] = encode_image,
+    [G4V_MEDIUM_VIDEO] = encode_video,
+};
+
 int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz) {
     const chat_media *m = &pm->src;
     enc_media *e = &pm->e;
     chat_media_stat *ms = &pm->stat;
     double t0 = fe_now_s();
-    ms->is_video = m->is_video;
-    if (!m->is_video) {
-        g4v_encode_options eo;
-        g4v_encode_options_init(&eo);
-        eo.budget = chat_media_budget(s, m);
-        g4v_result r;
-        int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
-                         : g4v_encode_file(s->vctx, m->path, &eo, &r);
-        if (st) return encode_failed(s, m, st, err, errsz);
-        size_t n = (size_t)r.n_tokens * (size_t)r.dim;
-        e->rows = malloc(n * sizeof(float));
-        e->frame_rows = malloc(sizeof(int));
-        if (!e->rows || !e->frame_rows) goto oom;
-        memcpy(e->rows, r.features, n * sizeof(float));
-        e->n_rows = r.n_tokens;
-        e->n_frames = 1;
-        e->frame_rows[0] = r.n_tokens;
-        ms->n_rows = r.n_tokens;
-        ms->n_frames = 1;
-        ms->width = r.width;
-        ms->height = r.height;
-        ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
-    } else {
-        g4v_video_options vo;
-        g4v_video_options_init(&vo);
-        vo.budget = chat_media_budget(s, m);
-        vo.num_frames = s->o.video_frames;
-        g4v_video_result r;
-        int st = m->data ? g4v_encode_video_memory(s->vctx, m->data, m->size, &vo, &r)
-                         : g4v_encode_video_file(s->vctx, m->path, &vo, &r);
-        if (st) return encode_failed(s, m, st, err, errsz);
-        size_t n = (size_t)r.n_tokens * (size_t)r.dim;
-        e->rows = malloc(n * sizeof(float));
-        e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
-        e->mmss = malloc((size_t)r.n_frames * sizeof *e->mmss);
-        if (!e->rows || !e->frame_rows || !e->mmss) goto oom;
-        memcpy(e->rows, r.features, n * sizeof(float));
-        e->n_rows = r.n_tokens;
-        e->n_frames = r.n_frames;
-        for (int k = 0; k < r.n_frames; k++) {
-            e->frame_rows[k] = r.frames[k].n_tokens;
-            memcpy(e->mmss[k], r.frames[k].mmss, sizeof e->mmss[k]);
-        }
-        ms->n_rows = r.n_tokens;
-        ms->n_frames = r.n_frames;
-        ms->width = r.width;
-        ms->height = r.height;
-        ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
+    ms->medium = m->medium;
+    if ((unsigned)m->medium >= G4V_MEDIUM_COUNT || !encoders[m->medium]) {
+        seterr(err, errsz, "%s: not a kind of medium this session reads", m->path);
+        return CHAT_ERR_INPUT;
     }
+    int rc = encoders[m->medium](s, m, e, ms, err, errsz);
+    if (rc < 0) goto oom;
+    if (rc) return rc;
     ms->seconds = fe_now_s() - t0;
     return CHAT_OK;
 oom:

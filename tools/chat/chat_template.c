@@ -176,6 +176,7 @@ int chat_template_add_user(chat_template *t, const chat_msg_part *parts, int n_p
     if (!m->parts) return -1;
     for (int k = 0; k < n_parts; k++) {
         m->parts[m->n_parts].kind = parts[k].kind;
+        m->parts[m->n_parts].medium = parts[k].medium;
         if (parts[k].kind == CHAT_PART_TEXT &&
             !(m->parts[m->n_parts].text = xstrdup(parts[k].text ? parts[k].text : ""))) {
             msg_free(m);
@@ -473,8 +474,7 @@ static char *context_json(const chat_template *t, const char *system, int enable
                 ok = p && cJSON_AddItemToArray(parts, p);
                 if (!ok) break;
                 if (q->kind != CHAT_PART_TEXT)
-                    ok = cJSON_AddStringToObject(p, "type", q->kind == CHAT_PART_VIDEO ? "video"
-                                                                                     : "image") != NULL;
+                    ok = cJSON_AddStringToObject(p, "type", g4v_medium_name(q->medium)) != NULL;
                 else
                     ok = cJSON_AddStringToObject(p, "type", "text") &&
                          cJSON_AddStringToObject(p, "text", q->text);
@@ -500,36 +500,50 @@ static char *context_json(const chat_template *t, const char *system, int enable
     return s;
 }
 
+const char *chat_medium_placeholder(g4v_medium m) {
+    static const char *const placeholder[G4V_MEDIUM_COUNT] = {
+        [G4V_MEDIUM_IMAGE] = "<|image|>",
+        [G4V_MEDIUM_VIDEO] = "<|video|>",
+    };
+    return (unsigned)m < G4V_MEDIUM_COUNT ? placeholder[m] : NULL;
+}
+
 /* The media placeholders of the template's output, in order, as CHAT_MEDIA_MARKER; each must be
  * the kind of the next medium of the conversation. */
 static char *mark_media(const chat_template *t, const char *out, char *err, size_t errsz) {
     int total = 0;
     for (int i = 0; i < t->n_msgs; i++)
         for (int j = 0; j < t->msgs[i].n_parts; j++) total += t->msgs[i].parts[j].kind != CHAT_PART_TEXT;
-    unsigned char *kinds = malloc((size_t)(total ? total : 1));
+    g4v_medium *kinds = malloc((size_t)(total ? total : 1) * sizeof *kinds);
     if (!kinds) goto oom;
     int k = 0;
     for (int i = 0; i < t->n_msgs; i++)
         for (int j = 0; j < t->msgs[i].n_parts; j++)
             if (t->msgs[i].parts[j].kind != CHAT_PART_TEXT)
-                kinds[k++] = t->msgs[i].parts[j].kind == CHAT_PART_VIDEO;
+                kinds[k++] = t->msgs[i].parts[j].medium;
     sbuf b = {.ok = 1};
     put(&b, "");
-    const char *img = "<|image|>", *vid = "<|video|>";
     int seen = 0;
     for (const char *p = out;;) {
-        const char *a = strstr(p, img), *v = strstr(p, vid);
-        const char *hit = a && (!v || a < v) ? a : v;
+        /* the first placeholder of any kind */
+        const char *hit = NULL;
+        g4v_medium kind = G4V_MEDIUM_IMAGE;
+        for (int m = 0; m < G4V_MEDIUM_COUNT; m++) {
+            const char *x = strstr(p, chat_medium_placeholder((g4v_medium)m));
+            if (x && (!hit || x < hit)) {
+                hit = x;
+                kind = (g4v_medium)m;
+            }
+        }
         if (!hit) {
             put(&b, p);
             break;
         }
-        int is_video = hit == v;
-        if (seen >= total || kinds[seen] != is_video) {
+        if (seen >= total || kinds[seen] != kind) {
             seterr(err, errsz,
                    "the prompt holds more %s placeholders than media given, or in another "
                    "order: a text may not hold \"%s\" itself",
-                   is_video ? "video" : "image", is_video ? vid : img);
+                   g4v_medium_name(kind), chat_medium_placeholder(kind));
             free(b.s);
             free(kinds);
             return NULL;
@@ -537,7 +551,7 @@ static char *mark_media(const chat_template *t, const char *out, char *err, size
         put_n(&b, p, (size_t)(hit - p));
         put(&b, CHAT_MEDIA_MARKER);
         seen++;
-        p = hit + strlen(img); /* both placeholders are 9 bytes */
+        p = hit + strlen(chat_medium_placeholder(kind));
     }
     free(kinds);
     if (!b.ok) {

@@ -44,7 +44,8 @@ void chat_job_keys(chat_job *j) {
         h = mix(h, &ti->role, sizeof ti->role);
         for (int i = 0; i < ti->n_img; i++) {
             const chat_image *im = &ti->img[i];
-            h = mix(h, &im->is_video, sizeof im->is_video);
+            int medium = (int)im->medium; /* as an int, whatever the enum's size */
+            h = mix(h, &medium, sizeof medium);
             if (im->data) {
                 h = mix(h, im->data, im->size);
             } else { /* a file: its name, size and time stand for it here */

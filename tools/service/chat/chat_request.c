@@ -138,9 +138,16 @@ static int take_budget(const cJSON *x, int *budget, const char *where, chat_fail
     return 0;
 }
 
+/* The kind of medium of a content part's type "<medium>_url" ("image_url", "video_url"), or -1. */
+static int medium_part(const char *type) {
+    size_t n = strlen(type);
+    if (n < 4 || strcmp(type + n - 4, "_url")) return -1;
+    return g4v_medium_from_name(type, n - 4);
+}
+
 /* One image_url (or video_url) into img: 0, or -1 with f filled. */
 static int take_image(server *s, const char *url, int index, chat_image *img, chat_fail *f) {
-    snprintf(img->name, sizeof img->name, "%s %d", img->is_video ? "video" : "image", index + 1);
+    snprintf(img->name, sizeof img->name, "%s %d", g4v_medium_name(img->medium), index + 1);
     if (!strncmp(url, "data:", 5)) {
         const char *comma = strchr(url, ',');
         if (!comma) {
@@ -153,9 +160,11 @@ static int take_image(server *s, const char *url, int index, chat_image *img, ch
                 img->name);
             return -1;
         }
-        /* an image is an image type, a video a video type (a browser File.type) */
-        if (img->is_video ? strncmp(url + 5, "video/", 6) : strncmp(url + 5, "image/", 6)) {
-            if (img->is_video)
+        /* an image is an image type, a video a video type (a browser File.type): "<medium>/" */
+        const char *kind = g4v_medium_name(img->medium);
+        size_t kl = strlen(kind);
+        if (strncmp(url + 5, kind, kl) || url[5 + kl] != '/') {
+            if (img->medium == G4V_MEDIUM_VIDEO)
                 BAD("invalid_video_url", "%s: the data: URI's media type is not video/* (%.*s)",
                     img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
             else
@@ -259,8 +268,8 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
             if (!(t->text = append_text(t->text, tx->valuestring)) ||
                 push_part(t, -1, tx->valuestring))
                 goto oom;
-        } else if (!strcmp(ty, "image_url") || !strcmp(ty, "video_url")) {
-            int video = ty[0] == 'v';
+        } else if (medium_part(ty) >= 0) { /* "image_url", "video_url": "<medium>_url" */
+            g4v_medium medium = (g4v_medium)medium_part(ty);
             if (role != CHAT_ROLE_USER) {
                 BAD("invalid_content", "messages[%d]: images only in user messages", mi);
                 return -1;
@@ -283,7 +292,7 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
             t->img = im;
             memset(&im[t->n_img], 0, sizeof *im);
             t->n_img++;
-            im[t->n_img - 1].is_video = video;
+            im[t->n_img - 1].medium = medium;
             if (take_image(s, url->valuestring, j->n_images, &im[t->n_img - 1], f)) return -1;
             const cJSON *pg = cJSON_GetObjectItemCaseSensitive(p, "g4v");
             char where[64];

@@ -393,7 +393,7 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
             m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
             m[i].data = ti->img[i].data;
             m[i].size = ti->img[i].size;
-            m[i].is_video = ti->img[i].is_video;
+            m[i].medium = ti->img[i].medium;
             m[i].budget = ti->img[i].budget;
         }
         for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */

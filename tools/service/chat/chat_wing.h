@@ -22,6 +22,7 @@
 
 #include "chat_params.h" /* tools/chat: what a request asks of a session */
 #include "core/core.h"
+#include "medium.h" /* tools/common: g4v_medium */
 
 #include <stdint.h>
 
@@ -38,7 +39,7 @@ typedef struct chat_image {
     size_t size;
     char *path; /* the resolved file (realpath), or NULL */
     char name[48]; /* "image N" for messages */
-    int is_video;  /* a video_url part */
+    g4v_medium medium; /* an image_url part's image, a video_url part's video */
     int budget;    /* the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
 } chat_image;
 
