@@ -21,15 +21,9 @@ src=$(scripts/build-llama.sh --src | tail -1)
 py=$(scripts/openai-env.sh | tail -1)
 configure "$BUILD-chatbench" -DG4V_LLAMA_DIR=$prefix -DG4V_LLAMA_SRC=$src $CMAKE_FLAGS
 compile "$BUILD-chatbench" g4v_cli
-mkdir -p "$d"
-[ -f "$d/lm-e2b-full.gguf" ] || $PYTHON tools/gen_lm_gguf.py "$d/lm-e2b-full.gguf" \
-    --config e2b-full --layers 35 --quant q4_0 --gguf-py "$src/gguf-py" \
-    --vocab "$src/models/ggml-vocab-gemma-4.gguf"
-[ -f "$d/vis-e2b/config.json" ] || $PYTHON tools/gen_checkpoint.py "$d/vis-e2b" --config e2b \
-    --seed 1 --no-decoys
+chat_bench_files "$d" "$src"
 [ -f "$d/mmproj-e2b-f16.gguf" ] || $PYTHON tools/gguf_from_checkpoint.py "$d/vis-e2b" \
     "$d/mmproj-e2b-f16.gguf" --outtype f16
-[ -f "$d/photo-768.jpg" ] || $PYTHON examples/make_demo_image.py "$d/photo-768.jpg" 768
 [ -f "$d/warm-640.jpg" ] || $PYTHON examples/make_demo_image.py "$d/warm-640.jpg" 640
 uptime
 $py bench/chat_turns.py --g4v "$BUILD-chatbench/g4v" --llama-server "$prefix/bin/llama-server" \

@@ -13,13 +13,7 @@ native=$(llama_prefix --bench)
 avx2=$(llama_prefix --avx2)
 configure "$BUILD" -DG4V_LLAMA_DIR=$prefix -DG4V_LLAMA_SRC=$prefix/src $CMAKE_FLAGS
 compile "$BUILD" g4v_cli
-mkdir -p "$d"
-[ -f "$d/lm-e2b-full.gguf" ] || $PYTHON tools/gen_lm_gguf.py "$d/lm-e2b-full.gguf" \
-    --config e2b-full --layers 35 --quant q4_0 --gguf-py "$prefix/src/gguf-py" \
-    --vocab "$prefix/src/models/ggml-vocab-gemma-4.gguf"
-[ -f "$d/vis-e2b/config.json" ] || $PYTHON tools/gen_checkpoint.py "$d/vis-e2b" --config e2b \
-    --seed 1 --no-decoys
-[ -f "$d/photo-768.jpg" ] || $PYTHON examples/make_demo_image.py "$d/photo-768.jpg" 768
+chat_bench_files "$d" "$prefix/src"
 uptime
 $PYTHON bench/llama_backends.py --g4v "$BUILD/g4v" --lib "variants=$prefix/lib" \
     --lib "native=$native/lib" --lib "avx2=$avx2/lib" --lm "$d/lm-e2b-full.gguf" \

@@ -41,3 +41,16 @@ bench_model() {
     [ -f "$BENCH_MODEL/config.json" ] ||
         $PYTHON tools/gen_checkpoint.py "$BENCH_MODEL" --config e4b --seed 0
 }
+
+# chat_bench_files DIR LLAMA_SRC: the files make bench-chat and bench-llama-backends share, each
+# generated on first use: the real-E2B-shaped Q4_0 text model (random weights, llama.cpp's Gemma
+# 4 vocabulary), the synthetic e2b tower and a 768x768 image (256 rows).
+chat_bench_files() {
+    mkdir -p "$1"
+    [ -f "$1/lm-e2b-full.gguf" ] || $PYTHON tools/gen_lm_gguf.py "$1/lm-e2b-full.gguf" \
+        --config e2b-full --layers 35 --quant q4_0 --gguf-py "$2/gguf-py" \
+        --vocab "$2/models/ggml-vocab-gemma-4.gguf"
+    [ -f "$1/vis-e2b/config.json" ] || $PYTHON tools/gen_checkpoint.py "$1/vis-e2b" --config e2b \
+        --seed 1 --no-decoys
+    [ -f "$1/photo-768.jpg" ] || $PYTHON examples/make_demo_image.py "$1/photo-768.jpg" 768
+}
