@@ -437,9 +437,47 @@ typedef struct g4v_rgb_image {
  * out holds n results; their features lie one after another in one ctx buffer, valid until the
  * next encode on ctx. Every out[i].seconds is the whole call's wall time. The cache
  * (g4v_ctx_set_cache) is not consulted. Errors as for g4v_encode_rgb, naming the image's index;
- * on failure every out[i] is zeroed. */
+ * on failure every out[i] is zeroed (all or nothing: g4v_encode_batch fails entries alone). */
 G4V_API g4v_status g4v_encode_rgb_batch(g4v_ctx *ctx, const g4v_rgb_image *images, int n,
                                  const g4v_encode_options *opts, g4v_result *out);
+
+/* One entry of g4v_encode_batch: an image, given as exactly one of a file path, encoded bytes
+ * or decoded RGB8 pixels, with options of its own; the call fills the rest. Zero it (= {0}),
+ * then set the input (and opts): every other field may stay 0. */
+typedef struct g4v_batch_item {
+    const char *path;    /* an image file, as g4v_encode_file; or */
+    const void *bytes;   /* an encoded image of size bytes in memory, as g4v_encode_memory; or */
+    size_t size;
+    const uint8_t *rgb;  /* RGB8 pixels, rows stride bytes apart, as g4v_encode_rgb */
+    int width, height;
+    size_t stride;
+    const g4v_encode_options *opts; /* NULL: the defaults */
+    /* filled by the call */
+    g4v_status status;   /* G4V_OK, or the status the single call would have returned */
+    int cache_hit;       /* 1: served from the ctx's cache */
+    const char *error;   /* "" or the message the single call would have left (owned by ctx,
+                            valid until the next encode call on it) */
+    g4v_result result;   /* zeroed unless status is G4V_OK */
+} g4v_batch_item;
+
+/* Encodes n images, each exactly as the single call for its input would (g4v_encode_file,
+ * _memory or _rgb with its own opts; the ctx's cache looked up and filled), bit for bit the same
+ * features, status and message -- but the images the tower must encode go through it together,
+ * as g4v_encode_rgb_batch does, in passes of up to 8192 patch rows. One bad image fails its own
+ * entry only. The entries' features lie in entry order in one ctx buffer, valid until the next
+ * encode call on ctx; every result.seconds is the whole call's time. The pixels of the images
+ * waiting for a pass are held meanwhile (at most about one pass: ~6 MB).
+ * Returns G4V_OK when every entry succeeded, else the first failed entry's status, with
+ * g4v_ctx_error naming how many failed and the first one's message. G4V_ERR_ARG (no entry
+ * touched) for a NULL items, n < 1 or an item_size below this header's sizeof(g4v_batch_item).
+ * g4v_ctx_cache_hit(ctx) is then 1 when every entry came from the cache.
+ * item_size is the caller's sizeof(g4v_batch_item) (g4v_encode_batch passes it): the entries are
+ * item_size bytes apart, and a later version may append fields. */
+G4V_API g4v_status g4v_encode_batch_sized(g4v_ctx *ctx, g4v_batch_item *items, int n,
+                                          size_t item_size);
+static inline g4v_status g4v_encode_batch(g4v_ctx *ctx, g4v_batch_item *items, int n) {
+    return g4v_encode_batch_sized(ctx, items, n, sizeof *items);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Feature cache: a directory of encoded images, shared by any number of threads and processes

@@ -49,6 +49,13 @@ struct g4v_ctx {
     int cache_hit;           /* the last successful encode came from the cache */
     struct g4v_video_frame *video_frames; /* g4v_encode_video_*: per-frame records, reused */
     size_t video_frames_cap;
+    /* g4v_encode_batch: the entries' features (one after another), bf16 copies, messages */
+    float *batch_features;
+    size_t batch_feat_cap;
+    uint16_t *batch_bf16;
+    size_t batch_bf16_cap;
+    g4v_err *batch_errs;
+    size_t batch_errs_cap;
 };
 
 /* The feature cache (cache.c), used by encode.c and video.c. g4v_cache_key: the entry key for an
@@ -75,6 +82,39 @@ int g4v_model_run(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool, const u
  * Bit-identical to g4v_model_run on each image. */
 int g4v_model_run_batch(const g4v_model *m, g4v_workspace *ws, g4v_pool *pool,
                         const g4v_encoder_image *images, int n, float *out, g4v_err *err);
+
+/* One image on its way through an encode call (encode.c), the steps the single calls and
+ * g4v_encode_batch (encode_batch.c) share: resolve the options, check and bring the image to its
+ * target size or find it in the cache (prepare), run the model, store. */
+typedef struct g4v_encode_step {
+    int budget, exif, bf16, resize; /* the options, resolved against the model's */
+    int src_w, src_h;               /* the image as decoded (after EXIF) */
+    g4v_image img;                  /* the pixels resized here, if they were (else rgb NULL) */
+    g4v_encoder_image px;           /* the pixels to encode: img's or the caller's own */
+    int cached;                     /* 1: key names this image's cache entry */
+    int hit;                        /* 1: prepare found it in the cache (hit result filled) */
+    char key[65];
+} g4v_encode_step;
+
+int g4v_encode_resolve(const g4v_ctx *c, const g4v_encode_options *in, g4v_encode_step *st,
+                       g4v_err *err);
+/* Encoded bytes / RGB pixels to st (zeroed by the caller): G4V_OK with st->hit and hit filled
+ * (features in the ctx's buffers) when the ctx's cache has it (use_cache: 0 skips the cache),
+ * else with st->px ready; errors in ctx->err, without the source in front. */
+int g4v_encode_prepare_bytes(g4v_ctx *c, const void *bytes, size_t size,
+                             const g4v_encode_options *opts, g4v_encode_step *st, g4v_result *hit);
+int g4v_encode_prepare_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height, size_t stride,
+                           const g4v_encode_options *opts, int use_cache, g4v_encode_step *st,
+                           g4v_result *hit);
+void g4v_encode_step_free(g4v_encode_step *st);
+/* floats of st's soft tokens (N * T) */
+size_t g4v_encode_step_values(const g4v_ctx *c, const g4v_encode_step *st);
+/* out for st's image, its features at feat (bf16 copy at feat16 or NULL); seconds untouched */
+void g4v_encode_fill_result(const g4v_ctx *c, const g4v_encode_step *st, const float *feat,
+                            const uint16_t *feat16, g4v_result *out);
+void g4v_encode_round_bf16(const float *src, uint16_t *dst, size_t n);
+/* Grows a ctx-owned buffer to n elements of sz bytes, keeping its first keep elements. */
+int g4v_encode_grow(void **buf, size_t *cap, size_t n, size_t sz, size_t keep, g4v_err *err);
 
 /* The start of every encode call on ctx: zeroes the caller's result (out_size bytes), clears the
  * ctx's error and cache flag. G4V_ERR_ARG for a NULL ctx or result (the message in ctx). */
