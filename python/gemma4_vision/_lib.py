@@ -128,6 +128,13 @@ class RgbImage(ctypes.Structure):
     _fields_ = [("rgb", c_void_p), ("width", c_int), ("height", c_int), ("stride", c_size_t)]
 
 
+class BatchItem(ctypes.Structure):
+    _fields_ = [("path", c_char_p), ("bytes", c_void_p), ("size", c_size_t), ("rgb", c_void_p),
+                ("width", c_int), ("height", c_int), ("stride", c_size_t),
+                ("opts", POINTER(EncodeOptions)), ("status", c_int), ("cache_hit", c_int),
+                ("error", c_char_p), ("result", Result)]
+
+
 class VideoOptions(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("budget", c_int), ("num_frames", c_int),
                 ("bf16", c_int), ("resize", c_int)]
@@ -189,6 +196,7 @@ _PROTOTYPES = {
                                            c_size_t]),
     "g4v_encode_rgb_batch": (c_int, [c_void_p, POINTER(RgbImage), c_int, POINTER(EncodeOptions),
                                      POINTER(Result)]),
+    "g4v_encode_batch_sized": (c_int, [c_void_p, POINTER(BatchItem), c_int, c_size_t]),
     "g4v_preprocess_options_init_sized": (None, [POINTER(PreprocessOptions), c_size_t]),
     "g4v_preprocess_file": (c_int, [c_char_p, POINTER(PreprocessOptions),
                                     POINTER(POINTER(Pixels)), c_char_p, c_size_t]),

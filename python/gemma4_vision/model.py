@@ -21,6 +21,7 @@ import queue
 import sys
 import threading
 from collections.abc import Sequence
+import ctypes
 from ctypes import byref, c_int, c_void_p, create_string_buffer, memmove
 from typing import Any, Union
 
@@ -534,46 +535,72 @@ class Model:
         finally:
             self._release(ctx)
 
-    def encode_batch(self, images: Sequence[Any], tokens: int | None = None, bf16: bool = False,
-                     resize: str | None = None) -> list[Result]:
-        """Encodes several decoded images in one pass through the tower; returns a list of
-        Results, each bit-identical to encode() on that image alone, faster for many small
-        images (video frames, thumbnails).
+    def encode_batch(self, images: Sequence[ImageInput], tokens: int | None = None,
+                     bf16: bool = False, exif: bool | None = None, resize: str | None = None,
+                     errors: str = "raise") -> list[Any]:
+        """Encodes several images in one call (g4v_encode_batch); returns a list, in order, of
+        Results, each bit for bit what encode() gives on that image alone. The images that need
+        the tower go through it together (every GEMM over all of their rows, attention within
+        each image), which makes many small images (video frames, thumbnails) faster.
 
-        images  a sequence of uint8 [H, W, 3] numpy arrays or PIL images (any sizes)
-        tokens, bf16, resize as for encode(). The feature cache is not consulted.
+        images  a sequence of anything encode() takes: paths, bytes, uint8 [H, W, 3] arrays,
+                PIL images, mixed
+        tokens, bf16, exif, resize as for encode(), for every image
+        errors  "raise" (default): a G4VError for the first image that failed, naming its index
+                (the others were still encoded); "return": that image's place in the list holds
+                its G4VError instead of a Result
         """
         if isinstance(images, (str, bytes, bytearray, memoryview, np.ndarray)) or \
                 not hasattr(images, "__iter__"):
-            raise TypeError("encode_batch: images must be a sequence of arrays or PIL images, "
-                            f"not {type(images).__name__}")
-        prepared = []
-        for i, image in enumerate(images):
-            if isinstance(image, (str, os.PathLike, bytes, bytearray, memoryview)):
-                raise TypeError(f"encode_batch: image {i} must be a uint8 [H, W, 3] numpy array "
-                                f"or a PIL image, not {type(image).__name__}")
-            kind, arg = self._prepare(image)
-            prepared.append(arg)
-        if not prepared:
-            return []
+            raise TypeError("encode_batch: images must be a sequence (of paths, bytes, arrays or "
+                            f"PIL images), not {type(images).__name__}")
+        if errors not in ("raise", "return"):
+            raise ValueError(f'errors must be "raise" or "return", got {errors!r}')
         eo = _lib.EncodeOptions()
         lib.g4v_encode_options_init(byref(eo))
         eo.budget = _budget(tokens, "tokens")
         eo.bf16 = 1 if bf16 else 0
+        if exif is not None:
+            eo.apply_exif = 1 if exif else 0
         if resize is not None:
             eo.resize = _resize(resize)
+        prepared = []
+        for i, image in enumerate(images):
+            try:
+                prepared.append(self._prepare(image))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"encode_batch: image {i}: {e}") from None
+        if not prepared:
+            return []
         n = len(prepared)
-        ims = (_lib.RgbImage * n)()
-        for i, a in enumerate(prepared):
-            ims[i].rgb, ims[i].width, ims[i].height = a.ctypes.data, a.shape[1], a.shape[0]
-            ims[i].stride = a.strides[0]
-        rs = (_lib.Result * n)()
+        items = (_lib.BatchItem * n)()
+        keep = []  # the buffers the entries point into, alive until the call returns
+        for it, (kind, arg) in zip(items, prepared):
+            it.opts = ctypes.pointer(eo)
+            if kind == "file":
+                it.path = arg
+            elif kind == "memory":
+                buf = (np.frombuffer(arg, dtype=np.uint8) if len(arg) else
+                       np.zeros(1, dtype=np.uint8))
+                keep.append(buf)
+                it.bytes, it.size = buf.ctypes.data, len(arg)
+            else:
+                keep.append(arg)
+                it.rgb, it.width, it.height = arg.ctypes.data, arg.shape[1], arg.shape[0]
+                it.stride = arg.strides[0]
         ctx = self._acquire()
         try:
-            st = lib.g4v_encode_rgb_batch(ctx, ims, n, byref(eo), rs)
-            if st:
-                raise G4VError(st, lib.g4v_ctx_error(ctx).decode(errors="replace"))
-            return [self._copy_out(r, bool(bf16)) for r in rs]
+            lib.g4v_encode_batch_sized(ctx, items, n, ctypes.sizeof(_lib.BatchItem))
+            out: list[Any] = []
+            for i, it in enumerate(items):
+                if it.status:
+                    msg = (it.error or b"").decode(errors="replace")
+                    if errors == "raise":
+                        raise G4VError(it.status, f"image {i} of the batch: {msg}")
+                    out.append(G4VError(it.status, msg))
+                else:
+                    out.append(self._copy_out(it.result, bool(bf16)))
+            return out
         finally:
             self._release(ctx)
 

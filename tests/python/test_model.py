@@ -76,10 +76,13 @@ def test_every_input_kind_matches_cli(model, images, tmp_path):
 
 
 def test_encode_batch_matches_encode(model, images):
-    """encode_batch on arrays / PIL images of several sizes: each result bit-identical to
-    encode() on that image, in order; a non-array input is refused with its index."""
+    """encode_batch on paths, bytes, arrays and PIL images of several sizes, mixed: each result
+    bit-identical to encode() on that image, in order; a bad image raises naming its index, or
+    (errors="return") takes its place as a G4VError while the others are encoded."""
     pixels = [np.asarray(Image.open(p).convert("RGB")) for p in images]
-    batch = model.encode_batch(pixels[:4] + [Image.open(images[4])], tokens=70, bf16=True)
+    inputs = [pixels[0], images[1], open(images[2], "rb").read(), pixels[3],
+              Image.open(images[4])]
+    batch = model.encode_batch(inputs, tokens=70, bf16=True)
     assert len(batch) == 5
     for p, r in zip(images, batch):
         one = model.encode(p, tokens=70, bf16=True)
@@ -87,8 +90,17 @@ def test_encode_batch_matches_encode(model, images):
         assert r.grid == one.grid and r.original_size == one.original_size
     assert model.encode_batch([]) == []
     with pytest.raises(TypeError) as e:
-        model.encode_batch([pixels[0], images[1]])
+        model.encode_batch([pixels[0], 42])
     assert "image 1" in str(e.value)
+    bad = [pixels[0], b"not an image", images[1]]
+    with pytest.raises(g4.G4VError) as e:
+        model.encode_batch(bad, tokens=70)
+    assert "image 1 of the batch" in str(e.value) and e.value.status_name == "G4V_ERR_UNSUPPORTED"
+    got = model.encode_batch(bad, tokens=70, errors="return")
+    assert isinstance(got[1], g4.G4VError) and got[1].status_name == "G4V_ERR_UNSUPPORTED"
+    assert same_bits(got[2].features, model.encode(images[1], tokens=70).features)
+    with pytest.raises(ValueError):
+        model.encode_batch(bad, errors="ignore")
 
 
 def test_results_own_their_arrays(model, tiny, tmp_path):

@@ -30,6 +30,8 @@ FAMILIES = [
     ("g4v_contexts", "gauge", "Encode contexts."),
     ("g4v_requests_in_flight", "gauge", "HTTP requests begun and not yet completed."),
     ("g4v_encodes_total", "counter", "Images encoded or served from the cache."),
+    ("g4v_encode_batched_total", "counter",
+     "Encode requests taken by a context together with others (--batch)."),
     ("g4v_cache_hits_total", "counter", "Encode requests served from the feature cache."),
     ("g4v_cache_misses_total", "counter", "Cache lookups that found no valid entry."),
     ("g4v_cache_corrupt_total", "counter",

@@ -22,6 +22,7 @@ typedef struct g4v_service_options {
     int threads;       /* compute threads per context; 0: CPUs / contexts, at least 1 */
     int http_threads;  /* libmicrohttpd's threads */
     int queue;         /* complete requests that may wait for a context before 429 */
+    int batch;         /* waiting requests a context encodes together (1: one at a time) */
     int timeout_s;     /* idle connections are closed after this */
     int drain_s;       /* on SIGTERM, how long bodies still arriving may take */
     int tokens;        /* default budget, one of G4V_BUDGETS */

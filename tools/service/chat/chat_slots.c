@@ -776,7 +776,7 @@ int chat_slots_open(chat_wing *cw) {
         fprintf(stderr, "g4v serve: --lm %s: %s\n", a->lm, msg);
         return G4V_SERVICE_ERR_MODEL;
     }
-    int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, &cw->pool);
+    int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, 1, &cw->pool);
     if (!rc) rc = pcache_open(cw);
     if (rc) return rc;
     chat_session_info info; /* what chat_slots_precheck checks requests against */

@@ -133,6 +133,9 @@ typedef struct svc_kind {
     /* Runs one job on worker w (w->state, w->p->ctx): replies with svc_reply (q is valid until
      * then) and frees the worker with svc_worker_free once (or the pool does after run). */
     void (*run)(svc_worker *w, request *q, void *job);
+    /* optional: runs n (2..the pool's batch) jobs taken together from the queue, as run does
+     * one: replies to each, frees the worker once */
+    void (*run_batch)(svc_worker *w, request **q, void **jobs, int n);
     void (*release)(void *job); /* optional: after run */
     /* Answers a refused job (code 429 or 503; busy, queued: the pool's then, limit: its limit)
      * in the kind's own format, and drops the job. */
@@ -145,6 +148,7 @@ struct svc_pool {
     void *ctx; /* the wing's, passed to the kind's functions */
     server *s;
     int n, limit; /* workers running; jobs that may wait before 429 */
+    int batch;    /* jobs a worker takes at once when the kind has run_batch (1: one) */
     int size;     /* workers asked for */
     void **state; /* each worker's (size of them, NULL where none opened) */
     pthread_t *th;
@@ -163,9 +167,11 @@ struct svc_worker {
 };
 
 /* Starts a pool of `workers` workers of kind k (each state opened first) that lets `limit` jobs
- * wait. 0 and *out, or a G4V_SERVICE_ERR_* (printed); a pool partly started is stopped with the
- * others at close. */
-int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit,
+ * wait; a free worker takes up to `batch` waiting jobs at once if k has run_batch (at most
+ * SVC_MAX_BATCH). 0 and *out, or a G4V_SERVICE_ERR_* (printed); a pool partly started is
+ * stopped with the others at close. */
+#define SVC_MAX_BATCH 64
+int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit, int batch,
                    svc_pool **out);
 /* The compute threads each of `workers` workers gets: `requested`, or (0) the CPUs shared out
  * among them, at least 1. */

@@ -75,25 +75,36 @@ static void *worker_main(void *arg) {
     free(arg);
     svc_pool *p = a.p;
     server *s = p->s;
+    int most = p->k->run_batch && p->batch > 1 ? p->batch : 1;
+    if (most > SVC_MAX_BATCH) most = SVC_MAX_BATCH;
+    request *qs[SVC_MAX_BATCH];
+    void *jobs[SVC_MAX_BATCH];
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!p->head && !p->exit)
             pthread_cond_wait(&p->work, &s->mu);
-        request *q = p->head;
-        if (!q) { /* exit, and nothing left */
+        if (!p->head) { /* exit, and nothing left */
             pthread_mutex_unlock(&s->mu);
             break;
         }
-        p->head = q->next;
+        int n = 0; /* whatever waits, up to the batch: a lone job is never held back */
+        while (p->head && n < most) {
+            request *q = p->head;
+            p->head = q->next;
+            qs[n] = q;
+            jobs[n++] = q->job;
+        }
         if (!p->head) p->tail = NULL;
-        p->queued--;
+        p->queued -= n;
         p->busy++;
-        void *job = q->job;
         pthread_mutex_unlock(&s->mu);
         svc_worker w = {p, a.state, 0};
-        p->k->run(&w, q, job); /* q may be completed and gone once it replied */
+        if (n == 1)
+            p->k->run(&w, qs[0], jobs[0]); /* q may be completed and gone once it replied */
+        else
+            p->k->run_batch(&w, qs, jobs, n);
         svc_worker_free(&w);
-        if (p->k->release) p->k->release(job);
+        for (int i = 0; p->k->release && i < n; i++) p->k->release(jobs[i]);
     }
     return NULL;
 }
@@ -104,7 +115,7 @@ int svc_threads_each(int requested, int workers) {
     return workers > 0 && cpus > workers ? (int)(cpus / workers) : 1;
 }
 
-int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit,
+int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int limit, int batch,
                    svc_pool **out) {
     *out = NULL;
     if (s->npools == SVC_MAX_POOLS) return G4V_SERVICE_ERR_INTERNAL;
@@ -114,6 +125,7 @@ int svc_pool_start(server *s, const svc_kind *k, void *ctx, int workers, int lim
     p->ctx = ctx;
     p->s = s;
     p->limit = limit;
+    p->batch = batch;
     pthread_cond_init(&p->work, NULL);
     s->pools[s->npools++] = p; /* stopped by svc_pools_stop, however far it got */
     *out = p;

@@ -32,6 +32,9 @@ static const fe_opt rows[] = {
     {.name = "queue", .kind = FE_OPT_INT, O(queue), .lo = 0, .hi = 100000, .arg = "Q",
      .help = "complete requests that may wait for a context; more are answered 429 at once "
              "(default 16)"},
+    {.name = "batch", .kind = FE_OPT_INT, O(batch), .lo = 1, .hi = SVC_MAX_BATCH, .arg = "B",
+     .help = "a free context takes up to B waiting requests and encodes them together "
+             "(g4v_encode_batch: the same bytes as one at a time) (default 1)"},
     {.name = "http-threads", .kind = FE_OPT_INT, O(http_threads), .lo = 1, .hi = 256, .arg = "N",
      .help = "threads parsing HTTP (default 2)"},
     {.name = "max-body-bytes", .kind = FE_OPT_UINT, O(max_body), .lo = 1, .hi = 1ll << 40,
@@ -187,6 +190,7 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->port = 8080;
     a->contexts = 1;
     a->queue = 16;
+    a->batch = 1;
     a->http_threads = 2;
     a->timeout_s = 30;
     a->drain_s = 30;

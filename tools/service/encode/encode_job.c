@@ -7,6 +7,7 @@
 #include "encode/serve_format.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int worker_open(void *ctx, int i, void **state) {
     encode_wing *ew = ctx;
@@ -50,32 +51,33 @@ static void set_result_headers(struct MHD_Response *resp, const g4v_result *r, c
 #undef HDR
 }
 
-/* Encodes q's body with ctx into q->code and q->resp. */
-static void encode(encode_wing *ew, g4v_ctx *ctx, request *q, const encode_params *p) {
+static void options_of(const encode_params *p, g4v_encode_options *eo) {
+    g4v_encode_options_init(eo);
+    eo->budget = p->budget;
+    eo->apply_exif = p->exif;
+    eo->resize = p->resize;
+    eo->bf16 = p->bf16;
+}
+
+/* q's answer (q->code, q->resp) to its encode: st and msg, else r (cache_hit: r was a hit). */
+static void answer(encode_wing *ew, request *q, const encode_params *p, int st, const char *msg,
+                   const g4v_result *r, int cache_hit) {
     server *s = ew->s;
-    g4v_encode_options eo;
-    g4v_encode_options_init(&eo);
-    eo.budget = p->budget;
-    eo.apply_exif = p->exif;
-    eo.resize = p->resize;
-    eo.bf16 = p->bf16;
-    g4v_result r;
-    int st = g4v_encode_memory(ctx, q->body, q->len, &eo, &r);
     if (st) {
         q->code = svc_http_code_for(st);
-        q->resp = svc_error_response(g4v_ctx_error(ctx), g4v_status_name(st));
+        q->resp = svc_error_response(msg, g4v_status_name(st));
         return;
     }
-    const char *cache = !s->cache ? "off" : g4v_ctx_cache_hit(ctx) ? "hit" : "miss";
+    const char *cache = !s->cache ? "off" : cache_hit ? "hit" : "miss";
     size_t len = 0;
-    char *body = serve_format_body((serve_format)p->fmt, &r, p->bf16, cache, s->fingerprint, &len);
+    char *body = serve_format_body((serve_format)p->fmt, r, p->bf16, cache, s->fingerprint, &len);
     q->resp = body ? svc_buffer_response(body, len, serve_format_mime((serve_format)p->fmt)) : NULL;
     if (!q->resp) {
         q->code = MHD_HTTP_SERVICE_UNAVAILABLE;
         q->resp = svc_error_response("out of memory building the response", "G4V_ERR_NOMEM");
         return;
     }
-    set_result_headers(q->resp, &r, cache);
+    set_result_headers(q->resp, r, cache);
     q->code = MHD_HTTP_OK;
     pthread_mutex_lock(&s->mu);
     ew->encodes++;
@@ -83,9 +85,39 @@ static void encode(encode_wing *ew, g4v_ctx *ctx, request *q, const encode_param
 }
 
 static void run(svc_worker *w, request *q, void *job) {
-    encode(w->p->ctx, w->state, q, job);
+    g4v_ctx *ctx = w->state;
+    g4v_encode_options eo;
+    options_of(job, &eo);
+    g4v_result r;
+    int st = g4v_encode_memory(ctx, q->body, q->len, &eo, &r);
+    answer(w->p->ctx, q, job, st, g4v_ctx_error(ctx), &r, g4v_ctx_cache_hit(ctx));
     svc_worker_free(w);
     svc_reply(q, q->code, q->resp);
+}
+
+/* --batch: the requests taken together go through one g4v_encode_batch, whose every entry is
+ * what g4v_encode_memory gives on it alone (answers, headers and errors as run's). */
+static void run_batch(svc_worker *w, request **qs, void **jobs, int n) {
+    g4v_ctx *ctx = w->state;
+    g4v_encode_options eo[SVC_MAX_BATCH];
+    g4v_batch_item it[SVC_MAX_BATCH];
+    memset(it, 0, (size_t)n * sizeof *it);
+    for (int i = 0; i < n; i++) {
+        options_of(jobs[i], &eo[i]);
+        it[i].bytes = qs[i]->body ? (const void *)qs[i]->body : ""; /* none: an empty image */
+        it[i].size = qs[i]->len;
+        it[i].opts = &eo[i];
+    }
+    g4v_encode_batch(ctx, it, n);
+    encode_wing *ew = w->p->ctx;
+    pthread_mutex_lock(&ew->s->mu);
+    ew->batched += (uint64_t)n;
+    pthread_mutex_unlock(&ew->s->mu);
+    for (int i = 0; i < n; i++)
+        answer(w->p->ctx, qs[i], jobs[i], it[i].status, it[i].error, &it[i].result,
+               it[i].cache_hit);
+    svc_worker_free(w);
+    for (int i = 0; i < n; i++) svc_reply(qs[i], qs[i]->code, qs[i]->resp);
 }
 
 static enum MHD_Result refuse(request *q, void *job, int code, int busy, int queued, int limit) {
@@ -104,5 +136,6 @@ const svc_kind encode_kind = {
     .worker_open = worker_open,
     .worker_close = worker_close,
     .run = run,
+    .run_batch = run_batch,
     .refuse = refuse,
 };

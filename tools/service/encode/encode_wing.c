@@ -94,7 +94,7 @@ static int open_wing(server *s, void **state) {
     if (!ew) return G4V_SERVICE_ERR_INTERNAL;
     ew->s = s;
     ew->threads = svc_threads_each(a->threads, a->contexts);
-    int rc = svc_pool_start(s, &encode_kind, ew, a->contexts, a->queue, &ew->pool);
+    int rc = svc_pool_start(s, &encode_kind, ew, a->contexts, a->queue, a->batch, &ew->pool);
     if (rc) return rc;
     if (svc_routes_add(s, routes, sizeof routes / sizeof routes[0], ew))
         return G4V_SERVICE_ERR_INTERNAL;
@@ -128,6 +128,8 @@ static size_t metrics(server *s, void *state, char *b, size_t cap) {
     METRIC("g4v_requests_in_flight", "gauge", "HTTP requests begun and not yet completed.",
            s->inflight);
     METRIC("g4v_encodes_total", "counter", "Images encoded or served from the cache.", ew->encodes);
+    METRIC("g4v_encode_batched_total", "counter",
+           "Encode requests taken by a context together with others (--batch).", ew->batched);
     pthread_mutex_unlock(&s->mu);
     METRIC("g4v_cache_hits_total", "counter", "Encode requests served from the feature cache.",
            cs.hits);

@@ -19,6 +19,7 @@ typedef struct encode_wing {
     svc_pool *pool;
     int threads;       /* compute threads per context */
     uint64_t encodes;  /* under the server's mutex */
+    uint64_t batched;  /* requests encoded in a pass with others (--batch); under the mutex */
 } encode_wing;
 
 /* One encode request's settings (the request's data, then its job). */
