@@ -7,9 +7,10 @@
 # time, CHAT_TURNS_REPS (3) conversations each in turn (CHAT_TURNS_MAX_TOKENS, 32), and each turn
 # against the time to prefill its new text alone. Then four conversations at once, --lm-slots 4
 # against llama-server -np 4 (bench/chat_batch.py: aggregate tokens/s, time between tokens, a
-# late arrival's TTFT; CHAT_BATCH_REPS, 3; CHAT_BENCH_BATCH=0 skips it). Then the one-shot g4v
-# chat against llama-mtmd-cli (bench/chat_ttft.py, CHAT_BENCH_REPS, 5; CHAT_BENCH_ONESHOT=0 skips
-# it). All link one native libllama (scripts/build-llama.sh --bench, ~15 min once, which also
+# late arrival's TTFT; CHAT_BATCH_REPS, 3; CHAT_BENCH_BATCH=0 skips it), after libllama's own
+# ceiling for it (bench/llama_steps.c: one decode call for 1, 2, 4 sequences, no server). Then
+# the one-shot g4v chat against llama-mtmd-cli (bench/chat_ttft.py, CHAT_BENCH_REPS, 5;
+# CHAT_BENCH_ONESHOT=0 skips it). All link one native libllama (scripts/build-llama.sh --bench, ~15 min once, which also
 # builds both llama.cpp programs); the text model has the real E2B shapes with random Q4_0
 # weights (generated once into $CHAT_BENCH), the vision model is a synthetic e2b tower as an F16
 # mmproj, the image 768x768 (256 rows on both sides), CHAT_BENCH_THREADS (2) threads everywhere.
@@ -20,7 +21,7 @@ prefix=$(llama_prefix --bench)
 src=$(scripts/build-llama.sh --src | tail -1)
 py=$(scripts/openai-env.sh | tail -1)
 configure "$BUILD-chatbench" -DG4V_LLAMA_DIR=$prefix -DG4V_LLAMA_SRC=$src $CMAKE_FLAGS
-compile "$BUILD-chatbench" g4v_cli
+compile "$BUILD-chatbench" g4v_cli llama_steps
 chat_bench_files "$d" "$src"
 [ -f "$d/mmproj-e2b-f16.gguf" ] || $PYTHON tools/gguf_from_checkpoint.py "$d/vis-e2b" \
     "$d/mmproj-e2b-f16.gguf" --outtype f16
@@ -32,6 +33,7 @@ $py bench/chat_turns.py --g4v "$BUILD-chatbench/g4v" --llama-server "$prefix/bin
     --max-tokens "${CHAT_TURNS_MAX_TOKENS:-32}" --json "$d/turns.json"
 if [ "${CHAT_BENCH_BATCH:-1}" != 0 ]; then
     uptime
+    "$BUILD-chatbench/bench/llama_steps" "$d/lm-e2b-full.gguf" "$threads" | tee "$d/steps.txt"
     $PYTHON bench/chat_batch.py make-images "$d/photo-768.jpg" "$d/batch-images"
     $py bench/chat_batch.py --g4v "$BUILD-chatbench/g4v" --llama-server "$prefix/bin/llama-server" \
         --lm "$d/lm-e2b-full.gguf" --mmproj "$d/mmproj-e2b-f16.gguf" --images "$d/batch-images" \

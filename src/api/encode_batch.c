@@ -251,7 +251,17 @@ g4v_status g4v_encode_batch_sized(g4v_ctx *c, g4v_batch_item *items, int n, size
                         n, sizeof(g4v_batch_item), item_size);
     batch b = {.c = c, .n = n, .use_cache = 1, .prefix_source = 1};
     b.items = g4v_calloc((size_t)n, sizeof *b.items);
-    if (!b.items) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a batch of %d", n);
+    if (!b.items) { /* every entry says so too: a caller may read only the entries */
+        g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a batch of %d images", n);
+        for (int i = 0; i < n; i++) {
+            g4v_batch_item *it = ITEM_AT(items, item_size, i);
+            it->status = G4V_ERR_NOMEM;
+            it->cache_hit = 0;
+            it->error = c->err.msg;
+            memset(&it->result, 0, sizeof it->result);
+        }
+        return G4V_ERR_NOMEM;
+    }
     for (int i = 0; i < n; i++) {
         b.items[i] = *ITEM_AT(items, item_size, i);
         b.items[i].status = G4V_OK;

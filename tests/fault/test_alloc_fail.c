@@ -14,7 +14,8 @@
  *                palette, JPEG streamed/oriented/gray/CMYK, GIF, WebP still/animated, BMP RLE);
  *   encode path: the same + g4v_workspace_create + g4v_encoder_run, for a PNG (whole-image
  *                path, orientation 6), a JPEG (streamed, bottom-up) and an animated WebP;
- *   public API:  g4v_model_load + g4v_ctx_create (2 threads) + g4v_encode_memory of a JPEG;
+ *   public API:  g4v_model_load + g4v_ctx_create (2 threads) + g4v_encode_memory of a JPEG,
+ *                and the same with g4v_encode_batch of three entries;
  *                again on UNIFIED_MODEL_DIR (a 12B-style unified checkpoint) when given;
  *   GGUF:        the load path on GGUF_MODEL (a Q8_0 mmproj GGUF of the tiny checkpoint: header
  *                parse, conv-layout copy, Q8_0 widening) when given.
@@ -176,6 +177,41 @@ static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
     if (!st) {
         st = g4v_encode_memory(ctx, a->image->p, a->image->n, NULL, &r);
         if (st) snprintf(err->msg, sizeof err->msg, "%s", g4v_ctx_error(ctx));
+    }
+    *used = end_step();
+    err->status = st;
+    g4v_ctx_free(ctx);
+    g4v_model_free(model);
+    return st;
+}
+
+/* The same with g4v_encode_batch of three entries (the JPEG at two budgets, one with bf16, and
+ * its bytes given twice): every entry must succeed, or the call report the failure. */
+static int api_batch_step(const step_args *a, long n, long *used, g4v_err *err) {
+    g4v_model_options mo;
+    g4v_model_options_init(&mo);
+    mo.budget = BUDGET;
+    g4v_ctx_options co;
+    g4v_ctx_options_init(&co);
+    co.threads = 2;
+    g4v_encode_options o140;
+    g4v_encode_options_init(&o140);
+    o140.budget = 140;
+    o140.bf16 = 1;
+    g4v_batch_item it[3] = {{.bytes = a->image->p, .size = a->image->n},
+                            {.bytes = a->image->p, .size = a->image->n, .opts = &o140},
+                            {.bytes = a->image->p, .size = a->image->n}};
+    g4v_model *model = NULL;
+    g4v_ctx *ctx = NULL;
+    err->msg[0] = 0;
+    begin_step(n);
+    int st = g4v_model_load(a->dir, &mo, &model, err->msg, sizeof err->msg);
+    if (!st) st = g4v_ctx_create(model, &co, &ctx, err->msg, sizeof err->msg);
+    if (!st) {
+        st = g4v_encode_batch(ctx, it, 3);
+        if (st) snprintf(err->msg, sizeof err->msg, "%s", g4v_ctx_error(ctx));
+        for (int i = 0; !st && i < 3; i++)
+            if (it[i].status || !it[i].result.features) st = G4V_ERR_INTERNAL;
     }
     *used = end_step();
     err->status = st;
@@ -381,6 +417,9 @@ int main(int argc, char **argv) {
         if (api_image.n)
             sweep_mapped("API (model_load + ctx_create(2 threads) + encode_memory, orient3.jpg)",
                          api_step, &a);
+        if (api_image.n)
+            sweep_mapped("API batch (model_load + ctx_create + encode_batch of 3 entries)",
+                         api_batch_step, &a);
         if (api_image.n && unified.dir)
             sweep_mapped("API on the unified model (embedder_create, embedder_run)", api_step,
                          &unified);
