@@ -159,8 +159,10 @@ static int load_step(const step_args *a, long n, long *used, g4v_err *err) {
 }
 
 /* The public API end to end: g4v_model_load + g4v_ctx_create (2 threads: the pool is swept too)
- * + g4v_encode_memory. */
-static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
+ * + encode(ctx, a), which returns a status (the ctx's message kept in err). */
+typedef int (*api_encode_fn)(g4v_ctx *ctx, const step_args *a);
+
+static int api_run(const step_args *a, long n, long *used, g4v_err *err, api_encode_fn encode) {
     g4v_model_options mo;
     g4v_model_options_init(&mo);
     mo.budget = BUDGET;
@@ -169,13 +171,12 @@ static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
     co.threads = 2;
     g4v_model *model = NULL;
     g4v_ctx *ctx = NULL;
-    g4v_result r;
     err->msg[0] = 0;
     begin_step(n);
     int st = g4v_model_load(a->dir, &mo, &model, err->msg, sizeof err->msg);
     if (!st) st = g4v_ctx_create(model, &co, &ctx, err->msg, sizeof err->msg);
     if (!st) {
-        st = g4v_encode_memory(ctx, a->image->p, a->image->n, NULL, &r);
+        st = encode(ctx, a);
         if (st) snprintf(err->msg, sizeof err->msg, "%s", g4v_ctx_error(ctx));
     }
     *used = end_step();
@@ -185,15 +186,14 @@ static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
     return st;
 }
 
-/* The same with g4v_encode_batch of three entries (the JPEG at two budgets, one with bf16, and
- * its bytes given twice): every entry must succeed, or the call report the failure. */
-static int api_batch_step(const step_args *a, long n, long *used, g4v_err *err) {
-    g4v_model_options mo;
-    g4v_model_options_init(&mo);
-    mo.budget = BUDGET;
-    g4v_ctx_options co;
-    g4v_ctx_options_init(&co);
-    co.threads = 2;
+static int encode_one(g4v_ctx *ctx, const step_args *a) {
+    g4v_result r;
+    return g4v_encode_memory(ctx, a->image->p, a->image->n, NULL, &r);
+}
+
+/* g4v_encode_batch of three entries (the JPEG at two budgets, bf16 on one): every entry must
+ * succeed, or the call report the failure. */
+static int encode_three(g4v_ctx *ctx, const step_args *a) {
     g4v_encode_options o140;
     g4v_encode_options_init(&o140);
     o140.budget = 140;
@@ -201,23 +201,18 @@ static int api_batch_step(const step_args *a, long n, long *used, g4v_err *err) 
     g4v_batch_item it[3] = {{.bytes = a->image->p, .size = a->image->n},
                             {.bytes = a->image->p, .size = a->image->n, .opts = &o140},
                             {.bytes = a->image->p, .size = a->image->n}};
-    g4v_model *model = NULL;
-    g4v_ctx *ctx = NULL;
-    err->msg[0] = 0;
-    begin_step(n);
-    int st = g4v_model_load(a->dir, &mo, &model, err->msg, sizeof err->msg);
-    if (!st) st = g4v_ctx_create(model, &co, &ctx, err->msg, sizeof err->msg);
-    if (!st) {
-        st = g4v_encode_batch(ctx, it, 3);
-        if (st) snprintf(err->msg, sizeof err->msg, "%s", g4v_ctx_error(ctx));
-        for (int i = 0; !st && i < 3; i++)
-            if (it[i].status || !it[i].result.features) st = G4V_ERR_INTERNAL;
-    }
-    *used = end_step();
-    err->status = st;
-    g4v_ctx_free(ctx);
-    g4v_model_free(model);
+    int st = g4v_encode_batch(ctx, it, 3);
+    for (int i = 0; !st && i < 3; i++)
+        if (it[i].status || !it[i].result.features) st = G4V_ERR_INTERNAL;
     return st;
+}
+
+static int api_step(const step_args *a, long n, long *used, g4v_err *err) {
+    return api_run(a, n, used, err, encode_one);
+}
+
+static int api_batch_step(const step_args *a, long n, long *used, g4v_err *err) {
+    return api_run(a, n, used, err, encode_three);
 }
 
 /* Parsing the tiny checkpoint's header alone takes ~1400 cJSON allocations, and each step parses
