@@ -5,7 +5,8 @@
 # ThreadSanitizer. It also runs g4v serve's chat tests (tests/chat/test_chat_serve.py, whose
 # section 7 has two slots answering six requests at once over a shared vision model and feature
 # cache, and tests/chat/test_chat_reuse_serve.py: prompt reuse, two slots, the prompt cache) with
-# a ThreadSanitizer g4v; libllama itself is not instrumented. Any report fails the target.
+# a ThreadSanitizer g4v, and tests/service/test_serve_batch.py (--batch: a context taking several
+# waiting requests); libllama itself is not instrumented. Any report fails the target.
 # The Makefile's recipe, moved here verbatim (quiet, as it was: no command is echoed).
 JOBS=${JOBS:-$(nproc)}
 set -e; prefix=$(scripts/build-llama.sh | tail -1); \
@@ -15,6 +16,6 @@ cmake --build build-tsan -j $JOBS --target test_api_threads test_json_race test_
 cd build-tsan; TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L tsan; \
 rm -rf tsan-logs; mkdir tsan-logs; \
 TSAN_OPTIONS="exitcode=66 log_path=$PWD/tsan-logs/report" \
-  ctest --output-on-failure -R '^chat_(serve|reuse_serve)$'; \
+  ctest --output-on-failure -R '^(chat_(serve|reuse_serve)|test_serve_batch)$'; \
 if ls tsan-logs/report* >/dev/null 2>&1; then cat tsan-logs/report*; \
   echo "tsan: ThreadSanitizer reported races in g4v serve (above)"; exit 1; fi
