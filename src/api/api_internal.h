@@ -61,12 +61,12 @@ struct g4v_ctx {
 /* The feature cache (cache.c), used by encode.c and video.c. g4v_cache_key: the entry key for an
  * image (kind "bytes", "rgb", or "frame": a video frame at its target size; its content digest,
  * the resolved budget, EXIF choice and G4V_RESIZE_*) on ctx's model; fails only if the
- * fingerprint cannot be computed. g4v_cache_lookup: 1 and out filled (features in ctx's buffers)
- * on a hit, else 0. g4v_cache_store: writes the entry for r; failures are counted in the cache's
+ * fingerprint cannot be computed. g4v_cache_lookup: 1 and out filled (features in ctx's float
+ * buffer, no bf16 copy) on a hit, else 0. g4v_cache_store: writes the entry for r; failures are counted in the cache's
  * stats, never reported to the encode. */
 int g4v_cache_key(const g4v_ctx *ctx, const char *kind, const uint8_t *image_digest, int budget,
                   int exif, int resize, char key[65]);
-int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, g4v_result *out);
+int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, g4v_result *out);
 void g4v_cache_store(g4v_ctx *ctx, const char *key, const g4v_result *r);
 /* g4v_cache_lookup for one video frame: on a hit, its count floats go to dst (an entry of another
  * size is a miss); ctx's buffers are left alone. */
@@ -99,7 +99,7 @@ typedef struct g4v_encode_step {
 int g4v_encode_resolve(const g4v_ctx *c, const g4v_encode_options *in, g4v_encode_step *st,
                        g4v_err *err);
 /* Encoded bytes / RGB pixels to st (zeroed by the caller): G4V_OK with st->hit and hit filled
- * (features in the ctx's buffers) when the ctx's cache has it (use_cache: 0 skips the cache),
+ * (features in the ctx's float buffer; no bf16 copy yet) when the ctx's cache has it (use_cache: 0 skips the cache),
  * else with st->px ready; errors in ctx->err, without the source in front. */
 int g4v_encode_prepare_bytes(g4v_ctx *c, const void *bytes, size_t size,
                              const g4v_encode_options *opts, g4v_encode_step *st, g4v_result *hit);
@@ -113,8 +113,10 @@ size_t g4v_encode_step_values(const g4v_ctx *c, const g4v_encode_step *st);
 void g4v_encode_fill_result(const g4v_ctx *c, const g4v_encode_step *st, const float *feat,
                             const uint16_t *feat16, g4v_result *out);
 void g4v_encode_round_bf16(const float *src, uint16_t *dst, size_t n);
-/* Grows a ctx-owned buffer to n elements of sz bytes, keeping its first keep elements. */
-int g4v_encode_grow(void **buf, size_t *cap, size_t n, size_t sz, size_t keep, g4v_err *err);
+
+/* Grows a ctx-owned buffer (ctx.c) to n elements of sz bytes, keeping its first keep elements
+ * (capacity in *cap; G4V_ERR_NOMEM in err when it cannot). */
+int g4v_ctx_grow_buffer(void **buf, size_t *cap, size_t n, size_t sz, size_t keep, g4v_err *err);
 
 /* The start of every encode call on ctx: zeroes the caller's result (out_size bytes), clears the
  * ctx's error and cache flag. G4V_ERR_ARG for a NULL ctx or result (the message in ctx). */

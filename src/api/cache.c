@@ -224,25 +224,12 @@ static int meta_pair(const cJSON *meta, const char *name, int *a, int *b) {
     return 0;
 }
 
-/* Grows a ctx buffer (as encode.c's grow). */
-static int grow_buf(void **buf, size_t *cap, size_t n, size_t sz) {
-    if (n <= *cap) return 0;
-    if (n > SIZE_MAX / sz) return -1;
-    void *p = g4v_malloc_large(n * sz);
-    if (!p) return -1;
-    g4v_free_large(*buf);
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
-/* Reads and checks the entry at path into ctx's buffers. 1: a valid entry (out filled);
- * 0: no entry (or one this model must not serve: over its image limits; or out of memory);
- * -1: an entry that fails a check (corrupt). */
-/* Reads the entry at path into ctx's buffers, or, with dst, its count floats into dst (an entry
- * of another size is a miss). 1: a hit, 0: a miss, -1: a damaged entry. */
-static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budget, int bf16,
-                      float *dst, size_t dst_count, g4v_result *out) {
+/* Reads and checks the entry at path into ctx's feature buffer (out filled; no bf16 copy: the
+ * caller makes it), or, with dst, its dst_count floats into dst (an entry of another size is a
+ * miss). 1: a valid entry; 0: no entry (or one this model must not serve: over its image limits;
+ * or out of memory); -1: an entry that fails a check (corrupt). */
+static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budget, float *dst,
+                      size_t dst_count, g4v_result *out) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     int result = -1;
@@ -302,19 +289,17 @@ static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budge
         result = 0;
         goto done;
     }
-    if (!dst && (grow_buf((void **)&ctx->features, &ctx->feat_cap, n, sizeof(float)) ||
-                 (bf16 && grow_buf((void **)&ctx->features_bf16, &ctx->bf16_cap, n, sizeof(uint16_t))))) {
+    g4v_err ignored;
+    if (!dst && g4v_ctx_grow_buffer((void **)&ctx->features, &ctx->feat_cap, n, sizeof(float), 0,
+                                &ignored)) {
         result = 0;
         goto done;
     }
     float *rows = dst ? dst : ctx->features;
-    g4v_err ignored;
     if (g4v_pread_full(fd, rows, n * sizeof(float), 8 + hn, path, &ignored)) goto done;
     char want[G4V_SHA256_HEX];
     entry_checksum(key, v, rows, n, want);
     if (strcmp(want, sum->valuestring)) goto done;
-    if (bf16 && !dst)
-        for (size_t i = 0; i < n; i++) ctx->features_bf16[i] = g4v_f32_to_bf16(ctx->features[i]);
     out->n_tokens = v[0];
     out->dim = v[1];
     out->grid_w = v[2];
@@ -325,7 +310,7 @@ static int read_entry(g4v_ctx *ctx, const char *path, const char *key, int budge
     out->height = v[7];
     out->budget = v[8];
     out->features = rows;
-    out->features_bf16 = bf16 && !dst ? ctx->features_bf16 : NULL;
+    out->features_bf16 = NULL;
     out->boi_token_id = cfg->boi_token_id;
     out->image_token_id = cfg->image_token_id;
     out->eoi_token_id = cfg->eoi_token_id;
@@ -338,12 +323,12 @@ done:
     return result;
 }
 
-static int lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, float *dst, size_t count,
+static int lookup(g4v_ctx *ctx, const char *key, int budget, float *dst, size_t count,
                   g4v_result *out) {
     g4v_cache *c = ctx->cache;
     char path[4200];
     entry_path(c, key, path, sizeof path);
-    int r = read_entry(ctx, path, key, budget, bf16, dst, count, out);
+    int r = read_entry(ctx, path, key, budget, dst, count, out);
     if (r == 1) {
         bump(&c->stats.hits);
         return 1;
@@ -353,14 +338,14 @@ static int lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, float *ds
     return 0;
 }
 
-int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, int bf16, g4v_result *out) {
-    return lookup(ctx, key, budget, bf16, NULL, 0, out);
+int g4v_cache_lookup(g4v_ctx *ctx, const char *key, int budget, g4v_result *out) {
+    return lookup(ctx, key, budget, NULL, 0, out);
 }
 
 int g4v_cache_lookup_rows(g4v_ctx *ctx, const char *key, int budget, float *dst, size_t count) {
     g4v_result r;
     memset(&r, 0, sizeof r);
-    return lookup(ctx, key, budget, 0, dst, count, &r);
+    return lookup(ctx, key, budget, dst, count, &r);
 }
 
 typedef struct entry_stat {

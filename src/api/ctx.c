@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/cpu.h"
 
+#include <stdint.h>
 #include <string.h>
 
 void g4v_ctx_options_init_sized(g4v_ctx_options *o, size_t size) {
@@ -97,4 +98,18 @@ int g4v_call_fail(g4v_ctx *c, int st, void *out, size_t out_size, const char *wh
     memset(out, 0, out_size);
     if (what) g4v_err_prefix(&c->err, "%s", what);
     return st;
+}
+
+/* Grows a ctx-owned buffer to hold n elements of size sz; keep elements are kept (0: none). */
+int g4v_ctx_grow_buffer(void **buf, size_t *cap, size_t n, size_t sz, size_t keep, g4v_err *err) {
+    if (n <= *cap) return G4V_OK;
+    if (n > SIZE_MAX / sz) /* as calloc: a size that cannot exist cannot be allocated */
+        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
+    void *p = g4v_malloc_large(n * sz);
+    if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
+    if (keep) memcpy(p, *buf, keep * sz);
+    g4v_free_large(*buf);
+    *buf = p;
+    *cap = n;
+    return G4V_OK;
 }

@@ -54,20 +54,6 @@ int g4v_encode_resolve(const g4v_ctx *c, const g4v_encode_options *in, g4v_encod
     return g4v_api_resolve_resize(c->model, o.resize, &st->resize, err);
 }
 
-/* Grows a ctx-owned buffer to hold n elements of size sz; keep elements are kept (0: none). */
-int g4v_encode_grow(void **buf, size_t *cap, size_t n, size_t sz, size_t keep, g4v_err *err) {
-    if (n <= *cap) return G4V_OK;
-    if (n > SIZE_MAX / sz) /* as calloc: a size that cannot exist cannot be allocated */
-        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
-    void *p = g4v_malloc_large(n * sz);
-    if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
-    if (keep) memcpy(p, *buf, keep * sz);
-    g4v_free_large(*buf);
-    *buf = p;
-    *cap = n;
-    return G4V_OK;
-}
-
 void g4v_encode_fill_result(const g4v_ctx *c, const g4v_encode_step *st, const float *feat,
                             const uint16_t *feat16, g4v_result *out) {
     const g4v_vision_config *cfg = &c->model->ck->cfg;
@@ -114,21 +100,29 @@ static int check_target(g4v_ctx *c, const g4v_encode_step *st) {
     return G4V_OK;
 }
 
-/* Runs the encoder on st's pixels into the ctx's output buffers and fills out. */
-static int encode_step(g4v_ctx *c, const g4v_encode_step *st, g4v_result *out) {
-    int rc = check_target(c, st);
-    if (rc) return rc;
-    size_t n = g4v_encode_step_values(c, st);
-    rc = g4v_encode_grow((void **)&c->features, &c->feat_cap, n, sizeof(float), 0, &c->err);
-    if (!rc && st->bf16)
-        rc = g4v_encode_grow((void **)&c->features_bf16, &c->bf16_cap, n, sizeof(uint16_t), 0,
+/* The single calls' end, once prepared: a hit as it is, a miss encoded into the ctx's buffer
+ * and stored; then the bf16 copy if asked (made here for both, never by the cache). */
+static int encode_prepared(g4v_ctx *c, const g4v_encode_step *st, g4v_result *out) {
+    size_t n = st->hit ? (size_t)out->n_tokens * (size_t)out->dim : g4v_encode_step_values(c, st);
+    int rc = G4V_OK;
+    if (st->hit) {
+        c->cache_hit = 1;
+    } else {
+        rc = g4v_ctx_grow_buffer((void **)&c->features, &c->feat_cap, n, sizeof(float), 0, &c->err);
+        if (!rc)
+            rc = g4v_model_run(c->model, c->ws, c->pool, st->px.rgb, st->px.width,
+                               st->px.height, st->px.stride, c->features, &c->err);
+        if (rc) return rc;
+        g4v_encode_fill_result(c, st, c->features, NULL, out);
+        if (st->cached) g4v_cache_store(c, st->key, out);
+    }
+    if (st->bf16) {
+        rc = g4v_ctx_grow_buffer((void **)&c->features_bf16, &c->bf16_cap, n, sizeof(uint16_t), 0,
                              &c->err);
-    if (!rc)
-        rc = g4v_model_run(c->model, c->ws, c->pool, st->px.rgb, st->px.width, st->px.height,
-                           st->px.stride, c->features, &c->err);
-    if (rc) return rc;
-    if (st->bf16) g4v_encode_round_bf16(c->features, c->features_bf16, n);
-    g4v_encode_fill_result(c, st, c->features, st->bf16 ? c->features_bf16 : NULL, out);
+        if (rc) return rc;
+        g4v_encode_round_bf16(out->features, c->features_bf16, n);
+        out->features_bf16 = c->features_bf16;
+    }
     return G4V_OK;
 }
 
@@ -151,7 +145,7 @@ int g4v_encode_prepare_bytes(g4v_ctx *c, const void *bytes, size_t size,
         g4v_sha256(bytes, size, digest);
         st->cached = g4v_cache_key(c, "bytes", digest, st->budget, st->exif, st->resize,
                                    st->key) == G4V_OK;
-        if (st->cached && g4v_cache_lookup(c, st->key, st->budget, st->bf16, hit)) {
+        if (st->cached && g4v_cache_lookup(c, st->key, st->budget, hit)) {
             st->hit = 1;
             return G4V_OK;
         }
@@ -174,11 +168,7 @@ static int encode_bytes(g4v_ctx *c, const void *bytes, size_t size, const g4v_en
                         g4v_result *out) {
     g4v_encode_step st = {0};
     int rc = g4v_encode_prepare_bytes(c, bytes, size, opts, &st, out);
-    if (!rc && st.hit) c->cache_hit = 1;
-    if (!rc && !st.hit) {
-        rc = encode_step(c, &st, out);
-        if (!rc && st.cached) g4v_cache_store(c, st.key, out);
-    }
+    if (!rc) rc = encode_prepared(c, &st, out);
     g4v_encode_step_free(&st);
     return rc;
 }
@@ -242,7 +232,7 @@ int g4v_encode_prepare_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height
         uint8_t digest[G4V_SHA256_BYTES];
         g4v_sha256_final(&s, digest);
         st->cached = g4v_cache_key(c, "rgb", digest, st->budget, 0, st->resize, st->key) == G4V_OK;
-        if (st->cached && g4v_cache_lookup(c, st->key, st->budget, st->bf16, hit)) {
+        if (st->cached && g4v_cache_lookup(c, st->key, st->budget, hit)) {
             st->hit = 1;
             return G4V_OK;
         }
@@ -266,11 +256,7 @@ g4v_status g4v_encode_rgb(g4v_ctx *c, const uint8_t *rgb, int width, int height,
     double t0 = g4v_now_s();
     g4v_encode_step st = {0};
     rc = g4v_encode_prepare_rgb(c, rgb, width, height, stride, opts, 1, &st, out);
-    if (!rc && st.hit) c->cache_hit = 1;
-    if (!rc && !st.hit) {
-        rc = encode_step(c, &st, out);
-        if (!rc && st.cached) g4v_cache_store(c, st.key, out);
-    }
+    if (!rc) rc = encode_prepared(c, &st, out);
     g4v_encode_step_free(&st);
     return finish(c, rc, out, t0, "RGB buffer");
 }

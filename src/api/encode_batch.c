@@ -55,7 +55,7 @@ static int reserve(batch *b, int i, size_t values) {
     size_t need = b->used + values;
     if (need > c->batch_feat_cap) {
         size_t cap = c->batch_feat_cap * 2 > need ? c->batch_feat_cap * 2 : need;
-        int st = g4v_encode_grow((void **)&c->batch_features, &c->batch_feat_cap, cap,
+        int st = g4v_ctx_grow_buffer((void **)&c->batch_features, &c->batch_feat_cap, cap,
                                  sizeof(float), b->used, &c->err);
         if (st) return st;
     }
@@ -111,7 +111,7 @@ static int run_pass(batch *b) {
         values += g4v_encode_step_values(c, &b->steps[b->pending[k]]);
     }
     if (!st)
-        st = g4v_encode_grow((void **)&c->features, &c->feat_cap, values, sizeof(float), 0,
+        st = g4v_ctx_grow_buffer((void **)&c->features, &c->feat_cap, values, sizeof(float), 0,
                              &c->err);
     if (!st) st = g4v_model_run_batch(c->model, c->ws, c->pool, im, b->npending, c->features,
                                       &c->err);
@@ -152,7 +152,6 @@ static int take(batch *b, int i) {
         if (!(rc = reserve(b, i, nv))) {
             memcpy(c->batch_features + b->offset[i], hit.features, nv * sizeof(float));
             hit.features = NULL; /* pointed at the ctx's scratch; set at the end */
-            hit.features_bf16 = NULL;
             b->items[i].result = hit;
             b->items[i].cache_hit = 1;
         }
@@ -178,7 +177,7 @@ static int finish_results(batch *b, double seconds) {
     int any_bf16 = 0;
     for (int i = 0; i < b->n; i++)
         any_bf16 |= b->items[i].status == G4V_OK && b->steps[i].bf16;
-    if (any_bf16 && g4v_encode_grow((void **)&c->batch_bf16, &c->batch_bf16_cap, b->used,
+    if (any_bf16 && g4v_ctx_grow_buffer((void **)&c->batch_bf16, &c->batch_bf16_cap, b->used,
                                     sizeof(uint16_t), 0, &c->err))
         return G4V_ERR_NOMEM;
     for (int i = 0; i < b->n; i++) {
@@ -207,7 +206,7 @@ static int run_batch(batch *b, int stop_at_error, int *first) {
     b->pending = g4v_calloc((size_t)n, sizeof *b->pending);
     if (!b->steps || !b->offset || !b->pending ||
         ((size_t)n > c->batch_errs_cap &&
-         g4v_encode_grow((void **)&c->batch_errs, &c->batch_errs_cap, (size_t)n, sizeof(g4v_err),
+         g4v_ctx_grow_buffer((void **)&c->batch_errs, &c->batch_errs_cap, (size_t)n, sizeof(g4v_err),
                          0, &c->err))) {
         rc = g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a batch of %d images", n);
         goto done;
