@@ -29,9 +29,12 @@ enum {
     G4V_CPU_NEON = 1 << 6,       /* ARM64 Advanced SIMD (HWCAP_ASIMD) */
     G4V_CPU_ARM_BF16 = 1 << 7,   /* ARM64 BFDOT / BFMMLA (FEAT_BF16, HWCAP2_BF16) */
     G4V_CPU_ARM_I8MM = 1 << 8,   /* ARM64 SMMLA / USMMLA (FEAT_I8MM, HWCAP2_I8MM): INT8 GEMM */
-    /* bit 9 is free: a feature gets a bit with its first kernel (the bits are part of the
-     * kernel path, so the others keep their values) */
-    G4V_CPU_ARM_DOTPROD = 1 << 10 /* ARM64 SDOT / UDOT (FEAT_DotProd, HWCAP_ASIMDDP): INT8 GEMM */
+    /* a feature gets a bit with its first kernel (the bits are part of the kernel path, so the
+     * others keep their values) */
+    G4V_CPU_AMX = 1 << 9, /* Intel AMX tiles with AMX-BF16, granted by the OS (base/amx.h), and
+                             the start-up self-test passed (kernels/amx_check.c) */
+    G4V_CPU_ARM_DOTPROD = 1 << 10, /* ARM64 SDOT / UDOT (FEAT_DotProd, HWCAP_ASIMDDP): INT8 GEMM */
+    G4V_CPU_AMX_INT8 = 1 << 11     /* AMX-INT8 (TDPBSSD ...) besides G4V_CPU_AMX */
 };
 
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */

@@ -49,6 +49,7 @@ g4v_kernel_folder(x86_avx512     EXACT EXTENDS x86_avx2 FLAGS -mavx512f -mavx512
 g4v_kernel_folder(x86_avx512bf16       EXTENDS x86_avx512 FLAGS -mavx512bf16) # FAST only
 g4v_kernel_folder(x86_avx512vnni EXACT EXTENDS x86_avx512 FLAGS -mavx512vnni) # INT8, zmm
 g4v_kernel_folder(x86_avxvnni    EXACT EXTENDS x86_avx2 FLAGS -mavxvnni) # INT8, VEX on ymm
+g4v_kernel_folder(x86_amx        EXACT EXTENDS x86_avx512bf16) # tiles: our own asm (amx_tile.h)
 g4v_kernel_folder(x86_sha              FLAGS -msha -mssse3 -msse4.1) # integer: SHA-256
 g4v_kernel_folder(arm64_neon     EXACT FLAGS -march=armv8-a) # every ARMv8-A core
 g4v_kernel_folder(arm64_bf16     EXACT FLAGS -march=armv8.2-a+bf16) # BFDOT
