@@ -17,6 +17,7 @@ struct g4v_pool {
     int quit;
     g4v_task_fn fn;
     void *arg;
+    void (*after)(void); /* run by each thread once it has drained (g4v_pool_run_then) */
     int n_tasks;
     atomic_int next;
 };
@@ -29,9 +30,10 @@ typedef struct {
 static void drain(g4v_pool *p, int worker) {
     for (;;) {
         int t = atomic_fetch_add(&p->next, 1);
-        if (t >= p->n_tasks) return;
+        if (t >= p->n_tasks) break;
         p->fn(p->arg, t, worker);
     }
+    if (p->after) p->after();
 }
 
 static void *worker_main(void *varg) {
@@ -109,14 +111,20 @@ void g4v_pool_destroy(g4v_pool *p) {
 int g4v_pool_size(const g4v_pool *p) { return p ? p->n : 1; }
 
 void g4v_pool_run(g4v_pool *p, int n_tasks, g4v_task_fn fn, void *arg) {
+    g4v_pool_run_then(p, n_tasks, fn, arg, NULL);
+}
+
+void g4v_pool_run_then(g4v_pool *p, int n_tasks, g4v_task_fn fn, void *arg, void (*after)(void)) {
     if (n_tasks <= 0) return;
     if (!p || p->n == 1 || n_tasks == 1) {
         for (int t = 0; t < n_tasks; t++) fn(arg, t, 0);
+        if (after) after();
         return;
     }
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;
+    p->after = after;
     p->n_tasks = n_tasks;
     atomic_store(&p->next, 0);
     p->busy = p->n - 1;

@@ -21,5 +21,10 @@ int g4v_pool_create(int n_threads, g4v_pool **out, g4v_err *err);
 void g4v_pool_destroy(g4v_pool *pool);
 int g4v_pool_size(const g4v_pool *pool); /* 1 for NULL */
 void g4v_pool_run(g4v_pool *pool, int n_tasks, g4v_task_fn fn, void *arg);
+/* g4v_pool_run, then `after` once on every thread that may have run a task (each worker of the
+ * pool when it finds no task left, and the calling thread), before the call returns: per-thread
+ * state a run's tasks built up (the AMX tile state) is undone where it lives. NULL after: plain
+ * g4v_pool_run. */
+void g4v_pool_run_then(g4v_pool *pool, int n_tasks, g4v_task_fn fn, void *arg, void (*after)(void));
 
 #endif

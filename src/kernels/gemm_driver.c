@@ -24,7 +24,7 @@
 #include <string.h>
 
 enum {
-    MAX_TILE = 512,    /* floats in the largest MR x NR tile (12 x 32 = 384) */
+    MAX_TILE = G4V_GEMM_MAX_TILE, /* floats in the largest MR x NR block (gemm_kernel.h) */
     STACK_A = 16 << 10 /* bytes of packed A per chunk on the allocation-free path */
 };
 
@@ -324,7 +324,7 @@ void g4v_gemm_cfg_run(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat
     memset(&j, 0, sizeof j);
     j.c = c;
     plan(&j, g4v_pool_size(pool), cfg);
-    g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
+    g4v_pool_run_then(pool, j.nbm * j.nbn, task, &j, W->kern->release);
 }
 
 void g4v_gemm(g4v_pool *pool, const float *X, size_t ldx, const g4v_wmat *W, float *Y, size_t ldy,

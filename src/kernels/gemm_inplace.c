@@ -22,7 +22,7 @@
 #include <string.h>
 
 enum {
-    MAX_TILE = 512,     /* floats in the largest MR x NR tile (12 x 32 = 384) */
+    MAX_TILE = G4V_GEMM_MAX_TILE, /* floats in the largest MR x NR block (gemm_kernel.h) */
     STACK_B = 16 << 10, /* bytes of each stack buffer on the allocation-free path */
     GEGLU_TILES = 8     /* W tiles whose output columns get the fused GeGLU together */
 };
@@ -354,5 +354,5 @@ void g4v_gemm_inplace_run(g4v_pool *pool, const g4v_gemm_call *call, const g4v_g
         j.nbm_pack = 2 * threads < xpanels ? 2 * threads : xpanels;
         g4v_pool_run(pool, j.nbm_pack, pack_task, &j);
     }
-    g4v_pool_run(pool, j.nbm * j.nbn, task, &j);
+    g4v_pool_run_then(pool, j.nbm * j.nbn, task, &j, k->release);
 }

@@ -99,10 +99,21 @@ typedef void (*g4v_pack_w_fn)(const uint16_t *w, size_t ldw, int rows, int group
 typedef void (*g4v_store_t_fn)(const float *tile, int nr, int rows, int cols, float *y,
                                size_t ldy, const g4v_ukr_epi *e);
 
+/* The largest MR x NR block a micro-kernel may compute, in floats: 32 x 32 (the AMX kernels).
+ * The drivers keep a block of this size on the stack for edges and partial sums; a kernel whose
+ * block is larger is refused when a weight is prepared (gemm_pack.c). */
+enum { G4V_GEMM_MAX_TILE = 32 * 32 };
+
 /* A micro-kernel and its A packer. The CPU features it needs are in its variants.def line. */
 typedef struct g4v_gemm_kernel {
     const char *name;   /* for logs and tests, e.g. "avx512-bf16dp" */
     int mr, nr, kg;     /* tile rows, tile columns, k values per A group (even) */
+    /* Blocking hint: K values per chunk (a multiple of kg), chosen for the kernel (the AMX
+     * kernels keep their reused panel's chunk in L1); 0: the drivers' L2 rule (gemm_pack.c). */
+    int kc_values;
+    /* Called once on every thread of the pool when a g4v_gemm call with this kernel ends (NULL:
+     * nothing to do): the AMX kernels release the tile state there (gemm_driver.c). */
+    void (*release)(void);
     int a_bf16, b_bf16; /* operand formats (see the layouts above) */
     int int8, a_u8;     /* INT8 mode kernel; its A codes shifted to unsigned (see above) */
     int q8_blocks;      /* int8 kernel of the blocked variant (INT8_BLOCKS mode, see above) */
@@ -209,9 +220,10 @@ size_t g4v_gemm_b_panel_bytes(const g4v_gemm_kernel *k, int kpad);
 
 /* The INT8 A packer every INT8 kernel's pack_a may use for rows it leaves (and the portable one
  * uses for all): rows [0, rows) of x, clamped per o, quantized per row (gemm_q8.h) into
- * ceil(rows / mr) micro-panels of kernel k's layout at dst. */
+ * ceil(rows / mr) micro-panels of the layout above with groups of kg codes (4 for the VNNI and
+ * portable kernels, 64 for AMX's tile rows) at dst. */
 void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kpad, int mr,
-                          int u8, void *dst, const g4v_pack_opts *o);
+                          int kg, int u8, void *dst, const g4v_pack_opts *o);
 
 /* Bytes of a blocked INT8 A micro-panel of mr rows over kpad (codes, then block scales). */
 static inline size_t g4v_q8b_a_panel_bytes(int mr, int kpad) {

@@ -285,6 +285,14 @@ static void f32_to_bf16_exact(const void *w, size_t count, uint16_t *dst) {
         memcpy(&dst[i], b + 4 * i + (G4V_LITTLE_ENDIAN ? 2 : 0), 2);
 }
 
+/* K groups per chunk from the kernel's own blocking hint (gemm_kernel.h kc_values): chunks of
+ * equal size, none above the hint. */
+static int kc_hint(const g4v_gemm_kernel *kern, int kgroups) {
+    int most = kern->kc_values / kern->kg > 0 ? kern->kc_values / kern->kg : 1;
+    int nchunks = (kgroups + most - 1) / most;
+    return (kgroups + nchunks - 1) / nchunks;
+}
+
 /* The first kernel of kt that fits dtype and mode, or NULL. */
 static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v_math_mode mode) {
     int packed = pack_weights();
@@ -319,6 +327,10 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         return g4v_fail(err, G4V_ERR_UNSUPPORTED,
                         "weight matrix %dx%d: INT8 mode takes at most %d input columns", n, k,
                         G4V_Q8_MAX_K);
+    if (kern->mr * kern->nr > G4V_GEMM_MAX_TILE)
+        return g4v_fail(err, G4V_ERR_INTERNAL,
+                        "GEMM kernel %s computes %d x %d blocks, above the drivers' %d floats",
+                        kern->name, kern->mr, kern->nr, (int)G4V_GEMM_MAX_TILE);
     if (!g4v_gemm_kernel_fits(kern, as_bf16 ? G4V_DT_BF16 : dtype, mode))
         return g4v_fail(err, G4V_ERR_INTERNAL,
                         "GEMM kernel %s cannot multiply %s weights in %s mode", kern->name,
@@ -372,6 +384,7 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         kc_max = chunk_budget / per_group > 0 ? (int)(chunk_budget / per_group) : 1;
     int nchunks = (kgroups + kc_max - 1) / kc_max;
     m->kc_groups = (kgroups + nchunks - 1) / nchunks;
+    if (kern->kc_values) m->kc_groups = kc_hint(kern, kgroups);
     if (kern->int8) m->kc_groups = kgroups; /* int32 sums are never split (gemm_kernel.h) */
     if (kern->inner) { /* in place (gemm_inplace.c): W tiles, nothing packed or held */
         /* K chunks: a W tile's chunk (the broadcast operand, reused by every X panel of a
@@ -382,6 +395,7 @@ static int create(const g4v_kernels *kt, const g4v_gemm_kernel *kern, const void
         int kc_in = l1_half / tile_group > 0 ? (int)(l1_half / tile_group) : 1;
         int chunks_in = (kgroups + kc_in - 1) / kc_in;
         m->kc_groups = (kgroups + chunks_in - 1) / chunks_in;
+        if (kern->kc_values) m->kc_groups = kc_hint(kern, kgroups);
         m->npanels = (n + kern->mr - 1) / kern->mr;
         m->panel_bytes = m->bytes = 0;
         m->in_place = 1;

@@ -24,7 +24,7 @@ enum { MR = NEON_MR, NR = NEON_NR, KG = 4 };
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
                    const g4v_pack_opts *o) {
-    g4v_pack_a_q8_scalar(x, ldx, rows, klen, kpad, MR, 0, dst, o);
+    g4v_pack_a_q8_scalar(x, ldx, rows, klen, kpad, MR, 4, 0, dst, o);
 }
 
 static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,

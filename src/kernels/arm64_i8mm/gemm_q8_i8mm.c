@@ -23,7 +23,7 @@ enum { MR = 8, NR = 8, KG = 8, G4 = 4 };
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
                    const g4v_pack_opts *o) {
-    g4v_pack_a_q8_scalar(x, ldx, rows, klen, kpad, MR, 0, dst, o);
+    g4v_pack_a_q8_scalar(x, ldx, rows, klen, kpad, MR, 4, 0, dst, o);
 }
 
 /* Two 2 x 8 operands from two 4-k groups (lo: k0-3, hi: k4-7) of 4 rows or columns each. */

@@ -13,7 +13,7 @@
 enum { MR = 4, NR = 16, KG = 4 };
 
 void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kpad, int mr,
-                          int u8, void *dst_, const g4v_pack_opts *o) {
+                          int kg, int u8, void *dst_, const g4v_pack_opts *o) {
     unsigned char *dst = dst_;
     int prow = (rows + mr - 1) / mr * mr;
     size_t panel = (size_t)mr * (size_t)kpad + sizeof(float) * (size_t)mr;
@@ -33,7 +33,8 @@ void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kp
             int8_t q = 0;
             if (r < rows && k < klen)
                 q = g4v_q8_code(o->clamp ? g4v_clampf(xr[k], o->lo, o->hi) : xr[k], inv);
-            size_t at = ((size_t)(k / KG) * (size_t)mr + (size_t)(r % mr)) * KG + (size_t)(k % KG);
+            size_t at = ((size_t)(k / kg) * (size_t)mr + (size_t)(r % mr)) * (size_t)kg +
+                        (size_t)(k % kg);
             p[at] = u8 ? (unsigned char)(q + 128) : (unsigned char)q;
         }
         memcpy(p + (size_t)mr * (size_t)kpad + sizeof(float) * (size_t)(r % mr), &scale,
@@ -43,7 +44,7 @@ void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kp
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
                    const g4v_pack_opts *o) {
-    g4v_pack_a_q8_scalar(x, ldx, rows, klen, kpad, MR, 0, dst, o);
+    g4v_pack_a_q8_scalar(x, ldx, rows, klen, kpad, MR, KG, 0, dst, o);
 }
 
 static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in, float *y,
