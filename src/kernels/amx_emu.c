@@ -230,11 +230,36 @@ static inline float bf16_daz(uint16_t h) {
 
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
 
+/* One FMA step of a chain, fmaf(a, b, c) flushed, with a and b bf16 values (8-bit significands)
+ * that are zero or normal (DAZ): their product is exact in fp32 unless it leaves the normal range,
+ * so then p + c is the FMA's single rounding and needs no call to fmaf (10x faster where the
+ * build has no FMA instruction). exact[] says per lane whether that holds; the caller falls back
+ * to fmaf for a step where any lane's product is not exact (it overflowed, or underflowed). */
+static inline uint32_t product_inexact(float p, float a, float b) {
+    uint32_t e = f32_bits(p) >> 23 & 0xffu;
+    return (uint32_t)(e == 0xffu) | ((uint32_t)(e == 0) & (uint32_t)(a != 0.0f) & (uint32_t)(b != 0.0f));
+}
+
+/* A denormal (nonzero exponent field 0) becomes the zero of its sign: branch-free, for lanes. */
+static inline float flush_bits(float f) {
+    uint32_t u = f32_bits(f);
+    uint32_t keep = (u & 0x7f800000u) ? 0xffffffffu : 0x80000000u;
+    return bits_f32(u & keep);
+}
+
+/* The lanes' loops below are written to vectorize; the SIMDe test builds compile this file at
+ * -O2, where GCC does not, so the function asks for it (the emulator's speed bounds the tests). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
 void g4v_amx_emu_tdpbf16ps(int c, int a, int b) {
     if (!dp_ok("tdpbf16ps", c, a, b)) return;
     const unsigned M = st.cfg.rows[c], N = st.cfg.colsb[c] / 4u, K = st.cfg.colsb[a] / 4u;
-    /* the operands as fp32 once, flushed: bf[k][n][0/1] is B's pair (k, n), af[m][k][0/1] A's */
-    float af[MAX_ROWS][16][2], bf[16][16][2];
+    /* the operands as fp32 once, flushed: b0/b1[k][n] is B's pair (k, n), af[m][k][0/1] A's;
+     * columns past N are zero and computed to no effect (whole rows of 16 lanes) */
+    float af[MAX_ROWS][16][2], b0[16][16], b1[16][16];
+    memset(b0, 0, sizeof b0);
+    memset(b1, 0, sizeof b1);
     for (unsigned m = 0; m < M; m++)
         for (unsigned k = 0; k < K; k++) {
             af[m][k][0] = bf16_daz(rd16(&st.data[a][m][4 * k]));
@@ -242,18 +267,35 @@ void g4v_amx_emu_tdpbf16ps(int c, int a, int b) {
         }
     for (unsigned k = 0; k < K; k++)
         for (unsigned n = 0; n < N; n++) {
-            bf[k][n][0] = bf16_daz(rd16(&st.data[b][k][4 * n]));
-            bf[k][n][1] = bf16_daz(rd16(&st.data[b][k][4 * n + 2]));
+            b0[k][n] = bf16_daz(rd16(&st.data[b][k][4 * n]));
+            b1[k][n] = bf16_daz(rd16(&st.data[b][k][4 * n + 2]));
         }
     for (unsigned m = 0; m < M; m++) {
+        /* per output column of the row: the even and the odd chain, from +0, in k order */
+        float even[16] = {0}, odd[16] = {0};
+        for (unsigned k = 0; k < K; k++) {
+            const float x0 = af[m][k][0], x1 = af[m][k][1];
+            float te[16], to[16];
+            uint32_t inexact = 0;
+            for (unsigned n = 0; n < 16; n++) {
+                float p = x0 * b0[k][n], q = x1 * b1[k][n];
+                te[n] = p + even[n];
+                to[n] = q + odd[n];
+                inexact |= product_inexact(p, x0, b0[k][n]) | product_inexact(q, x1, b1[k][n]);
+            }
+            if (inexact)
+                for (unsigned n = 0; n < 16; n++) {
+                    te[n] = fmaf(x0, b0[k][n], even[n]);
+                    to[n] = fmaf(x1, b1[k][n], odd[n]);
+                }
+            for (unsigned n = 0; n < 16; n++) {
+                even[n] = flush_bits(te[n]);
+                odd[n] = flush_bits(to[n]);
+            }
+        }
         uint8_t *crow = st.data[c][m];
         for (unsigned n = 0; n < N; n++) {
-            float even = 0.0f, odd = 0.0f;
-            for (unsigned k = 0; k < K; k++) {
-                even = flush(fmaf(af[m][k][0], bf[k][n][0], even));
-                odd = flush(fmaf(af[m][k][1], bf[k][n][1], odd));
-            }
-            const float tmp = flush(even + odd);
+            const float tmp = flush(even[n] + odd[n]);
             float acc;
             memcpy(&acc, crow + 4 * n, sizeof acc);
             acc = flush(flush(acc) + tmp);
