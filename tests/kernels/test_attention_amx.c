@@ -1,5 +1,8 @@
-/* test_attention_amx.c - the AMX attention (x86_amx/attention_amx.c, run here on the tile
- * emulator: SIMDe build only) against a scalar model of its own order of operations, bit for bit.
+/* test_attention_amx.c - the AMX attention (x86_amx/attention_amx.c) against a scalar model of its
+ * own order of operations, bit for bit. Built twice: test_attention_amx_simde (SIMDe: the kernel
+ * and its twin both run on the tile emulator, the vectors on SIMDe) and test_attention_amx (native:
+ * the twin g4v_attention_amx_emu, native AVX-512 vectors over the emulated tiles, where the CPU
+ * has AVX-512 and AVX512_BF16; the kernel itself too where it has AMX).
  *
  * The model is written from the kernel's contract, per query (every output column of a tile
  * depends on its own query only):
@@ -11,31 +14,37 @@
  *  - per block of 64 keys: mnew = max(m, its logits) (m = -inf first), corr = exp(m - mnew),
  *    l = l * corr then + bf16(exp(s_j - mnew)) key by key, O[c] = O[c] * corr, then per channel two
  *    TDPBF16PS steps (keys 0-31, 32-63 of the block, pad keys p = v = 0) into O[c]; exp is the
- *    softmax's vector exp (vec/vec_exp.h's vec_exp_nonpos, compiled here as for the kernel);
+ *    softmax's vector exp (vec/vec_exp.h's vec_exp_nonpos, with the kernel's arithmetic: see
+ *    exp_nonpos);
  *  - out = O * (1 / l).
  * Shapes: nq and nk off the tile sizes (1, 2, 3, 17, 33, 65, 130), d = 64, 72 and 24 (one partial
  * channel tile), Hkv < H, row-major fused q|k|v and head-major K/V (hsk, hsv), scale != 1, logits
  * large enough that the running max moves between blocks, values small enough that products
- * are flushed; K/V read as they are, prepared whole and prepared in pieces; 1 and 3 threads; the
- * twin (g4v_attention_amx_emu) gives the same bits. After a call the calling thread holds no tile
- * state (TILERELEASE), and the thread configured its tiles once per task.
- * Then one larger case (nq = nk = 300, d = 72).
+ * are flushed; K/V read as they are, prepared whole and prepared in pieces; 1 and 3 threads. On
+ * the emulator, after a call the calling thread holds no tile state (TILERELEASE), and it loaded
+ * its configuration once per task. Then one larger case (nq = nk = 300, d = 72).
  */
+#include "base/cpu.h"
 #include "base/dtype.h"
 #include "base/pool.h"
 #include "kernels/amx_emu.h"
 #include "kernels/dispatch.h"
 #include "kernels/x86_amx/amx_twins.h"
 #include "test_util.h"
-/* The softmax's exp as the kernel's file compiles it: 512 bits, over SIMDe in this build (whose
- * FMA without native FMA is a multiply and an add, where vec_exp_arrays.c, built with the AVX2
- * folder's flags, has fused ones: a different last bit now and then). */
+#ifdef G4V_SIMDE
+/* The softmax's exp as the emulated kernel computes it: 512 bits over SIMDe, whose FMA without
+ * native FMA is a multiply and an add (vec_exp_arrays.c, built with the AVX2 folder's flags, has
+ * fused ones: a different last bit now and then). */
 #define G4V_VEC_BITS 512
 #include "kernels/vec/vec.h"
 #include "kernels/vec/vec_exp.h"
+#else
+#include "vec_exp_arrays.h" /* native: the same bits as the kernel's 512-bit exp (vec_exp.h) */
+#endif
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,9 +70,15 @@ static float tdp(float c, const float *a, const float *b) {
 }
 
 static float exp_nonpos(float x) {
+#ifdef G4V_SIMDE
     float y[16];
     _mm512_storeu_ps(y, vec_exp_nonpos(_mm512_set1_ps(x)));
     return y[0];
+#else
+    float y;
+    g4v_test_vec_exp_nonpos(&x, &y, 1);
+    return y;
+#endif
 }
 
 /* The model of the kernel for every head and query, into out (row stride a->ldo). */
@@ -127,6 +142,21 @@ static void model(const g4v_attn_args *a) {
 
 static g4v_pool *pool3;
 
+/* The descriptors this CPU can run (every one in the SIMDe build), and whether each runs on the
+ * emulator (its configuration loads and tile state can be read back). */
+typedef struct {
+    const char *name;
+    const g4v_attention_kernel *kern;
+    int emulated;
+} kernel;
+static kernel kernels[2];
+static int NK;
+#ifdef G4V_SIMDE
+#define G4V_TILES_EMULATED_HERE 1
+#else
+#define G4V_TILES_EMULATED_HERE 0
+#endif
+
 /* Runs kern into a fresh buffer (row stride ldo = H d + 3, padding set to a marker); returns
  * whether the padding stayed. */
 static int run(const g4v_attention_kernel *kern, g4v_attn_args a, g4v_pool *pool, float *out) {
@@ -147,6 +177,59 @@ static int first_diff(const float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (memcmp(x + i, y + i, sizeof(float))) return (int)i;
     return -1;
+}
+
+/* Kernel k on a against the model's want (n floats, row stride H d + 3): one thread, 3 threads,
+ * K/V prepared whole and in pieces. tag names the case. */
+static void check_kernel(const kernel *k, g4v_attn_args a, const float *want, size_t n,
+                         const char *tag) {
+    int nk = a.nk, Hkv = a.Hkv, d = a.d;
+    float *got = malloc(sizeof(float) * n);
+    g4v_amx_emu_counters_reset();
+    CHECK_MSG(run(k->kern, a, NULL, got), "%s %s: wrote past its columns", k->name, tag);
+    int at = first_diff(got, want, n);
+    CHECK_MSG(at < 0, "%s %s: differs from the model at %d: %.9g vs %.9g", k->name, tag, at,
+              at < 0 ? 0 : got[at], at < 0 ? 0 : want[at]);
+    if (k->emulated) {
+        g4v_amx_emu_counters cnt;
+        g4v_amx_emu_counters_get(&cnt);
+        int tasks = a.H * ((a.nq + 95) / 96);
+        CHECK_MSG(cnt.configs == (uint64_t)tasks, "%s %s: %llu configuration loads for %d tasks",
+                  k->name, tag, (unsigned long long)cnt.configs, tasks);
+        g4v_tile_config now;
+        g4v_amx_emu_sttilecfg(&now);
+        CHECK_MSG(now.palette == 0, "%s %s: the tiles are still configured after the call",
+                  k->name, tag);
+    }
+    CHECK(run(k->kern, a, pool3, got));
+    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "%s %s: 3 threads differ", k->name, tag);
+
+    /* prepared K/V: whole, then in pieces cut at odd keys and inside blocks, last piece first;
+     * the buffer starts as NaNs, so a pad the preparation leaves unwritten shows */
+    size_t bytes = k->kern->kv_bytes(nk, Hkv, d);
+    void *kv = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    memset(kv, 0xff, bytes);
+    k->kern->prepare_kv(pool3, &a, 0, nk, kv);
+    g4v_attn_args b = a;
+    b.k = b.v = NULL, b.kv_prepared = kv;
+    CHECK(run(k->kern, b, pool3, got));
+    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "%s %s: prepared K/V differ", k->name, tag);
+    memset(kv, 0xff, bytes);
+    int c1 = (nk / 3 | 1) < nk ? nk / 3 | 1 : nk, c2 = nk * 2 / 3 + 1 < nk ? nk * 2 / 3 + 1 : nk;
+    int cuts[4] = {0, c1, c2 > c1 ? c2 : c1, nk};
+    for (int c = 2; c >= 0; c--) {
+        int j0 = cuts[c], j1 = cuts[c + 1];
+        if (j1 <= j0) continue;
+        g4v_attn_args piece = a;
+        piece.k = a.k + (size_t)j0 * a.ldk, piece.v = a.v + (size_t)j0 * a.ldv;
+        piece.nk = j1 - j0;
+        k->kern->prepare_kv(c & 1 ? pool3 : NULL, &piece, j0, nk, kv);
+    }
+    CHECK(run(k->kern, b, NULL, got));
+    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "%s %s: K/V prepared in pieces differ",
+              k->name, tag);
+    free(kv);
+    free(got);
 }
 
 /* kind: 0 ordinary (q, k in [-sq, sq)), 1 tiny values (products flushed to zero) */
@@ -189,71 +272,39 @@ static void test_case(int nq, int nk, int H, int Hkv, int d, float sq, float sca
         a.ldk = a.ldv = (size_t)d, a.hsk = a.hsv = (size_t)nk * d;
     }
     size_t ldo = qd + 3, n = (size_t)nq * ldo;
-    float *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    float *want = malloc(sizeof(float) * n);
     a.scratch = malloc(sizeof(float) * 3 * g4v_attention_amx.scratch_floats(d));
+    char tag[96];
+    snprintf(tag, sizeof tag, "nq=%d nk=%d H=%d Hkv=%d d=%d%s%s", nq, nk, H, Hkv, d,
+             head_major ? " head-major" : "", tiny ? " tiny" : "");
     a.ldo = ldo;
     a.out = want;
     for (size_t i = 0; i < n; i++)
         want[i] = -777.0f;
     model(&a);
 
-    g4v_amx_emu_counters_reset();
-    CHECK_MSG(run(&g4v_attention_amx, a, NULL, got), "nq=%d nk=%d d=%d: wrote past its columns",
-              nq, nk, d);
-    int at = first_diff(got, want, n);
-    CHECK_MSG(at < 0, "nq=%d nk=%d H=%d Hkv=%d d=%d hm=%d tiny=%d: differs from the model at %d: "
-                      "%.9g vs %.9g",
-              nq, nk, H, Hkv, d, head_major, tiny, at, at < 0 ? 0 : got[at], at < 0 ? 0 : want[at]);
-    g4v_amx_emu_counters cnt;
-    g4v_amx_emu_counters_get(&cnt);
-    int tasks = H * ((nq + 95) / 96);
-    CHECK_MSG(cnt.configs == (uint64_t)tasks, "nq=%d nk=%d: %llu configuration loads for %d tasks",
-              nq, nk, (unsigned long long)cnt.configs, tasks);
-    g4v_tile_config now;
-    g4v_amx_emu_sttilecfg(&now);
-    CHECK_MSG(now.palette == 0, "the tiles are still configured after the call");
-
-    CHECK(run(&g4v_attention_amx, a, pool3, got));
-    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "nq=%d nk=%d d=%d: 3 threads differ", nq, nk,
-              d);
-    CHECK(run(&g4v_attention_amx_emu, a, pool3, got));
-    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "nq=%d nk=%d d=%d: the twin differs", nq, nk,
-              d);
-
-    /* prepared K/V: whole, then in pieces cut at odd keys and inside blocks, last piece first */
-    size_t bytes = g4v_attention_amx.kv_bytes(nk, Hkv, d);
-    void *kv = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    memset(kv, 0xff, bytes);
-    g4v_attention_amx.prepare_kv(pool3, &a, 0, nk, kv);
-    g4v_attn_args b = a;
-    b.k = b.v = NULL, b.kv_prepared = kv;
-    CHECK(run(&g4v_attention_amx, b, pool3, got));
-    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "nq=%d nk=%d d=%d: prepared K/V differ", nq,
-              nk, d);
-    memset(kv, 0xff, bytes);
-    int c1 = (nk / 3 | 1) < nk ? nk / 3 | 1 : nk, c2 = nk * 2 / 3 + 1 < nk ? nk * 2 / 3 + 1 : nk;
-    int cuts[4] = {0, c1, c2 > c1 ? c2 : c1, nk};
-    for (int c = 2; c >= 0; c--) {
-        int j0 = cuts[c], j1 = cuts[c + 1];
-        if (j1 <= j0) continue;
-        g4v_attn_args piece = a;
-        piece.k = a.k + (size_t)j0 * a.ldk, piece.v = a.v + (size_t)j0 * a.ldv;
-        piece.nk = j1 - j0;
-        g4v_attention_amx.prepare_kv(c & 1 ? pool3 : NULL, &piece, j0, nk, kv);
-    }
-    CHECK(run(&g4v_attention_amx, b, NULL, got));
-    CHECK_MSG(!memcmp(got, want, sizeof(float) * n), "nq=%d nk=%d d=%d: K/V prepared in pieces "
-                                                     "differ",
-              nq, nk, d);
-    free(kv);
+    for (int ki = 0; ki < NK; ki++)
+        check_kernel(&kernels[ki], a, want, n, tag);
     free(a.scratch);
     free(want);
-    free(got);
     free(hm);
     free(qkv);
 }
 
 int main(void) {
+#ifdef G4V_SIMDE
+    unsigned cpu = g4v_kernel_features(); /* every feature, all emulated */
+#else
+    unsigned cpu = g4v_cpu_features();
+#endif
+    unsigned vec = G4V_CPU_AVX512 | G4V_CPU_AVX512BF16;
+    if ((cpu & (vec | G4V_CPU_AMX)) == (vec | G4V_CPU_AMX))
+        kernels[NK++] = (kernel){"amx", &g4v_attention_amx, G4V_TILES_EMULATED_HERE};
+    if ((cpu & vec) == vec) kernels[NK++] = (kernel){"amx_emu", &g4v_attention_amx_emu, 1};
+    if (!NK) {
+        printf("test_attention_amx: no AVX-512 + AVX512_BF16 here: nothing to run\n");
+        return 0;
+    }
     if (g4v_pool_create(3, &pool3, NULL)) return 1;
     /* nq, nk, H, Hkv, d, q/k scale, logit scale, head-major K/V, tiny values */
     test_case(1, 1, 2, 1, 64, 1.0f, 1.0f, 0, 0);
