@@ -22,7 +22,8 @@
  * large enough that the running max moves between blocks, values small enough that products
  * are flushed; K/V read as they are, prepared whole and prepared in pieces; 1 and 3 threads. On
  * the emulator, after a call the calling thread holds no tile state (TILERELEASE), and it loaded
- * its configuration once per task. Then one larger case (nq = nk = 300, d = 72).
+ * its configuration once per task. Then larger cases: nq = nk = 300, and 20 queries against
+ * 10,080 keys (the largest image), d = 72.
  */
 #include "base/cpu.h"
 #include "base/dtype.h"
@@ -317,6 +318,7 @@ int main(void) {
     test_case(100, 97, 2, 1, 64, 1.0f, 1.0f, 0, 0); /* two tasks per head */
     test_case(18, 40, 2, 1, 72, 1.0f, 1.0f, 0, 1);  /* denormal inputs, flushed products */
     test_case(300, 300, 1, 1, 72, 1.0f, 1.0f, 1, 0);
+    test_case(20, 10080, 1, 1, 72, 1.0f, 1.0f, 0, 0); /* the largest image's keys */
     g4v_pool_destroy(pool3);
     return test_summary("test_attention_amx");
 }
