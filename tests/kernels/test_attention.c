@@ -257,10 +257,12 @@ static void check_fast(const variant *v, const g4v_attn_args *a, const float *o,
     int L = a->nq, d = a->d;
     size_t qd = (size_t)a->H * d, ld = a->ldq, n = (size_t)L * ld;
     /* the fused q|k|v buffer rounded to bf16 (q, k, v all live in it) as the kernel rounds it:
-     * k and v as they are, each query scaled first by c = scale log2(e) (in f32, the kernel's
-     * logits being in log2 units), so the reference runs q~ = bf16(c q) with scale 1 / log2(e) */
+     * k and v as they are, each query scaled first by c (in f32): c = scale log2(e) where the
+     * kernel's logits are in log2 units (vdpbf16ps), so the reference runs q~ = bf16(c q) with
+     * scale 1 / log2(e); c = scale for the AMX variant (natural units, vec_exp), scale 1 */
     const float *base = a->q;
-    const float c = a->scale * 1.44269504088896341f;
+    int log2_units = strcmp(v->name, "amx") != 0;
+    const float c = log2_units ? a->scale * 1.44269504088896341f : a->scale;
     float *rb = malloc(sizeof(float) * n);
     for (size_t i = 0; i < n; i++)
         rb[i] = i % ld < qd ? g4v_round_bf16(base[i] * c) : g4v_round_bf16(base[i]);
@@ -268,7 +270,7 @@ static void check_fast(const variant *v, const g4v_attn_args *a, const float *o,
     b.q = rb;
     b.k = rb + (a->k - base);
     b.v = rb + (a->v - base);
-    b.scale = (float)(1.0 / 1.44269504088896341);
+    b.scale = log2_units ? (float)(1.0 / 1.44269504088896341) : 1.0f;
     double *refb = malloc(sizeof(double) * (size_t)L * qd);
     reference(&b, refb);
     double vmax = 0;

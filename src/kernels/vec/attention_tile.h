@@ -31,6 +31,7 @@
 #include "vec_exp.h"
 
 #include "base/pool.h"
+#include "kernels/attention_walk.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -185,57 +186,46 @@ static size_t tile_scratch_floats(int d) {
     return (size_t)NSUB * (2 * (size_t)QB * (size_t)d + 2 * (size_t)QB) + (size_t)KB * QB + 16;
 }
 
-typedef struct {
-    const g4v_attn_args *a;
-    int q_blocks;          /* 96-query blocks per head */
-    size_t head_k, head_v; /* kv head strides (a->hsk, a->hsv with 0 read as d) */
-} attn_job;
-
-/* One register tile's running state: its queries transposed, the unnormalised output, m and l. */
+/* One register tile's running state: its queries transposed, and the online softmax's O, m, l
+ * (attention_walk.h). */
 typedef struct {
     float *qT, *O, *m, *l;
 } sub_tile;
 
-/* A task is NSUB register tiles of consecutive queries of one head, walking the keys together:
- * each K and V tile is used by all of them while it is in L1, which divides the traffic from
- * L2/L3 by NSUB (K and V of one head are 5 MB at L = 10,080). Every tile's arithmetic is what it
- * would be alone, so the tiling changes speed, never results.
+/* A task (attention_walk.h) is NSUB register tiles of consecutive queries of one head, walking
+ * the keys together: each K and V tile is used by all of them while it is in L1, which divides
+ * the traffic from L2/L3 by NSUB (K and V of one head are 5 MB at L = 10,080). Every tile's
+ * arithmetic is what it would be alone, so the tiling changes speed, never results.
  * Scratch per worker, 64-byte aligned floats: per tile qT, O [d][QB], m, l [QB]; one S [KB][QB]:
  * tile_scratch_floats(d) (above), which is also the stride between the workers' pieces. */
 static void attn_task(void *varg, int task, int worker) {
-    const attn_job *job = varg;
-    const g4v_attn_args *a = job->a;
-    int h = task / job->q_blocks, qt = task % job->q_blocks;
-    int kvh = h / (a->H / a->Hkv), d = a->d;
-    int q0 = qt * QB * NSUB, nq_task = a->nq - q0 < QB * NSUB ? a->nq - q0 : QB * NSUB;
-    int nsub = (nq_task + QB - 1) / QB;
-    const float *k = a->k + (size_t)kvh * job->head_k, *v = a->v + (size_t)kvh * job->head_v;
+    const g4v_attn_walk *w = varg;
+    const g4v_attn_args *a = w->a;
+    g4v_attn_task t = g4v_attn_task_of(w, task, worker);
+    int d = a->d, nsub = (t.nq + QB - 1) / QB;
+    const float *k = a->k + (size_t)t.kvh * w->head_k, *v = a->v + (size_t)t.kvh * w->head_v;
 
-    float *base = a->scratch + (size_t)worker * tile_scratch_floats(d);
-    float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
-    sub_tile t[NSUB];
+    float *p = t.scratch;
+    sub_tile st[NSUB];
     for (int s = 0; s < nsub; s++) {
-        t[s].qT = p;
-        t[s].O = p + (size_t)QB * d;
-        t[s].m = t[s].O + (size_t)QB * d;
-        t[s].l = t[s].m + QB;
-        p = t[s].l + QB;
-        int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
+        st[s].qT = p;
+        st[s].O = p + (size_t)QB * d;
+        st[s].m = st[s].O + (size_t)QB * d;
+        st[s].l = st[s].m + QB;
+        p = st[s].l + QB;
+        int qs = t.q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
         /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
         for (int i = 0; i < QB; i++) {
             if (i < nq) {
-                const float *q = a->q + (size_t)(qs + i) * a->ldq + (size_t)h * d;
+                const float *q = a->q + (size_t)(qs + i) * a->ldq + (size_t)t.h * d;
                 for (int c = 0; c < d; c++)
-                    t[s].qT[(size_t)c * QB + i] = q[c];
+                    st[s].qT[(size_t)c * QB + i] = q[c];
             } else {
                 for (int c = 0; c < d; c++)
-                    t[s].qT[(size_t)c * QB + i] = 0.0f;
+                    st[s].qT[(size_t)c * QB + i] = 0.0f;
             }
-            t[s].m[i] = -INFINITY;
-            t[s].l[i] = 0.0f;
         }
-        for (size_t i = 0; i < (size_t)QB * d; i++)
-            t[s].O[i] = 0.0f;
+        g4v_attn_state_init(QB, d, st[s].m, st[s].l, st[s].O);
     }
     float *S = p;
 
@@ -243,28 +233,19 @@ static void attn_task(void *varg, int task, int worker) {
         int nk = a->nk - k_start < KB ? a->nk - k_start : KB;
         const float *kt = k + (size_t)k_start * a->ldk, *vt = v + (size_t)k_start * a->ldv;
         for (int s = 0; s < nsub; s++) {
-            tile_logits(t[s].qT, kt, a->ldk, d, nk, a->scale, S);
-            tile_update(S, vt, a->ldv, d, nk, t[s].m, t[s].l, t[s].O);
+            tile_logits(st[s].qT, kt, a->ldk, d, nk, a->scale, S);
+            tile_update(S, vt, a->ldv, d, nk, st[s].m, st[s].l, st[s].O);
         }
     }
     for (int s = 0; s < nsub; s++) {
-        int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
-        for (int i = 0; i < nq; i++) {
-            float *out = a->out + (size_t)(qs + i) * a->ldo + (size_t)h * d;
-            float inv = 1.0f / t[s].l[i];
-            for (int c = 0; c < d; c++)
-                out[c] = t[s].O[(size_t)c * QB + i] * inv;
-        }
+        int qs = t.q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
+        g4v_attn_write_out(a, t.h, qs, nq, QB, st[s].O, st[s].l);
     }
 }
 
 static void tile_attention(g4v_pool *pool, const g4v_attn_args *a) {
-    if (a->nq <= 0 || a->nk <= 0) return;
-    attn_job job = {.a = a,
-                    .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
-                    .head_k = a->hsk ? a->hsk : (size_t)a->d,
-                    .head_v = a->hsv ? a->hsv : (size_t)a->d};
-    g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
+    g4v_attn_walk w = g4v_attn_walk_of(a, QB * NSUB, tile_scratch_floats(a->d), NULL);
+    g4v_attn_walk_run(pool, &w, attn_task);
 }
 
 /* The variant's descriptor: reads K and V as they are (no prepared form). */

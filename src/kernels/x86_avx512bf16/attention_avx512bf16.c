@@ -1,11 +1,12 @@
 /* attention_avx512bf16.c - flash-style attention with both products on the bf16 dot-product unit
  * (vdpbf16ps), for FAST models only (registered with G4V_KERNEL_FAST_ONLY, dispatch.h).
  *
- * The online softmax of the f32 kernels (vec/attention_tile.h), tiled for this unit: a task is one
- * head and up to NSUB (8) register tiles of 48 queries; keys come in tiles of 64, each rounded
- * and packed once per task and then used by all its query tiles (not once per query tile, which
- * would repeat the work NSUB times); the products run in blocks of 8 keys (Q Kᵀ) and 8 channels
- * (P V), 24 accumulators each. With these roundings, as flash-attention implementations do:
+ * The online softmax of the f32 kernels (vec/attention_tile.h) over the shared walk
+ * (attention_walk.h), tiled for this unit: a task is one head and up to NSUB (8) register tiles of
+ * 48 queries; keys come in tiles of 64, each rounded and packed once per task and then used by all
+ * its query tiles (not once per query tile, which would repeat the work NSUB times); the products
+ * run in blocks of 8 keys (Q Kᵀ) and 8 channels (P V), 24 accumulators each. With these
+ * roundings, as flash-attention implementations do:
  *  - k and v are rounded to bf16 (nearest even) when a key tile is packed, q when a task packs its
  *    queries, after multiplying them by scale * log2(e): q.k is then the logit in log2 units, so
  *    p = 2^(s - m) by a degree-4 polynomial (exp2_nonpos), with no multiply per logit;
@@ -30,6 +31,7 @@
  * prepares kb and vP once per layer (prepare_kv, the descriptor's K/V form, a->kv_prepared); a task
  * then reads its key tiles from there instead of packing them: the same words, the same bits.
  */
+#include "kernels/attention_walk.h"
 #include "kernels/dispatch.h"
 
 #define G4V_VEC_BITS 512
@@ -319,12 +321,6 @@ static void tile_update(const float *S, uint32_t *pP, const uint32_t *vP, int d,
     }
 }
 
-typedef struct {
-    const g4v_attn_args *a;
-    int q_blocks;          /* 96-query blocks per head */
-    size_t head_k, head_v; /* kv head strides (a->hsk, a->hsv with 0 read as d) */
-} attn_job;
-
 /* The prepared form (prepare_kv): what pack_keys and pack_values write per key
  * tile, laid out for all nk keys of every kv head, so that a tile of it is the packed tile. */
 typedef struct {
@@ -365,7 +361,7 @@ static size_t kv_bytes(int nk, int Hkv, int d) {
 enum { PREP_KEYS = 4 * KB }; /* keys per preparation task (even: key pairs stay whole) */
 
 typedef struct {
-    const attn_job *job;
+    const g4v_attn_walk *job;
     kv_form f;
     int j0, j1, nk_all; /* the keys [j0, j1) of a form for nk_all keys */
     int first, blocks;  /* PREP_KEYS-key blocks of the absolute key grid: first .. first+blocks */
@@ -402,17 +398,10 @@ typedef struct {
     float *O, *m, *l;
 } sub_tile;
 
-/* n 32-bit cells from a bump pointer, rounded up to whole cache lines. */
-static void *take(float **p, size_t n) {
-    void *r = *p;
-    *p += (n + 15) & ~(size_t)15;
-    return r;
-}
-
 /* Scratch per worker (scratch_floats(d), 64-byte aligned pieces): per register tile qP [dp/2][QB]
  * words, O [d][QB], m, l [QB]; one S [KB][QB], mnew [QB], pP [KB/2][QB], kb [KB][dp] bf16,
- * vP [KB/2][d] words. Each piece is rounded up to 16 floats (take), plus the slack to align the
- * start. */
+ * vP [KB/2][d] words. Each piece is rounded up to 16 floats (g4v_attn_take), plus the slack to
+ * align the start. */
 static size_t scratch_floats(int d) {
     size_t dp2 = (size_t)(d + 1) / 2, rnd = 16;
     size_t per_tile = QB * dp2 + QB * (size_t)d + 2 * QB + 3 * rnd;
@@ -421,39 +410,32 @@ static size_t scratch_floats(int d) {
 }
 
 static void attn_task(void *varg, int task, int worker) {
-    const attn_job *job = varg;
-    const g4v_attn_args *a = job->a;
-    int h = task / job->q_blocks, qt = task % job->q_blocks;
-    int kvh = h / (a->H / a->Hkv), d = a->d, dp = (d + 1) & ~1;
-    int q0 = qt * QB * NSUB, nq_task = a->nq - q0 < QB * NSUB ? a->nq - q0 : QB * NSUB;
-    int nsub = (nq_task + QB - 1) / QB;
+    const g4v_attn_walk *w = varg;
+    const g4v_attn_args *a = w->a;
+    g4v_attn_task tk = g4v_attn_task_of(w, task, worker);
+    int h = tk.h, kvh = tk.kvh, d = a->d, dp = (d + 1) & ~1;
+    int q0 = tk.q0, nsub = (tk.nq + QB - 1) / QB;
     /* a->k and a->v may be NULL when the keys come prepared */
-    const float *k = a->kv_prepared ? NULL : a->k + (size_t)kvh * job->head_k;
-    const float *v = a->kv_prepared ? NULL : a->v + (size_t)kvh * job->head_v;
+    const float *k = a->kv_prepared ? NULL : a->k + (size_t)kvh * w->head_k;
+    const float *v = a->kv_prepared ? NULL : a->v + (size_t)kvh * w->head_v;
 
-    float *base = a->scratch + (size_t)worker * scratch_floats(d);
-    float *p = (float *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+    float *p = tk.scratch;
     sub_tile t[NSUB];
     for (int s = 0; s < nsub; s++) {
-        t[s].qP = take(&p, (size_t)QB * (size_t)(dp / 2));
-        t[s].O = take(&p, (size_t)QB * d);
-        t[s].m = take(&p, QB);
-        t[s].l = take(&p, QB);
+        t[s].qP = g4v_attn_take(&p, (size_t)QB * (size_t)(dp / 2));
+        t[s].O = g4v_attn_take(&p, (size_t)QB * d);
+        t[s].m = g4v_attn_take(&p, QB);
+        t[s].l = g4v_attn_take(&p, QB);
         int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
         /* Lanes i >= nq of a last, partial tile run on zero queries: finite, never written out. */
         pack_queries(a->q + (size_t)qs * a->ldq + (size_t)h * d, a->ldq, d, nq, a->scale * LOG2E,
                      t[s].qP);
-        for (int i = 0; i < QB; i++) {
-            t[s].m[i] = -INFINITY;
-            t[s].l[i] = 0.0f;
-        }
-        for (size_t i = 0; i < (size_t)QB * d; i++)
-            t[s].O[i] = 0.0f;
+        g4v_attn_state_init(QB, d, t[s].m, t[s].l, t[s].O);
     }
-    float *S = take(&p, (size_t)KB * QB), *mnew = take(&p, QB);
-    uint32_t *pP = take(&p, (size_t)(KB / 2) * QB);
-    uint16_t *kb = take(&p, (size_t)KB * dp / 2);
-    uint32_t *vP = take(&p, (size_t)(KB / 2) * d);
+    float *S = g4v_attn_take(&p, (size_t)KB * QB), *mnew = g4v_attn_take(&p, QB);
+    uint32_t *pP = g4v_attn_take(&p, (size_t)(KB / 2) * QB);
+    uint16_t *kb = g4v_attn_take(&p, (size_t)KB * dp / 2);
+    uint32_t *vP = g4v_attn_take(&p, (size_t)(KB / 2) * d);
 
     kv_form pre = a->kv_prepared ? kv_form_of(a->kv_prepared, a->nk, a->Hkv, d) : (kv_form){0};
     for (int k_start = 0; k_start < a->nk; k_start += KB) {
@@ -472,25 +454,13 @@ static void attn_task(void *varg, int task, int worker) {
     }
     for (int s = 0; s < nsub; s++) {
         int qs = q0 + s * QB, nq = a->nq - qs < QB ? a->nq - qs : QB;
-        for (int i = 0; i < nq; i++) {
-            float *out = a->out + (size_t)(qs + i) * a->ldo + (size_t)h * d;
-            float inv = 1.0f / t[s].l[i];
-            for (int c = 0; c < d; c++)
-                out[c] = t[s].O[(size_t)c * QB + i] * inv;
-        }
+        g4v_attn_write_out(a, h, qs, nq, QB, t[s].O, t[s].l);
     }
-}
-
-static attn_job job_of(const g4v_attn_args *a) {
-    return (attn_job){.a = a,
-                      .q_blocks = (a->nq + QB * NSUB - 1) / (QB * NSUB),
-                      .head_k = a->hsk ? a->hsk : (size_t)a->d,
-                      .head_v = a->hsv ? a->hsv : (size_t)a->d};
 }
 
 static void prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_all, void *dst) {
     if (a->nk <= 0) return;
-    attn_job job = job_of(a);
+    g4v_attn_walk job = g4v_attn_walk_of(a, QB * NSUB, scratch_floats(a->d), NULL);
     int j1 = j0 + a->nk, first = j0 / PREP_KEYS;
     prep_job pj = {.job = &job,
                    .f = kv_form_of(dst, nk_all, a->Hkv, a->d),
@@ -503,9 +473,8 @@ static void prepare_kv(g4v_pool *pool, const g4v_attn_args *a, int j0, int nk_al
 }
 
 static void attention(g4v_pool *pool, const g4v_attn_args *a) {
-    if (a->nq <= 0 || a->nk <= 0) return;
-    attn_job job = job_of(a);
-    g4v_pool_run(pool, a->H * job.q_blocks, attn_task, &job);
+    g4v_attn_walk w = g4v_attn_walk_of(a, QB * NSUB, scratch_floats(a->d), NULL);
+    g4v_attn_walk_run(pool, &w, attn_task);
 }
 
 /* The prepared form: per kv head the keys rounded to bf16 ([nk][d rounded up to even], a zero pad
