@@ -75,10 +75,10 @@ static int find_named(const char *value, const char *revision, int want, ms_mode
             o += (size_t)ms_msg(places + o, sizeof places - o, "%s%s%s%s", o ? " or in " : "",
                                 stores[i].looked_pre, looked, stores[i].looked_post);
     }
-    ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s. Download "
-                        "it first (e.g. `hf download %s/%s`), give a path, or run `g4v models` "
-                        "to see the models on this machine",
-           value, places, org, name);
+    ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s. Fetch "
+                        "it from the Hub with `--model hf:%s/%s` or `g4v pull %s/%s`, give a "
+                        "path, or run `g4v models` to see the models on this machine",
+           value, places, org, name, org, name);
     return MS_ERR_NOT_FOUND;
 }
 
