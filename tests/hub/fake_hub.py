@@ -36,7 +36,7 @@ def git_blob_id(b):
 class Hub:
     """The two servers and their state. faults: name -> count left (each answer of that kind
     uses one): drop (cut the body after drop_at bytes), 429, 503, overlong (send more than the
-    listing says)."""
+    listing says; overlong206: only in Range answers), corrupt (one byte changed, the size kept)."""
 
     def __init__(self):
         self.repos = {}
@@ -167,7 +167,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             b = min(int(m.group(2)), total - 1) if m.group(2) else total - 1
             status = 206
         chunk = data[a:b + 1]
-        if hub.fault("overlong"):
+        if len(chunk) > 10 and hub.fault("corrupt"):  # the same size, one byte changed
+            chunk = chunk[:10] + bytes([chunk[10] ^ 1]) + chunk[11:]
+        if hub.fault("overlong") or (status == 206 and hub.fault("overlong206")):
             chunk = chunk + b"X" * 4096
             b = a + len(chunk) - 1
         self.send_response(status)

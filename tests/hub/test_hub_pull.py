@@ -286,14 +286,18 @@ def test_retry_after_waits(hub, env):
     check(r.returncode == 0 and time.time() - t >= 2, "waited Retry-After seconds")
 
 
-@pytest.mark.parametrize("lie", ["size", "sha", "overlong"])
+@pytest.mark.parametrize("lie", ["size", "size_bigger", "sha", "overlong", "corrupt"])
 def test_lies_refused(hub, env, lie):
     files = gguf_repo()
     repo = Repo(files, commit=COMMIT)
     if lie == "size":
         repo.size_lie["model-Q8_0.gguf"] = len(files["model-Q8_0.gguf"]) - 10
+    elif lie == "size_bigger":
+        repo.size_lie["model-Q8_0.gguf"] = len(files["model-Q8_0.gguf"]) + 10
     elif lie == "sha":
         repo.sha_lie["model-Q8_0.gguf"] = "0" * 64
+    elif lie == "corrupt":  # only the sha256 can tell
+        hub.faults["corrupt"] = 100
     else:
         hub.faults["overlong"] = 100
     hub.add("org/m-GGUF", repo)
@@ -324,6 +328,16 @@ def test_header_beyond_file(hub, env, checkpoint):
     hub.add("google/tiny-it", Repo(files, commit=COMMIT))
     r = g4v(env, "pull", "google/tiny-it")
     check(r.returncode == 3 and "header" in r.stderr and "refused" in r.stderr, r.stderr)
+    check(not os.path.exists(os.path.join(env["HOME"], ".cache/g4v/hub/models--google--tiny-it",
+                                          "vision")), "no vision folder")
+
+
+def test_vision_total_lies(hub, env, checkpoint):
+    """Range answers whose Content-Range total is not the listed size: refused, no folder."""
+    hub.add("google/tiny-it", ck_repo(checkpoint))
+    hub.faults["overlong206"] = 100
+    r = g4v(env, "pull", "google/tiny-it")
+    check(r.returncode == 3 and "Content-Range" in r.stderr and "refused" in r.stderr, r.stderr)
     check(not os.path.exists(os.path.join(env["HOME"], ".cache/g4v/hub/models--google--tiny-it",
                                           "vision")), "no vision folder")
 
@@ -378,13 +392,17 @@ def test_interrupt_then_resume(hub, env):
     p.wait(timeout=20)
     inc = [n for n in os.listdir(blobs) if n.endswith(".incomplete")]
     check(inc, "Ctrl-C leaves the .incomplete")
-    have = os.path.getsize(os.path.join(blobs, inc[0])) if inc else 0
+    size_of = {hashlib.sha256(b).hexdigest(): len(b) for b in files.values()}
+    partial = {n: os.path.getsize(os.path.join(blobs, n)) for n in inc}
+    partial = {n: k for n, k in partial.items() if 0 < k < size_of[n[:-len(".incomplete")]]}
+    check(partial, f"a partial file to resume: {inc}")
     hub.throttle = 0
     n = len(hub.log)
     r = g4v(env, "pull", "org/m-GGUF:Q4_K_M")
     check(r.returncode == 0, f"resumed: {r.stderr}")
-    check(any(x["range"] and x["range"].startswith("bytes=%d-" % have) for x in hub.log[n:]),
-          f"resumed from byte {have}")
+    for have in partial.values():
+        check(any(x["range"] and x["range"].startswith("bytes=%d-" % have) for x in hub.log[n:]),
+              f"resumed from byte {have}")
     snap = os.path.join(hf_repo_dir(env, "org/m-GGUF"), "snapshots", COMMIT)
     check(open(os.path.join(snap, "model-Q4_K_M.gguf"), "rb").read() == files["model-Q4_K_M.gguf"],
           "resumed file intact")
@@ -425,3 +443,49 @@ def test_usage(env):
     for bad in ("noslash", "a/b/c", "../x", "a/b@", "hf:a/.."):
         r = g4v(env, "pull", bad)
         check(r.returncode == 1, f"{bad!r}: usage error ({r.stderr})")
+
+
+def test_python_model_by_name(hub, env, checkpoint, image):
+    lib = os.path.join(pyutil.BUILD, "libg4v.so")
+    if not os.path.exists(lib):
+        pytest.skip("no libg4v.so in the build")
+    hub.add("google/tiny-it", ck_repo(checkpoint))
+    code = ("import sys, numpy as np, gemma4_vision as g\n"
+            "a = g.Model(sys.argv[1]).encode(sys.argv[3]).features\n"
+            "b = g.Model(sys.argv[2]).encode(sys.argv[3]).features\n"
+            "print('same' if np.array_equal(a, b) else 'differ')\n")
+    e = dict(env, PYTHONPATH=os.path.join(pyutil.SRC, "python"), G4V_LIBRARY=lib,
+             G4V_BIN=pyutil.BIN)
+    r = subprocess.run([sys.executable, "-c", code, "hf:google/tiny-it", checkpoint, image],
+                       capture_output=True, text=True, env=e)
+    check(r.returncode == 0 and r.stdout.strip() == "same",
+          f"Model('hf:...') pulls and encodes as the whole checkpoint: {r.stdout} {r.stderr}")
+    e["HF_HUB_OFFLINE"] = "1"
+    r = subprocess.run([sys.executable, "-c", "import gemma4_vision as g; g.Model('hf:x/y')"],
+                       capture_output=True, text=True, env=e)
+    check(r.returncode != 0 and "HF_HUB_OFFLINE" in r.stderr, f"offline: {r.stderr[-300:]}")
+
+
+def test_lm_by_name_picks_quant(hub, env, checkpoint, tmp_path):
+    sys.path.insert(0, os.path.join(pyutil.SRC, "tools"))
+    import gguf_from_checkpoint as gfc
+    files = {}
+    for q in ("Q4_K_M", "Q8_0"):
+        p = str(tmp_path / q)
+        gfc.write_standalone(p, [("general.architecture", gfc.STRING, "gemma4"),
+                                 ("tokenizer.chat_template", gfc.STRING, "{{ x }}")],
+                             [("token_embd.weight", gfc.F32, (4,), bytes(16))])
+        files["gemma-4-E4B-it-%s.gguf" % q] = open(p, "rb").read()
+    hub.add("ggml-org/gemma-4-E4B-it-GGUF", Repo(files, commit=COMMIT))
+    # serve resolves --model and --lm first (then, without libllama, refuses --lm; with it, fails
+    # to load the header-only GGUF): the name was pulled either way
+    args = ("serve", "--model", checkpoint, "--lm", "hf:ggml-org/gemma-4-E4B-it-GGUF:Q8_0",
+            "--port", "0")
+    r = g4v(env, *args, timeout=120)
+    snap = os.path.join(hf_repo_dir(env, "ggml-org/gemma-4-E4B-it-GGUF"), "snapshots", COMMIT)
+    check(r.returncode != 0 and os.path.isdir(snap) and
+          sorted(os.listdir(snap)) == ["gemma-4-E4B-it-Q8_0.gguf"],
+          f"--lm hf:REPO:QUANT pulled only that GGUF: {r.stderr}")
+    n = len(hub.log)
+    r = g4v(env, *args, timeout=120)
+    check(len(hub.log) == n, "on disk: no request")

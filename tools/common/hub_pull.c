@@ -321,8 +321,8 @@ static int pull_blob(hub_conn *h, const char *repo, const char *commit, const ch
         if (file_sha256(fd, hex)) {
             rc = hub_disk_error(inc, "cannot read back", err, ecap);
         } else if (strcmp(hex, f->etag)) {
-            snprintf(err, ecap, "%s: its sha256 is %s, the Hub lists %s; the download is "
-                     "discarded (run the command again)", f->path, hex, f->etag);
+            snprintf(err, ecap, "%s: its sha256 is %s, the Hub lists %s; refused, the download "
+                     "is discarded (run the command again)", f->path, hex, f->etag);
             rc = HUB_ERR_INTEGRITY;
             if (ftruncate(fd, 0)) {
             }
