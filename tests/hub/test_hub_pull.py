@@ -489,3 +489,26 @@ def test_lm_by_name_picks_quant(hub, env, checkpoint, tmp_path):
     n = len(hub.log)
     r = g4v(env, *args, timeout=120)
     check(len(hub.log) == n, "on disk: no request")
+
+
+def test_progress_bar_on_a_terminal(hub, env):
+    import pty
+    hub.add("org/m-GGUF", Repo(gguf_repo(), commit=COMMIT))
+    master, slave = pty.openpty()
+    p = subprocess.Popen([pyutil.BIN, "pull", "org/m-GGUF:Q8_0"], env=env, stdout=subprocess.PIPE,
+                         stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=60)
+    os.close(master)
+    text = out.decode(errors="replace")
+    check(p.returncode == 0 and "ETA" in text and "%" in text and "/s" in text
+          and "model-Q8_0.gguf" in text, f"a progress bar on a terminal: {text[-300:]!r}")
