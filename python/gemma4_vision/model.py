@@ -310,6 +310,25 @@ def _start_reaper() -> None:
             _reaper_started = True
 
 
+def _hub_model(name: str) -> str:
+    """An hf:ORG/NAME[@REV] model name into its folder through the g4v tool (docs/GUIDE.md
+    "Models by name"): on disk first (the Hugging Face cache, g4v's vision-only copies), else its
+    vision tower fetched from the Hub; HF_HUB_OFFLINE, HF_TOKEN and HF_ENDPOINT as the tool reads
+    them. The tool is $G4V_BIN, else `g4v` on PATH."""
+    import json
+    import shutil
+    import subprocess
+    tool = os.environ.get("G4V_BIN") or shutil.which("g4v")
+    if not tool:
+        raise G4VError(_lib.ERR_MODEL, f"{name}: a Hub model name needs the g4v tool (on PATH, "
+                       "or G4V_BIN=/path/to/g4v) to fetch it; or give the model's folder")
+    r = subprocess.run([tool, "info", "--model", name, "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        msg = r.stderr.strip().splitlines()
+        raise G4VError(_lib.ERR_MODEL, msg[-1] if msg else f"{name}: g4v info failed")
+    return json.loads(r.stdout)["model"]
+
+
 class Model:
     """A Gemma 4 vision tower loaded from a checkpoint directory.
 
@@ -376,6 +395,9 @@ class Model:
                 raise ValueError(f"{k} must be >= 0, got {v}")
             setattr(opts, k, v)
         self.path = os.fspath(path)
+        if isinstance(self.path, str) and self.path.startswith("hf:") and \
+                not os.path.exists(self.path):
+            self.path = _hub_model(self.path)
         msg = create_string_buffer(1024)
         handle = c_void_p()
         st = lib.g4v_model_load(os.fsencode(self.path), byref(opts), byref(handle), msg, len(msg))

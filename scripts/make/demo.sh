@@ -4,7 +4,8 @@
 # weights in the real layout; config.json is written last, so an interrupted generation is redone)
 # and a drawn test image: the outputs then have the right shape and prompt span but are NOT
 # meaningful embeddings. MODEL=path/to/gemma-4-e4b-it IMAGE=photo.jpg uses a real checkpoint and
-# image. The soft tokens go to $DEMO_OUT.
+# image; MODEL=hf:google/gemma-4-e4b-it fetches its vision tower from the Hub first (g4v pull;
+# HF_TOKEN for a gated model). The soft tokens go to $DEMO_OUT.
 . scripts/make/lib.sh
 DEMO_MODEL=${DEMO_MODEL:-$BUILD/demo-model}
 DEMO_OUT=${DEMO_OUT:-$BUILD/demo-out.npy}

@@ -221,7 +221,7 @@ def test_info_through_the_hf_cache(stores):
     check(r.returncode == 0 and model == s["ck"], f"a path that exists wins: {model}")
     r = g4v(s, "info", "--model", "nobody/gemma-4-nothing")
     check(r.returncode == 3 and s["hub"] in r.stderr
-          and "models--nobody--gemma-4-nothing" in r.stderr and "hf download" in r.stderr
+          and "models--nobody--gemma-4-nothing" in r.stderr and "g4v pull nobody/gemma-4-nothing" in r.stderr
           and ".lmstudio/models" in r.stderr,
           f"not anywhere: exit 3, names where it looked and what to do: {r.stderr.strip()}")
     r = g4v(s, "info", "--model", "./nonexistent/dir")

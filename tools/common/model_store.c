@@ -2,6 +2,7 @@
  * a repo id is looked up in the Hugging Face cache, then in LM Studio's folders; an Ollama tag in
  * Ollama's store. The stores are the rows of one table (stores[] below; each row's code is its
  * store_*.c). Every failure names what was looked at and what to do. */
+#include "hub.h"
 #include "model_store_internal.h"
 
 #include <stdio.h>
@@ -74,16 +75,67 @@ static int find_named(const char *value, const char *revision, int want, ms_mode
             o += (size_t)ms_msg(places + o, sizeof places - o, "%s%s%s%s", o ? " or in " : "",
                                 stores[i].looked_pre, looked, stores[i].looked_post);
     }
-    ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s. Download "
-                        "it first (e.g. `hf download %s/%s`), give a path, or run `g4v models` "
-                        "to see the models on this machine",
-           value, places, org, name);
+    ms_msg(err, ecap, "%s: no such file or directory, and no model of that name in %s. Fetch "
+                        "it from the Hub with `--model hf:%s/%s` or `g4v pull %s/%s`, give a "
+                        "path, or run `g4v models` to see the models on this machine",
+           value, places, org, name, org, name);
     return MS_ERR_NOT_FOUND;
 }
 
 static const char *where(const ms_model *m) {
     const ms_store *st = store_of(m->source);
     return st ? st->title : "path";
+}
+
+/* hf:ORG/NAME[@REV][:QUANT]: what is on disk first (the Hugging Face cache, then g4v's
+ * vision-only copies), the Hub only when neither has it (hub.h; never with HF_HUB_OFFLINE). The
+ * vision model is pulled vision-only, a text GGUF whole (of QUANT, default Q4_K_M). */
+static int resolve(const char *value, const char *revision, int want, char *out, size_t cap,
+                   char *err, size_t ecap);
+
+static int resolve_hub(const char *value, const char *revision, int want, char *out, size_t cap,
+                       char *err, size_t ecap) {
+    char repo[300], rev[300], quant[128], name[700], herr[4096];
+    int p = hub_parse_name(value, repo, sizeof repo, rev, sizeof rev, quant, sizeof quant, herr,
+                           sizeof herr);
+    if (p < 0) return ms_msg(err, ecap, "%s", herr), MS_ERR_USAGE;
+    if (strchr(value, '@') && revision && *revision && strcmp(revision, rev)) {
+        ms_msg(err, ecap, "%s: a revision both in the name and in --revision", value);
+        return MS_ERR_USAGE;
+    }
+    if (!strchr(value, '@') && revision && *revision) ms_msg(rev, sizeof rev, "%s", revision);
+    if (want == MS_WANT_VISION && quant[0]) {
+        ms_msg(err, ecap, "%s: a :QUANT names a text GGUF (for --lm); --model takes hf:ORG/NAME",
+               value);
+        return MS_ERR_USAGE;
+    }
+    if (want == MS_WANT_TEXT && !quant[0]) ms_msg(quant, sizeof quant, "Q4_K_M");
+    ms_msg(name, sizeof name, "%s%s%s", repo, quant[0] ? ":" : "", quant);
+    char tmp[MS_PATH_MAX], e2[3 * MS_PATH_MAX];
+    /* on disk already: the Hugging Face cache (whole), then the vision-only copy */
+    if (resolve(name, rev, want, tmp, sizeof tmp, e2, sizeof e2) == MS_OK)
+        return ms_fmt(out, cap, "%s", tmp) ? MS_ERR_USAGE : MS_OK;
+    if (want == MS_WANT_VISION && hub_find_vision(repo, rev, tmp, sizeof tmp, NULL))
+        return ms_fmt(out, cap, "%s", tmp) ? MS_ERR_USAGE : MS_OK;
+    if (hub_offline()) {
+        ms_msg(err, ecap, "%s: not on disk, and HF_HUB_OFFLINE is set (unset it to fetch it, or "
+                            "run `g4v pull %s` where there is a network)", value, repo);
+        return MS_ERR_NOT_FOUND;
+    }
+    hub_opts o = {.repo = repo, .revision = rev,
+                  .mode = want == MS_WANT_VISION ? HUB_AUTO : HUB_WHOLE,
+                  .quant = want == MS_WANT_TEXT ? quant : NULL};
+    hub_result r;
+    fprintf(stderr, "g4v: fetching %s from the Hub (%s)\n", value,
+            want == MS_WANT_VISION ? "the vision tower" : "the GGUF");
+    int rc = hub_pull(&o, &r, herr, sizeof herr);
+    if (rc) {
+        ms_msg(err, ecap, "%s", herr);
+        return rc == HUB_ERR_USAGE ? MS_ERR_USAGE : MS_ERR_NOT_FOUND;
+    }
+    if (r.vision_only) return ms_fmt(out, cap, "%s", r.path) ? MS_ERR_USAGE : MS_OK;
+    /* whole into the Hugging Face cache: found there now, by the store's own rules */
+    return resolve(name, r.commit, want, out, cap, err, ecap);
 }
 
 static int resolve(const char *value, const char *revision, int want, char *out, size_t cap,
@@ -93,6 +145,8 @@ static int resolve(const char *value, const char *revision, int want, char *out,
         ms_msg(err, ecap, "an empty model name");
         return MS_ERR_USAGE;
     }
+    if (!strncmp(value, "hf:", 3) && stat(value, &st) != 0)
+        return resolve_hub(value, revision, want, out, cap, err, ecap);
     if (stat(value, &st) == 0) /* as before the stores: the path itself */
         return ms_fmt(out, cap, "%s", value) ? (ms_msg(err, ecap, "path too long"),
                                                 MS_ERR_USAGE)

@@ -1,7 +1,8 @@
 /* model_store.h - Gemma 4 models where users already keep them, found offline: a name given to
  * --model, --lm or --ollama becomes the real files inside the Hugging Face hub cache, Ollama's
- * store or LM Studio's models folder, and `g4v models` lists what those stores hold. Nothing here
- * touches the network: a model that is not on disk is an error that says how to get it.
+ * store or LM Studio's models folder, and `g4v models` lists what those stores hold. Only an
+ * "hf:ORG/NAME[@REV][:QUANT]" name may touch the network, and only when the model is not on disk
+ * already (hub.h); any other name not on disk is an error that says how to get it.
  *
  * What a value means (ms_resolve_model, ms_resolve_lm):
  *   - a path that exists is used as it is (the behaviour before the stores existed);

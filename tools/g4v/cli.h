@@ -30,6 +30,7 @@ int cmd_encode(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_models(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 
 /* Maps a library status (g4v_status) to the exit code for a failure of that kind
  * (exit_status.c). model_context: nonzero when the failure happened while loading the model. */

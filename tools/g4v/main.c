@@ -19,6 +19,7 @@ static const subcommand commands[] = {
     {"serve", cmd_serve, "HTTP encode service: POST an image, get its soft tokens"},
     {"chat", cmd_chat, "ask a Gemma 4 model (llama.cpp's libllama) about images and videos"},
     {"models", cmd_models, "list the Gemma 4 models already on disk (HF cache, Ollama, LM Studio)"},
+    {"pull", cmd_pull, "fetch a model from the Hugging Face Hub (by default its vision tower only)"},
 };
 
 static void usage(FILE *f) {
