@@ -37,8 +37,10 @@ typedef struct {
 static _Thread_local emu_state st;
 
 /* One line naming the exception, the instruction and the reason; the hook's or stderr's. */
+#if defined(__GNUC__)
 static void fault(const char *exc, const char *insn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+#endif
 
 static void fault(const char *exc, const char *insn, const char *fmt, ...) {
     char msg[256];
