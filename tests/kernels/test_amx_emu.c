@@ -3,9 +3,13 @@
  * the SDM's order from the Intrinsics Guide's and VDPBF16PS's), its denormal rules, the zero fill
  * of loads and products, stores that write rows x colsb only, every fault, INIT after
  * tilerelease, the configuration round trip, the counters, state per thread, a random product
- * against a scalar model written here from the definition, and the four INT8 forms at their
- * extreme values. Runs on any CPU (also under qemu-aarch64). */
+ * against a scalar model written here from the definition, the four INT8 forms at their
+ * extreme values, and x86_amx/amx_tile.h's vocabulary mapped onto the emulator. Runs on any CPU
+ * (also under qemu-aarch64). */
+/* amx_tile.h's vocabulary over the emulator, as the self-test's twin builds it on any CPU */
+#define G4V_AMX_EMU 1
 #include "kernels/amx_emu.h"
+#include "kernels/x86_amx/amx_tile.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -771,6 +775,68 @@ static void test_int8(void) {
     }
 }
 
+/* ---- amx_tile.h over the emulator ---- */
+
+static void test_tile_vocabulary(void) {
+    CHECK(G4V_TILES_EMULATED == 1);
+    g4v_amx_emu_tilerelease();
+    g4v_amx_emu_counters_reset();
+    const int rows[3] = {2, 2, 1}, colsb[3] = {8, 4, 8};
+    const g4v_tile_config cfg = g4v_tile_config_make(3, rows, colsb);
+    CHECK(cfg.palette == 1 && cfg.rows[2] == 1 && cfg.colsb[0] == 8 && cfg.rows[3] == 0);
+    /* configure loads once; the same configuration again is seen through sttilecfg */
+    g4v_tile_configure(&cfg);
+    g4v_tile_configure(&cfg);
+    g4v_amx_emu_counters n;
+    g4v_amx_emu_counters_get(&n);
+    CHECK_MSG(n.configs == 1, "g4v_tile_configure skips a loaded configuration (%u loads)",
+              (unsigned)n.configs);
+    /* C (2 x 2) += A (2 x 1 pair) . B (1 x 2 pairs) */
+    const float cin[2][2] = {{1, 2}, {3, 4}};
+    const uint16_t a[2][2] = {{bf(1), bf(2)}, {bf(-1), bf(0.5f)}};
+    const uint16_t b[1][4] = {{bf(10), bf(100), bf(20), bf(200)}};
+    float out[2][2];
+    TILE_LOAD(0, cin, 8);
+    TILE_LOAD_T1(1, a, 4);
+    TILE_LOAD(2, b, 8);
+    TILE_DPBF16PS(0, 1, 2);
+    TILE_STORE(0, out, 8);
+    CHECK(out[0][0] == 1 + 10 + 200 && out[0][1] == 2 + 20 + 400);
+    CHECK(out[1][0] == 3 - 10 + 50 && out[1][1] == 4 - 20 + 100);
+    TILE_ZERO(0);
+    TILE_STORE(0, out, 8);
+    CHECK(out[0][0] == 0 && out[1][1] == 0);
+    g4v_tile_config back;
+    TILE_STORECONFIG(&back);
+    CHECK(memcmp(&back, &cfg, sizeof back) == 0);
+    /* after a release, configure loads again */
+    TILE_RELEASE();
+    g4v_tile_configure(&cfg);
+    g4v_amx_emu_counters_get(&n);
+    CHECK(n.configs == 2 && n.loads == 3 && n.stores == 2 && n.products == 1);
+    /* the integer forms through the vocabulary: 4 x (-2) + 0 + 0 + 0 into C = 5 */
+    const int r1[3] = {1, 1, 1}, c1[3] = {4, 4, 4};
+    const g4v_tile_config one = g4v_tile_config_make(3, r1, c1);
+    TILE_LOADCONFIG(&one);
+    const int32_t c0 = 5;
+    const uint8_t ab[4] = {4, 0, 0, 0}, bb[4] = {0xfe, 7, 7, 7};
+    int32_t got;
+    TILE_LOAD(0, &c0, 4);
+    TILE_LOAD(1, ab, 4);
+    TILE_LOAD(2, bb, 4);
+    TILE_DPBSSD(0, 1, 2);
+    TILE_STORE(0, &got, 4);
+    CHECK(got == 5 - 8);
+    TILE_DPBSUD(0, 1, 2);
+    TILE_STORE(0, &got, 4);
+    CHECK(got == 5 - 8 + 4 * 254);
+    TILE_DPBUSD(0, 1, 2);
+    TILE_DPBUUD(0, 1, 2);
+    TILE_STORE(0, &got, 4);
+    CHECK(got == 5 - 8 + 4 * 254 - 8 + 4 * 254);
+    TILE_RELEASE();
+}
+
 int main(void) {
     test_sdm_order();
     test_denormals();
@@ -782,6 +848,7 @@ int main(void) {
     test_random_product();
     test_random_wide();
     test_int8();
+    test_tile_vocabulary();
     g4v_amx_emu_tilerelease();
     return test_summary("test_amx_emu");
 }
