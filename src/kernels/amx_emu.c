@@ -8,7 +8,8 @@
  *
  * Floating point: all arithmetic is fp32 in the default environment (round to nearest even,
  * no flush modes), which this file never reads or changes; the flushing the instruction does is
- * done on the bits. fmaf gives the single rounding of the SDM's FMA. */
+ * done on the bits. fmaf gives the single rounding of the SDM's FMA; where every product of a
+ * TDPBF16PS is an fp32 normal (the usual case) a multiply and an add give the same bits faster. */
 #include "kernels/amx_emu.h"
 
 #include <float.h>
@@ -36,8 +37,10 @@ typedef struct {
 static _Thread_local emu_state st;
 
 /* One line naming the exception, the instruction and the reason; the hook's or stderr's. */
+#if defined(__GNUC__)
 static void fault(const char *exc, const char *insn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+#endif
 
 static void fault(const char *exc, const char *insn, const char *fmt, ...) {
     char msg[256];
@@ -230,78 +233,84 @@ static inline float bf16_daz(uint16_t h) {
 
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
 
-/* One FMA step of a chain, fmaf(a, b, c) flushed, with a and b bf16 values (8-bit significands)
- * that are zero or normal (DAZ): their product is exact in fp32 unless it leaves the normal range,
- * so then p + c is the FMA's single rounding and needs no call to fmaf (10x faster where the
- * build has no FMA instruction). exact[] says per lane whether that holds; the caller falls back
- * to fmaf for a step where any lane's product is not exact (it overflowed, or underflowed). */
-static inline uint32_t product_inexact(float p, float a, float b) {
-    uint32_t e = f32_bits(p) >> 23 & 0xffu;
-    return (uint32_t)(e == 0xffu) | ((uint32_t)(e == 0) & (uint32_t)(a != 0.0f) & (uint32_t)(b != 0.0f));
+/* C's rows for TDPBF16PS from the flushed operands: ae/ao[m][k] are A's even/odd bf16 of pair k,
+ * be/bo[k][n] B's. Each output keeps its even and odd chains (ev, od) over k, then adds them and
+ * adds the sum to C. PRODUCTS_EXACT: every nonzero finite product is an fp32 normal, so
+ * round(x * y + acc) is the FMA's single rounding (the product itself is exact: 8 x 8
+ * significant bits) and the loop over n needs no fmaf call; otherwise fmaf. */
+static inline void bf16_rows(uint8_t (*crows)[MAX_COLSB], float (*ae)[16], float (*ao)[16],
+                             float (*be)[16], float (*bo)[16], unsigned M, unsigned N, unsigned K,
+                             int products_exact) {
+    for (unsigned m = 0; m < M; m++) {
+        float ev[16], od[16];
+        for (unsigned n = 0; n < N; n++) ev[n] = od[n] = 0.0f;
+        for (unsigned k = 0; k < K; k++) {
+            const float xe = ae[m][k], xo = ao[m][k];
+            if (products_exact)
+                for (unsigned n = 0; n < N; n++) {
+                    ev[n] = flush(xe * be[k][n] + ev[n]);
+                    od[n] = flush(xo * bo[k][n] + od[n]);
+                }
+            else
+                for (unsigned n = 0; n < N; n++) {
+                    ev[n] = flush(fmaf(xe, be[k][n], ev[n]));
+                    od[n] = flush(fmaf(xo, bo[k][n], od[n]));
+                }
+        }
+        for (unsigned n = 0; n < N; n++) {
+            const float tmp = flush(ev[n] + od[n]);
+            float acc;
+            memcpy(&acc, crows[m] + 4 * n, sizeof acc);
+            acc = flush(flush(acc) + tmp);
+            memcpy(crows[m] + 4 * n, &acc, sizeof acc);
+        }
+    }
 }
 
-/* A denormal (nonzero exponent field 0) becomes the zero of its sign: branch-free, for lanes. */
-static inline float flush_bits(float f) {
-    uint32_t u = f32_bits(f);
-    uint32_t keep = (u & 0x7f800000u) ? 0xffffffffu : 0x80000000u;
-    return bits_f32(u & keep);
+/* Widens [lo, hi] to h's biased exponent when h is a normal bf16 (after DAZ). */
+static inline void exp_range(uint16_t h, int *lo, int *hi) {
+    const int e = (h >> 7) & 0xff;
+    if (e == 0 || e == 0xff) return; /* zero, denormal (flushed), inf, NaN: exact products */
+    if (e < *lo) *lo = e;
+    if (e > *hi) *hi = e;
 }
 
-/* The lanes' loops below are written to vectorize; the SIMDe test builds compile this file at
- * -O2, where GCC does not, so the function asks for it (the emulator's speed bounds the tests). */
+/* The lanes' loops of bf16_rows are written to vectorize; the SIMDe test builds compile this
+ * file at -O2, where GCC 12 does not, so the function asks for it (the emulator's speed bounds
+ * the emulated tests). */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("tree-vectorize")))
 #endif
 void g4v_amx_emu_tdpbf16ps(int c, int a, int b) {
     if (!dp_ok("tdpbf16ps", c, a, b)) return;
     const unsigned M = st.cfg.rows[c], N = st.cfg.colsb[c] / 4u, K = st.cfg.colsb[a] / 4u;
-    /* the operands as fp32 once, flushed: b0/b1[k][n] is B's pair (k, n), af[m][k][0/1] A's;
-     * columns past N are zero and computed to no effect (whole rows of 16 lanes) */
-    float af[MAX_ROWS][16][2], b0[16][16], b1[16][16];
-    memset(b0, 0, sizeof b0);
-    memset(b1, 0, sizeof b1);
+    /* the operands as fp32 once, flushed, even and odd elements apart */
+    float ae[MAX_ROWS][16], ao[MAX_ROWS][16], be[16][16], bo[16][16];
+    int alo = 0xff, ahi = 0, blo = 0xff, bhi = 0;
     for (unsigned m = 0; m < M; m++)
         for (unsigned k = 0; k < K; k++) {
-            af[m][k][0] = bf16_daz(rd16(&st.data[a][m][4 * k]));
-            af[m][k][1] = bf16_daz(rd16(&st.data[a][m][4 * k + 2]));
+            const uint16_t he = rd16(&st.data[a][m][4 * k]), ho = rd16(&st.data[a][m][4 * k + 2]);
+            ae[m][k] = bf16_daz(he);
+            ao[m][k] = bf16_daz(ho);
+            exp_range(he, &alo, &ahi);
+            exp_range(ho, &alo, &ahi);
         }
     for (unsigned k = 0; k < K; k++)
         for (unsigned n = 0; n < N; n++) {
-            b0[k][n] = bf16_daz(rd16(&st.data[b][k][4 * n]));
-            b1[k][n] = bf16_daz(rd16(&st.data[b][k][4 * n + 2]));
+            const uint16_t he = rd16(&st.data[b][k][4 * n]), ho = rd16(&st.data[b][k][4 * n + 2]);
+            be[k][n] = bf16_daz(he);
+            bo[k][n] = bf16_daz(ho);
+            exp_range(he, &blo, &bhi);
+            exp_range(ho, &blo, &bhi);
         }
-    for (unsigned m = 0; m < M; m++) {
-        /* per output column of the row: the even and the odd chain, from +0, in k order */
-        float even[16] = {0}, odd[16] = {0};
-        for (unsigned k = 0; k < K; k++) {
-            const float x0 = af[m][k][0], x1 = af[m][k][1];
-            float te[16], to[16];
-            uint32_t inexact = 0;
-            for (unsigned n = 0; n < 16; n++) {
-                float p = x0 * b0[k][n], q = x1 * b1[k][n];
-                te[n] = p + even[n];
-                to[n] = q + odd[n];
-                inexact |= product_inexact(p, x0, b0[k][n]) | product_inexact(q, x1, b1[k][n]);
-            }
-            if (inexact)
-                for (unsigned n = 0; n < 16; n++) {
-                    te[n] = fmaf(x0, b0[k][n], even[n]);
-                    to[n] = fmaf(x1, b1[k][n], odd[n]);
-                }
-            for (unsigned n = 0; n < 16; n++) {
-                even[n] = flush_bits(te[n]);
-                odd[n] = flush_bits(to[n]);
-            }
-        }
-        uint8_t *crow = st.data[c][m];
-        for (unsigned n = 0; n < N; n++) {
-            const float tmp = flush(even[n] + odd[n]);
-            float acc;
-            memcpy(&acc, crow + 4 * n, sizeof acc);
-            acc = flush(flush(acc) + tmp);
-            memcpy(crow + 4 * n, &acc, sizeof acc);
-        }
-    }
+    /* every product of normals in [2^-126, 2^128): |x| in [2^(e-127), 2^(e-126)) for biased e,
+     * so the product is at least 2^(alo+blo-254) and below 2^(ahi+bhi-252) */
+    const int none = ahi == 0 || bhi == 0;
+    const int exact = none || (alo + blo - 254 >= -126 && ahi + bhi - 252 <= 128);
+    if (exact)
+        bf16_rows(st.data[c], ae, ao, be, bo, M, N, K, 1);
+    else
+        bf16_rows(st.data[c], ae, ao, be, bo, M, N, K, 0);
     dp_zero_upper(c);
     st.counters.products++;
 }
@@ -310,22 +319,28 @@ void g4v_amx_emu_tdpbf16ps(int c, int a, int b) {
 static inline void dp_int8(const char *insn, int c, int a, int b, int sa, int sb) {
     if (!dp_ok(insn, c, a, b)) return;
     const unsigned M = st.cfg.rows[c], N = st.cfg.colsb[c] / 4u, K = st.cfg.colsb[a] / 4u;
+    /* B extended once, byte i of group (k, n) at bx[k][i][n], so the loop over n runs on
+     * contiguous values */
+    int32_t bx[16][4][16];
+    for (unsigned k = 0; k < K; k++)
+        for (unsigned n = 0; n < N; n++)
+            for (int i = 0; i < 4; i++) {
+                const uint8_t v = st.data[b][k][4 * n + i];
+                bx[k][i][n] = sb ? (int32_t)(int8_t)v : (int32_t)v;
+            }
     for (unsigned m = 0; m < M; m++) {
         const uint8_t *arow = st.data[a][m];
         uint8_t *crow = st.data[c][m];
-        for (unsigned n = 0; n < N; n++) {
-            uint32_t acc;
-            memcpy(&acc, crow + 4 * n, sizeof acc);
-            for (unsigned k = 0; k < K; k++) {
-                const uint8_t *bp = &st.data[b][k][4 * n];
-                for (int i = 0; i < 4; i++) {
-                    const int32_t x = sa ? (int32_t)(int8_t)arow[4 * k + i] : arow[4 * k + i];
-                    const int32_t y = sb ? (int32_t)(int8_t)bp[i] : bp[i];
-                    acc += (uint32_t)(x * y); /* |x * y| <= 65025: no overflow */
-                }
+        uint32_t acc[16];
+        memcpy(acc, crow, 4 * N);
+        for (unsigned k = 0; k < K; k++)
+            for (int i = 0; i < 4; i++) {
+                const uint8_t v = arow[4 * k + i];
+                const int32_t x = sa ? (int32_t)(int8_t)v : (int32_t)v;
+                for (unsigned n = 0; n < N; n++)
+                    acc[n] += (uint32_t)(x * bx[k][i][n]); /* |x * y| <= 65025: no overflow */
             }
-            memcpy(crow + 4 * n, &acc, sizeof acc);
-        }
+        memcpy(crow, acc, 4 * N);
     }
     dp_zero_upper(c);
     st.counters.products++;

@@ -17,9 +17,10 @@
  * in the destination after a dot product.
  *
  * Faults: every case where hardware raises #GP or #UD (a bad configuration, an unconfigured tile,
- * shapes that disagree, the same tile twice, any tile operation after tilerelease) prints one
- * line naming the instruction and the reason to stderr and aborts, unless a fault hook is set
- * (tests), which is called with that line instead; the operation then does nothing.
+ * shapes that disagree, the same tile twice, any tile operation after tilerelease), and a
+ * start_row other than 0 (hardware's restart point, not modelled here), prints one line naming
+ * the instruction and the reason to stderr and aborts, unless a fault hook is set (tests), which
+ * is called with that line instead; the operation then does nothing.
  *
  * Counters (per thread): tile products (dot-product instructions), tile loads and the bytes they
  * read, tile stores, configuration loads. The GEMM's blocking test reads them.

@@ -3,9 +3,13 @@
  * the SDM's order from the Intrinsics Guide's and VDPBF16PS's), its denormal rules, the zero fill
  * of loads and products, stores that write rows x colsb only, every fault, INIT after
  * tilerelease, the configuration round trip, the counters, state per thread, a random product
- * against a scalar model written here from the definition, and the four INT8 forms at their
- * extreme values. Runs on any CPU (also under qemu-aarch64). */
+ * against a scalar model written here from the definition, the four INT8 forms at their
+ * extreme values, and x86_amx/amx_tile.h's vocabulary mapped onto the emulator. Runs on any CPU
+ * (also under qemu-aarch64). */
+/* amx_tile.h's vocabulary over the emulator, as the self-test's twin builds it on any CPU */
+#define G4V_AMX_EMU 1
 #include "kernels/amx_emu.h"
+#include "kernels/x86_amx/amx_tile.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -137,6 +141,33 @@ static void test_denormals(void) {
         const float b[4] = {ldexpf(1.0f, -70), 0.0f, p63, 0.0f};
         uint32_t r = dot1(0, 2, a, b);
         CHECK_MSG(r == bits(p126), "a denormal FMA result is flushed: got 0x%08x", (unsigned)r);
+    }
+    /* the FMA's single rounding sees a subnormal product's exact bits: the chain is 2^-126 +
+     * 2^-149 (odd last bit), then p = (1 + 2^-7)^2 * 2^-136 = 2^-136 + 2^-142 + 2^-150: the
+     * exact sum is a tie that rounds up to even; rounding p first (to 2^-136 + 2^-142, a tie
+     * going down) would lose it */
+    {
+        const float q = (1.0f + 0x1p-7f) * 0x1p-68f;
+        const float a[6] = {p63, 0.0f, 0x1p-75f, 0.0f, q, 0.0f};
+        const float b[6] = {p63, 0.0f, 0x1p-74f, 0.0f, q, 0.0f};
+        uint32_t r = dot1(0, 3, a, b);
+        CHECK_MSG(r == 0x00802082u, "one rounding of an exact subnormal product: got 0x%08x",
+                  (unsigned)r);
+    }
+    /* FTZ of an FMA that cancels into the subnormal range: 1.5 * 2^-126 - 2^-126 = 2^-127 is
+     * flushed, so the next FMA, + 2^-126, gives 2^-126 (1.5 * 2^-126 unflushed) */
+    {
+        const float a[6] = {1.5f * p63, 0.0f, -p63, 0.0f, p63, 0.0f};
+        const float b[6] = {p63, 0.0f, p63, 0.0f, p63, 0.0f};
+        uint32_t r = dot1(0, 3, a, b);
+        CHECK_MSG(r == bits(p126), "a cancelling FMA is flushed: got 0x%08x", (unsigned)r);
+    }
+    /* an FMA whose exact product (2^128) is beyond fp32 but whose sum is not:
+     * -2^127 + 2^64 * 2^64 = 2^127, not infinity */
+    {
+        const float a[4] = {-0x1p64f, 0.0f, 0x1p64f, 0.0f}, b[4] = {0x1p63f, 0.0f, 0x1p64f, 0.0f};
+        uint32_t r = dot1(0, 2, a, b);
+        CHECK_MSG(r == bits(0x1p127f), "FMA of a product beyond fp32: got %a", from_bits(r));
     }
     /* FTZ of the pair sum: even 1.5 * 2^-126, odd -2^-126: 2^-127 flushed; C = 2^-126 stays */
     {
@@ -544,6 +575,21 @@ static float model_c(float c, const uint16_t *arow, const uint16_t (*b)[32], int
     return (float)((double)c + (double)tmp);
 }
 
+/* The same definition for values of any range: each step an fmaf or an fp32 add, each result
+ * that is subnormal replaced by the zero of its sign. */
+static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+
+static float model_c_wide(float c, const uint16_t *arow, const uint16_t (*b)[32], int n, int K) {
+    float even = 0.0f, odd = 0.0f;
+    for (int k = 0; k < K; k++) {
+        even = ftz(fmaf((float)bf16_value(arow[2 * k]), (float)bf16_value(b[k][2 * n]), even));
+        odd = ftz(
+            fmaf((float)bf16_value(arow[2 * k + 1]), (float)bf16_value(b[k][2 * n + 1]), odd));
+    }
+    const float tmp = ftz(even + odd);
+    return ftz(ftz(c) + tmp);
+}
+
 static void test_random_product(void) {
     const int shape[3][2] = {{16, 64}, {16, 64}, {16, 64}};
     g4v_tile_config cfg = cfg_of(3, shape);
@@ -584,6 +630,60 @@ static void test_random_product(void) {
     }
     CHECK_MSG(bad == 0, "%d of 20 x 256 outputs differ from the scalar model", bad);
     CHECK(changed > 20 * 250);
+}
+
+/* Wide exponents: products that are fp32 subnormals, that overflow, sums that cancel into the
+ * subnormal range; the emulator's fmaf path against model_c_wide. */
+static void test_random_wide(void) {
+    const int shape[3][2] = {{16, 64}, {16, 64}, {16, 64}};
+    g4v_tile_config cfg = cfg_of(3, shape);
+    g4v_amx_emu_ldtilecfg(&cfg);
+    static uint16_t a[16][32], b[16][32];
+    static float c[16][16], want[16][16], got[16][16];
+    int bad = 0, flushed = 0;
+    for (int round = 0; round < 20; round++) {
+        /* products within 2^+-32 of a per-round centre: all below 2^-126 in some rounds, above
+         * 2^128 (infinities, NaNs from inf - inf) in others */
+        const int centre = (int)(rnd() % 5) * 75 - 150;
+        for (int r = 0; r < 16; r++)
+            for (int j = 0; j < 32; j++) {
+                uint16_t v[2];
+                for (int i = 0; i < 2; i++) {
+                    const uint32_t x = rnd();
+                    int e = 127 + centre / 2 + (int)(x % 33) - 16;
+                    e = e < 1 ? 1 : e > 254 ? 254 : e;
+                    v[i] = (uint16_t)((x >> 8 & 1) << 15 | (uint32_t)e << 7 | (x >> 9 & 0x7f));
+                    if (x % 41 == 0) v[i] = (uint16_t)(x >> 16 & 0x807f); /* a denormal or 0 */
+                }
+                a[r][j] = v[0];
+                b[r][j] = v[1];
+            }
+        for (int m = 0; m < 16; m++)
+            for (int n = 0; n < 16; n++) {
+                const uint32_t r = rnd();
+                c[m][n] = from_bits(r % 3 ? (r & 0x80000000u) | (rnd() & 0x7fffffffu) % 0x7f000000u
+                                          : rnd() & 0x807fffffu);
+                want[m][n] = model_c_wide(c[m][n], a[m], (const uint16_t(*)[32])b, n, 16);
+                want[m][n] = model_c_wide(want[m][n], a[m], (const uint16_t(*)[32])b, n, 16);
+            }
+        g4v_amx_emu_tileloadd(0, c, 64);
+        g4v_amx_emu_tileloadd(1, a, 64);
+        g4v_amx_emu_tileloadd(2, b, 64);
+        g4v_amx_emu_tdpbf16ps(0, 1, 2);
+        g4v_amx_emu_tdpbf16ps(0, 1, 2);
+        g4v_amx_emu_tilestored(0, got, 64);
+        for (int m = 0; m < 16; m++)
+            for (int n = 0; n < 16; n++) {
+                const int same = bits(got[m][n]) == bits(want[m][n]) ||
+                                 (isnan(got[m][n]) && isnan(want[m][n]));
+                if (!same && bad++ < 5)
+                    fprintf(stderr, "wide round %d (%d, %d): emulator %a, model %a\n", round, m,
+                            n, got[m][n], want[m][n]);
+                flushed += bits(got[m][n]) == 0 || bits(got[m][n]) == 0x80000000u;
+            }
+    }
+    CHECK_MSG(bad == 0, "wide: %d of 20 x 256 outputs differ from the scalar model", bad);
+    CHECK_MSG(flushed > 0, "wide: some outputs flushed to zero (%d)", flushed);
 }
 
 /* ---- INT8 ---- */
@@ -675,6 +775,68 @@ static void test_int8(void) {
     }
 }
 
+/* ---- amx_tile.h over the emulator ---- */
+
+static void test_tile_vocabulary(void) {
+    CHECK(G4V_TILES_EMULATED == 1);
+    g4v_amx_emu_tilerelease();
+    g4v_amx_emu_counters_reset();
+    const int rows[3] = {2, 2, 1}, colsb[3] = {8, 4, 8};
+    const g4v_tile_config cfg = g4v_tile_config_make(3, rows, colsb);
+    CHECK(cfg.palette == 1 && cfg.rows[2] == 1 && cfg.colsb[0] == 8 && cfg.rows[3] == 0);
+    /* configure loads once; the same configuration again is seen through sttilecfg */
+    g4v_tile_configure(&cfg);
+    g4v_tile_configure(&cfg);
+    g4v_amx_emu_counters n;
+    g4v_amx_emu_counters_get(&n);
+    CHECK_MSG(n.configs == 1, "g4v_tile_configure skips a loaded configuration (%u loads)",
+              (unsigned)n.configs);
+    /* C (2 x 2) += A (2 x 1 pair) . B (1 x 2 pairs) */
+    const float cin[2][2] = {{1, 2}, {3, 4}};
+    const uint16_t a[2][2] = {{bf(1), bf(2)}, {bf(-1), bf(0.5f)}};
+    const uint16_t b[1][4] = {{bf(10), bf(100), bf(20), bf(200)}};
+    float out[2][2];
+    TILE_LOAD(0, cin, 8);
+    TILE_LOAD_T1(1, a, 4);
+    TILE_LOAD(2, b, 8);
+    TILE_DPBF16PS(0, 1, 2);
+    TILE_STORE(0, out, 8);
+    CHECK(out[0][0] == 1 + 10 + 200 && out[0][1] == 2 + 20 + 400);
+    CHECK(out[1][0] == 3 - 10 + 50 && out[1][1] == 4 - 20 + 100);
+    TILE_ZERO(0);
+    TILE_STORE(0, out, 8);
+    CHECK(out[0][0] == 0 && out[1][1] == 0);
+    g4v_tile_config back;
+    TILE_STORECONFIG(&back);
+    CHECK(memcmp(&back, &cfg, sizeof back) == 0);
+    /* after a release, configure loads again */
+    TILE_RELEASE();
+    g4v_tile_configure(&cfg);
+    g4v_amx_emu_counters_get(&n);
+    CHECK(n.configs == 2 && n.loads == 3 && n.stores == 2 && n.products == 1);
+    /* the integer forms through the vocabulary: 4 x (-2) + 0 + 0 + 0 into C = 5 */
+    const int r1[3] = {1, 1, 1}, c1[3] = {4, 4, 4};
+    const g4v_tile_config one = g4v_tile_config_make(3, r1, c1);
+    TILE_LOADCONFIG(&one);
+    const int32_t c0 = 5;
+    const uint8_t ab[4] = {4, 0, 0, 0}, bb[4] = {0xfe, 7, 7, 7};
+    int32_t got;
+    TILE_LOAD(0, &c0, 4);
+    TILE_LOAD(1, ab, 4);
+    TILE_LOAD(2, bb, 4);
+    TILE_DPBSSD(0, 1, 2);
+    TILE_STORE(0, &got, 4);
+    CHECK(got == 5 - 8);
+    TILE_DPBSUD(0, 1, 2);
+    TILE_STORE(0, &got, 4);
+    CHECK(got == 5 - 8 + 4 * 254);
+    TILE_DPBUSD(0, 1, 2);
+    TILE_DPBUUD(0, 1, 2);
+    TILE_STORE(0, &got, 4);
+    CHECK(got == 5 - 8 + 4 * 254 - 8 + 4 * 254);
+    TILE_RELEASE();
+}
+
 int main(void) {
     test_sdm_order();
     test_denormals();
@@ -684,7 +846,9 @@ int main(void) {
     test_config_and_counters();
     test_per_thread();
     test_random_product();
+    test_random_wide();
     test_int8();
+    test_tile_vocabulary();
     g4v_amx_emu_tilerelease();
     return test_summary("test_amx_emu");
 }
