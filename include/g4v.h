@@ -179,6 +179,13 @@ typedef struct g4v_model_options {
                         Both legacy slots set is G4V_ERR_ARG, as it always was. */
     g4v_math_mode math; /* G4V_MATH_FAST (default), G4V_MATH_PRECISE, G4V_MATH_INT8 or
                            G4V_MATH_INT8_BLOCKS: the one way to choose the math mode */
+    int pack_weights; /* 0 (default): BF16 weights are read where they lie, in the checkpoint's
+                         mapped pages, on CPUs with in-place GEMM kernels (x86-64, portable):
+                         nothing packed, the fastest load, no copy in memory. 1: packed at load
+                         into the kernels' panels: the same bits, faster warm encodes, their
+                         size in memory; what a process that keeps the model wants (g4v serve
+                         and the Python package set it). G4V_PACK_WEIGHTS=1 packs in every
+                         model of the process (docs/GUIDE.md "Packed weights"). */
 } g4v_model_options;
 
 /* Every g4v_X_options_init(opts) is an inline call of the exported g4v_X_options_init_sized(opts,
@@ -271,6 +278,10 @@ typedef struct g4v_model_info {
      * permission: ...", "no AMX kernels in this build yet (...)". Asked once per process. */
     int amx_usable;
     char amx[256];
+    /* 1: the BF16 weights are read where they lie in the checkpoint (in place); 0: packed at
+     * load (g4v_model_options.pack_weights, G4V_PACK_WEIGHTS, or a CPU without in-place kernels,
+     * or weights of another dtype or mode) */
+    int weights_in_place;
 } g4v_model_info;
 
 /* Fills info (info_size: the caller's sizeof, at most that many bytes written; bytes past the

@@ -55,7 +55,8 @@ class ModelOptions(ctypes.Structure):
                 ("resize", c_int),  # RESIZE_PILLOW / RESIZE_TORCHVISION
                 ("metadata_only", c_int),
                 ("legacy_int8", c_int),  # ABI only (g4v.h): 0
-                ("math", c_int)]  # a g4v_math_mode (math_mode_parse)
+                ("math", c_int),  # a g4v_math_mode (math_mode_parse)
+                ("pack_weights", c_int)]  # 1: BF16 weights packed at load (Model's default)
 
 
 class DtypeCount(ctypes.Structure):
@@ -89,7 +90,8 @@ class ModelInfo(ctypes.Structure):
                 ("legacy_int8", c_int),  # ABI only: 1 INT8, 2 INT8_BLOCKS
                 ("math", c_int),  # a g4v_math_mode (math_mode_name)
                 ("kernel_rule", ctypes.c_char * 256),  # the BF16 kernel rule (NUMERICS.md §6.6)
-                ("amx_usable", c_int), ("amx", ctypes.c_char * 256)]  # AMX and why not
+                ("amx_usable", c_int), ("amx", ctypes.c_char * 256),  # AMX and why not
+                ("weights_in_place", c_int)]  # 1: read in the checkpoint; 0: packed at load
 
 
 class CtxOptions(ctypes.Structure):

@@ -333,7 +333,7 @@ class Model:
     """A Gemma 4 vision tower loaded from a checkpoint directory.
 
     Model(path, threads=0, precise=False, budget=None, exif=True, resize="pillow", int8=False,
-          math=None, **limits)
+          math=None, pack_weights=True, **limits)
       threads   worker threads per encode call (0: one per CPU)
       math      the math mode (MATH_MODES; None: "fast", bf16 GEMM inputs, ~3e-3 relative
                 error): "precise", f32 GEMM inputs (~1e-6), slower; "int8", int8 x int8 linear
@@ -349,6 +349,11 @@ class Model:
                 "torchvision": torch's antialiased bicubic, as its torchvision backend
                 (Gemma4ImageProcessor, transformers' default when torchvision is installed, and
                 the 12B's Gemma4UnifiedImageProcessor); docs/PREPROCESSING.md §6.6
+      pack_weights  True (default): the BF16 weights are packed at load into the GEMM kernels'
+                panels (a model kept for many encodes: faster warm encodes, the same bits,
+                their size in memory); False: read where they lie in the
+                checkpoint's mapped pages (less memory, faster load). info.weights_in_place says
+                which (docs/GUIDE.md "Packed weights")
       limits    any max_* field of g4v_model_options (max_pixels, max_dimension,
                 max_file_bytes, max_header_bytes, max_config_bytes, max_tensor_count)
 
@@ -362,7 +367,7 @@ class Model:
 
     def __init__(self, path: str | os.PathLike[str], threads: int = 0, precise: bool = False,
                  budget: int | None = None, exif: bool = True, resize: str = "pillow",
-                 int8: bool | str = False, math: str | None = None,
+                 int8: bool | str = False, math: str | None = None, pack_weights: bool = True,
                  **limits: int | float) -> None:
         self._model = None
         self._idle: list[c_void_p] = []
@@ -383,6 +388,9 @@ class Model:
         opts.apply_exif = 1 if exif else 0
         opts.math = _lib.math_mode_parse(_math_name(math, precise, int8))
         opts.resize = resize_id
+        if not isinstance(pack_weights, bool):
+            raise TypeError(f"pack_weights must be a bool, not {type(pack_weights).__name__}")
+        opts.pack_weights = 1 if pack_weights else 0
         for k, v in limits.items():
             if not k.startswith("max_") or not hasattr(opts, k):
                 raise TypeError(f"Model() got an unexpected keyword argument {k!r}")

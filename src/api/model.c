@@ -135,6 +135,8 @@ static int resolve_options(const g4v_model_options *in, g4v_model_options *o, g4
                         o->resize);
     if (o->read_weights != 0 && o->read_weights != 1)
         return g4v_fail(err, G4V_ERR_ARG, "read_weights must be 0 or 1, found %d", o->read_weights);
+    if (o->pack_weights != 0 && o->pack_weights != 1)
+        return g4v_fail(err, G4V_ERR_ARG, "pack_weights must be 0 or 1, found %d", o->pack_weights);
     if (o->metadata_only != 0 && o->metadata_only != 1)
         return g4v_fail(err, G4V_ERR_ARG, "metadata_only must be 0 or 1, found %d",
                         o->metadata_only);
@@ -181,6 +183,16 @@ static void net_kernel_path(const g4v_vision_net *n, char *buf, size_t cap) {
         g4v_embedder_kernel_path(n->as.unified, buf, cap);
         return;
     }
+}
+
+static int net_weights_in_place(const g4v_vision_net *n) {
+    switch (n->kind) {
+    case G4V_KIND_TOWER:
+        return n->as.tower ? g4v_encoder_weights_in_place(n->as.tower) : 0;
+    case G4V_KIND_UNIFIED:
+        return n->as.unified ? g4v_embedder_weights_in_place(n->as.unified) : 0;
+    }
+    return 0;
 }
 
 static void net_free(g4v_vision_net *n) {
@@ -237,6 +249,7 @@ g4v_status g4v_model_load(const char *dir, const g4v_model_options *opts, g4v_mo
                            /* a heap copy must stay; nothing packed, nothing to drop */
                            .drop_mapped_pages = !o.read_weights && !o.metadata_only,
                            .check_only = o.metadata_only,
+                           .pack_weights = o.pack_weights,
                            .pool = packers};
     if (!(st = g4v_checkpoint_open(dir, &lim, &m->ck, &err))) st = net_create(m, &eo, &err);
     g4v_pool_destroy(packers);
@@ -365,6 +378,7 @@ g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, siz
     copy_str(info->kernels, sizeof info->kernels, m->kernel_path);
     copy_str(info->kernel_rule, sizeof info->kernel_rule, m->kernel_rule);
     info->amx_usable = g4v_amx_status(info->amx, sizeof info->amx); /* base/amx.h */
+    info->weights_in_place = net_weights_in_place(&m->net);
     info->rope_theta = c->rope_theta;
     info->rms_norm_eps = c->rms_norm_eps;
     info->layer_norm_eps = c->layer_norm_eps;

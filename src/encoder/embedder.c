@@ -83,14 +83,20 @@ static int build(g4v_embedder *e, const g4v_checkpoint *ck, const g4v_encoder_op
     e->pos = u->pos;
 
     const g4v_prep_item items[2] = {
-        {.t = &u->dense_w, .mode = e->mode, .out = &e->dense, .name = "patch_dense", .layer = -1},
+        {.t = &u->dense_w,
+         .mode = e->mode,
+         .out = &e->dense,
+         .name = "patch_dense",
+         .layer = -1,
+         .pack = opts ? opts->pack_weights : 0},
         /* the projection keeps f32 inputs in FAST mode, as the tower's does: it takes FAST from
          * 2.1e-3 to 1.3e-3 of relative error (docs/NUMERICS.md §9.5) */
         {.t = &ck->embed_proj,
          .mode = G4V_MATH_PRECISE,
          .out = &e->proj,
          .name = "embedding_projection",
-         .layer = -1}};
+         .layer = -1,
+         .pack = opts ? opts->pack_weights : 0}};
     if (opts && opts->check_only) return G4V_OK;
     return g4v_prep_pack(WHO, e->kernels, NULL, opts ? opts->drop_mapped_pages : 0,
                          opts ? opts->pool : NULL, items, 2, err);
@@ -135,6 +141,10 @@ void g4v_embedder_free(g4v_embedder *e) {
 
 void g4v_embedder_kernel_path(const g4v_embedder *e, char *buf, size_t cap) {
     g4v_kernel_path_of(e->kernels, buf, cap);
+}
+
+int g4v_embedder_weights_in_place(const g4v_embedder *e) {
+    return (e->dense && g4v_wmat_in_place(e->dense)) || (e->proj && g4v_wmat_in_place(e->proj));
 }
 
 /* ---- forward pass ---------------------------------------------------------------------------- */

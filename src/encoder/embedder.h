@@ -31,6 +31,8 @@ void g4v_embedder_free(g4v_embedder *e);
 
 /* As g4v_encoder_kernel_path. */
 void g4v_embedder_kernel_path(const g4v_embedder *e, char *buf, size_t cap);
+/* As g4v_encoder_weights_in_place. */
+int g4v_embedder_weights_in_place(const g4v_embedder *e);
 
 /* As g4v_encoder_run: width and height multiples of 48, out receives N = (height/48)*(width/48)
  * rows of T floats in row-major grid order. The workspace holds one chunk of patches (chunk_rows

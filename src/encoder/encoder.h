@@ -63,6 +63,10 @@ typedef struct g4v_encoder_opts {
      * its kernel path and nothing else (g4v_model_options.metadata_only). 0 (default): a full
      * model. */
     int check_only;
+    /* 1: pack the BF16 weights at creation even where the kernel table could read them in place
+     * (the same bits; faster warm encodes at their size in memory: g4v_model_options.pack_weights).
+     * 0 (default): in place where the table has an in-place kernel. */
+    int pack_weights;
     /* Rows per chunk of the forward pass's row-wise work (0: the default, 1024). Bounds the
      * workspace at any image size; the output is bit-identical for every value. */
     int chunk_rows;
@@ -86,6 +90,11 @@ void g4v_encoder_free(g4v_encoder *enc);
  * paths may differ in the last bits (docs/ARCHITECTURE.md §4). Written into buf (always
  * terminated, truncated to cap). */
 void g4v_encoder_kernel_path(const g4v_encoder *enc, char *buf, size_t cap);
+
+/* 1 when some weight is read where it lies in the checkpoint (an in-place GEMM kernel), 0 when
+ * every one was packed at creation (g4v_encoder_opts.pack_weights, or a CPU without in-place
+ * kernels). */
+int g4v_encoder_weights_in_place(const g4v_encoder *enc);
 
 g4v_workspace *g4v_workspace_create(void);
 void g4v_workspace_free(g4v_workspace *ws);

@@ -23,6 +23,7 @@ struct g4v_encoder {
     const g4v_kernels *kernels; /* chosen once at creation (kernels/dispatch.h) */
     int drop_mapped_pages;      /* g4v_encoder_opts.drop_mapped_pages */
     int check_only;             /* g4v_encoder_opts.check_only: no weight is packed */
+    int pack_weights;           /* g4v_encoder_opts.pack_weights */
     int any_sharp;              /* a layer is sharp: the workspace keeps f32 keys and values */
     int chunk_rows;             /* g4v_encoder_opts.chunk_rows, default applied (>= 1) */
     size_t batch_rows;          /* g4v_encoder_opts.batch_rows, default applied (>= 1) */

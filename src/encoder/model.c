@@ -99,7 +99,7 @@ static int prepare_layer(g4v_encoder *e, const g4v_layer_weights *w, int i, floa
          * bound: all seven run in f32 there, and its attention too (encoder.c; NUMERICS §6.5) */
         g4v_math_mode mode = el->sharp ? G4V_MATH_PRECISE : e->mode;
         if (g4v_math_is_int8(mode) && (e->int8_fast_linears >> j & 1u)) mode = G4V_MATH_FAST;
-        queue[j] = (g4v_prep_item){&w->lin[j], mode, &el->lin[j], lin_names[j], i, 0, 0};
+        queue[j] = (g4v_prep_item){&w->lin[j], mode, &el->lin[j], lin_names[j], i, 0, 0, e->pack_weights};
     }
     return G4V_OK;
 }
@@ -167,11 +167,13 @@ static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_e
                               "input_proj",
                               -1,
                               0,
-                              0};
+                              0,
+                              e->pack_weights};
     /* The final projection is ~0.1% of the FLOPs; in f32 it removes a visible share of the
      * error (docs/NUMERICS.md §8.4), so it ignores the FAST mode. */
     tail[1] = (g4v_prep_item){
-        &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1, 0, 0};
+        &ck->embed_proj, G4V_MATH_PRECISE, &e->embed_proj, "embedding_projection", -1, 0, 0,
+        e->pack_weights};
     st = e->check_only ? G4V_OK : g4v_prep_place(WHO, e->kernels, queue, nitems, &e->weights, err);
     if (!st && !e->check_only)
         st = g4v_prep_pack(WHO, e->kernels, e->weights, e->drop_mapped_pages, pool, queue, nitems,
@@ -198,6 +200,7 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
                                : G4V_INT8_FAST_LINEARS;
     e->drop_mapped_pages = opts ? opts->drop_mapped_pages : 0;
     e->check_only = opts ? opts->check_only : 0;
+    e->pack_weights = opts ? opts->pack_weights : 0;
     /* 1024 rows: e4b's MLP gate and up for one chunk are then 25 MB, the GEMMs stay efficient */
     e->chunk_rows = opts && opts->chunk_rows > 0 ? opts->chunk_rows : 1024;
     e->batch_rows = opts && opts->batch_rows > 0 ? opts->batch_rows : 8192;
@@ -212,6 +215,13 @@ int g4v_encoder_create(const g4v_checkpoint *ck, const g4v_encoder_opts *opts, g
 
 void g4v_encoder_kernel_path(const g4v_encoder *e, char *buf, size_t cap) {
     g4v_kernel_path_of(e->kernels, buf, cap);
+}
+
+int g4v_encoder_weights_in_place(const g4v_encoder *e) {
+    for (int i = 0; e->layers && i < e->cfg.num_layers; i++)
+        for (int j = 0; j < G4V_LIN_COUNT; j++)
+            if (e->layers[i].lin[j] && g4v_wmat_in_place(e->layers[i].lin[j])) return 1;
+    return 0;
 }
 
 void g4v_encoder_free(g4v_encoder *e) {

@@ -63,7 +63,8 @@ int g4v_prep_place(const char *who, const g4v_kernels *kt, g4v_prep_item *items,
     for (int i = 0; i < n; i++) {
         const g4v_tensor *t = items[i].t;
         size_t b = g4v_wmat_packed_bytes(kt, t->q8_0 ? NULL : t->data, t->dtype,
-                                         (int)t->shape[0], (int)t->shape[1], items[i].mode);
+                                         (int)t->shape[0], (int)t->shape[1], items[i].mode,
+                                         items[i].pack);
         size_t r = (b + 63) & ~(size_t)63;
         if (r < b || total + r < total)
             return g4v_fail(err, G4V_ERR_NOMEM, "%s: the weights do not fit in memory", who);
@@ -104,7 +105,8 @@ static void pack_task(void *arg, int i, int worker) {
             g4v_drop_mapped_pages(t->q8_0, (size_t)n * (size_t)(k / G4V_Q8_BLOCK) *
                                                G4V_Q8_0_BLOCK_BYTES);
     } else {
-        st = g4v_wmat_create_in(j->kt, t->data, t->dtype, n, k, it->mode, storage, it->out, err);
+        st = g4v_wmat_create_in(j->kt, t->data, t->dtype, n, k, it->mode, it->pack, storage,
+                                it->out, err);
         /* a weight used in place reads those pages at every encode */
         if (!st && j->drop && !g4v_wmat_in_place(*it->out)) g4v_tensor_drop_pages(t);
     }

@@ -34,6 +34,7 @@ typedef struct g4v_prep_item {
     int layer;  /* -1 for the weights outside the layers */
     int placed; /* 1: packed into the shared block at offset (g4v_prep_place), else its own */
     size_t offset;
+    int pack; /* 1: packed even where it could be read in place (g4v_wmat_create_in) */
 } g4v_prep_item;
 
 /* Gives every item its place in one block (*block, huge pages): one rounding to 2 MB for the

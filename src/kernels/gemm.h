@@ -95,9 +95,13 @@ int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n
 /* The same, with the packed panels written to storage: 64-byte aligned, at least
  * g4v_wmat_packed_bytes bytes, owned by the caller and freed after g4v_wmat_free. A model puts all
  * its weights in one such block: separate blocks of a few MB would each round up to whole 2 MB
- * huge pages, up to 2 MB of padding per weight. NULL storage is g4v_wmat_create. */
+ * huge pages, up to 2 MB of padding per weight. NULL storage (and pack 0) is g4v_wmat_create.
+ * pack = 1 packs BF16 weights even where the table has an in-place kernel (the packed twin: the
+ * same bits; faster warm encodes for a process that keeps the model, at the weights' size in
+ * memory: g4v_model_options.pack_weights); pack = 0 reads them in place where it can, unless
+ * G4V_PACK_WEIGHTS=1 is set. */
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
-                       g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err);
+                       g4v_math_mode mode, int pack, void *storage, g4v_wmat **out, g4v_err *err);
 /* g4v_wmat_create_in for an [n, k] weight given as Q8_0 blocks as GGUF stores them
  * (base/dtype.h: G4V_Q8_0_BLOCK_BYTES each; row n: k / G4V_Q8_BLOCK blocks, k a multiple of
  * G4V_Q8_BLOCK), in INT8_BLOCKS mode only: the blocked INT8 panels take the file's codes and its
@@ -110,9 +114,10 @@ int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, in
 /* Bytes of the packed panels of an [n, k] weight for the kernel g4v_wmat_create would choose; 0
  * when none fits or the shape is out of range (g4v_wmat_create then fails and says why). w (may
  * be NULL: not looked at) is the weight's data: an F32 weight whose values are all bf16 values
- * is prepared as its BF16 form (see below), which needs its bf16 copy's bytes. */
+ * is prepared as its BF16 form (see below), which needs its bf16 copy's bytes. pack as for
+ * g4v_wmat_create_in. */
 size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
-                             g4v_math_mode mode);
+                             g4v_math_mode mode, int pack);
 void g4v_wmat_free(g4v_wmat *w);
 int g4v_wmat_n(const g4v_wmat *w);
 int g4v_wmat_k(const g4v_wmat *w);

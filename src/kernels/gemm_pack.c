@@ -253,7 +253,7 @@ static size_t packed_bytes(const g4v_gemm_kernel *kern, int n, int k) {
 }
 
 /* G4V_PACK_WEIGHTS=1: BF16 weights packed at load (the in-place kernels' packed twins: the same
- * bits), for long-lived processes on FMA-only CPUs, where the packed kernels are faster
+ * bits) in every model of the process, as g4v_model_options.pack_weights asks for one model
  * (docs/ARCHITECTURE.md §3). */
 static int pack_weights(void) {
     const char *v = getenv("G4V_PACK_WEIGHTS");
@@ -293,9 +293,10 @@ static int kc_hint(const g4v_gemm_kernel *kern, int kgroups) {
     return (kgroups + nchunks - 1) / nchunks;
 }
 
-/* The first kernel of kt that fits dtype and mode, or NULL. */
-static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v_math_mode mode) {
-    int packed = pack_weights();
+/* The first kernel of kt that fits dtype and mode (no in-place one when pack), or NULL. */
+static const g4v_gemm_kernel *choose(const g4v_kernels *kt, g4v_dtype dtype, g4v_math_mode mode,
+                                     int pack) {
+    int packed = pack || pack_weights();
     for (int i = 0; i < kt->ngemm; i++)
         if (!(packed && kt->gemm[i]->inner) && g4v_gemm_kernel_fits(kt->gemm[i], dtype, mode))
             return kt->gemm[i];
@@ -446,9 +447,9 @@ int g4v_wmat_create_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern, con
 }
 
 int g4v_wmat_create_in(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
-                       g4v_math_mode mode, void *storage, g4v_wmat **out, g4v_err *err) {
+                       g4v_math_mode mode, int pack, void *storage, g4v_wmat **out, g4v_err *err) {
     int as_bf16 = as_bf16_of(w, dtype, n, k, mode);
-    const g4v_gemm_kernel *kern = choose(kt, as_bf16 ? G4V_DT_BF16 : dtype, mode);
+    const g4v_gemm_kernel *kern = choose(kt, as_bf16 ? G4V_DT_BF16 : dtype, mode, pack);
     if (kern) return create(kt, kern, w, dtype, as_bf16, 0, n, k, mode, storage, out, err);
     *out = NULL;
     return g4v_fail(err, G4V_ERR_ARG, "no GEMM kernel for weight dtype %d in math mode %d",
@@ -464,7 +465,7 @@ int g4v_wmat_create_q8_0_with(const g4v_kernels *kt, const g4v_gemm_kernel *kern
 int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, int k,
                             void *storage, g4v_wmat **out, g4v_err *err) {
     /* the dtype only picks the kernel (every blocked INT8 kernel takes any dtype) */
-    const g4v_gemm_kernel *kern = choose(kt, G4V_DT_F32, G4V_MATH_INT8_BLOCKS);
+    const g4v_gemm_kernel *kern = choose(kt, G4V_DT_F32, G4V_MATH_INT8_BLOCKS, 0);
     if (kern)
         return create(kt, kern, blocks, G4V_DT_F32, 0, 1, n, k, G4V_MATH_INT8_BLOCKS, storage,
                       out, err);
@@ -474,13 +475,13 @@ int g4v_wmat_create_q8_0_in(const g4v_kernels *kt, const void *blocks, int n, in
 
 int g4v_wmat_create(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
                     g4v_math_mode mode, g4v_wmat **out, g4v_err *err) {
-    return g4v_wmat_create_in(kt, w, dtype, n, k, mode, NULL, out, err);
+    return g4v_wmat_create_in(kt, w, dtype, n, k, mode, 0, NULL, out, err);
 }
 
 size_t g4v_wmat_packed_bytes(const g4v_kernels *kt, const void *w, g4v_dtype dtype, int n, int k,
-                             g4v_math_mode mode) {
+                             g4v_math_mode mode, int pack) {
     int as_bf16 = as_bf16_of(w, dtype, n, k, mode);
-    const g4v_gemm_kernel *kern = choose(kt, as_bf16 ? G4V_DT_BF16 : dtype, mode);
+    const g4v_gemm_kernel *kern = choose(kt, as_bf16 ? G4V_DT_BF16 : dtype, mode, pack);
     if (!kern || n <= 0 || k <= 0 || n > MAX_DIM || k > MAX_DIM) return 0;
     if (as_bf16 && kern->inner) /* the bf16 copy it reads in place */
         return ((size_t)n * (size_t)k * 2 + 63) & ~(size_t)63;

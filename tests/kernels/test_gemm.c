@@ -562,11 +562,11 @@ static void test_f32_of_bf16(g4v_pool *pool) {
                 for (int in_storage = 0; in_storage < 2; in_storage++) {
                     if (packed) setenv("G4V_PACK_WEIGHTS", "1", 1);
                     g4v_wmat *W16 = NULL, *W32 = NULL;
-                    size_t sb = g4v_wmat_packed_bytes(kt, w32, G4V_DT_F32, n, k, modes[md]);
+                    size_t sb = g4v_wmat_packed_bytes(kt, w32, G4V_DT_F32, n, k, modes[md], 0);
                     void *storage = in_storage && sb ? aligned_alloc(64, (sb + 63) / 64 * 64) : NULL;
                     REQUIRE(g4v_wmat_create(kt, w16, G4V_DT_BF16, n, k, modes[md], &W16, NULL) ==
                             G4V_OK);
-                    REQUIRE(g4v_wmat_create_in(kt, w32, G4V_DT_F32, n, k, modes[md], storage, &W32,
+                    REQUIRE(g4v_wmat_create_in(kt, w32, G4V_DT_F32, n, k, modes[md], 0, storage, &W32,
                                                NULL) == G4V_OK);
                     unsetenv("G4V_PACK_WEIGHTS");
                     const char *k16 = g4v_wmat_kernel_name(W16), *k32 = g4v_wmat_kernel_name(W32);
@@ -635,7 +635,7 @@ static void test_api(void) {
             CHECK(g4v_wmat_in_place(W) == in_place);
             CHECK_MSG(g4v_wmat_bytes(W) == (in_place ? 0 : (size_t)n * k * esize), "%s: %zu bytes",
                       want->name, g4v_wmat_bytes(W));
-            CHECK(g4v_wmat_packed_bytes(KT, w, dtypes[d], n, k, modes[md]) ==
+            CHECK(g4v_wmat_packed_bytes(KT, w, dtypes[d], n, k, modes[md], 0) ==
                   (dtypes[d] == G4V_DT_F32 && want->inner ? (size_t)n * k * 2
                    : in_place                             ? 0
                                                           : (size_t)n * k * esize));

@@ -497,7 +497,7 @@ static void test_api(void) {
     size_t extra = MODE == G4V_MATH_INT8 ? 8 * (size_t)nr
                                          : 8 * (size_t)nr * (size_t)(kpad / G4V_Q8_BLOCK);
     CHECK(g4v_wmat_bytes(W) == (size_t)np * ((size_t)kpad * nr + extra));
-    CHECK(g4v_wmat_packed_bytes(KT, NULL, G4V_DT_F32, n, k, MODE) == g4v_wmat_bytes(W));
+    CHECK(g4v_wmat_packed_bytes(KT, NULL, G4V_DT_F32, n, k, MODE, 0) == g4v_wmat_bytes(W));
     printf("dispatch (%s): %s -> %s\n", g4v_cpu_isa_name(),
            MODE == G4V_MATH_INT8 ? "INT8" : "INT8_BLOCKS", g4v_wmat_kernel_name(W));
     g4v_wmat_free(W);

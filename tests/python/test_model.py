@@ -530,3 +530,18 @@ def test_del_never_blocks(tiny, images):
     del m2
     gc.collect()
     assert g4.Model(tiny, threads=1).encode(images[0], tokens=70).n_tokens > 0
+
+
+def test_pack_weights(model, tiny, images):
+    """Model packs its BF16 weights at load by default (a model kept for many encodes; the files
+    tests above compare it with the CLI, which reads them in place: the same bits);
+    pack_weights=False reads them where they lie in the checkpoint (x86-64: an in-place GEMM
+    kernel exists), with the same features; anything but a bool is a TypeError."""
+    assert model.info.weights_in_place == 0
+    with g4.Model(tiny, threads=1, pack_weights=False) as m:
+        if os.uname().machine == "x86_64" and os.environ.get("G4V_PACK_WEIGHTS", "") in ("", "0"):
+            assert m.info.weights_in_place == 1
+        for p in images[:2]:
+            assert same_bits(m.encode(p).features, model.encode(p).features)
+    with pytest.raises(TypeError, match="pack_weights"):
+        g4.Model(tiny, pack_weights=1)

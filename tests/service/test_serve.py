@@ -15,6 +15,7 @@ import http.client
 import io
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -94,6 +95,20 @@ def run(tmp, servers):
     st, h, body = s.request("GET", "/metrics")
     check(st == 200 and "text/plain" in h["Content-Type"] and b"g4v_queue_depth 0" in body,
           "GET /metrics: Prometheus text")
+    # a server packs its BF16 weights at load (the CLI reads them in place: the bits below are
+    # the CLI's all the same); --in-place-weights keeps them in the checkpoint's pages
+    check(j.get("weights") == "packed", f"GET /v1/info: weights packed by default ({j.get('weights')})")
+    ip = Server(tmp, "inplace", "--model", model, "--contexts", "1", "--threads", "1",
+                "--in-place-weights")
+    servers.append(ip)
+    st, h, body = ip.request("GET", "/v1/info")
+    want = "in place" if platform.machine() in ("x86_64", "AMD64") else "packed"
+    check(st == 200 and json.loads(body).get("weights") == want,
+          f"--in-place-weights: /v1/info says {want!r} ({body[:80]!r})")
+    st, h, body = ip.request("POST", "/v1/encode", png, {"Accept": "application/x-npy"})
+    check(st == 200 and body == ref[("280", False)][2],
+          "--in-place-weights: the same .npy bytes as g4v encode")
+    ip.stop()
 
     # -- every format, bit-identical to g4v encode -----------------------------------------------
     f32, meta, npy_bytes = ref[("280", False)]

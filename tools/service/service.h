@@ -29,6 +29,7 @@ typedef struct g4v_service_options {
     g4v_math_mode math; /* --math (or --precise, --int8, --int8=blocks): the math mode */
     const char *math_opt; /* the option that set math, for messages (NULL: none) */
     int no_exif;       /* ignore EXIF orientation by default */
+    int in_place_weights; /* 1: BF16 weights read in the checkpoint, not packed at load */
     int resize;        /* the default G4V_RESIZE_* */
     unsigned long long max_body;        /* largest body accepted, else 413 */
     unsigned long long cache_max_bytes; /* 0: the cache's default */

@@ -60,6 +60,7 @@ static int setup(server *s) {
     mo.math = a->math;
     mo.apply_exif = !a->no_exif;
     mo.resize = a->resize;
+    mo.pack_weights = !a->in_place_weights; /* a server keeps its model: packed is faster */
     if (a->max_body > mo.max_file_bytes) mo.max_file_bytes = a->max_body;
     st = g4v_model_load(a->model, &mo, &s->model, msg, sizeof msg);
     if (st) {

@@ -58,6 +58,10 @@ static const fe_opt rows[] = {
     FE_OPT_MATH_ROWS(g4v_service_options, math, math_opt),
     {.name = "no-exif", .kind = FE_OPT_FLAG, O(no_exif), .lo = 1,
      .help = "ignore EXIF orientation by default"},
+    {.name = "in-place-weights", .kind = FE_OPT_FLAG, O(in_place_weights), .lo = 1,
+     .help = "read the BF16 weights where they lie in the checkpoint instead of packing them at "
+             "load, as a server does by default (the same bits either way; packed encodes "
+             "faster and costs the weights' size in memory; /v1/info says which)"},
     FE_OPT_RESIZE(g4v_service_options, resize,
                   "default resize (pillow: Pillow's BICUBIC, the default; torchvision: torch's "
                   "antialiased bicubic, as transformers' torchvision backend); ?resize= "

@@ -33,6 +33,8 @@ static char *info_json(server *s, const encode_wing *ew, size_t *len) {
     cJSON_AddBoolToObject(o, "apply_exif", m->apply_exif);
     cJSON_AddStringToObject(o, "resize",
                             m->resize == G4V_RESIZE_TORCHVISION ? "torchvision" : "pillow");
+    /* packed at load (the default here) or read in the checkpoint (--in-place-weights) */
+    cJSON_AddStringToObject(o, "weights", m->weights_in_place ? "in place" : "packed");
     /* the CPU side: the BF16 kernel rule and whether AMX could be used, and why not */
     cJSON_AddStringToObject(o, "kernel_rule", m->kernel_rule);
     cJSON *amx = cJSON_AddObjectToObject(o, "amx");
