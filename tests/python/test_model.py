@@ -278,6 +278,13 @@ def test_info_matches_cli(model):
     # must not be refused in this process (docs/ARCHITECTURE.md §3 "AMX (groundwork)")
     assert info["kernel_rule"] == js["kernel_rule"] and info["kernel_rule"].startswith("bf16=")
     assert info["amx"] == js["amx"]["reason"] and bool(info["amx_usable"]) == js["amx"]["usable"]
+    assert info["amx_self_test"] == js["amx"]["self_test"]
+    # sharp layers (docs/NUMERICS.md §6.5): one entry per layer, as the CLI lists them
+    assert len(info["layer_sharpness"]) == len(info["layer_precise"]) == info["num_layers"]
+    assert [round(x, 5) for x in info["layer_sharpness"]] == \
+        [round(lr["sharpness"], 5) for lr in js["sharpness"]["layers"]]
+    assert info["layer_precise"] == [lr["runs_precise"] for lr in js["sharpness"]["layers"]]
+    assert info["n_precise"] == js["sharpness"]["precise_layers"]
     flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "") \
         if os.path.exists("/proc/cpuinfo") else ""
     if " amx_tile" in flags and " amx_bf16" in flags:
