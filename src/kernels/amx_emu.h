@@ -62,6 +62,10 @@ void g4v_amx_emu_tdpbsud(int c, int a, int b);
 void g4v_amx_emu_tdpbusd(int c, int a, int b);
 void g4v_amx_emu_tdpbuud(int c, int a, int b);
 
+/* Tests: the whole 16 x 64 bytes of tile t as this thread's tile register holds them (what
+ * XSAVE would show), including the bytes past rows/colsb that the instructions zero. */
+void g4v_amx_emu_tile_bytes(int t, uint8_t out[16][64]);
+
 /* This thread's counters, and setting them to zero. */
 void g4v_amx_emu_counters_get(g4v_amx_emu_counters *out);
 void g4v_amx_emu_counters_reset(void);
