@@ -12,7 +12,39 @@
 #include <string.h>
 
 #if G4V_X86_KERNELS
+#include "dispatch.h"
+#include "x86_amx/amx_hold.h"
 #include "x86_amx/amx_twins.h"
+
+/* The kernels under test. Each is referenced weakly until its source is in the tree (then
+ * kernels.cmake defines G4V_AMX_GEMM_IN / G4V_AMX_ATTENTION_IN and a missing symbol is a link
+ * error, and a static libg4v pulls the twins in: a weak reference would not): a descriptor that
+ * is not in this build has the address NULL, and the self-test then fails saying which. */
+extern const g4v_gemm_kernel g4v_gemm_amx_bf16, g4v_gemm_amx_bf16_emu;
+extern const g4v_attention_kernel g4v_attention_amx, g4v_attention_amx_emu;
+#ifndef G4V_AMX_GEMM_IN
+#pragma weak g4v_gemm_amx_bf16
+#pragma weak g4v_gemm_amx_bf16_emu
+#endif
+#ifndef G4V_AMX_ATTENTION_IN
+#pragma weak g4v_attention_amx
+#pragma weak g4v_attention_amx_emu
+#endif
+#define HAVE_(sym) ((const void *)&(sym) != (const void *)0)
+
+int g4v_amx_check_have_kernels(char *why, size_t cap) {
+    static const char *const names[4] = {"g4v_gemm_amx_bf16", "g4v_gemm_amx_bf16_emu",
+                                         "g4v_attention_amx", "g4v_attention_amx_emu"};
+    const void *syms[4] = {&g4v_gemm_amx_bf16, &g4v_gemm_amx_bf16_emu, &g4v_attention_amx,
+                           &g4v_attention_amx_emu};
+    for (int i = 0; i < 4; i++)
+        if (!syms[i]) {
+            if (why && cap) snprintf(why, cap, "%s is not in this build", names[i]);
+            return 0;
+        }
+    if (why && cap) snprintf(why, cap, "the tile GEMM, the tile attention and their twins");
+    return 1;
+}
 
 enum { CHECK_ALIGN = 64 };
 
@@ -57,9 +89,9 @@ static int gemm_once(const g4v_gemm_kernel *kern, const float *x, int klen, int 
 }
 
 static int check_gemm(char *why, size_t cap) {
-    if (!G4V_AMX_HAVE(g4v_gemm_amx_bf16) || !G4V_AMX_HAVE(g4v_gemm_amx_bf16_emu)) {
+    if (!HAVE_(g4v_gemm_amx_bf16) || !HAVE_(g4v_gemm_amx_bf16_emu)) {
         snprintf(why, cap, "the tile GEMM is not in this build (g4v_gemm_amx_bf16%s missing)",
-                 G4V_AMX_HAVE(g4v_gemm_amx_bf16) ? "_emu" : "");
+                 HAVE_(g4v_gemm_amx_bf16) ? "_emu" : "");
         return 0;
     }
     const g4v_gemm_kernel *hw = &g4v_gemm_amx_bf16, *emu = &g4v_gemm_amx_bf16_emu;
@@ -122,9 +154,9 @@ static int attention_once(const g4v_attention_kernel *v, const g4v_attn_args *in
 }
 
 static int check_attention(char *why, size_t cap) {
-    if (!G4V_AMX_HAVE(g4v_attention_amx) || !G4V_AMX_HAVE(g4v_attention_amx_emu)) {
+    if (!HAVE_(g4v_attention_amx) || !HAVE_(g4v_attention_amx_emu)) {
         snprintf(why, cap, "the tile attention is not in this build (g4v_attention_amx%s missing)",
-                 G4V_AMX_HAVE(g4v_attention_amx) ? "_emu" : "");
+                 HAVE_(g4v_attention_amx) ? "_emu" : "");
         return 0;
     }
     const g4v_attention_kernel *hw = &g4v_attention_amx, *emu = &g4v_attention_amx_emu;
@@ -177,6 +209,11 @@ int g4v_amx_check_run(char *why, size_t cap) {
     return 1;
 }
 #else
+int g4v_amx_check_have_kernels(char *why, size_t cap) {
+    if (why && cap) snprintf(why, cap, "no AMX kernels in a build for this architecture");
+    return 0;
+}
+
 int g4v_amx_check_run(char *why, size_t cap) {
     if (why && cap) snprintf(why, cap, "no AMX kernels in a build for this architecture");
     return 0;

@@ -41,4 +41,8 @@ int g4v_amx_dispatch_status(char *why, size_t cap);
  * 0 fail, with the reason. */
 int g4v_amx_check_run(char *why, size_t cap);
 
+/* 1 when g4v_gemm_amx_bf16, g4v_attention_amx and their _emu twins are all linked in; else 0
+ * naming the first missing one. */
+int g4v_amx_check_have_kernels(char *why, size_t cap);
+
 #endif

@@ -112,3 +112,17 @@ endfunction()
 g4v_kernel_sources(_g4v_isa_srcs ${G4V_KERNEL_FOLDERS})
 target_sources(g4v_obj_kernels PRIVATE ${_g4v_isa_srcs})
 g4v_kernel_folder_flags(${G4V_KERNEL_FOLDERS})
+
+# The AMX start-up self-test (amx_check.c) references the tile kernels and their emulated twins
+# weakly until their sources are in the tree; once they are, strongly (a missing one is a link
+# error, and a static libg4v pulls them in). G4V_AMX_LANDED_DEFS: for every target that compiles
+# amx_check.c (also tests/kernels' SIMDe build).
+set(G4V_AMX_LANDED_DEFS)
+if(EXISTS ${G4V_KERNEL_DIR}/x86_amx/gemm_amx.c AND EXISTS ${G4V_KERNEL_DIR}/x86_amx/gemm_amx_twin.c)
+  list(APPEND G4V_AMX_LANDED_DEFS G4V_AMX_GEMM_IN=1)
+endif()
+if(EXISTS ${G4V_KERNEL_DIR}/x86_amx/attention_amx.c
+   AND EXISTS ${G4V_KERNEL_DIR}/x86_amx/attention_amx_twin.c)
+  list(APPEND G4V_AMX_LANDED_DEFS G4V_AMX_ATTENTION_IN=1)
+endif()
+target_compile_definitions(g4v_obj_kernels PRIVATE ${G4V_AMX_LANDED_DEFS})

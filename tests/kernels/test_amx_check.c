@@ -78,17 +78,28 @@ static void test_dispatch(void) {
 }
 
 #ifdef G4V_SIMDE
-#include "kernels/x86_amx/amx_twins.h"
+#include "kernels/amx_emu.h"
+#include "kernels/x86_amx/amx_hold.h"
 /* The self-test over emulated tiles: what it checks on the first AMX machine, proven here. */
 static void test_emulated_run(void) {
-    char why[256];
+    char why[256], have[128];
     int ok = g4v_amx_check_run(why, sizeof why);
-    if (G4V_AMX_HAVE(g4v_gemm_amx_bf16) && G4V_AMX_HAVE(g4v_gemm_amx_bf16_emu) &&
-        G4V_AMX_HAVE(g4v_attention_amx) && G4V_AMX_HAVE(g4v_attention_amx_emu))
+    if (g4v_amx_check_have_kernels(have, sizeof have))
         CHECK_MSG(ok, "emulated self-test failed: %s", why);
     else
-        CHECK_MSG(!ok && strstr(why, "not in this build"), "without the kernels: %d %s", ok, why);
+        CHECK_MSG(!ok && strstr(why, "not in this build"), "without the kernels (%s): %d %s", have,
+                  ok, why);
     printf("emulated self-test: %s: %s\n", ok ? "passed" : "failed", why);
+    /* the tile-data part alone: eight tiles loaded and stored per round, then released */
+    g4v_amx_emu_counters c;
+    g4v_amx_emu_counters_reset();
+    CHECK_MSG(g4v_amx_hold_check(2, 100, why, sizeof why), "hold check: %s", why);
+    g4v_amx_emu_counters_get(&c);
+    CHECK_MSG(c.loads == 16 && c.stores == 16 && c.configs == 2 && c.load_bytes == 16 * 1024,
+              "tile traffic: %llu loads (%llu bytes), %llu stores, %llu configs",
+              (unsigned long long)c.loads, (unsigned long long)c.load_bytes,
+              (unsigned long long)c.stores, (unsigned long long)c.configs);
+    printf("hold check: %s\n", why);
 }
 #endif
 

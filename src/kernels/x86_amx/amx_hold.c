@@ -4,7 +4,7 @@
  * reports saw tile data zeroed across preemption on some KVM guests, and Intel erratum SPR4 can
  * save tile data as zeros on a VM exit during XSAVE (../../docs/ARCHITECTURE.md §3 "AMX"). */
 #include "amx_tile.h"
-#include "amx_twins.h"
+#include "amx_hold.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -21,17 +21,6 @@ static const g4v_tile_config hold_cfg = {
 
 enum { TILE_BYTES = 16 * 64 };
 
-#if G4V_TILES_EMULATED
-/* The emulator's functions, weak until kernels/amx_emu.c is in every build (branch amx-emu): a
- * test build without it says so instead of failing to link. */
-#pragma weak g4v_amx_emu_ldtilecfg
-#pragma weak g4v_amx_emu_tileloadd
-#pragma weak g4v_amx_emu_tilestored
-#pragma weak g4v_amx_emu_tilerelease
-#define HOLD_EMULATOR_MISSING_() (!g4v_amx_emu_ldtilecfg || !g4v_amx_emu_tilerelease)
-#else
-#define HOLD_EMULATOR_MISSING_() 0
-#endif
 
 #define HOLD_LOAD_ALL_(src)                                                                        \
     do {                                                                                           \
@@ -61,10 +50,6 @@ int g4v_amx_hold_check(int rounds, int sleep_us, char *why, size_t cap) {
     static _Thread_local unsigned char dst[8 * TILE_BYTES] __attribute__((aligned(64)));
     char tmp[8];
     if (!why || !cap) why = tmp, cap = sizeof tmp;
-    if (HOLD_EMULATOR_MISSING_()) {
-        snprintf(why, cap, "emulated tiles, but the emulator is not in this build: not run");
-        return 1;
-    }
     for (int r = 0; r < rounds; r++) {
         uint32_t x = 0x9e3779b9u * (uint32_t)(r + 1); /* no zero byte pattern: zeros must show */
         for (size_t i = 0; i < sizeof src; i++) {
@@ -95,6 +80,5 @@ int g4v_amx_hold_check(int rounds, int sleep_us, char *why, size_t cap) {
 }
 
 void g4v_amx_tile_release(void) {
-    if (HOLD_EMULATOR_MISSING_()) return;
     TILE_RELEASE();
 }
