@@ -13,9 +13,9 @@
  *   2. N random 16 x 16 x 32 tiles (default 10^6) through one TDPBF16PS each, and N/10 through
  *      each of TDPBSSD, TDPBSUD, TDPBUSD, TDPBUUD where the CPU has AMX-INT8;
  *   3. one full layer of each tower shape (e4b: D 768, I 3072, 12 heads of 64; 31B: D 1152,
- *      I 4304, 16 heads of 72), M rows (default 576): the seven GEMMs through g4v_gemm_amx_bf16
- *      against g4v_gemm_amx_bf16_emu and its attention through g4v_attention_amx against
- *      g4v_attention_amx_emu;
+ *      I 4304, 16 heads of 72), M rows (default 260: 4 rows past whole 16-row tiles): the seven
+ *      GEMMs through g4v_gemm_amx_bf16 against g4v_gemm_amx_bf16_emu and its attention through
+ *      g4v_attention_amx against g4v_attention_amx_emu;
  *   4. attention over 2304 and 10080 keys (a block of Q queries, default 64: the emulator needs
  *      ~8k FMAs per tile product, and every query row is computed independently), both shapes.
  * Speed (hardware only, each figure with the tile peak of the same run and thread count):
@@ -602,7 +602,7 @@ static void speed(const int *threads, int nt, int gemm_rows, int reps) {
 
 int main(int argc, char **argv) {
     long tiles = 1000000;
-    int layer_rows = 576, attn_q = 64, gemm_rows = 2304, reps = 5, checks = 1, perf = 1;
+    int layer_rows = 260, attn_q = 64, gemm_rows = 2304, reps = 5, checks = 1, perf = 1;
     int threads[4] = {1, 2}, nt = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
