@@ -261,7 +261,8 @@ int g4v_amx_dispatch_status(char *why, size_t cap) {
     }
     if (!(g4v_cpu_features() & G4V_CPU_AMX)) {
         const char *isa = getenv("G4V_ISA");
-        snprintf(why, cap, "G4V_ISA=%.32s leaves the AMX tiles out (%.200s)", isa ? isa : "", base);
+        snprintf(why, cap, "G4V_ISA=%.32s leaves the AMX tiles out (the CPU and the OS allow them)",
+                 isa ? isa : "");
         return 0;
     }
     pthread_once(&check_once, run_check);
