@@ -224,14 +224,22 @@ static pthread_once_t check_once = PTHREAD_ONCE_INIT;
 static int check_ran, check_ok;
 static char check_why[256];
 
+/* Set on the thread running the test: a kernel under test that asks for the tables' features
+ * (directly or through a front end) gets them without AMX instead of re-entering pthread_once,
+ * which would deadlock. */
+static _Thread_local int in_check;
+
 static void run_check(void) {
+    in_check = 1;
     check_ok = g4v_amx_check_run(check_why, sizeof check_why);
+    in_check = 0;
     check_ran = 1;
 }
 
 unsigned g4v_amx_check_filter(unsigned features) {
     const unsigned amx = G4V_CPU_AMX | G4V_CPU_AMX_INT8;
     if (!(features & G4V_CPU_AMX)) return features;
+    if (in_check) return features & ~amx;
     pthread_once(&check_once, run_check);
     return check_ok ? features : features & ~amx;
 }
@@ -241,6 +249,10 @@ int g4v_amx_check_verdict(char *why, size_t cap) {
     if (!why || !cap) why = tmp, cap = sizeof tmp;
     if (!(g4v_cpu_features() & G4V_CPU_AMX)) {
         snprintf(why, cap, "not run: no AMX tiles to test");
+        return -1;
+    }
+    if (in_check) {
+        snprintf(why, cap, "not run: running now, on this thread");
         return -1;
     }
     pthread_once(&check_once, run_check); /* the happens-before edge for check_* */
@@ -263,6 +275,10 @@ int g4v_amx_dispatch_status(char *why, size_t cap) {
         const char *isa = getenv("G4V_ISA");
         snprintf(why, cap, "G4V_ISA=%.32s leaves the AMX tiles out (the CPU and the OS allow them)",
                  isa ? isa : "");
+        return 0;
+    }
+    if (in_check) {
+        snprintf(why, cap, "the AMX start-up self-test is running on this thread");
         return 0;
     }
     pthread_once(&check_once, run_check);
