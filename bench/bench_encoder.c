@@ -4,7 +4,7 @@
  *
  * usage: bench_encoder --model DIR [--budgets 70,140,280,560,1120] [--threads 1,2]
  *                      [--reps N] [--reps-large N] [--peer CMD] [--hf-peer CMD] [--peer-reps N]
- *                      [--precise | --int8]
+ *                      [--sharp-model DIR] [--precise | --int8]
  * Each (budget, threads) point runs in a forked child so that its peak RSS (getrusage) and load
  * time are its own: load the model (g4v_model_load, warm page cache after the first point), one
  * warm-up encode (first touch of the workspace), then --reps timed encodes (default 5; 3 for
@@ -19,6 +19,10 @@
  * the table; "-" where the peer was not run or failed. --hf-peer CMD is a second peer run the
  * same way after it, in the HF columns (bench/hf_peer.py: transformers' own Gemma4VisionModel on
  * PyPI torch, where --peer is bench/torch_peer.py on Debian's).
+ * --sharp-model DIR: after each thread count's table, the same points on a second checkpoint (an
+ * all-sharp tower: tools/gen_checkpoint.py --qk-scale 2, every layer above the sharpness
+ * threshold, so FAST runs every layer as PRECISE, docs/NUMERICS.md §6.5) beside the ordinary
+ * one, with how many layers each ran as PRECISE (g4v_model_info.n_precise).
  */
 #include "bench_peaks.h"
 #include "bench_util.h"
@@ -50,6 +54,7 @@ static int parse_list(const char *s, int *out, int max) {
 typedef struct {
     double median, load_s, gflop, rss_mb;
     int tokens, L, side, ok;
+    int n_sharp, n_precise, layers; /* g4v_model_info: layers run as PRECISE (NUMERICS §6.5) */
 } point;
 
 /* Child: load, warm up, time reps encodes; write a point to fd. */
@@ -69,6 +74,9 @@ static void child(const char *dir, int budget, int threads, int reps, int precis
     pt.load_s = bench_now() - t0;
     g4v_model_info info;
     g4v_model_get_info(m, &info, NULL, 0);
+    pt.n_sharp = info.n_sharp;
+    pt.n_precise = info.n_precise;
+    pt.layers = info.num_layers;
     int tw, th;
     if (g4v_model_plan(m, 4096, 4096, budget, &tw, &th, &pt.tokens, NULL, 0)) goto out;
     pt.side = tw;
@@ -167,7 +175,7 @@ static void run_peer(const char *peer, const char *dir, int T, const int *budget
 }
 
 int main(int argc, char **argv) {
-    const char *dir = NULL, *peer = NULL, *hf_peer = NULL;
+    const char *dir = NULL, *peer = NULL, *hf_peer = NULL, *sharp_dir = NULL;
     int budgets[MAXB] = {G4V_BUDGETS}, nb = (int)(sizeof(int[]){G4V_BUDGETS} / sizeof(int)),
         threads[MAXT] = {1, 2}, nt = 2;
     int reps = 5, reps_large = 3, peer_reps = 3, precise = 0;
@@ -190,6 +198,8 @@ int main(int argc, char **argv) {
             reps = atoi(v), i++;
         else if (!strcmp(a, "--reps-large"))
             reps_large = atoi(v), i++;
+        else if (!strcmp(a, "--sharp-model"))
+            sharp_dir = v, i++;
         else if (!strcmp(a, "--peer"))
             peer = v, i++;
         else if (!strcmp(a, "--hf-peer"))
@@ -204,7 +214,7 @@ int main(int argc, char **argv) {
     if (!dir || reps < 1 || reps_large < 1) {
         fprintf(stderr, "usage: bench_encoder --model DIR [--budgets 70,140,...] [--threads 1,2] "
                         "[--reps N] [--reps-large N] [--peer CMD] [--hf-peer CMD] "
-                        "[--peer-reps N] [--precise | --int8]\n");
+                        "[--peer-reps N] [--sharp-model DIR] [--precise | --int8]\n");
         return 2;
     }
     printf("bench_encoder: %s, %s mode, ISA %s, %ld online CPUs\n", dir,
@@ -274,6 +284,27 @@ int main(int argc, char **argv) {
                    peak_used, use_dp ? "bf16" : "FMA", p->gflop / peak_used, p->rss_mb, p->load_s,
                    b1, b2, r1, r2, h1, h2, q1, q2);
             fflush(stdout);
+        }
+        if (sharp_dir) { /* the same points on the all-sharp tower, beside the ordinary one */
+            printf("\nOrdinary vs all-sharp tower (%s: q/k norm weights above the sharpness "
+                   "threshold, docs/NUMERICS.md §6.5: its sharp layers run as PRECISE even in "
+                   "FAST), %d thread(s), same run:\n\n",
+                   sharp_dir, T);
+            printf("| budget | tokens | thr | ordinary s | PRECISE layers | all-sharp s | PRECISE "
+                   "layers | all-sharp / ordinary |\n|---|---|---|---|---|---|---|---|\n");
+            for (int bi = 0; bi < nb; bi++) {
+                point *p = &pts[bi];
+                point q = run_point(sharp_dir, budgets[bi], T,
+                                    budgets[bi] >= 560 ? reps_large : reps, precise);
+                if (!p->ok || !q.ok) {
+                    printf("| %d | - | %d | failed | | | | |\n", budgets[bi], T);
+                    continue;
+                }
+                printf("| %d | %d | %d | %.3f | %d of %d | %.3f | %d of %d | %.2fx |\n",
+                       budgets[bi], p->tokens, T, p->median, p->n_precise, p->layers, q.median,
+                       q.n_precise, q.layers, q.median / p->median);
+                fflush(stdout);
+            }
         }
         (void)width;
     }

@@ -224,6 +224,9 @@ typedef struct g4v_dtype_count {
 /* What `g4v info` shows. Strings are NUL-terminated copies. Fields may be appended in later
  * versions (g4v_model_get_info writes only the caller's sizeof; a newer caller's extra fields
  * read 0 from an older library). */
+/* The most layers g4v_model_info lists one by one (layer_sharpness, layer_precise). */
+#define G4V_INFO_MAX_LAYERS 128
+
 typedef struct g4v_model_info {
     char variant[32];  /* "e2b", "e4b", "26b-a4b", "31b", "12b" or "custom" */
     int hidden_size, intermediate_size, num_layers, num_heads, num_kv_heads, head_dim;
@@ -278,6 +281,23 @@ typedef struct g4v_model_info {
      * permission: ...", "no AMX kernels in this build yet (...)". Asked once per process. */
     int amx_usable;
     char amx[256];
+    /* The AMX start-up self-test's verdict (a tile GEMM and an attention block against their
+     * emulated twins, bit for bit, and tile data held across a sched_yield and a sleep):
+     * "passed: ...", "failed: ..." or "not run: ..." (no AMX, or G4V_ISA leaves it out).
+     * amx_usable and amx above already account for it. */
+    char amx_self_test[256];
+    /* Sharp attention (docs/NUMERICS.md §6.5): each layer's sharpness, sqrt(sum_i (q_norm_i *
+     * k_norm_i)^2), the standard deviation of its logits for unrelated unit-RMS q and k; a layer
+     * above sharp_threshold runs as PRECISE in a FAST or INT8 model (its seven projections and
+     * its attention in f32), so FAST's speed depends on the checkpoint. layer_precise[i] is 1 for
+     * a layer that runs as PRECISE (every layer of a PRECISE model). Layers past
+     * G4V_INFO_MAX_LAYERS are counted in n_sharp / n_precise but not listed; 0 layers for the
+     * "unified" kind. */
+    double sharp_threshold;
+    int n_layers_listed; /* min(num_layers, G4V_INFO_MAX_LAYERS) */
+    int n_sharp, n_precise;
+    float layer_sharpness[G4V_INFO_MAX_LAYERS];
+    unsigned char layer_precise[G4V_INFO_MAX_LAYERS];
     /* 1: the BF16 weights are read where they lie in the checkpoint (in place); 0: packed at
      * load (g4v_model_options.pack_weights, G4V_PACK_WEIGHTS, or a CPU without in-place kernels,
      * or weights of another dtype or mode) */

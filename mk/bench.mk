@@ -7,7 +7,7 @@
 
 .PHONY: bench bench-llama bench-chat bench-report bench-tune bench-int8 bench-python bench-mlx \
   bench-arm64-mca accuracy-bf16 accuracy-int8 q8-granularity unified-long bench-load \
-  bench-llama-backends bench-serve-batch
+  bench-llama-backends bench-serve-batch bench-amx
 
 bench: bench-deps ## whole-encoder table vs PyTorch (BENCH_ARGS), then bench-llama, bench-chat
 	@$(RUN) scripts/make/bench.sh
@@ -23,6 +23,9 @@ bench-report: test-deps ## one markdown report of this machine (bench/report.sh;
 
 bench-llama-backends: test-deps ## LM prefill: run-time CPU variants vs native vs AVX2 libllama
 	@$(RUN) scripts/make/bench-llama-backends.sh
+
+bench-amx: test-deps ## AMX: hardware vs emulator bit for bit, tile % of peak, encode vs torch/AVX-512
+	$(RUN) scripts/make/bench-amx.sh
 
 bench-tune: ## GEMM blocking variants and attention in % of the measured peak (TUNE_ARGS)
 	$(RUN) scripts/make/bench-tune.sh

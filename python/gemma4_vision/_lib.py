@@ -63,6 +63,9 @@ class DtypeCount(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 8), ("tensors", ctypes.c_int64), ("bytes", c_uint64)]
 
 
+INFO_MAX_LAYERS = 128  # G4V_INFO_MAX_LAYERS
+
+
 class ModelInfo(ctypes.Structure):
     _fields_ = [("variant", ctypes.c_char * 32),
                 ("hidden_size", c_int), ("intermediate_size", c_int), ("num_layers", c_int),
@@ -91,6 +94,12 @@ class ModelInfo(ctypes.Structure):
                 ("math", c_int),  # a g4v_math_mode (math_mode_name)
                 ("kernel_rule", ctypes.c_char * 256),  # the BF16 kernel rule (NUMERICS.md §6.6)
                 ("amx_usable", c_int), ("amx", ctypes.c_char * 256),  # AMX and why not
+                ("amx_self_test", ctypes.c_char * 256),  # its start-up self-test's verdict
+                # sharp attention (NUMERICS.md §6.5): per layer, and which run as PRECISE
+                ("sharp_threshold", c_double), ("n_layers_listed", c_int),
+                ("n_sharp", c_int), ("n_precise", c_int),
+                ("layer_sharpness", ctypes.c_float * INFO_MAX_LAYERS),
+                ("layer_precise", ctypes.c_ubyte * INFO_MAX_LAYERS),
                 ("weights_in_place", c_int)]  # 1: read in the checkpoint; 0: packed at load
 
 

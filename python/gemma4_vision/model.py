@@ -134,7 +134,9 @@ class Result:
 class ModelInfo:
     """What `g4v info` shows (g4v_model_info): every field as an attribute; as_dict(). math is
     the mode's name ("fast", "precise", "int8", "int8-blocks"); precise (0/1) and int8 (0, 1,
-    2 for int8-blocks) are the same mode in the form of earlier versions."""
+    2 for int8-blocks) are the same mode in the form of earlier versions. layer_sharpness and
+    layer_precise are lists, one entry per layer (docs/NUMERICS.md §6.5: a layer whose
+    sharpness is above sharp_threshold runs as PRECISE in the fast and int8 modes)."""
 
     variant: str
     kind: str
@@ -152,6 +154,10 @@ class ModelInfo:
             elif name == "dtypes":  # {"BF16": {"tensors": n, "bytes": b}, ...}
                 v = {d.name.decode(): {"tensors": d.tensors, "bytes": d.bytes}
                      for d in v[:c.n_dtypes]}
+            elif name == "layer_sharpness":  # per layer (NUMERICS.md §6.5)
+                v = [float(x) for x in v[:c.n_layers_listed]]
+            elif name == "layer_precise":  # per layer: runs as PRECISE
+                v = [bool(x) for x in v[:c.n_layers_listed]]
             setattr(self, name, v.decode() if isinstance(v, bytes) else v)
 
     def as_dict(self) -> dict[str, Any]:

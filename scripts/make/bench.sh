@@ -9,7 +9,10 @@
 # run, the PyPI PyTorch peer (bench/hf_peer.py: transformers' own Gemma4VisionModel, bf16 and f32,
 # sdpa, the PyPI wheel with oneDNN, in the venv of scripts/hf-env.sh, made once: ~5 GB), as a
 # Hugging Face user runs the tower: its "HF" columns are the ratio we publish (BENCH_HF=0 leaves
-# it out; malloc on huge pages for it too, as for the Debian peer). Then make bench-llama
+# it out; malloc on huge pages for it too, as for the Debian peer). After each thread count's
+# table, the same points on an all-sharp tower ($BENCH_MODEL_SHARP: --qk-scale 2, every layer
+# above the sharpness threshold, so FAST runs all of them as PRECISE, docs/NUMERICS.md §6.5)
+# beside the ordinary one (BENCH_SHARP=0 leaves it out). Then make bench-llama
 # (llama.cpp's encoder on the same checkpoint; BENCH_LLAMA=0 skips it) and make bench-chat
 # (BENCH_CHAT=0 skips it).
 . scripts/make/lib.sh
@@ -19,6 +22,8 @@ $PYTHON bench/torch_peer.py}
 configure "$BUILD" $CMAKE_FLAGS
 compile "$BUILD" bench_encoder
 bench_model
+sharp=""
+if [ "${BENCH_SHARP:-1}" != 0 ]; then bench_model_sharp && sharp=$BENCH_MODEL_SHARP; fi
 uptime
 peer=""
 if $PYTHON -c "import torch" 2>/dev/null; then
@@ -33,6 +38,6 @@ if [ "${BENCH_HF:-1}" != 0 ]; then
         echo "bench: no hf venv (scripts/hf-env.sh): no HF columns"
 fi
 "$BUILD/bench/bench_encoder" --model "$BENCH_MODEL" ${BENCH_ARGS-} ${peer:+--peer "$peer"} \
-    ${hf:+--hf-peer "$hf"}
+    ${hf:+--hf-peer "$hf"} ${sharp:+--sharp-model "$sharp"}
 if [ "${BENCH_LLAMA-}" != 0 ]; then $MAKE bench-llama; fi
 if [ "${BENCH_CHAT-}" != 0 ]; then $MAKE bench-chat; fi

@@ -42,6 +42,14 @@ bench_model() {
         $PYTHON tools/gen_checkpoint.py "$BENCH_MODEL" --config e4b --seed 0
 }
 
+# The same tower made all-sharp ($BENCH_MODEL_SHARP): q/k norm weights x2, sharpness ~4 in every
+# layer (threshold 2.0, docs/NUMERICS.md §6.5), so FAST runs every layer as PRECISE.
+BENCH_MODEL_SHARP=${BENCH_MODEL_SHARP:-$BUILD/bench-e4b-sharp}
+bench_model_sharp() {
+    [ -f "$BENCH_MODEL_SHARP/config.json" ] ||
+        $PYTHON tools/gen_checkpoint.py "$BENCH_MODEL_SHARP" --config e4b --seed 0 --qk-scale 2
+}
+
 # chat_bench_files DIR LLAMA_SRC: the files make bench-chat and bench-llama-backends share, each
 # generated on first use: the real-E2B-shaped Q4_0 text model (random weights, llama.cpp's Gemma
 # 4 vocabulary), the synthetic e2b tower and a 768x768 image (256 rows).

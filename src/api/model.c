@@ -4,10 +4,10 @@
 #include "api_internal.h"
 
 #include "base/alloc.h"
-#include "base/amx.h"
 #include "base/cpu.h"
 #include "base/budget.h"
 #include "io/model_source.h"
+#include "kernels/amx_check.h"
 
 #include <string.h>
 
@@ -377,7 +377,22 @@ g4v_status g4v_model_get_info_sized(const g4v_model *m, g4v_model_info *out, siz
     info->max_video_seconds = m->opts.max_video_seconds;
     copy_str(info->kernels, sizeof info->kernels, m->kernel_path);
     copy_str(info->kernel_rule, sizeof info->kernel_rule, m->kernel_rule);
-    info->amx_usable = g4v_amx_status(info->amx, sizeof info->amx); /* base/amx.h */
+    /* base/amx.c's probe, G4V_ISA and the kernel layer's start-up self-test (amx_check.h) */
+    info->amx_usable = g4v_amx_dispatch_status(info->amx, sizeof info->amx);
+    g4v_amx_check_verdict(info->amx_self_test, sizeof info->amx_self_test);
+    info->sharp_threshold = G4V_SHARP_LOGIT_STD;
+    if (m->net.kind == G4V_KIND_TOWER && m->net.as.tower)
+        for (int i = 0; i < c->num_layers; i++) {
+            double sh = 0;
+            int precise = 0;
+            if (g4v_encoder_layer_sharpness(m->net.as.tower, i, &sh, &precise)) break;
+            info->n_sharp += sh > G4V_SHARP_LOGIT_STD;
+            info->n_precise += precise;
+            if (i >= G4V_INFO_MAX_LAYERS) continue;
+            info->layer_sharpness[i] = (float)sh;
+            info->layer_precise[i] = (unsigned char)precise;
+            info->n_layers_listed = i + 1;
+        }
     info->weights_in_place = net_weights_in_place(&m->net);
     info->rope_theta = c->rope_theta;
     info->rms_norm_eps = c->rms_norm_eps;

@@ -4,9 +4,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
 #include <sys/syscall.h>
@@ -54,8 +59,15 @@ int g4v_amx_decide(const g4v_amx_facts *f, char *why, size_t cap) {
         return 0;
     }
     if (f->perm_rc != 0) {
-        snprintf(why, cap, "the kernel refused the tile permission: %s",
-                 f->perm_rc == -2 ? "not asked" : strerror(f->perm_errno));
+        snprintf(why, cap, "the kernel refused the tile permission: %s%s",
+                 f->perm_rc == -2 ? "not asked" : strerror(f->perm_errno),
+                 f->perm_errno != ENOSPC || f->perm_rc == -2
+                     ? ""
+                 : f->perm_retried
+                     ? " (a sigaltstack too small for the signal frame with tile data, on another "
+                       "thread: this thread's was enlarged and the request retried)"
+                     : " (a sigaltstack too small for the signal frame with tile data, on another "
+                       "thread: size alternate stacks with sysconf(_SC_MINSIGSTKSZ))");
         return 0;
     }
     if (!f->kernels) {
@@ -65,9 +77,57 @@ int g4v_amx_decide(const g4v_amx_facts *f, char *why, size_t cap) {
                  int8 ? " and AMX-INT8" : "");
         return 0;
     }
-    snprintf(why, cap, "AMX usable (AMX-BF16%s)", int8 ? ", AMX-INT8" : "");
+    if (f->perm_retried)
+        snprintf(why, cap,
+                 "AMX usable (AMX-BF16%s; the tile permission was granted after this thread's "
+                 "sigaltstack was enlarged from %lu to %lu bytes)",
+                 int8 ? ", AMX-INT8" : "", f->altstack_was, f->altstack_now);
+    else
+        snprintf(why, cap, "AMX usable (AMX-BF16%s)", int8 ? ", AMX-INT8" : "");
     return 1;
 }
+
+void g4v_amx_request_perm_with(int (*req)(void *ctx), void *ctx, g4v_amx_facts *f) {
+    f->perm_retried = 0;
+    f->altstack_was = f->altstack_now = 0;
+    errno = 0;
+    f->perm_rc = req(ctx);
+    f->perm_errno = f->perm_rc ? errno : 0;
+    if (f->perm_rc == 0 || f->perm_errno != ENOSPC) return;
+    /* ENOSPC: some thread's sigaltstack is below the signal frame with tile data. Where it is
+     * this thread's (faulthandler's, installed on the main thread), a larger one in its place
+     * lets the kernel grant the tiles; the owner's buffer is left alone (it may free it). */
+    stack_t old;
+    if (sigaltstack(NULL, &old) != 0 || (old.ss_flags & (SS_DISABLE | SS_ONSTACK))) return;
+    size_t need = 64u << 10;
+#if defined(__linux__) && defined(AT_MINSIGSTKSZ)
+    unsigned long min = getauxval(AT_MINSIGSTKSZ);
+    if (min && 4 * min > need) need = 4 * min;
+#endif
+    if (old.ss_size >= need) return; /* not this thread's: nothing to fix from here */
+    stack_t big = {.ss_sp = malloc(need), .ss_size = need, .ss_flags = 0};
+    if (!big.ss_sp || sigaltstack(&big, NULL) != 0) {
+        free(big.ss_sp);
+        return;
+    }
+    f->perm_retried = 1;
+    f->altstack_was = (unsigned long)old.ss_size;
+    f->altstack_now = (unsigned long)need;
+    errno = 0;
+    f->perm_rc = req(ctx);
+    f->perm_errno = f->perm_rc ? errno : 0;
+    /* the enlarged stack stays installed either way: once the tiles are granted the kernel
+     * refuses a stack below the enlarged frame (ENOMEM), so the old one could not come back;
+     * it is never freed (a signal may be running on it at any time) */
+}
+
+#if G4V_AMX_PROBE
+static int request_xtiledata(void *ctx) {
+    (void)ctx;
+    return (int)syscall(SYS_arch_prctl, G4V_AMX_ARCH_REQ_XCOMP_PERM,
+                        (unsigned long)G4V_AMX_XTILEDATA);
+}
+#endif
 
 static g4v_amx_facts probed;
 static int probed_ok;
@@ -98,15 +158,11 @@ static void probe(void) {
         f.supp_rc = (int)syscall(SYS_arch_prctl, G4V_AMX_ARCH_GET_XCOMP_SUPP, &mask);
         f.supp_errno = errno;
         f.supp = mask;
-        if (f.supp_rc == 0 && (mask & 1ull << G4V_AMX_XTILEDATA)) {
-            errno = 0;
-            f.perm_rc = (int)syscall(SYS_arch_prctl, G4V_AMX_ARCH_REQ_XCOMP_PERM,
-                                     (unsigned long)G4V_AMX_XTILEDATA);
-            f.perm_errno = errno;
-        }
+        if (f.supp_rc == 0 && (mask & 1ull << G4V_AMX_XTILEDATA))
+            g4v_amx_request_perm_with(request_xtiledata, NULL, &f);
     }
+    f.kernels = 1; /* every x86-64 build compiles kernels/x86_amx/ */
 #endif
-    f.kernels = 0; /* no AMX kernels yet (issue 46) */
     probed = f;
     probed_ok = g4v_amx_decide(&f, probed_why, sizeof probed_why);
 }

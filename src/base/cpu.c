@@ -2,6 +2,7 @@
  * override (G4V_ISA). */
 #include "cpu.h"
 
+#include "amx.h"
 #include "error.h"
 
 #include <stdio.h>
@@ -61,6 +62,15 @@ static unsigned detect(void) {
         f |= G4V_CPU_AVX512;
         if (bf16) f |= G4V_CPU_AVX512BF16;
         if (avx512vnni) f |= G4V_CPU_AVX512VNNI;
+    }
+    /* AMX only where CPUID, XCR0 and the kernel's tile permission all say yes (base/amx.h; the
+     * permission is requested here, once per process); the start-up self-test's verdict is the
+     * kernel layer's (kernels/amx_check.h: g4v_kernel_features drops the bits if it fails) */
+    if (g4v_amx_status(NULL, 0)) {
+        g4v_amx_facts af;
+        g4v_amx_probe(&af);
+        f |= G4V_CPU_AMX;
+        if (af.cpuid7_edx & G4V_AMX_CPUID_INT8) f |= G4V_CPU_AMX_INT8;
     }
     return f;
 }
@@ -124,9 +134,15 @@ static unsigned detect(void) {
 
 /* The cap each accepted G4V_ISA value puts on the detected features; -1: not a known value. */
 static long long mask_of(const char *isa) {
-    if (!isa || !*isa || !strcmp(isa, "auto") || !strcmp(isa, "avx512")) return ~0u;
+    const unsigned amx = G4V_CPU_AMX | G4V_CPU_AMX_INT8;
+    if (!isa || !*isa || !strcmp(isa, "auto") || !strcmp(isa, "amx")) return ~0u;
+    /* AVX-512 with the bf16 dot-product kernels, no tiles: the table it named before AMX (it
+     * also overrides the BF16 rule, g4v_cpu_rule_drops_for) */
+    if (!strcmp(isa, "avx512")) return ~amx;
+    /* everything but the tiles, the BF16 rule applying: our AVX-512 path as the default picks it */
+    if (!strcmp(isa, "avx512-noamx")) return ~amx;
     /* AVX-512 without the bf16 dot-product kernels: FAST with f32 attention at AVX-512 speed */
-    if (!strcmp(isa, "avx512-nobf16")) return ~(unsigned)G4V_CPU_AVX512BF16;
+    if (!strcmp(isa, "avx512-nobf16")) return ~(unsigned)(G4V_CPU_AVX512BF16 | amx);
     if (!strcmp(isa, "avx2")) return G4V_CPU_AVX2 | G4V_CPU_SHA;
     if (!strcmp(isa, "neon-bf16")) return ~0u;
     if (!strcmp(isa, "neon")) return G4V_CPU_NEON; /* ARMv8.0: what a Cortex-A57 or A72 has */
@@ -164,8 +180,16 @@ unsigned g4v_cpu_features(void) {
     return f & ~(unsigned)DETECTED & mask_from_env();
 }
 
+long long g4v_cpu_isa_cap(const char *isa) {
+    return mask_of(isa);
+}
+
 const char *g4v_cpu_isa_name(void) {
-    unsigned f = g4v_cpu_features();
+    return g4v_cpu_isa_name_of(g4v_cpu_features());
+}
+
+const char *g4v_cpu_isa_name_of(unsigned f) {
+    if (f & G4V_CPU_AMX) return "amx";
     if (f & G4V_CPU_AVX512BF16) return "avx512";
     if (f & G4V_CPU_AVX512) return "avx512-nobf16";
     if (f & G4V_CPU_AVX2) return "avx2";

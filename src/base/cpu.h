@@ -3,7 +3,11 @@
  * (untested), NEON alone elsewhere (it is part of every ARMv8-A).
  *
  * The environment variable G4V_ISA caps the choice (values: auto (the same as unset: no cap),
- * avx512, avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels), avx2 (with SHA, without the
+ * amx (the same: the level with the tiles, where the CPU has them), avx512 (AVX-512 with the
+ * AVX512_BF16 kernels, no AMX tiles: the table it named before AMX existed), avx512-noamx
+ * (everything but the AMX tiles, the BF16 rule applying: our own AVX-512 path as the default
+ * would pick it), avx512-nobf16 (AVX-512 without the AVX512_BF16 kernels, no tiles), avx2 (with
+ * SHA, without the
  * VNNI bits, so the INT8 mode takes its vpmaddubsw path); on ARM64 neon (ARMv8.0 NEON only: no
  * BFDOT, SDOT or SMMLA) and neon-bf16 (everything); portable), so tests and CI can force the
  * portable path on any machine.
@@ -31,8 +35,9 @@ enum {
     G4V_CPU_ARM_I8MM = 1 << 8,   /* ARM64 SMMLA / USMMLA (FEAT_I8MM, HWCAP2_I8MM): INT8 GEMM */
     /* a feature gets a bit with its first kernel (the bits are part of the kernel path, so the
      * others keep their values) */
-    G4V_CPU_AMX = 1 << 9, /* Intel AMX tiles with AMX-BF16, granted by the OS (base/amx.h), and
-                             the start-up self-test passed (kernels/amx_check.c) */
+    G4V_CPU_AMX = 1 << 9, /* Intel AMX tiles with AMX-BF16, granted by the OS (base/amx.h);
+                             the kernel tables (g4v_kernel_features) keep it only where the
+                             start-up self-test passes too (kernels/amx_check.h) */
     G4V_CPU_ARM_DOTPROD = 1 << 10, /* ARM64 SDOT / UDOT (FEAT_DotProd, HWCAP_ASIMDDP): INT8 GEMM */
     G4V_CPU_AMX_INT8 = 1 << 11     /* AMX-INT8 (TDPBSSD ...) besides G4V_CPU_AMX */
 };
@@ -40,13 +45,23 @@ enum {
 /* Features detected by CPUID (and OS support for the registers), masked by G4V_ISA. */
 unsigned g4v_cpu_features(void);
 
-/* The ISA level after masking, named by the G4V_ISA value that gives it: "avx512" (AVX-512 with
- * BF16), "avx512-nobf16", "avx2", "neon-bf16", "neon" or "portable". One vocabulary for the
- * levels a user sets and the ones the library prints. */
+/* The ISA level after masking, named by the G4V_ISA value that gives it: "amx" (G4V_CPU_AMX:
+ * the CPU, the OS and the kernel's permission allow the tiles; the kernel layer's start-up
+ * self-test may still turn them off, kernels/amx_check.h), "avx512" (AVX-512 with BF16),
+ * "avx512-nobf16", "avx2", "neon-bf16", "neon" or "portable". One vocabulary for the levels a
+ * user sets and the ones the library prints (avx512-noamx is a cap, not a level: it prints
+ * "avx512" or "avx512-nobf16"). */
 const char *g4v_cpu_isa_name(void);
+/* The same for a set of features (tests). */
+const char *g4v_cpu_isa_name_of(unsigned features);
+
+/* The cap G4V_ISA=isa puts on the detected features (NULL or "": none), -1 for a value that is
+ * not accepted (tests: the AMX bits' caps hold on any CPU). */
+long long g4v_cpu_isa_cap(const char *isa);
 
 /* The accepted G4V_ISA values, as the error message lists them. */
-#define G4V_CPU_ISA_VALUES "auto, avx512, avx512-nobf16, avx2, neon-bf16, neon, portable"
+#define G4V_CPU_ISA_VALUES                                                                         \
+    "auto, amx, avx512, avx512-noamx, avx512-nobf16, avx2, neon-bf16, neon, portable"
 
 /* The CPU's vendor, family and model (CPUID on x86-64; OTHER, 0, 0 elsewhere), asked once. */
 typedef enum g4v_cpu_vendor { G4V_VENDOR_OTHER = 0, G4V_VENDOR_INTEL, G4V_VENDOR_AMD } g4v_cpu_vendor;

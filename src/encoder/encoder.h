@@ -118,6 +118,12 @@ int g4v_encoder_run(const g4v_encoder *enc, g4v_workspace *ws, g4v_pool *pool, c
 double g4v_attention_sharpness(const float *q_norm, const float *k_norm, int d);
 int g4v_attention_is_sharp(const float *q_norm, const float *k_norm, int d);
 
+/* Layer i's sharpness (g4v_attention_sharpness of its norm weights) and whether it runs as
+ * PRECISE: every layer of a PRECISE model, the sharp ones of a FAST or INT8 model (g4v info and
+ * /v1/info show both). G4V_ERR_ARG for i outside [0, num_layers). */
+int g4v_encoder_layer_sharpness(const g4v_encoder *enc, int i, double *sharpness,
+                                int *runs_precise);
+
 /* One image of a batch: RGB8 at its target size, rows stride bytes apart. */
 typedef struct g4v_encoder_image {
     const uint8_t *rgb;

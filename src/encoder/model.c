@@ -117,6 +117,15 @@ int g4v_attention_is_sharp(const float *q_norm, const float *k_norm, int d) {
     return g4v_attention_sharpness(q_norm, k_norm, d) > G4V_SHARP_LOGIT_STD;
 }
 
+int g4v_encoder_layer_sharpness(const g4v_encoder *e, int i, double *sharpness,
+                                int *runs_precise) {
+    if (!e || i < 0 || i >= e->cfg.num_layers) return G4V_ERR_ARG;
+    const enc_layer *el = &e->layers[i];
+    if (sharpness) *sharpness = g4v_attention_sharpness(el->q_norm, el->k_norm, e->cfg.head_dim);
+    if (runs_precise) *runs_precise = e->mode == G4V_MATH_PRECISE || el->sharp;
+    return G4V_OK;
+}
+
 static int build(g4v_encoder *e, const g4v_checkpoint *ck, g4v_pool *pool, g4v_err *err) {
     const g4v_vision_config *c = &e->cfg;
     int64_t D = c->hidden_size, d = c->head_dim, P = c->position_embedding_size;

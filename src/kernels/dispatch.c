@@ -1,6 +1,8 @@
 /* dispatch.c - kernel tables built from the registry (variants.def). */
 #include "dispatch.h"
 
+#include "amx_check.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -95,7 +97,9 @@ unsigned g4v_kernel_features(void) {
     /* every SIMD variant, emulated; the SHA compression runs natively, so only where it can */
     return (KNOWN_FEATURES & ~G4V_CPU_SHA) | (g4v_cpu_features() & G4V_CPU_SHA);
 #else
-    return g4v_cpu_features();
+    /* AMX only where the start-up self-test passes too (amx_check.h; run once, only on CPUs
+     * where base/amx.c granted the tiles) */
+    return g4v_amx_check_filter(g4v_cpu_features());
 #endif
 }
 

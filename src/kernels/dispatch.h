@@ -120,8 +120,10 @@ const g4v_kernels *g4v_kernels_current(void);
  * What g4v info prints and every cache key holds: equal lines, equal bits. */
 void g4v_kernel_path_of(const g4v_kernels *k, char *buf, size_t cap);
 
-/* The features the kernels may use: g4v_cpu_features() (CPUID capped by G4V_ISA), or every
- * feature in a G4V_SIMDE test build, where the x86 variants run emulated. */
+/* The features the kernels may use: g4v_cpu_features() (CPUID capped by G4V_ISA) less the AMX
+ * bits where the AMX start-up self-test fails (amx_check.h: it runs on the first call that sees
+ * G4V_CPU_AMX), or every feature in a G4V_SIMDE test build, where the x86 variants run
+ * emulated. */
 unsigned g4v_kernel_features(void);
 
 /* Every registered variant, in variants.def order (best first within a family). */

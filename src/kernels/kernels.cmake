@@ -112,3 +112,4 @@ endfunction()
 g4v_kernel_sources(_g4v_isa_srcs ${G4V_KERNEL_FOLDERS})
 target_sources(g4v_obj_kernels PRIVATE ${_g4v_isa_srcs})
 g4v_kernel_folder_flags(${G4V_KERNEL_FOLDERS})
+

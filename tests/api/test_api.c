@@ -179,7 +179,8 @@ static void test_load_errors(void) {
     m = (g4v_model *)1;
     CHECK(g4v_model_load(path, NULL, &m, msg, sizeof msg) == G4V_ERR_ARG && m == NULL);
     CHECK_CONTAINS(msg, "G4V_ISA=\"avx5l2\"");
-    CHECK_CONTAINS(msg, "auto, avx512, avx512-nobf16, avx2, neon-bf16, neon, portable");
+    CHECK_CONTAINS(msg, "auto, amx, avx512, avx512-noamx, avx512-nobf16, avx2, neon-bf16, neon, "
+                        "portable");
     g4v_preprocess_options po;
     g4v_preprocess_options_init(&po);
     g4v_pixels *px = (g4v_pixels *)1;

@@ -131,10 +131,35 @@ static void test_cpu(void) {
     CHECK((g4v_cpu_features() & ~(unsigned)(G4V_CPU_AVX2 | G4V_CPU_SHA)) == 0);
     unsetenv("G4V_ISA");
     unsigned all = g4v_cpu_features();
-    setenv("G4V_ISA", "avx512-nobf16", 1); /* everything but the bf16 dot product */
-    CHECK(g4v_cpu_features() == (all & ~(unsigned)G4V_CPU_AVX512BF16));
-    CHECK(strcmp(g4v_cpu_isa_name(), "avx512") != 0);
+    const unsigned amx = G4V_CPU_AMX | G4V_CPU_AMX_INT8;
+    setenv("G4V_ISA", "avx512-nobf16", 1); /* everything but the bf16 dot product (and tiles) */
+    CHECK(g4v_cpu_features() == (all & ~(unsigned)(G4V_CPU_AVX512BF16 | amx)));
+    CHECK(strcmp(g4v_cpu_isa_name(), "avx512") != 0 && strcmp(g4v_cpu_isa_name(), "amx") != 0);
+    setenv("G4V_ISA", "avx512-noamx", 1); /* everything but the tiles */
+    CHECK(g4v_cpu_features() == (all & ~amx) && strcmp(g4v_cpu_isa_name(), "amx") != 0);
+    setenv("G4V_ISA", "avx512", 1); /* the table it named before AMX: no tiles either */
+    CHECK(g4v_cpu_features() == (all & ~amx));
+    setenv("G4V_ISA", "amx", 1); /* no cap, like auto */
+    CHECK(g4v_cpu_features() == all);
     unsetenv("G4V_ISA");
+    /* the caps as such, on any CPU (the AMX bits are set only where base/amx.c grants them) */
+    CHECK(g4v_cpu_isa_cap(NULL) == (long long)~0u && g4v_cpu_isa_cap("auto") == (long long)~0u);
+    CHECK(g4v_cpu_isa_cap("amx") == (long long)~0u);
+    CHECK(g4v_cpu_isa_cap("avx512-noamx") == (long long)(~0u & ~amx));
+    CHECK(g4v_cpu_isa_cap("avx512") == (long long)(~0u & ~amx));
+    CHECK(g4v_cpu_isa_cap("avx512-nobf16") ==
+          (long long)(~0u & ~(amx | (unsigned)G4V_CPU_AVX512BF16)));
+    CHECK(g4v_cpu_isa_cap("avx2") == (long long)(G4V_CPU_AVX2 | G4V_CPU_SHA));
+    CHECK(g4v_cpu_isa_cap("avx512-amx") == -1);
+    /* the level names: "amx" wherever the tile bit is; the others as before */
+    const unsigned avx512bf = G4V_CPU_AVX2 | G4V_CPU_AVX512 | G4V_CPU_AVX512BF16;
+    CHECK(!strcmp(g4v_cpu_isa_name_of(avx512bf | amx), "amx"));
+    CHECK(!strcmp(g4v_cpu_isa_name_of(avx512bf | G4V_CPU_AMX), "amx"));
+    CHECK(!strcmp(g4v_cpu_isa_name_of(avx512bf), "avx512"));
+    CHECK(!strcmp(g4v_cpu_isa_name_of((avx512bf | amx) & (unsigned)g4v_cpu_isa_cap("avx512-noamx")),
+                  "avx512"));
+    CHECK(!strcmp(g4v_cpu_isa_name_of((avx512bf | amx) & (unsigned)g4v_cpu_isa_cap("avx512-nobf16")),
+                  "avx512-nobf16"));
     /* the level's name is the G4V_ISA value that gives it back (SIMD features; a CPU with SHA
      * but no AVX2 is "portable", which also drops SHA) */
     const char *level = g4v_cpu_isa_name();
@@ -148,7 +173,8 @@ static void test_cpu(void) {
     /* auto is the same as unset; every accepted value passes the check */
     setenv("G4V_ISA", "auto", 1);
     CHECK(g4v_cpu_features() == all && g4v_cpu_isa_check(NULL) == G4V_OK);
-    const char *ok[] = {"", "auto", "avx512", "avx512-nobf16", "avx2", "neon-bf16", "neon", "portable"};
+    const char *ok[] = {"",     "auto",  "amx", "avx512", "avx512-noamx", "avx512-nobf16",
+                        "avx2", "neon-bf16", "neon", "portable"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv("G4V_ISA", ok[i], 1);
         CHECK_MSG(g4v_cpu_isa_check(NULL) == G4V_OK, "G4V_ISA=%s refused", ok[i]);

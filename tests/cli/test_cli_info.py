@@ -50,6 +50,29 @@ def good(case):
     check(j.get("budgets") == [70, 140, 280, 560, 1120], f"{name}: budgets {j.get('budgets')}")
     check(j.get("model") == case["dir"], f"{name}: model {j.get('model')}")
     check(j.get("limits") == DEFAULT_LIMITS, f"{name}: limits {j.get('limits')}")
+    sharpness(name, j, exp)
+    amx = j.get("amx", {})
+    check(isinstance(amx.get("usable"), bool) and "AMX" in amx.get("reason", "")
+          and amx.get("self_test", "").startswith(("passed: ", "failed: ", "not run: ")),
+          f"{name}: amx {amx}")
+
+
+def sharpness(name, j, exp, mode="fast"):
+    """docs/NUMERICS.md §6.5: each layer's sharpness, and which layers run as PRECISE."""
+    s = j.get("sharpness") or {}
+    layers = s.get("layers", [])
+    want = exp.get("sharpness", [])
+    check(s.get("threshold") == 2.0, f"{name}: sharpness threshold {s.get('threshold')}")
+    check(len(layers) == len(want) == j.get("num_layers"), f"{name}: {len(layers)} layers listed")
+    for i, (l, w) in enumerate(zip(layers, want)):
+        sharp = w > 2.0
+        check(l.get("layer") == i and abs(l.get("sharpness", -1) - w) <= 1e-5 * w
+              and l.get("sharp") == sharp
+              and l.get("runs_precise") == (sharp or mode == "precise"),
+              f"{name}: layer {i}: {l}, expected sharpness {w:.6f}")
+    check(s.get("sharp_layers") == sum(w > 2.0 for w in want)
+          and s.get("precise_layers") == sum(lr.get("runs_precise", False) for lr in layers),
+          f"{name}: counts {s.get('sharp_layers')} {s.get('precise_layers')}")
 
 
 def _prod(shape):
@@ -94,6 +117,25 @@ def text_form(fx):
     }
     for key, sub in want.items():
         check(sub in lines.get(key, ""), f"text form: line {key!r} lacks {sub!r}: {lines.get(key)!r}")
+    check(lines.get("sharp", "").startswith("sharp layers  0 of 2 layers sharp (logit std > 2.0), "
+                                            "0 run as PRECISE"), f"text form: {lines.get('sharp')!r}")
+    check("self-test " in r.stdout, "text form: the AMX self-test's verdict")
+    # a sharp tower (--qk-scale 3: sharpness ~9): every layer sharp, each runs as PRECISE in the
+    # default mode; in --math precise every layer does anyway
+    m = json.load(open(os.path.join(fx, "manifest.json")))
+    case = next(c for c in m["good"] if c["name"] == "tiny_mqa")
+    exp = json.load(open(case["expect"]))
+    check(all(w > 2.0 for w in exp["sharpness"]), f"tiny_mqa: not sharp: {exp['sharpness']}")
+    r = run("--model", case["dir"])
+    n = len(exp["sharpness"])
+    want_line = (f"sharp layers  {n} of {n} layers sharp (logit std > 2.0), {n} run as PRECISE: "
+                 + ",".join(str(i) for i in range(n)))
+    check(want_line in r.stdout, f"tiny_mqa text form: {r.stdout!r} lacks {want_line!r}")
+    r = run("--json", "--math", "precise", "--model", os.path.join(fx, "e4b_2layers"))
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    exp = json.load(open(next(c["expect"] for c in m["good"] if c["name"] == "e4b_2layers")))
+    sharpness("e4b_2layers --math precise", j, exp, mode="precise")
+    check(j.get("sharpness", {}).get("precise_layers") == 2, "--math precise: every layer PRECISE")
 
 
 def usage():

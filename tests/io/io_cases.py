@@ -60,10 +60,12 @@ def expectation(args_dict, c, naming, source):
     """What the loader must report for a checkpoint made with these generator settings."""
     dtype = G.DTYPES[args_dict.get("dtype", "bf16")]
     specs = G.vision_specs(c, dtype, args_dict.get("seed", 0), args_dict.get("qk_scale", 1.0))
-    tensors, clips = {}, {}
+    tensors, clips, norms = {}, {}, {}
     params = nbytes = 0
     for s in specs:
         b = s.data()
+        if s.name.endswith(("self_attn.q_norm.weight", "self_attn.k_norm.weight")):
+            norms[s.name] = G_decode_all(b, s.dtype).astype(np.float64)
         tensors[s.name] = {"dtype": s.dtype, "shape": s.shape, "crc32": zlib.crc32(b)}
         params += int(np.prod(s.shape, dtype=np.int64))
         nbytes += len(b)
@@ -86,7 +88,19 @@ def expectation(args_dict, c, naming, source):
                 "video_token_id": 258884},
         "param_count": params, "weight_bytes": nbytes, "naming": naming, "source": source,
         "dtype": dtype, "tensors": tensors, "clips": clip_table,
+        # docs/NUMERICS.md §6.5: each layer's sharpness, sqrt(sum (q_norm k_norm)^2), as stored
+        "sharpness": [float(np.sqrt(np.sum((norms[f"vision_tower.encoder.layers.{i}.self_attn."
+                                                  "q_norm.weight"] *
+                                            norms[f"vision_tower.encoder.layers.{i}.self_attn."
+                                                  "k_norm.weight"]) ** 2)))
+                      for i in range(c["layers"])],
     }
+
+
+def G_decode_all(b, dtype):
+    if dtype == "BF16":
+        return (np.frombuffer(b, "<u2").astype(np.uint32) << 16).view(np.float32)
+    return np.frombuffer(b, {"F16": "<f2", "F32": "<f4"}[dtype]).astype(np.float32)
 
 
 def G_decode(b, dtype):

@@ -278,6 +278,13 @@ def test_info_matches_cli(model):
     # must not be refused in this process (docs/ARCHITECTURE.md §3 "AMX (groundwork)")
     assert info["kernel_rule"] == js["kernel_rule"] and info["kernel_rule"].startswith("bf16=")
     assert info["amx"] == js["amx"]["reason"] and bool(info["amx_usable"]) == js["amx"]["usable"]
+    assert info["amx_self_test"] == js["amx"]["self_test"]
+    # sharp layers (docs/NUMERICS.md §6.5): one entry per layer, as the CLI lists them
+    assert len(info["layer_sharpness"]) == len(info["layer_precise"]) == info["num_layers"]
+    assert [round(x, 5) for x in info["layer_sharpness"]] == \
+        [round(lr["sharpness"], 5) for lr in js["sharpness"]["layers"]]
+    assert info["layer_precise"] == [lr["runs_precise"] for lr in js["sharpness"]["layers"]]
+    assert info["n_precise"] == js["sharpness"]["precise_layers"]
     flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "") \
         if os.path.exists("/proc/cpuinfo") else ""
     if " amx_tile" in flags and " amx_bf16" in flags:
@@ -545,3 +552,49 @@ def test_pack_weights(model, tiny, images):
             assert same_bits(m.encode(p).features, model.encode(p).features)
     with pytest.raises(TypeError, match="pack_weights"):
         g4.Model(tiny, pack_weights=1)
+
+_SMALL_ALTSTACK_CHILD = r'''
+import ctypes, json, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class stack_t(ctypes.Structure):  # x86-64 / aarch64 Linux: void *ss_sp; int ss_flags; size_t ss_size
+    _fields_ = [("ss_sp", ctypes.c_void_p), ("ss_flags", ctypes.c_int), ("ss_size", ctypes.c_size_t)]
+buf = ctypes.create_string_buffer(8192)
+st = stack_t(ctypes.cast(buf, ctypes.c_void_p), 0, 8192)
+assert libc.sigaltstack(ctypes.byref(st), None) == 0, ctypes.get_errno()
+import gemma4_vision as g4
+with g4.Model(sys.argv[1], threads=1) as m:
+    i = m.info
+    now = stack_t()
+    libc.sigaltstack(None, ctypes.byref(now))
+    print(json.dumps({"usable": bool(i.amx_usable), "amx": i.amx, "self_test": i.amx_self_test,
+                      "altstack": now.ss_size}))
+'''
+
+
+def test_amx_permission_under_a_small_sigaltstack(tiny):
+    """AMX's tile permission where a sigaltstack is installed first (docs/ARCHITECTURE.md §3
+    "AMX"): pytest's faulthandler (on in this process) installs one, and one smaller than the
+    signal frame with tile data makes the kernel refuse the permission (ENOSPC); CPython before
+    3.11 used 8 KiB. A child installs an 8 KiB stack on its main thread before libg4v's first
+    call, then loads a model. On a CPU with AMX the probe's retry (a larger stack in its place)
+    must win the permission; elsewhere the kernel is never asked, the stack stays as it was, and
+    the reason says the CPU has no AMX (the hardware part is then not exercised: said below)."""
+    import faulthandler
+    import sys
+    assert faulthandler.is_enabled()  # pytest's, in this very process: the path users meet
+    r = subprocess.run([sys.executable, "-c", _SMALL_ALTSTACK_CHILD, tiny], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "") \
+        if os.path.exists("/proc/cpuinfo") else ""
+    if " amx_tile" in flags and " amx_bf16" in flags:
+        assert "refused" not in got["amx"], got
+        if "enlarged" in got["amx"]:
+            assert got["altstack"] >= 65536, got
+    else:
+        assert not got["usable"] and got["altstack"] == 8192, got
+        assert got["amx"].startswith(("this CPU has no AMX", "no AMX")), got
+        assert got["self_test"].startswith("not run"), got
+        print("hardware part not exercised: this CPU has no AMX, so the kernel is never asked "
+              f"for the tile permission ({got['amx']})")

@@ -92,6 +92,14 @@ def run(tmp, servers):
     check(j.get("kernel_rule") == info["kernel_rule"] and j.get("amx") == info["amx"]
           and "AMX" in j["amx"]["reason"],
           f"GET /v1/info: the kernel rule and AMX's reason g4v info gives ({j.get('amx')})")
+    check(j["amx"].get("self_test", "").startswith(("passed: ", "failed: ", "not run: ")),
+          f"GET /v1/info: the AMX self-test's verdict ({j['amx']})")
+    # docs/NUMERICS.md §6.5: each layer's sharpness and which run as PRECISE, as g4v info gives
+    sh = j.get("sharpness", {})
+    check(sh == info.get("sharpness") and len(sh.get("layers", [])) == j["num_layers"]
+          and sh.get("threshold") == 2.0
+          and all(lr["runs_precise"] == lr["sharp"] for lr in sh["layers"]),
+          f"GET /v1/info: sharpness per layer as g4v info gives ({sh})")
     st, h, body = s.request("GET", "/metrics")
     check(st == 200 and "text/plain" in h["Content-Type"] and b"g4v_queue_depth 0" in body,
           "GET /metrics: Prometheus text")

@@ -59,4 +59,13 @@ void fe_sha256_final(fe_sha256_ctx *s, uint8_t out[FE_SHA256_BYTES]);
 /* One-shot digest of data[0..n). */
 void fe_sha256(const void *data, size_t n, uint8_t out[FE_SHA256_BYTES]);
 
+/* g4v info --json and GET /v1/info (info_json.c): "amx": {usable, reason, self_test} (the AMX
+ * dispatch decision, docs/ARCHITECTURE.md §3 "AMX") and "sharpness": {threshold, sharp_layers,
+ * precise_layers, layers: [{layer, sharpness, sharp, runs_precise}]} (docs/NUMERICS.md §6.5),
+ * added to parent; 0 when out of memory. */
+int fe_info_amx_json(struct cJSON *parent, const g4v_model_info *m);
+int fe_info_sharpness_json(struct cJSON *parent, const g4v_model_info *m);
+/* One line for the text form: "2 of 16 layers sharp (logit std > 2.0), 2 run as PRECISE: 3,7". */
+void fe_info_sharpness_line(const g4v_model_info *m, char *buf, size_t cap);
+
 #endif

@@ -94,7 +94,9 @@ static const fe_cmd info_cmd = {
         "default-mode outputs are bit-identical between machines only when it is the same.\n"
         "kernel rule says whether this CPU's kernels use vdpbf16ps or the FMA ones (a fixed\n"
         "rule per CPU vendor and family, docs/NUMERICS.md §6.6); amx whether Intel AMX tiles\n"
-        "could be used here and, if not, why.\n"
+        "are used here (CPU, OS permission, G4V_ISA and the start-up self-test) and, if not,\n"
+        "why. sharp layers: layers whose attention is sharp (docs/NUMERICS.md §6.5) run as\n"
+        "PRECISE even in the fast and int8 modes; --json lists each layer's sharpness.\n"
         "The mode options choose the mode whose fingerprint is given (default: the default\n"
         "mode); for int8 and int8-blocks, info also names the INT8 mode's GEMM kernel.\n",
     .heading = "options:",
@@ -167,7 +169,11 @@ static void print_text(const char *dir, const g4v_model_info *v, const limit *li
            id->seconds);
     printf("kernels       %s\n", v->kernels);
     printf("kernel rule   %s\n", v->kernel_rule);
-    printf("amx           %s: %s\n", v->amx_usable ? "usable" : "no", v->amx);
+    printf("amx           %s: %s\n              (self-test %s)\n", v->amx_usable ? "usable" : "no",
+           v->amx, v->amx_self_test);
+    char sharp[1024];
+    fe_info_sharpness_line(v, sharp, sizeof sharp);
+    printf("sharp layers  %s\n", sharp);
     if (id->math == G4V_MATH_INT8 || id->math == G4V_MATH_INT8_BLOCKS)
         printf("int8 gemm     %s\n", int8_kernel(v->kernels, id->math == G4V_MATH_INT8_BLOCKS));
 #ifdef G4V_HAVE_LLAMA
@@ -249,9 +255,7 @@ static int print_json(const char *dir, const g4v_model_info *v, const limit *lim
          cJSON_AddNumberToObject(o, "fingerprint_seconds", id->seconds) &&
          cJSON_AddStringToObject(o, "kernels", v->kernels) &&
          cJSON_AddStringToObject(o, "kernel_rule", v->kernel_rule);
-    cJSON *amx = ok ? cJSON_AddObjectToObject(o, "amx") : NULL;
-    ok = amx && cJSON_AddBoolToObject(amx, "usable", v->amx_usable) &&
-         cJSON_AddStringToObject(amx, "reason", v->amx);
+    ok = ok && fe_info_amx_json(o, v) && fe_info_sharpness_json(o, v);
     cJSON *llama = ok ? cli_llama_cpu_json() : NULL; /* null without libllama */
     ok = llama != NULL;
     if (ok) cJSON_AddItemToObject(o, "llama_cpu_backend", llama);

@@ -37,11 +37,9 @@ static char *info_json(server *s, const encode_wing *ew, size_t *len) {
     cJSON_AddStringToObject(o, "weights", m->weights_in_place ? "in place" : "packed");
     /* the CPU side: the BF16 kernel rule and whether AMX could be used, and why not */
     cJSON_AddStringToObject(o, "kernel_rule", m->kernel_rule);
-    cJSON *amx = cJSON_AddObjectToObject(o, "amx");
-    if (amx) {
-        cJSON_AddBoolToObject(amx, "usable", m->amx_usable);
-        cJSON_AddStringToObject(amx, "reason", m->amx);
-    }
+    fe_info_amx_json(o, m);
+    /* which layers run as PRECISE in this mode (docs/NUMERICS.md §6.5) */
+    fe_info_sharpness_json(o, m);
     cJSON *ids = cJSON_AddObjectToObject(o, "token_ids");
     if (ids) {
         cJSON_AddNumberToObject(ids, "boi", m->boi_token_id);
