@@ -22,7 +22,10 @@ stores and the function read the configuration back with `sttilecfg` before (amx
 g4v_tile_configure: sttilecfg, compare, then ldtilecfg only when it differs), the run that ends
 at that sttilecfg is judged instead. A configuration whose only stores are the palette's bytes
 is reported broken. A configuration loaded through another register (built elsewhere) cannot be
-judged this way and is reported as such, not as broken. Nor is one whose address was an argument
+judged this way and is reported as such, not as broken. A configuration in static storage,
+`ldtilecfg OFF(%rip)` (our kernels' constant configurations), is judged by its 64 bytes as the
+file holds them (objdump -s): palette 1, zero reserved bytes, and every tile with both or neither
+of rows and colsb, at least one configured. Nor is one whose address was an argument
 of a call before the load (-Os leaves g4v_tile_config_make out of line): the callee's stores
 are not the caller's to delete; the script follows which registers hold addresses in the frame
 to see it.
@@ -209,6 +212,46 @@ class Frame:
             self.regs[dst] = k
 
 
+# `ldtilecfg 0x1d814(%rip)        # 74220 <tiles_cfg>`: objdump's comment gives the address
+RIP_TARGET = re.compile(r"\bldtilecfg\s+-?0x[0-9a-f]+\(%rip\)\s+#\s+([0-9a-f]+)")
+
+
+def static_bytes(lib, addr, n=64):
+    """The n bytes the file holds at virtual address addr (objdump -s), or None."""
+    try:
+        out = subprocess.run(["objdump", "-s", f"--start-address=0x{addr:x}",
+                              f"--stop-address=0x{addr + n:x}", lib], check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    data = {}
+    for line in out.splitlines():
+        m = re.match(r"^\s+([0-9a-f]+) ((?:[0-9a-f]{2,8} ){1,4})", line + " ")
+        if not m:
+            continue
+        at = int(m.group(1), 16)
+        for b in bytes.fromhex("".join(m.group(2).split())):
+            data[at] = b
+            at += 1
+    got = [data.get(addr + i) for i in range(n)]
+    return None if None in got else bytes(got)
+
+
+def static_verdict(lib, addr):
+    """The verdict on a configuration in static storage at addr, from its bytes."""
+    b = static_bytes(lib, addr)
+    if b is None:
+        return f"static at 0x{addr:x}: its bytes are not in the file (bss?): not judged"
+    colsb = [b[16 + 2 * t] | b[17 + 2 * t] << 8 for t in range(16)]
+    rows = list(b[48:64])
+    if b[0] != 1 or any(b[1:16]):
+        return f"BROKEN: static at 0x{addr:x}: palette {b[0]} or reserved bytes set"
+    if any((r == 0) != (c == 0) for r, c in zip(rows, colsb)) or not any(rows):
+        return f"BROKEN: static at 0x{addr:x}: rows {rows[:8]} colsb {colsb[:8]}"
+    n = sum(1 for r in rows if r)
+    return f"filled (static: {n} tiles, rows {rows[:n]}, colsb {colsb[:n]})"
+
+
 def check(lib):
     """A list of (address, verdict) for the library's ldtilecfg instructions."""
     with open(lib, "rb") as f:
@@ -231,6 +274,11 @@ def check(lib):
             window.append(text)
             continue
         m = LDTILECFG.search(text)
+        rip = RIP_TARGET.search(text)
+        if not m and rip:
+            found.append((addr, static_verdict(lib, int(rip.group(1), 16))))
+            window = []
+            continue
         if not m:
             found.append((addr, "loaded through a register: not judged"))
             window = []

@@ -202,3 +202,38 @@ int gcc12 = 1;
         check(code == 1 and "BROKEN" in out, f"GCC 12's _tile_loadconfig reported broken ({out})")
     else:
         check("ldtilecfg at" in out, f"the intrinsic's ldtilecfg judged ({out})")
+
+
+# Configurations in static storage, as the GEMM kernels keep theirs: judged by their bytes.
+STATIC = r"""
+#include "kernels/x86_amx/amx_tile.h"
+static const g4v_tile_config good = {.palette = 1, .colsb = {64, 64, 32}, .rows = {16, 16, 8}};
+static const g4v_tile_config bad = {.palette = 1, .colsb = {64, 0}, .rows = {16, 16}};
+void load_good(void);
+void load_good(void) {
+    TILE_LOADCONFIG(&good);
+}
+void load_bad(void);
+void load_bad(void) {
+    TILE_LOADCONFIG(&bad);
+}
+"""
+
+
+def test_static_configs(tmp_path):
+    c, so = tmp_path / "static.c", tmp_path / "libstatic.so"
+    c.write_text(STATIC)
+    r = subprocess.run([CC, "-std=c11", "-fPIC", "-shared", "-O2", "-I", os.path.join(SRC, "src"),
+                        str(c), "-o", str(so)], capture_output=True, text=True)
+    if not check(r.returncode == 0, f"the static configurations compile ({r.stderr[-400:]})"):
+        return
+    code, out = run_script(str(so))
+    verdicts = [ln for ln in out.splitlines() if "ldtilecfg at" in ln]
+    check(code == 1 and len(verdicts) == 2
+          and sum("filled (static: 3 tiles, rows [16, 16, 8], colsb [64, 64, 32])" in v
+                  for v in verdicts) == 1
+          and sum("BROKEN: static" in v for v in verdicts) == 1,
+          f"a static configuration judged by its bytes: one filled, one broken ({code}: {out})")
+    # libg4v's tile GEMMs load theirs so (x86_amx/gemm_amx*.c): judged, not skipped
+    code, out = run_script(LIB)
+    check(out.count("filled (static:") >= 3, f"libg4v's static configurations judged ({out})")
