@@ -7,7 +7,7 @@
 
 .PHONY: bench bench-llama bench-chat bench-report bench-tune bench-int8 bench-python bench-mlx \
   bench-arm64-mca accuracy-bf16 accuracy-int8 q8-granularity unified-long bench-load \
-  bench-llama-backends bench-serve-batch bench-amx
+  bench-llama-backends bench-serve-batch bench-amx accuracy-amx
 
 bench: bench-deps ## whole-encoder table vs PyTorch (BENCH_ARGS), then bench-llama, bench-chat
 	@$(RUN) scripts/make/bench.sh
@@ -53,6 +53,9 @@ bench-mlx: test-deps ## the mlx-vlm peer beside ours: accuracy and encode second
 
 accuracy-bf16: test-deps ## the AVX512-BF16 paths emulated through SIMDe against float64 (~1 h)
 	$(RUN) scripts/make/accuracy-bf16.sh
+
+accuracy-amx: test-deps ## FAST on the AMX tiles (emulated) against float64, 70 and 1120 tokens
+	$(RUN) scripts/make/accuracy-amx.sh
 
 accuracy-int8: test-deps ## INT8 (default, all-int8, per block) and FAST vs float64 (~40 min)
 	$(RUN) scripts/make/accuracy-int8.sh
