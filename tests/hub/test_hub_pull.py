@@ -516,7 +516,9 @@ def test_vision_interrupt_then_resume(hub, env, checkpoint, image, tmp_path, how
     # the result: the uninterrupted pull's files, and the whole checkpoint's soft tokens
     path = res["path"]
     check(files_of(path) == files_of(ref["path"]), "the same files as the uninterrupted pull")
-    check(not os.path.exists(os.path.join(vd, "partial", COMMIT)), "the partial folder is gone")
+    check(not os.path.exists(os.path.join(vd, "partial", COMMIT)) and
+          not os.path.exists(os.path.join(vd, "partial", COMMIT + ".lock")),
+          "the partial folder and its lock are gone")
     a = encode(env, checkpoint, image, str(tmp_path / "a.npy"))
     b = encode(env, path, image, str(tmp_path / "b.npy"))
     check(a is not None and b is not None and a.tobytes() == b.tobytes(),

@@ -408,6 +408,8 @@ int hub_pull_vision(hub_conn *h, const char *repo, const char *revision, const c
             if (!rc && (hub_fmt(vdir, sizeof vdir, "%s/vision", rdir) || hub_mkdirs(vdir)))
                 rc = hub_disk_error(vdir, "cannot create", err, ecap);
             if (!rc && rename(part, fin)) rc = hub_disk_error(fin, "cannot rename into", err, ecap);
+            /* done: whoever takes this lock (or a new one) after the rename finds vision/COMMIT */
+            if (!rc) unlink(lock);
             if (rc == HUB_ERR_INTEGRITY) hub_rmtree(part); /* nothing to resume from */
         }
         if (lfd >= 0) close(lfd);
