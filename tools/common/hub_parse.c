@@ -42,7 +42,7 @@ void hub_files_free(hub_file *f, int n) {
     free(f);
 }
 
-/* A name twice, or a file whose name is another's folder ("a" and "a/b"): the offending name,
+/* A name twice, or a file whose name is another's folder ("dir" and "dir/file"): the offending name,
  * else NULL. names: n strings, sorted here. */
 static const char *name_clash(const char **names, size_t n) {
     qsort(names, n, sizeof *names, cmp_str);
