@@ -5,8 +5,8 @@ server on ANOTHER loopback host name, 127.0.0.2, as the Hub redirects to its CDN
 ETags, gated repositories (401 without the right Bearer token), and faults on demand: a connection
 dropped mid-file, 429 and 503 answers with Retry-After, a listing that lies about a size or a
 sha256, a body longer than the listing says, a name that escapes the folder. Every request is
-logged (host, path, Range, whether an Authorization header came, and the body bytes actually sent)
-for the tests to read. Loopback only: nothing here reaches the internet.
+logged (host, path, Range, whether an Authorization header came, and the body bytes handed to the
+socket) for the tests to read. Loopback only: nothing here reaches the internet.
 """
 import hashlib
 import http.server
@@ -186,9 +186,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(chunk)))
         self.end_headers()
         if len(chunk) > hub.drop_at and hub.fault("drop"):
+            self.entry["sent"] += hub.drop_at
             self.wfile.write(chunk[:hub.drop_at])
             self.wfile.flush()
-            self.entry["sent"] += hub.drop_at
             with hub.lock:
                 for k, v in hub.after_drop.items():
                     if k == "drop_at":
@@ -201,9 +201,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for i in range(0, len(chunk), 65536):
             if hub.throttle:
                 time.sleep(hub.throttle)
+            # counted before the write: a client that has every byte may exit (and the test read
+            # the log) before this thread runs again
+            self.entry["sent"] += len(chunk[i:i + 65536])
             try:
                 self.wfile.write(chunk[i:i + 65536])
-                self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 return
-            self.entry["sent"] += len(chunk[i:i + 65536])

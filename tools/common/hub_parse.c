@@ -42,8 +42,8 @@ void hub_files_free(hub_file *f, int n) {
     free(f);
 }
 
-/* A name twice, or a file whose name is another's folder ("dir" and "dir/file"): the offending name,
- * else NULL. names: n strings, sorted here. */
+/* A name twice, or a file whose name is another's folder ("dir" and "dir/file"): the offending
+ * name, else NULL. names: n strings, sorted here. */
 static const char *name_clash(const char **names, size_t n) {
     qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 1; i < n; i++)

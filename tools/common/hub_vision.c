@@ -255,7 +255,8 @@ static int fetch_small(hub_conn *h, const char *repo, const char *commit, const 
         char buf[65536], hex[65];
         ssize_t r;
         off_t o = 0;
-        while ((r = pread(fd, buf, sizeof buf, o)) > 0) fe_sha256_update(&c, buf, (size_t)r), o += r;
+        while ((r = pread(fd, buf, sizeof buf, o)) > 0)
+            fe_sha256_update(&c, buf, (size_t)r), o += r;
         uint8_t d[FE_SHA256_BYTES];
         fe_sha256_final(&c, d);
         for (int i = 0; i < FE_SHA256_BYTES; i++) sprintf(hex + 2 * i, "%02x", d[i]);
