@@ -4,8 +4,9 @@ Hub (fake_hub.py: the API on 127.0.0.1, its "CDN" on 127.0.0.2): the Hugging Fac
 whole pull and its reuse, the vision-only checkpoint (fetched bytes against the whole, bit-identical
 soft tokens), hf: names in encode without the network once pulled, HF_HUB_OFFLINE, gating and the
 token (never to the CDN, never printed), and each fault: a dropped connection, 429 and 503 with
-Retry-After, sizes and sha256 that lie, a body longer than the listing, names that escape the
-folder, a safetensors header beyond its file, a full disk, Ctrl-C then resume (whole files and
+Retry-After, sizes and sha256 that lie (or are fractional), a body longer than the listing, names
+that escape the folder, a safetensors header beyond its file (or with fractional offsets, a name
+twice, a __metadata__ that is no object), a full disk, Ctrl-C then resume (whole files and
 vision-only ranges), two pulls at once.
 Everything happens on loopback addresses in a temporary HOME.
 
@@ -357,6 +358,45 @@ def test_tensor_range_beyond_file(hub, env, checkpoint):
     hub.add("google/tiny-it", Repo(files, commit=COMMIT))
     r = g4v(env, "pull", "google/tiny-it")
     check(r.returncode == 3 and "data_offsets" in r.stderr, r.stderr)
+
+
+@pytest.mark.parametrize("lie", ["offset-fraction", "name-twice", "metadata-number"])
+def test_header_lies_refused(hub, env, checkpoint, lie):
+    """Headers the parser (tools/common/hub_parse.c) refuses before a tensor byte is asked for."""
+    files = files_of(checkpoint)
+    shard = sorted(p for p in files if p.endswith(".safetensors"))[0]
+    b = files[shard]
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    k = next(k for k in h if k != "__metadata__")
+    if lie == "offset-fraction":  # was taken as [0, end - 1] by a cast
+        h[k]["data_offsets"] = [h[k]["data_offsets"][0] + 0.5, h[k]["data_offsets"][1] + 0.5]
+        raw = json.dumps(h).encode()
+    elif lie == "metadata-number":
+        h["__metadata__"] = 7
+        raw = json.dumps(h).encode()
+    else:  # the first tensor again at the end: two entries, one name
+        raw = json.dumps(h).encode()[:-1] + b", " + json.dumps(k).encode() + b": " + \
+            json.dumps(h[k]).encode() + b"}"
+    raw += b" " * ((8 - len(raw) % 8) % 8)
+    files[shard] = struct.pack("<Q", len(raw)) + raw + b[8 + n:]
+    hub.add("google/tiny-it", Repo(files, commit=COMMIT))
+    r = g4v(env, "pull", "google/tiny-it")
+    want = {"offset-fraction": "data_offsets", "name-twice": "twice",
+            "metadata-number": "__metadata__"}[lie]
+    check(r.returncode == 3 and want in r.stderr and "refused" in r.stderr, f"{lie}: {r.stderr}")
+    st = [x for x in hub.log if x["host"] == "127.0.0.2" and x["range"] and
+          int(x["range"].split("=")[1].split("-")[0]) > 8]
+    check(not st, f"{lie}: no tensor byte asked for: {st}")
+
+
+def test_listing_size_fraction_refused(hub, env):
+    repo = Repo(gguf_repo(), commit=COMMIT)
+    repo.size_lie["model-Q8_0.gguf"] = len(repo.files["model-Q8_0.gguf"]) + 0.5
+    hub.add("org/m-GGUF", repo)
+    r = g4v(env, "pull", "org/m-GGUF:Q8_0")
+    check(r.returncode == 3 and "no size" in r.stderr and "refused" in r.stderr, r.stderr)
+    check(not any("/resolve/" in x["path"] for x in hub.log), "no file asked for")
 
 
 def test_disk_full(hub, env):
