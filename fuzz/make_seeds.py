@@ -27,6 +27,13 @@ changed. Everything is small (each file a few KB at most) so the corpora can be 
                     tiles, both byte orders, FillOrder 2, orientation, multi-page, and refused
                     kinds: planar 2, float, YCbCr without JPEG).
   corpus/encode     a handful of those images (the encode target is slower per input).
+  corpus/hub_listing  Hub API listings: a checkpoint's, a GGUF repo's, and each way one is
+                    refused (names that escape the folder, a name twice or as a folder, sizes that
+                    are negative, fractional, beyond 2^53 or strings, short digests, no commit).
+  corpus/hub_header   safetensors files as a vision-only pull sees them: data/micro's in both
+                    namings, with language-model tensors around the vision ones, and headers that
+                    overlap, run past the file, lie about a shape, use fractional offsets, name a
+                    tensor twice, or give a length beyond the file.
   corpus/serve      raw HTTP requests to `g4v serve`: every endpoint and method, the query
                     parameters and Accept types, Content-Length and chunked bodies (a small PNG),
                     pipelined requests, bad values and an oversized Content-Length.
@@ -586,6 +593,108 @@ def gguf_seeds(gen, tmp):
     write(os.path.join(c, "empty.gguf"), b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
 
 
+# ---------------------------------------------------------------------------------------------
+# the Hub client (fuzz_hub_listing, fuzz_hub_header)
+
+def hub_seeds():
+    """API listings (good ones, and each way one lies or escapes the folder) and safetensors files
+    as a vision-only pull sees them (data/micro's in both namings, with language-model tensors
+    around the vision ones, and each way a header can be wrong)."""
+    import hashlib
+    c = os.path.join(HERE, "corpus", "hub_listing")
+    fresh(c)
+    sha = hashlib.sha1(b"commit").hexdigest()
+
+    def sib(name, size=100, lfs=False, **kw):
+        e = {"rfilename": name, "size": size, "blobId": hashlib.sha1(name.encode()).hexdigest()}
+        if lfs:
+            e["lfs"] = {"sha256": hashlib.sha256(name.encode()).hexdigest(), "size": size,
+                        "pointerSize": 134}
+        e.update(kw)
+        return e
+
+    def listing(name, sibs, commit=sha, **kw):
+        o = {"id": "org/name", "sha": commit, "siblings": sibs}
+        o.update(kw)
+        write(os.path.join(c, name), json.dumps(o, separators=(",", ":")).encode())
+
+    ck = [sib(".gitattributes", 1570), sib("README.md", 5000), sib("config.json", 4700),
+          sib("chat_template.jinja", 12000), sib("tokenizer.json", 33000000, lfs=True),
+          sib("model-00001-of-00002.safetensors", 4990000000, lfs=True),
+          sib("model-00002-of-00002.safetensors", 3100000000, lfs=True),
+          sib("model.safetensors.index.json", 90000)]
+    listing("checkpoint.json", ck)
+    listing("gguf.json", [sib("README.md"), sib("gemma-4-E4B-it-Q4_K_M.gguf", 5 << 30, lfs=True),
+                          sib("gemma-4-E4B-it-Q8_0.gguf", 8 << 30, lfs=True),
+                          sib("mmproj-gemma-4-E4B-it-f16.gguf", 900 << 20, lfs=True),
+                          sib("sub/dir/file.txt", 3)])
+    listing("empty.json", [])
+    for i, bad in enumerate(["../evil", "/abs/evil", "a/../../evil", "a//b", "a\\b", "C:evil",
+                             "a/./b", "", "tab\tname", "a/"]):
+        listing("name-%d.json" % i, ck[:2] + [sib(bad)])
+    listing("twice.json", ck[:3] + [sib("config.json")])
+    listing("file-and-folder.json", [sib("a"), sib("a/b"), sib("a-b")])
+    listing("size-negative.json", [sib("a", -1)])
+    listing("size-fraction.json", [sib("a", 1.5)])
+    listing("size-huge.json", [sib("a", 1e300)])
+    listing("size-2p53.json", [sib("a", 9007199254740993)])
+    listing("size-string.json", [sib("a", "100")])
+    listing("lfs-short-sha.json", [dict(sib("a", lfs=True), lfs={"sha256": "ab", "size": 1})])
+    listing("no-blobid.json", [{"rfilename": "a", "size": 1}])
+    listing("commit-short.json", ck, commit="abc")
+    listing("commit-upper.json", ck, commit=sha.upper())
+    write(os.path.join(c, "not-object.json"), b'[{"sha":"%s"}]' % sha.encode())
+
+    c = os.path.join(HERE, "corpus", "hub_header")
+    fresh(c)
+    good = read(os.path.join(HERE, "data", "micro", "model.safetensors"))
+    header, body = st_parts(good)
+    write(os.path.join(c, "micro.safetensors"), good)
+    h = {(k[6:] if k.startswith("model.") else k): v for k, v in header.items()}
+    write(os.path.join(c, "micro-no-model-prefix.safetensors"), st_join(h, body))
+    # language-model tensors before, between and after the vision ones (as in a real shard)
+    h = json.loads(json.dumps(header))
+    n = len(body)
+    h["model.language_model.embed_tokens.weight"] = {"dtype": "BF16", "shape": [8, 4],
+                                                     "data_offsets": [n, n + 64]}
+    h["model.language_model.norm.weight"] = {"dtype": "F32", "shape": [4],
+                                             "data_offsets": [n + 64, n + 80]}
+    for v in h.values():
+        if isinstance(v, dict) and "data_offsets" in v and v["data_offsets"][0] < n:
+            v["data_offsets"] = [v["data_offsets"][0] + 16, v["data_offsets"][1] + 16]
+    h["model.audio_tower.x"] = {"dtype": "U8", "shape": [16], "data_offsets": [0, 16]}
+    write(os.path.join(c, "mixed.safetensors"), st_join(h, bytes(range(16)) + body + bytes(80)))
+    names = [k for k in header if k != "__metadata__"]
+    h = json.loads(json.dumps(header))
+    a0, b0 = h[names[0]]["data_offsets"]
+    a1, b1 = h[names[1]]["data_offsets"]
+    h[names[1]]["data_offsets"] = [b0 - 2, b0 - 2 + b1 - a1]  # the right size, 2 bytes shared
+    write(os.path.join(c, "overlap.safetensors"), st_join(h, body))
+    h = json.loads(json.dumps(header))
+    h[names[3]]["data_offsets"] = [n, n + 2]
+    write(os.path.join(c, "out-of-range.safetensors"), st_join(h, body))
+    h = json.loads(json.dumps(header))
+    h[names[2]]["shape"] = [3, 1 << 40]
+    write(os.path.join(c, "bad-shape.safetensors"), st_join(h, body))
+    h = json.loads(json.dumps(header))
+    h[names[0]]["data_offsets"] = [0.5, h[names[0]]["data_offsets"][1] + 0.5]
+    write(os.path.join(c, "fraction.safetensors"), st_join(h, body))
+    h = json.loads(json.dumps(header))
+    h["__metadata__"] = 7
+    write(os.path.join(c, "metadata-number.safetensors"), st_join(h, body))
+    hb = json.dumps(header, separators=(",", ":")).encode()
+    k = json.dumps(names[0]).encode()
+    dup = hb[:-1] + b"," + k + b":" + json.dumps(header[names[0]]).encode() + b"}"
+    dup += b" " * (-len(dup) % 8)
+    write(os.path.join(c, "name-twice.safetensors"), struct.pack("<Q", len(dup)) + dup + body)
+    write(os.path.join(c, "length-beyond.safetensors"), struct.pack("<Q", len(good)) + good[8:])
+    write(os.path.join(c, "length-huge.safetensors"), b"\xff" * 8 + good[8:64])
+    write(os.path.join(c, "short.safetensors"), good[:5])
+    write(os.path.join(c, "truncated.safetensors"), good[:len(good) - 40])
+    write(os.path.join(c, "empty-header.safetensors"), struct.pack("<Q", 8) + b"{}      ")
+
+
+
 def main():
     import tempfile
     gen = load_gen()
@@ -594,6 +703,7 @@ def main():
         gguf_seeds(gen, tmp)
     images()
     serve_requests(open(os.path.join(HERE, "corpus", "encode", "rgb8-adam7.png"), "rb").read())
+    hub_seeds()
     total = 0
     for d, _, files in os.walk(HERE):
         if "/corpus" in d or "/data" in d:

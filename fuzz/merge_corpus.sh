@@ -18,7 +18,7 @@ shift
 SRC=$(cd "$(dirname "$0")" && pwd)
 BIN=$B/fuzz-bin
 W=$B/fuzz-work
-TARGETS=${*:-safetensors config index gguf image encode video serve}
+TARGETS=${*:-safetensors config index gguf image encode video serve chat_request hub_listing hub_header}
 MAX_FILE=${MAX_FILE:-16384}
 
 for t in $TARGETS; do

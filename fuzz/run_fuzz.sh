@@ -29,7 +29,7 @@ shift 3 2>/dev/null || shift $#
 SRC=$(cd "$(dirname "$0")" && pwd)
 BIN=$B/fuzz-bin
 W=$B/fuzz-work
-TARGETS=${*:-safetensors config index gguf image encode video serve chat_request}
+TARGETS=${*:-safetensors config index gguf image encode video serve chat_request hub_listing hub_header}
 LOG=${FUZZ_LOG:-$SRC/campaigns.tsv}
 
 # per-target options: dictionary and input size cap (bytes)
@@ -38,6 +38,8 @@ opts() {
     safetensors) echo "-dict=$SRC/dict/safetensors.dict -max_len=16384" ;;
     gguf) echo "-dict=$SRC/dict/gguf.dict -max_len=16384" ;;
     config | index) echo "-dict=$SRC/dict/json.dict -max_len=8192" ;;
+    hub_listing) echo "-dict=$SRC/dict/hub.dict -max_len=16384" ;;
+    hub_header) echo "-dict=$SRC/dict/hub.dict -max_len=16384" ;;
     image) echo "-dict=$SRC/dict/image.dict -max_len=16384" ;;
     encode) echo "-dict=$SRC/dict/image.dict -max_len=8192" ;;
     video) echo "-dict=$SRC/dict/video.dict -max_len=20480" ;;

@@ -5,8 +5,8 @@ server on ANOTHER loopback host name, 127.0.0.2, as the Hub redirects to its CDN
 ETags, gated repositories (401 without the right Bearer token), and faults on demand: a connection
 dropped mid-file, 429 and 503 answers with Retry-After, a listing that lies about a size or a
 sha256, a body longer than the listing says, a name that escapes the folder. Every request is
-logged (host, path, Range, whether an Authorization header came) for the tests to read. Loopback
-only: nothing here reaches the internet.
+logged (host, path, Range, whether an Authorization header came, and the body bytes handed to the
+socket) for the tests to read. Loopback only: nothing here reaches the internet.
 """
 import hashlib
 import http.server
@@ -36,7 +36,9 @@ def git_blob_id(b):
 class Hub:
     """The two servers and their state. faults: name -> count left (each answer of that kind
     uses one): drop (cut the body after drop_at bytes), 429, 503, overlong (send more than the
-    listing says; overlong206: only in Range answers), corrupt (one byte changed, the size kept)."""
+    listing says; overlong206: only in Range answers), corrupt (one byte changed, the size kept).
+    after_drop: faults (and drop_at) armed when a drop happens: {"drop": 100, "drop_at": 0} drops
+    every later answer before its first byte, so the client's retries run out."""
 
     def __init__(self):
         self.repos = {}
@@ -44,6 +46,7 @@ class Hub:
         self.log = []
         self.faults = {}
         self.drop_at = 1000
+        self.after_drop = {}
         self.retry_after = "0"
         self.throttle = 0.0  # seconds per 64 KiB chunk of file bodies
         self.blobs = {}
@@ -105,8 +108,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         hub = self.hub
         host = self.server.server_address[0]
         auth = self.headers.get("Authorization")
-        hub.log.append({"host": host, "path": self.path, "range": self.headers.get("Range"),
-                        "auth": auth})
+        self.entry = {"host": host, "path": self.path, "range": self.headers.get("Range"),
+                      "auth": auth, "sent": 0}
+        hub.log.append(self.entry)
         if hub.fault("429"):
             return self.send(429, b"slow down", [("Retry-After", hub.retry_after)])
         if hub.fault("503"):
@@ -182,14 +186,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(chunk)))
         self.end_headers()
         if len(chunk) > hub.drop_at and hub.fault("drop"):
+            self.entry["sent"] += hub.drop_at
             self.wfile.write(chunk[:hub.drop_at])
             self.wfile.flush()
+            with hub.lock:
+                for k, v in hub.after_drop.items():
+                    if k == "drop_at":
+                        hub.drop_at = v
+                    else:
+                        hub.faults[k] = v
             self.close_connection = True
             self.connection.shutdown(2)
             return
         for i in range(0, len(chunk), 65536):
             if hub.throttle:
                 time.sleep(hub.throttle)
+            # counted before the write: a client that has every byte may exit (and the test read
+            # the log) before this thread runs again
+            self.entry["sent"] += len(chunk[i:i + 65536])
             try:
                 self.wfile.write(chunk[i:i + 65536])
             except (BrokenPipeError, ConnectionResetError):

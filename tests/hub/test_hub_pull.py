@@ -4,8 +4,10 @@ Hub (fake_hub.py: the API on 127.0.0.1, its "CDN" on 127.0.0.2): the Hugging Fac
 whole pull and its reuse, the vision-only checkpoint (fetched bytes against the whole, bit-identical
 soft tokens), hf: names in encode without the network once pulled, HF_HUB_OFFLINE, gating and the
 token (never to the CDN, never printed), and each fault: a dropped connection, 429 and 503 with
-Retry-After, sizes and sha256 that lie, a body longer than the listing, names that escape the
-folder, a safetensors header beyond its file, a full disk, Ctrl-C then resume, two pulls at once.
+Retry-After, sizes and sha256 that lie (or are fractional), a body longer than the listing, names
+that escape the folder, a safetensors header beyond its file (or with fractional offsets, a name
+twice, a __metadata__ that is no object), a full disk, Ctrl-C then resume (whole files and
+vision-only ranges), two pulls at once.
 Everything happens on loopback addresses in a temporary HOME.
 
 usage: ctest -R test_hub_pull   (env G4V_BIN: the g4v binary)
@@ -358,6 +360,45 @@ def test_tensor_range_beyond_file(hub, env, checkpoint):
     check(r.returncode == 3 and "data_offsets" in r.stderr, r.stderr)
 
 
+@pytest.mark.parametrize("lie", ["offset-fraction", "name-twice", "metadata-number"])
+def test_header_lies_refused(hub, env, checkpoint, lie):
+    """Headers the parser (tools/common/hub_parse.c) refuses before a tensor byte is asked for."""
+    files = files_of(checkpoint)
+    shard = sorted(p for p in files if p.endswith(".safetensors"))[0]
+    b = files[shard]
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    k = next(k for k in h if k != "__metadata__")
+    if lie == "offset-fraction":  # was taken as [0, end - 1] by a cast
+        h[k]["data_offsets"] = [h[k]["data_offsets"][0] + 0.5, h[k]["data_offsets"][1] + 0.5]
+        raw = json.dumps(h).encode()
+    elif lie == "metadata-number":
+        h["__metadata__"] = 7
+        raw = json.dumps(h).encode()
+    else:  # the first tensor again at the end: two entries, one name
+        raw = json.dumps(h).encode()[:-1] + b", " + json.dumps(k).encode() + b": " + \
+            json.dumps(h[k]).encode() + b"}"
+    raw += b" " * ((8 - len(raw) % 8) % 8)
+    files[shard] = struct.pack("<Q", len(raw)) + raw + b[8 + n:]
+    hub.add("google/tiny-it", Repo(files, commit=COMMIT))
+    r = g4v(env, "pull", "google/tiny-it")
+    want = {"offset-fraction": "data_offsets", "name-twice": "twice",
+            "metadata-number": "__metadata__"}[lie]
+    check(r.returncode == 3 and want in r.stderr and "refused" in r.stderr, f"{lie}: {r.stderr}")
+    st = [x for x in hub.log if x["host"] == "127.0.0.2" and x["range"] and
+          int(x["range"].split("=")[1].split("-")[0]) > 8]
+    check(not st, f"{lie}: no tensor byte asked for: {st}")
+
+
+def test_listing_size_fraction_refused(hub, env):
+    repo = Repo(gguf_repo(), commit=COMMIT)
+    repo.size_lie["model-Q8_0.gguf"] = len(repo.files["model-Q8_0.gguf"]) + 0.5
+    hub.add("org/m-GGUF", repo)
+    r = g4v(env, "pull", "org/m-GGUF:Q8_0")
+    check(r.returncode == 3 and "no size" in r.stderr and "refused" in r.stderr, r.stderr)
+    check(not any("/resolve/" in x["path"] for x in hub.log), "no file asked for")
+
+
 def test_disk_full(hub, env):
     hub.add("org/m-GGUF", Repo(gguf_repo(), commit=COMMIT))
 
@@ -377,25 +418,32 @@ def test_disk_full(hub, env):
 def test_interrupt_then_resume(hub, env):
     files = gguf_repo()
     hub.add("org/m-GGUF", Repo(files, commit=COMMIT))
-    hub.throttle = 0.05
+    hub.throttle = 0.2  # ~0.2 s between 64 KiB pieces: the SIGINT lands mid-file under load too
+    size_of = {hashlib.sha256(b).hexdigest(): len(b) for b in files.values()}
     p = subprocess.Popen([pyutil.BIN, "pull", "org/m-GGUF:Q4_K_M"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     blobs = os.path.join(hf_repo_dir(env, "org/m-GGUF"), "blobs")
+
+    def midway(n):  # a blob past its first 64 KiB, not yet whole (a whole one is being renamed)
+        try:
+            k = os.path.getsize(os.path.join(blobs, n))
+        except OSError:
+            return False
+        return n.endswith(".incomplete") and 64 * 1024 < k < size_of[n[:-len(".incomplete")]]
+
     t = time.time()
     while time.time() - t < 20:
-        inc = [n for n in (os.listdir(blobs) if os.path.isdir(blobs) else [])
-               if n.endswith(".incomplete")]
-        if inc and os.path.getsize(os.path.join(blobs, inc[0])) > 64 * 1024:
+        if any(midway(n) for n in (os.listdir(blobs) if os.path.isdir(blobs) else [])):
             break
         time.sleep(0.02)
     p.send_signal(signal.SIGINT)
     p.wait(timeout=20)
     inc = [n for n in os.listdir(blobs) if n.endswith(".incomplete")]
     check(inc, "Ctrl-C leaves the .incomplete")
-    size_of = {hashlib.sha256(b).hexdigest(): len(b) for b in files.values()}
     partial = {n: os.path.getsize(os.path.join(blobs, n)) for n in inc}
     partial = {n: k for n, k in partial.items() if 0 < k < size_of[n[:-len(".incomplete")]]}
-    check(partial, f"a partial file to resume: {inc}")
+    check(partial, "a partial file to resume: %s" %
+          [(n, os.path.getsize(os.path.join(blobs, n))) for n in inc])
     hub.throttle = 0
     n = len(hub.log)
     r = g4v(env, "pull", "org/m-GGUF:Q4_K_M")
@@ -406,6 +454,122 @@ def test_interrupt_then_resume(hub, env):
     snap = os.path.join(hf_repo_dir(env, "org/m-GGUF"), "snapshots", COMMIT)
     check(open(os.path.join(snap, "model-Q4_K_M.gguf"), "rb").read() == files["model-Q4_K_M.gguf"],
           "resumed file intact")
+
+
+def st_vision_ranges(blob):
+    """The vision tensors of a safetensors file as (file offset begin, end), in file order."""
+    n = struct.unpack("<Q", blob[:8])[0]
+    h = json.loads(blob[8:8 + n])
+    return sorted((8 + n + v["data_offsets"][0], 8 + n + v["data_offsets"][1])
+                  for k, v in h.items() if k != "__metadata__" and
+                  k.split(".")[1 if k.startswith("model.") else 0] in
+                  ("vision_tower", "vision_embedder", "embed_vision"))
+
+
+def data_requests(log, blobs):
+    """path of each file fetched from the CDN -> [(range start, bytes sent)] of its tensor-data
+    requests (not the two header requests, which start at byte 0 and 8)."""
+    out = {p: [] for p in blobs}
+    for x in log:
+        m = x["path"].split("?")[0]
+        for p, b in blobs.items():
+            if x["host"] == "127.0.0.2" and m == "/blob/" + hashlib.sha256(b).hexdigest() and \
+                    x["range"]:
+                start = int(x["range"].split("=")[1].split("-")[0])
+                if start not in (0, 8):
+                    out[p].append((start, x["sent"]))
+    return out
+
+
+@pytest.mark.parametrize("how", ["sigint", "drop"])
+def test_vision_interrupt_then_resume(hub, env, checkpoint, image, tmp_path, how):
+    """A vision-only pull stopped half-way (Ctrl-C, or a dropped connection whose retries run out)
+    leaves partial/COMMIT; the next pull asks only for the bytes it lacks, from the source byte
+    where the shard stopped, and the result is the uninterrupted pull's, bit for bit."""
+    repo = ck_repo(checkpoint)
+    hub.add("google/tiny-it", repo)
+    shards = {p: b for p, b in repo.files.items() if p.endswith(".safetensors")}
+    # the reference: an uninterrupted pull into another cache, and what it asked for
+    ref_env = dict(env, G4V_HUB_CACHE=str(tmp_path / "ref-cache"))
+    r = g4v(ref_env, "pull", "google/tiny-it", "--json")
+    check(r.returncode == 0, f"reference pull: {r.stderr}")
+    ref = json.loads(r.stdout.splitlines()[-1])
+    ref_data = data_requests(hub.log, shards)
+    big = max(shards, key=lambda p: sum(e - b for b, e in st_vision_ranges(shards[p])))
+    vision_big = sum(e - b for b, e in st_vision_ranges(shards[big]))
+    check(len(ref_data[big]) == 1 and vision_big > 200 * 1024,
+          f"{big}: one request of {vision_big} vision bytes: {ref_data[big]}")
+    run_start = ref_data[big][0][0]
+    # the interrupted pull
+    vd = os.path.join(env["HOME"], ".cache/g4v/hub/models--google--tiny-it")
+    part = os.path.join(vd, "partial", COMMIT, big)
+    n0 = len(hub.log)
+    if how == "sigint":
+        hub.throttle = 0.2
+        p = subprocess.Popen([pyutil.BIN, "pull", "google/tiny-it"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        t = time.time()
+        while time.time() - t < 30 and p.poll() is None:
+            if os.path.exists(part) and os.path.getsize(part) >= 8:
+                hl = struct.unpack("<Q", open(part, "rb").read(8))[0]
+                if 64 * 1024 <= os.path.getsize(part) - 8 - hl < vision_big:
+                    break
+            time.sleep(0.01)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=20)
+        hub.throttle = 0
+        check(p.returncode != 0, "interrupted before it finished")
+    else:
+        hub.drop_at = 100000
+        hub.faults["drop"] = 1
+        hub.after_drop = {"drop": 100, "drop_at": 0}  # then no byte more: the retries run out
+        r = g4v(env, "pull", "google/tiny-it")
+        check(r.returncode == 3 and "it resumes" in r.stderr, f"gave up: {r.stderr}")
+        hub.faults.clear()
+        hub.after_drop = {}
+    check(not os.path.exists(os.path.join(vd, "vision", COMMIT)), "no vision folder yet")
+    check(os.path.exists(part), f"the partial shard is kept: {part}")
+    raw = open(part, "rb").read()
+    hl = struct.unpack("<Q", raw[:8])[0]
+    have = len(raw) - 8 - hl
+    check(0 < have < vision_big, f"{big}: {have} of {vision_big} vision bytes kept")
+    if how == "drop":
+        check(have == 100000, f"every byte received before the drop kept: {have}")
+    # where in the source file those bytes end
+    left, resume = have, None
+    for b, e in st_vision_ranges(shards[big]):
+        if left < e - b:
+            resume = b + left
+            break
+        left -= e - b
+    # again: only the rest
+    n1 = len(hub.log)
+    r = g4v(env, "pull", "google/tiny-it", "--json")
+    check(r.returncode == 0, f"resumed: {r.stderr}")
+    res = json.loads(r.stdout.splitlines()[-1])
+    got = data_requests(hub.log[n1:], shards)
+    check([s for s, _ in got[big]] == [resume],
+          f"{big}: asked from byte {resume}, where it stopped: {got[big]}")
+    for q in shards:
+        if q != big:
+            check(not got[q], f"{q}: whole before the interruption, not asked again: {got[q]}")
+    sent2 = sum(k for v in got.values() for _, k in v)
+    ref_sent = sum(k for v in ref_data.values() for _, k in v)
+    check(sent2 == ref_data[big][0][1] - (resume - run_start),
+          f"the second pull fetched only the rest: {sent2} bytes, the whole run is "
+          f"{ref_data[big][0][1]} from byte {run_start}, resumed at {resume}")
+    check(sent2 <= ref_sent - have, f"nothing fetched twice: {sent2} + {have} > {ref_sent}")
+    check(res["fetched"] < ref["fetched"], f"fetched {res['fetched']} < {ref['fetched']}")
+    # the result: the uninterrupted pull's files, and the whole checkpoint's soft tokens
+    path = res["path"]
+    check(files_of(path) == files_of(ref["path"]), "the same files as the uninterrupted pull")
+    check(not os.path.exists(os.path.join(vd, "partial", COMMIT)) and
+          not os.path.exists(os.path.join(vd, "partial", COMMIT + ".lock")),
+          "the partial folder and its lock are gone")
+    a = encode(env, checkpoint, image, str(tmp_path / "a.npy"))
+    b = encode(env, path, image, str(tmp_path / "b.npy"))
+    check(a is not None and b is not None and a.tobytes() == b.tobytes(),
+          "the resumed vision-only checkpoint encodes bit-identically to the whole one")
 
 
 def test_concurrent(hub, env, checkpoint):

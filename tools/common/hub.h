@@ -15,10 +15,12 @@
  * file's safetensors header (two Range requests), then only the byte ranges of the vision
  * tensors (names starting vision_tower., vision_embedder. or embed_vision., with or without
  * "model."; adjacent ranges merged into one request), written as a vision-only checkpoint (the
- * same shard names, their headers cut to the vision tensors, a cut index) in a temporary folder
- * of $G4V_HUB_CACHE (else $XDG_CACHE_HOME/g4v/hub, else ~/.cache/g4v/hub) that is renamed to
- * models--ORG--NAME/vision/COMMIT when it is complete; never into the Hugging Face cache, whose
- * readers would take the cut files for whole ones.
+ * same shard names, their headers cut to the vision tensors, a cut index) in
+ * models--ORG--NAME/partial/COMMIT of $G4V_HUB_CACHE (else $XDG_CACHE_HOME/g4v/hub, else
+ * ~/.cache/g4v/hub), under a lock (partial/COMMIT.lock), renamed to models--ORG--NAME/vision/COMMIT
+ * when it is complete; never into the Hugging Face cache, whose readers would take the cut files
+ * for whole ones. An interrupted vision-only pull resumes too: each cut shard holds its tensors'
+ * bytes in order, so its length says where the next pull of that commit continues (hub_vision.c).
  *
  * Environment, as huggingface_hub reads it: HF_ENDPOINT (default https://huggingface.co),
  * HF_TOKEN, else the file HF_TOKEN_PATH, else $HF_HOME/token (what `hf auth login` writes);

@@ -1,19 +1,18 @@
 /* hub_internal.h - what the Hub client's files share (hub.h): the HTTP layer over libcurl
  * (hub_http.c: one connection, requests with manual redirects so the token stays on the
- * endpoint's host, Range fetches that retry and resume), the file helpers (hub_fs.c), and the
- * vision-only pull (hub_vision.c), which hub_pull.c calls. */
+ * endpoint's host, Range fetches that retry and resume), the file helpers (hub_fs.c), the
+ * parsers of the listing and of safetensors headers (hub_parse.h), and the vision-only pull
+ * (hub_vision.c), which hub_pull.c calls. */
 #ifndef G4V_HUB_INTERNAL_H
 #define G4V_HUB_INTERNAL_H
 
 #include "hub.h"
+#include "hub_parse.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* docs/LIMITS.md "Hub answers" */
-#define HUB_MAX_LISTING (32u << 20)    /* the API's JSON listing */
-#define HUB_MAX_HEADER (100u << 20)    /* a safetensors header */
-#define HUB_MAX_FILES 10000            /* files in a listing */
+/* docs/LIMITS.md "Hub answers" (the listing's and headers' limits: hub_parse.h) */
 #define HUB_MAX_REDIRECTS 5
 #define HUB_MAX_TRIES 6                /* tries of one request without progress */
 #define HUB_MAX_RETRY_AFTER 60         /* seconds; a longer Retry-After is cut to this */
@@ -99,19 +98,8 @@ int hub_is_commit(const char *s);
 
 /* ---- vision only (hub_vision.c) ------------------------------------------------------------- */
 
-/* One file of the listing. */
-typedef struct hub_file {
-    char *path;        /* rfilename */
-    uint64_t size;
-    char etag[72];     /* lfs sha256, else the git blob id */
-    int lfs;
-} hub_file;
-
 /* The vision-only checkpoint of the listed files at commit into g4v's cache: r->path. */
 int hub_pull_vision(hub_conn *h, const char *repo, const char *revision, const char *commit,
                     const hub_file *files, int n, hub_result *r, char *err, size_t ecap);
-/* 1 for a name the vision-only checkpoint keeps (vision_tower., vision_embedder.,
- * embed_vision., with or without "model."). */
-int hub_is_vision_tensor(const char *name);
 
 #endif

@@ -1,13 +1,12 @@
 /* hub_pull.c - hub_pull (hub.h): the repository's listing from the Hub API (GET
  * /api/models/REPO/revision/REV?blobs=true: the commit and every file with its size, git blob id
- * and LFS sha256), every name checked before it is joined to a folder, then either the
+ * and LFS sha256; parsed and every name checked by hub_parse_listing, hub_parse.h), then either the
  * vision-only checkpoint (hub_vision.c) or the files whole into the Hugging Face cache: each blob
  * under a lock, resumed from its .incomplete, checked (size; sha256 for LFS files) and renamed,
  * then its snapshot link and the ref, each written under a temporary name and renamed. */
 #define _GNU_SOURCE
 #include "hub_internal.h"
 
-#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,18 +76,6 @@ int hub_parse_name(const char *value, char *repo, size_t rcap, char *rev, size_t
     return 1;
 }
 
-static void free_files(hub_file *f, int n) {
-    for (int i = 0; i < n; i++) free(f[i].path);
-    free(f);
-}
-
-static int hexlen(const char *s, size_t n) {
-    size_t k = 0;
-    for (; s[k]; k++)
-        if (!isxdigit((unsigned char)s[k])) return 0;
-    return k == n;
-}
-
 /* The listing: the commit and the files. */
 static int list_repo(hub_conn *h, const char *repo, const char *rev, char commit[41],
                      hub_file **files, int *nfiles, char *err, size_t ecap) {
@@ -104,92 +91,9 @@ static int list_repo(hub_conn *h, const char *repo, const char *rev, char commit
     hub_meta m;
     int rc = hub_get_small(h, url, HUB_MAX_LISTING, &text, &n, &m, what, err, ecap);
     if (rc) return rc;
-    cJSON *j = fe_json_parse_text(text, n, NULL);
+    rc = hub_parse_listing(text, n, what, rev, commit, files, nfiles, err, ecap);
     free(text);
-    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(j, "sha");
-    const cJSON *sib = cJSON_GetObjectItemCaseSensitive(j, "siblings");
-    if (!cJSON_IsString(sha) || !hub_is_commit(sha->valuestring) || !cJSON_IsArray(sib)) {
-        cJSON_Delete(j);
-        snprintf(err, ecap, "%s: the Hub's listing has no commit sha or no siblings; refused",
-                 what);
-        return HUB_ERR_INTEGRITY;
-    }
-    if (hub_is_commit(rev) && strcmp(rev, sha->valuestring)) {
-        snprintf(err, ecap, "%s: the listing is of commit %s, not the one asked; refused", what,
-                 sha->valuestring);
-        cJSON_Delete(j);
-        return HUB_ERR_INTEGRITY;
-    }
-    memcpy(commit, sha->valuestring, 41);
-    int cnt = cJSON_GetArraySize(sib);
-    if (cnt > HUB_MAX_FILES) {
-        cJSON_Delete(j);
-        snprintf(err, ecap, "%s: %d files listed, more than %d (docs/LIMITS.md)", what, cnt,
-                 HUB_MAX_FILES);
-        return HUB_ERR_INTEGRITY;
-    }
-    hub_file *f = calloc((size_t)cnt + 1, sizeof *f);
-    if (!f) return cJSON_Delete(j), snprintf(err, ecap, "out of memory"), HUB_ERR_NOMEM;
-    int k = 0;
-    const cJSON *it;
-    rc = HUB_OK;
-    cJSON_ArrayForEach(it, sib) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "rfilename");
-        const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "size");
-        const cJSON *blob = cJSON_GetObjectItemCaseSensitive(it, "blobId");
-        const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(it, "lfs");
-        const cJSON *lsha = cJSON_GetObjectItemCaseSensitive(lfs, "sha256");
-        const cJSON *lsize = cJSON_GetObjectItemCaseSensitive(lfs, "size");
-        if (!cJSON_IsString(name) || !hub_path_safe(name->valuestring)) {
-            snprintf(err, ecap, "%s: the listing names a file %s%s%s, which would land outside "
-                     "the model's folder (absolute, '..', '.', empty part or backslash); "
-                     "refused", what, cJSON_IsString(name) ? "\"" : "",
-                     cJSON_IsString(name) ? name->valuestring : "without a name",
-                     cJSON_IsString(name) ? "\"" : "");
-            rc = HUB_ERR_INTEGRITY;
-            break;
-        }
-        const cJSON *sz = lfs ? lsize : size;
-        if (!cJSON_IsNumber(sz) || sz->valuedouble < 0 || sz->valuedouble > 9.0e15 ||
-            (lfs ? !cJSON_IsString(lsha) || !hexlen(lsha->valuestring, 64)
-                 : !cJSON_IsString(blob) || !hexlen(blob->valuestring, 40))) {
-            snprintf(err, ecap, "%s: the listing gives %s no size or no %s; refused", what,
-                     name->valuestring, lfs ? "sha256" : "blobId");
-            rc = HUB_ERR_INTEGRITY;
-            break;
-        }
-        f[k].path = strdup(name->valuestring);
-        if (!f[k].path) {
-            rc = HUB_ERR_NOMEM;
-            snprintf(err, ecap, "out of memory");
-            break;
-        }
-        f[k].size = (uint64_t)sz->valuedouble;
-        f[k].lfs = lfs != NULL;
-        snprintf(f[k].etag, sizeof f[k].etag, "%s", lfs ? lsha->valuestring : blob->valuestring);
-        for (char *c = f[k].etag; *c; c++) *c = (char)tolower((unsigned char)*c);
-        k++;
-    }
-    cJSON_Delete(j);
-    /* a name twice, or a file whose name is another's folder: refused too */
-    for (int a = 0; rc == HUB_OK && a < k; a++)
-        for (int b = 0; b < k; b++) {
-            size_t la = strlen(f[a].path);
-            if (a != b && !strncmp(f[a].path, f[b].path, la) &&
-                (f[b].path[la] == 0 || f[b].path[la] == '/')) {
-                snprintf(err, ecap, "%s: the listing names %s twice or as a folder; refused",
-                         what, f[a].path);
-                rc = HUB_ERR_INTEGRITY;
-                break;
-            }
-        }
-    if (rc) {
-        free_files(f, k);
-        return rc;
-    }
-    *files = f;
-    *nfiles = k;
-    return HUB_OK;
+    return rc;
 }
 
 /* ---- whole files into the Hugging Face cache ---------------------------------------------- */
@@ -496,7 +400,7 @@ int hub_pull(const hub_opts *o, hub_result *r, char *err, size_t ecap) {
         } else {
             rc = pull_whole(&h, o->repo, rev, commit, files, n, r, err, ecap);
         }
-        free_files(files, n);
+        hub_files_free(files, n);
     }
     hub_conn_close(&h);
     return rc;

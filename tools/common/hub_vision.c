@@ -1,25 +1,34 @@
 /* hub_vision.c - the vision-only pull (hub_pull_vision, hub_internal.h): of a safetensors
  * checkpoint on the Hub, the config files whole, each top-level weight file's header (bytes
- * 0-7, then the JSON), and only the byte ranges of the vision tensors (runs of tensors less than
- * 1 MiB apart fetched as one Range request), written as the same shard names with headers cut
- * to those tensors (and a cut model.safetensors.index.json) into a temporary folder of g4v's hub
- * cache, renamed to models--ORG--NAME/vision/COMMIT when complete (a concurrent pull that loses
- * the rename uses the winner's). Every header is checked against the listed file size (length,
- * data_offsets, dtype x shape) before a byte of data is asked for; g4v-source.json records the
- * repo, commit and each file's ETag. Which tensors are vision: hub_is_vision_tensor, a superset
- * of what the loader looks for (src/io/names.c), so the cut checkpoint loads like the whole. */
+ * 0-7, then the JSON; parsed and checked against the listed file size by hub_st_length and
+ * hub_st_parse, hub_parse.h, before a byte of data is asked for), and only the byte ranges of the
+ * vision tensors (runs of tensors less than 1 MiB apart fetched as one Range request), written as
+ * the same shard names with headers cut to those tensors (and a cut
+ * model.safetensors.index.json) into models--ORG--NAME/partial/COMMIT of g4v's hub cache, renamed
+ * to models--ORG--NAME/vision/COMMIT when complete. g4v-source.json records the repo, commit and
+ * each file's ETag. Which tensors are vision: hub_is_vision_tensor, a superset of what the loader
+ * looks for (src/io/names.c), so the cut checkpoint loads like the whole.
+ *
+ * Resumable, as a whole file's blobs/ETAG.incomplete is: a cut shard is its header, then the
+ * vision tensors in source order, each byte written in order as it arrives, so the file's length
+ * is the record of what it holds. A pull interrupted (Ctrl-C, a drop with the retries spent, a full
+ * disk) leaves partial/COMMIT; the next pull of that commit reads the headers again, keeps a shard
+ * whose cut header is byte for byte the one it would write (else starts it again), and asks only
+ * for the rest, from the source byte where the shard stopped. Config files are written as
+ * NAME.part and renamed once whole, and kept. One pull at a time per commit (a lock,
+ * partial/COMMIT.lock): a second waits, then uses the first one's folder. An answer that lies
+ * (HUB_ERR_INTEGRITY) discards the partial folder; other failures keep it. */
 #define _GNU_SOURCE
 #include "hub_internal.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,57 +36,16 @@
 
 #define RUN_GAP (1u << 20) /* tensors closer than this are fetched in one request */
 
-int hub_is_vision_tensor(const char *name) {
-    if (!strncmp(name, "model.", 6)) name += 6;
-    return !strncmp(name, "vision_tower.", 13) || !strncmp(name, "vision_embedder.", 16) ||
-           !strncmp(name, "embed_vision.", 13);
-}
-
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && !strcasecmp(s + a - b, suf);
 }
 
-typedef struct tensor {
-    const char *name;
-    const cJSON *item;   /* its entry in the source header */
-    uint64_t begin, end; /* in the source's data section */
-    uint64_t dst;        /* in the cut file's data section */
-} tensor;
-
-static int dtype_bytes(const char *d) {
-    static const struct {
-        const char *name;
-        int bytes;
-    } t[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-             {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4},
-             {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!strcmp(d, t[i].name)) return t[i].bytes;
-    return 0;
-}
-
-static int cmp_begin(const void *a, const void *b) {
-    const tensor *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-typedef struct mem_sink {
-    uint8_t *buf;
-    uint64_t base, n;
-} mem_sink;
-
-static int mem_write(void *user, uint64_t off, const void *p, size_t n) {
-    mem_sink *s = user;
-    if (off < s->base || off - s->base + n > s->n) return -1;
-    memcpy(s->buf + (off - s->base), p, n);
-    return 0;
-}
-
-/* A run's bytes (source offsets) to the tensors' places in the cut file. */
+/* A run's bytes (source offsets) to the tensors' places in the cut file: written in order, so
+ * the file only ever grows by whole prefixes of its data. */
 typedef struct run_sink {
     int fd, err;
-    const tensor *t;
+    const hub_tensor *t;
     int n;
     uint64_t src0, dst0; /* source data section start in the file; cut file's data start */
 } run_sink;
@@ -86,7 +54,7 @@ static int run_write(void *user, uint64_t off, const void *p, size_t n) {
     run_sink *s = user;
     uint64_t a = off - s->src0, b = a + n;
     for (int i = 0; i < s->n; i++) {
-        const tensor *t = &s->t[i];
+        const hub_tensor *t = &s->t[i];
         uint64_t lo = a > t->begin ? a : t->begin, hi = b < t->end ? b : t->end;
         if (lo >= hi) continue;
         const char *c = (const char *)p + (lo - a);
@@ -105,15 +73,23 @@ static int run_write(void *user, uint64_t off, const void *p, size_t n) {
     return 0;
 }
 
+typedef struct mem_sink {
+    uint8_t *buf;
+    uint64_t base, n;
+} mem_sink;
+
+static int mem_write(void *user, uint64_t off, const void *p, size_t n) {
+    mem_sink *s = user;
+    if (off < s->base || off - s->base + n > s->n) return -1;
+    memcpy(s->buf + (off - s->base), p, n);
+    return 0;
+}
+
 typedef struct shard {
     const hub_file *f;
     char url[8192];
     char etag[160];
-    uint64_t hlen;
-    cJSON *header;
-    tensor *t;
-    int nt;
-    uint64_t bytes; /* of the vision tensors */
+    hub_st st;
 } shard;
 
 /* The header of one weight file, checked against its listed size; its vision tensors. */
@@ -123,23 +99,15 @@ static int read_header(hub_conn *h, shard *s, char *err, size_t ecap) {
     mem_sink ms = {len8, 0, 8};
     hub_sink sink = {mem_write, &ms};
     hub_meta m;
-    if (f->size < 8) {
-        snprintf(err, ecap, "%s: %llu bytes, too short for a safetensors file; refused", f->path,
-                 (unsigned long long)f->size);
-        return HUB_ERR_INTEGRITY;
+    uint64_t hlen;
+    if (f->size < 8) { /* too short for the length itself: hub_st_length says so */
+        memset(len8, 0, sizeof len8);
+        return hub_st_length(len8, f->path, f->size, &hlen, err, ecap);
     }
     int rc = hub_fetch(h, s->url, 0, 8, f->size, "", &sink, &m, err, ecap);
     if (rc) return rc;
     snprintf(s->etag, sizeof s->etag, "%s", m.linked_etag[0] ? m.linked_etag : m.etag);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len8[i];
-    if (hlen > HUB_MAX_HEADER || hlen > f->size - 8) {
-        snprintf(err, ecap, "%s: its header is %llu bytes, beyond the file's %llu or the limit "
-                 "of %u (docs/LIMITS.md); refused", f->path, (unsigned long long)hlen,
-                 (unsigned long long)f->size, HUB_MAX_HEADER);
-        return HUB_ERR_INTEGRITY;
-    }
-    s->hlen = hlen;
+    if ((rc = hub_st_length(len8, f->path, f->size, &hlen, err, ecap))) return rc;
     char *text = malloc(hlen + 1);
     if (!text) return snprintf(err, ecap, "out of memory"), HUB_ERR_NOMEM;
     mem_sink hs = {(uint8_t *)text, 8, hlen};
@@ -151,133 +119,68 @@ static int read_header(hub_conn *h, shard *s, char *err, size_t ecap) {
         rc = HUB_ERR_INTEGRITY;
     }
     text[hlen] = 0;
-    if (!rc) {
-        s->header = fe_json_parse_text(text, hlen, NULL);
-        if (!cJSON_IsObject(s->header)) {
-            snprintf(err, ecap, "%s: its header is not a JSON object; refused", f->path);
-            rc = HUB_ERR_INTEGRITY;
-        }
-    }
+    if (!rc) rc = hub_st_parse(&s->st, f->path, f->size, text, hlen, err, ecap);
     free(text);
-    if (rc) return rc;
-    const uint64_t data = f->size - 8 - hlen;
-    int cap = cJSON_GetArraySize(s->header);
-    s->t = calloc((size_t)cap + 1, sizeof *s->t);
-    if (!s->t) return snprintf(err, ecap, "out of memory"), HUB_ERR_NOMEM;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, s->header) {
-        if (!strcmp(it->string, "__metadata__")) continue;
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
-        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
-        const cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
-        const cJSON *a = cJSON_GetArrayItem(off, 0), *b = cJSON_GetArrayItem(off, 1);
-        if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || cJSON_GetArraySize(off) != 2 ||
-            !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || a->valuedouble < 0 ||
-            b->valuedouble < a->valuedouble || b->valuedouble > (double)data) {
-            snprintf(err, ecap, "%s: tensor %s: data_offsets outside the file's %llu data "
-                     "bytes (or no dtype/shape); refused", f->path, it->string,
-                     (unsigned long long)data);
-            return HUB_ERR_INTEGRITY;
-        }
-        double numel = 1;
-        const cJSON *d;
-        cJSON_ArrayForEach(d, sh) {
-            if (!cJSON_IsNumber(d) || d->valuedouble < 0) numel = -1;
-            else numel *= d->valuedouble;
-        }
-        int eb = dtype_bytes(dt->valuestring);
-        if (numel < 0 || (eb && numel * eb != b->valuedouble - a->valuedouble)) {
-            snprintf(err, ecap, "%s: tensor %s: shape and dtype disagree with its %.0f bytes; "
-                     "refused", f->path, it->string, b->valuedouble - a->valuedouble);
-            return HUB_ERR_INTEGRITY;
-        }
-        if (!hub_is_vision_tensor(it->string)) continue;
-        tensor *t = &s->t[s->nt++];
-        t->name = it->string;
-        t->item = it;
-        t->begin = (uint64_t)a->valuedouble;
-        t->end = (uint64_t)b->valuedouble;
-    }
-    qsort(s->t, (size_t)s->nt, sizeof *s->t, cmp_begin);
-    for (int i = 0; i < s->nt; i++) {
-        if (i && s->t[i].begin < s->t[i - 1].end) {
-            snprintf(err, ecap, "%s: tensors %s and %s overlap; refused", f->path,
-                     s->t[i - 1].name, s->t[i].name);
-            return HUB_ERR_INTEGRITY;
-        }
-        s->t[i].dst = s->bytes;
-        s->bytes += s->t[i].end - s->t[i].begin;
-    }
-    return HUB_OK;
+    return rc;
 }
 
-/* The cut header: __metadata__ as it was, the vision tensors at their new offsets, padded with
- * spaces to a multiple of 8 as safetensors writes it. */
-static char *cut_header(const shard *s, uint64_t *len) {
-    cJSON *o = cJSON_CreateObject();
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(s->header, "__metadata__");
-    if (!o || (meta && !cJSON_AddItemToObject(o, "__metadata__", cJSON_Duplicate(meta, 1)))) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    for (int i = 0; i < s->nt; i++) {
-        const tensor *t = &s->t[i];
-        cJSON *e = cJSON_CreateObject(), *off = cJSON_CreateArray();
-        cJSON_AddItemToObject(o, t->name, e);
-        cJSON_AddItemToObject(e, "dtype",
-                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->item, "dtype"), 1));
-        cJSON_AddItemToObject(e, "shape",
-                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t->item, "shape"), 1));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)t->dst));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(t->dst + t->end - t->begin)));
-        cJSON_AddItemToObject(e, "data_offsets", off);
-    }
-    char *text = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!text) return NULL;
-    size_t n = strlen(text), p = (n + 7) / 8 * 8;
-    char *out = realloc(text, p + 1);
-    if (!out) return free(text), NULL;
-    memset(out + n, ' ', p - n);
-    out[p] = 0;
-    *len = p;
-    return out;
-}
-
-/* One cut shard written into dir. */
-static int write_shard(hub_conn *h, const char *dir, shard *s, char *err, size_t ecap) {
+/* One cut shard into dir: its header, then the vision tensors' bytes in order, continuing a file
+ * an interrupted pull left (the header on disk must be the one written now, and the file no
+ * longer than header + data; else it starts again). *resumed: the data bytes already there. */
+static int write_shard(hub_conn *h, const char *dir, shard *s, uint64_t *resumed, char *err,
+                       size_t ecap) {
+    const hub_st *st = &s->st;
     char path[HUB_PATH_MAX];
+    *resumed = 0;
     if (hub_fmt(path, sizeof path, "%s/%s", dir, s->f->path))
         return snprintf(err, ecap, "path too long"), HUB_ERR_USAGE;
     uint64_t hl;
-    char *hdr = cut_header(s, &hl);
+    char *hdr = hub_st_cut_header(st, &hl);
     if (!hdr) return snprintf(err, ecap, "out of memory"), HUB_ERR_NOMEM;
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return free(hdr), hub_disk_error(path, "cannot create", err, ecap);
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)(hl >> (8 * i));
-    run_sink rs = {fd, 0, NULL, 0, 8 + s->hlen, 8 + hl};
+    const uint64_t head = 8 + hl, full = head + st->bytes;
+    struct stat sb;
+    uint64_t have = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     int rc = HUB_OK;
-    if (pwrite(fd, len8, 8, 0) != 8 || pwrite(fd, hdr, hl, 8) != (ssize_t)hl ||
-        ftruncate(fd, (off_t)(8 + hl + s->bytes))) {
-        rc = hub_disk_error(path, "cannot write", err, ecap);
+    if (have >= head && have <= full) { /* the same header: keep what follows it */
+        char *old = malloc(head);
+        int same = old && pread(fd, old, head, 0) == (ssize_t)head && !memcmp(old, len8, 8) &&
+                   !memcmp(old + 8, hdr, hl);
+        free(old);
+        if (!same) have = 0;
+    } else {
+        have = 0;
     }
+    if (!have && (ftruncate(fd, 0) || pwrite(fd, len8, 8, 0) != 8 ||
+                  pwrite(fd, hdr, hl, 8) != (ssize_t)hl))
+        rc = hub_disk_error(path, "cannot write", err, ecap);
     free(hdr);
+    const uint64_t done = have ? have - head : 0;
+    *resumed = done;
     h->p.file = s->f->path;
-    h->p.file_total = s->bytes;
-    h->p.file_done = 0;
+    h->p.file_total = st->bytes;
+    h->p.file_done = done;
+    h->p.done += done;
     h->p.event = 1;
     hub_report(h, 1);
     h->p.event = 0;
+    run_sink rs = {fd, 0, NULL, 0, 8 + st->hlen, head};
     hub_sink sink = {run_write, &rs};
-    for (int i = 0; !rc && i < s->nt;) {
+    /* the first tensor not yet whole, and where in it to start */
+    int i = 0;
+    while (i < st->nt && st->t[i].dst + (st->t[i].end - st->t[i].begin) <= done) i++;
+    uint64_t from = i < st->nt && done > st->t[i].dst ? done - st->t[i].dst : 0;
+    while (!rc && i < st->nt) {
         int j = i + 1;
-        while (j < s->nt && s->t[j].begin - s->t[j - 1].end < RUN_GAP) j++;
-        rs.t = &s->t[i];
+        while (j < st->nt && st->t[j].begin - st->t[j - 1].end < RUN_GAP) j++;
+        rs.t = &st->t[i];
         rs.n = j - i;
         hub_meta m;
-        rc = hub_fetch(h, s->url, 8 + s->hlen + s->t[i].begin, 8 + s->hlen + s->t[j - 1].end,
-                       s->f->size, "", &sink, &m, err, ecap);
+        rc = hub_fetch(h, s->url, 8 + st->hlen + st->t[i].begin + from,
+                       8 + st->hlen + st->t[j - 1].end, s->f->size, "", &sink, &m, err, ecap);
         if (rc == HUB_ERR_DISK && rs.err) {
             errno = rs.err;
             rc = hub_disk_error(path, "cannot write", err, ecap);
@@ -288,6 +191,12 @@ static int write_shard(hub_conn *h, const char *dir, shard *s, char *err, size_t
             rc = HUB_ERR_INTEGRITY;
         }
         i = j;
+        from = 0;
+    }
+    if (!rc && (fstat(fd, &sb) || (uint64_t)sb.st_size != full)) {
+        snprintf(err, ecap, "%s: the cut file has %llu bytes, not the %llu its header says; "
+                 "refused", path, (unsigned long long)sb.st_size, (unsigned long long)full);
+        rc = HUB_ERR_INTEGRITY;
     }
     if (!rc && fsync(fd)) rc = hub_disk_error(path, "cannot write", err, ecap);
     close(fd);
@@ -311,15 +220,24 @@ static int fd_write(void *user, uint64_t off, const void *p, size_t n) {
     return 0;
 }
 
-/* A config file whole into dir (size checked; sha256 for an LFS one). */
+static int is_size(const char *p, uint64_t size) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size;
+}
+
+/* A config file whole into dir (size checked; sha256 for an LFS one), as NAME.part renamed to
+ * NAME; one already there whole (an interrupted pull's) is kept: *kept. */
 static int fetch_small(hub_conn *h, const char *repo, const char *commit, const char *dir,
-                       const hub_file *f, char *err, size_t ecap) {
-    char path[HUB_PATH_MAX], url[8192];
+                       const hub_file *f, int *kept, char *err, size_t ecap) {
+    char path[HUB_PATH_MAX], part[HUB_PATH_MAX], url[8192];
+    *kept = 0;
     if (hub_fmt(path, sizeof path, "%s/%s", dir, f->path) ||
+        hub_fmt(part, sizeof part, "%s.part", path) ||
         hub_file_url(h, repo, commit, f->path, url, sizeof url))
         return snprintf(err, ecap, "path too long"), HUB_ERR_USAGE;
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return hub_disk_error(path, "cannot create", err, ecap);
+    if (is_size(path, f->size)) return *kept = 1, HUB_OK;
+    int fd = open(part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return hub_disk_error(part, "cannot create", err, ecap);
     h->p.file = f->path;
     h->p.file_total = f->size;
     h->p.file_done = 0;
@@ -329,7 +247,7 @@ static int fetch_small(hub_conn *h, const char *repo, const char *commit, const 
     int rc = f->size ? hub_fetch(h, url, 0, f->size, f->size, "", &sink, &m, err, ecap) : 0;
     if (rc == HUB_ERR_DISK && fs.err) {
         errno = fs.err;
-        rc = hub_disk_error(path, "cannot write", err, ecap);
+        rc = hub_disk_error(part, "cannot write", err, ecap);
     }
     if (!rc && f->lfs) {
         fe_sha256_ctx c;
@@ -337,7 +255,8 @@ static int fetch_small(hub_conn *h, const char *repo, const char *commit, const 
         char buf[65536], hex[65];
         ssize_t r;
         off_t o = 0;
-        while ((r = pread(fd, buf, sizeof buf, o)) > 0) fe_sha256_update(&c, buf, (size_t)r), o += r;
+        while ((r = pread(fd, buf, sizeof buf, o)) > 0)
+            fe_sha256_update(&c, buf, (size_t)r), o += r;
         uint8_t d[FE_SHA256_BYTES];
         fe_sha256_final(&c, d);
         for (int i = 0; i < FE_SHA256_BYTES; i++) sprintf(hex + 2 * i, "%02x", d[i]);
@@ -348,22 +267,13 @@ static int fetch_small(hub_conn *h, const char *repo, const char *commit, const 
         }
     }
     close(fd);
-    return rc;
-}
-
-/* tmp.PID.* folders of pulls whose process is gone. */
-static void sweep(const char *rdir) {
-    DIR *d = opendir(rdir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long pid;
-        char p[HUB_PATH_MAX];
-        if (sscanf(e->d_name, "tmp.%ld.", &pid) == 1 && pid > 0 && kill((pid_t)pid, 0) &&
-            errno == ESRCH && !hub_fmt(p, sizeof p, "%s/%s", rdir, e->d_name))
-            hub_rmtree(p);
+    if (!rc && !is_size(part, f->size)) {
+        snprintf(err, ecap, "%s: received a size other than the listing's %llu; refused",
+                 f->path, (unsigned long long)f->size);
+        rc = HUB_ERR_INTEGRITY;
     }
-    closedir(d);
+    if (!rc && rename(part, path)) rc = hub_disk_error(path, "cannot rename into", err, ecap);
+    return rc;
 }
 
 static int write_json(const char *path, cJSON *o) {
@@ -373,127 +283,145 @@ static int write_json(const char *path, cJSON *o) {
     return rc ? -1 : 0;
 }
 
+/* The vision-only checkpoint built in part (locked): configs, cut shards, index, source. */
+static int build(hub_conn *h, const char *repo, const char *revision, const char *commit,
+                 const hub_file *files, int n, shard *sh, int ns, const char *part,
+                 hub_result *r, uint64_t *resumed, char *err, size_t ecap) {
+    int rc = HUB_OK, have_index = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        const hub_file *f = &files[i];
+        if (strchr(f->path, '/')) continue;
+        if (!strcmp(f->path, "model.safetensors.index.json")) {
+            have_index = 1;
+        } else if (ends_with(f->path, ".json") || ends_with(f->path, ".jinja")) {
+            int kept = 0;
+            rc = fetch_small(h, repo, commit, part, f, &kept, err, ecap);
+            if (!kept) h->p.total += f->size;
+            r->wanted += f->size;
+            r->files++;
+        }
+    }
+    uint64_t vision = 0;
+    for (int i = 0; i < ns; i++) vision += sh[i].st.bytes;
+    cJSON *src = cJSON_CreateObject(), *sfiles = cJSON_CreateObject();
+    cJSON *wm = cJSON_CreateObject();
+    for (int i = 0; !rc && i < ns; i++) {
+        if (!sh[i].st.nt) continue;
+        uint64_t had = 0;
+        rc = write_shard(h, part, &sh[i], &had, err, ecap);
+        *resumed += had;
+        r->files++;
+        r->wanted += 8 + sh[i].st.bytes; /* (the cut header's own bytes aside) */
+        for (int k = 0; k < sh[i].st.nt; k++)
+            cJSON_AddStringToObject(wm, sh[i].st.t[k].name, sh[i].f->path);
+        cJSON *e = cJSON_AddObjectToObject(sfiles, sh[i].f->path);
+        cJSON_AddStringToObject(e, "etag", sh[i].etag);
+        cJSON_AddNumberToObject(e, "size", (double)sh[i].f->size);
+        cJSON_AddNumberToObject(e, "header_bytes", (double)sh[i].st.hlen);
+        cJSON_AddNumberToObject(e, "vision_tensors", sh[i].st.nt);
+        cJSON_AddNumberToObject(e, "vision_bytes", (double)sh[i].st.bytes);
+    }
+    char p[HUB_PATH_MAX];
+    if (!rc && have_index) {
+        cJSON *ix = cJSON_CreateObject();
+        cJSON *md = cJSON_AddObjectToObject(ix, "metadata");
+        cJSON_AddNumberToObject(md, "total_size", (double)vision);
+        cJSON_AddItemToObject(ix, "weight_map", wm);
+        wm = NULL;
+        if (hub_fmt(p, sizeof p, "%s/model.safetensors.index.json", part) || write_json(p, ix))
+            rc = hub_disk_error(p, "cannot write", err, ecap);
+        cJSON_Delete(ix);
+    }
+    cJSON_Delete(wm);
+    if (!rc) {
+        cJSON_AddStringToObject(src, "repo", repo);
+        cJSON_AddStringToObject(src, "revision", revision);
+        cJSON_AddStringToObject(src, "commit", commit);
+        cJSON_AddStringToObject(src, "endpoint", h->endpoint);
+        cJSON_AddStringToObject(src, "kind", "vision-only (g4v pull)");
+        cJSON_AddItemToObject(src, "files", sfiles);
+        sfiles = NULL;
+        if (hub_fmt(p, sizeof p, "%s/g4v-source.json", part) || write_json(p, src))
+            rc = hub_disk_error(p, "cannot write", err, ecap);
+    }
+    cJSON_Delete(sfiles);
+    cJSON_Delete(src);
+    return rc;
+}
+
 int hub_pull_vision(hub_conn *h, const char *repo, const char *revision, const char *commit,
                     const hub_file *files, int n, hub_result *r, char *err, size_t ecap) {
-    char cache[HUB_PATH_MAX], rdir[HUB_PATH_MAX], fin[HUB_PATH_MAX], tmp[HUB_PATH_MAX];
-    char org[128];
+    char cache[HUB_PATH_MAX], rdir[HUB_PATH_MAX], fin[HUB_PATH_MAX], pdir[HUB_PATH_MAX];
+    char part[HUB_PATH_MAX], lock[HUB_PATH_MAX], org[128];
     snprintf(org, sizeof org, "%s", repo);
     *strchr(org, '/') = 0;
     if (hub_g4v_cache(cache, sizeof cache) ||
         hub_fmt(rdir, sizeof rdir, "%s/models--%s--%s", cache, org, strchr(repo, '/') + 1) ||
         hub_fmt(fin, sizeof fin, "%s/vision/%s", rdir, commit) ||
-        hub_fmt(tmp, sizeof tmp, "%s/tmp.%ld.%08x", rdir, (long)getpid(),
-                (unsigned)(fe_now_s() * 1e6)))
+        hub_fmt(pdir, sizeof pdir, "%s/partial", rdir) ||
+        hub_fmt(part, sizeof part, "%s/%s", pdir, commit) ||
+        hub_fmt(lock, sizeof lock, "%s/%s.lock", pdir, commit))
         return snprintf(err, ecap, "no g4v cache folder (set G4V_HUB_CACHE or HOME)"),
                HUB_ERR_USAGE;
     r->vision_only = 1;
     for (int i = 0; i < n; i++) r->whole += files[i].size;
     struct stat st;
-    char ref[HUB_PATH_MAX];
     if (stat(fin, &st) == 0 && S_ISDIR(st.st_mode)) { /* pulled before */
-        snprintf(r->path, sizeof r->path, "%s", fin);
         r->files_reused = 1;
     } else {
-        if (hub_mkdirs(rdir) || mkdir(tmp, 0755))
-            return hub_disk_error(tmp, "cannot create", err, ecap);
-        sweep(rdir);
-        int rc = HUB_OK, ns = 0, have_index = 0;
+        /* every header read and checked before anything is written */
+        int rc = HUB_OK, ns = 0, nt = 0;
         shard *sh = calloc((size_t)n + 1, sizeof *sh);
-        if (!sh) rc = (snprintf(err, ecap, "out of memory"), HUB_ERR_NOMEM);
-        cJSON *src = cJSON_CreateObject(), *sfiles = cJSON_CreateObject();
+        if (!sh) return snprintf(err, ecap, "out of memory"), HUB_ERR_NOMEM;
         for (int i = 0; !rc && i < n; i++) {
             const hub_file *f = &files[i];
-            if (strchr(f->path, '/')) continue;
-            if (!strcmp(f->path, "model.safetensors.index.json")) {
-                have_index = 1;
-            } else if (ends_with(f->path, ".json") || ends_with(f->path, ".jinja")) {
-                h->p.total += f->size;
-                rc = fetch_small(h, repo, commit, tmp, f, err, ecap);
-                r->wanted += f->size;
-                r->files++;
-            } else if (ends_with(f->path, ".safetensors")) {
-                sh[ns].f = f;
-                if (hub_file_url(h, repo, commit, f->path, sh[ns].url, sizeof sh[ns].url))
-                    rc = (snprintf(err, ecap, "path too long"), HUB_ERR_USAGE);
-                else if (!(rc = read_header(h, &sh[ns], err, ecap)))
-                    h->p.total += sh[ns].bytes;
-                ns++;
-            }
+            if (strchr(f->path, '/') || !ends_with(f->path, ".safetensors")) continue;
+            sh[ns].f = f;
+            if (hub_file_url(h, repo, commit, f->path, sh[ns].url, sizeof sh[ns].url))
+                rc = (snprintf(err, ecap, "path too long"), HUB_ERR_USAGE);
+            else if (!(rc = read_header(h, &sh[ns], err, ecap)))
+                h->p.total += sh[ns].st.bytes, nt += sh[ns].st.nt;
+            ns++;
         }
-        uint64_t vision = 0;
-        for (int i = 0; !rc && i < ns; i++) vision += sh[i].bytes;
-        int nt = 0;
-        for (int i = 0; i < ns; i++) nt += sh[i].nt;
         if (!rc && !nt) {
             snprintf(err, ecap, "%s: no vision tensors in its safetensors files (a text-only "
                      "model?); pull it whole with --whole", repo);
             rc = HUB_ERR_NOT_FOUND;
         }
-        cJSON *wm = cJSON_CreateObject();
-        for (int i = 0; !rc && i < ns; i++) {
-            if (!sh[i].nt) continue;
-            rc = write_shard(h, tmp, &sh[i], err, ecap);
-            r->files++;
-            r->wanted += 8 + sh[i].bytes; /* (the cut header's own bytes aside) */
-            for (int k = 0; k < sh[i].nt; k++)
-                cJSON_AddStringToObject(wm, sh[i].t[k].name, sh[i].f->path);
-            cJSON *e = cJSON_AddObjectToObject(sfiles, sh[i].f->path);
-            cJSON_AddStringToObject(e, "etag", sh[i].etag);
-            cJSON_AddNumberToObject(e, "size", (double)sh[i].f->size);
-            cJSON_AddNumberToObject(e, "header_bytes", (double)sh[i].hlen);
-            cJSON_AddNumberToObject(e, "vision_tensors", sh[i].nt);
-            cJSON_AddNumberToObject(e, "vision_bytes", (double)sh[i].bytes);
-        }
-        char p[HUB_PATH_MAX];
-        if (!rc && have_index) {
-            cJSON *ix = cJSON_CreateObject();
-            cJSON *md = cJSON_AddObjectToObject(ix, "metadata");
-            cJSON_AddNumberToObject(md, "total_size", (double)vision);
-            cJSON_AddItemToObject(ix, "weight_map", wm);
-            wm = NULL;
-            if (hub_fmt(p, sizeof p, "%s/model.safetensors.index.json", tmp) ||
-                write_json(p, ix))
-                rc = hub_disk_error(p, "cannot write", err, ecap);
-            cJSON_Delete(ix);
-        }
-        cJSON_Delete(wm);
-        if (!rc) {
-            cJSON_AddStringToObject(src, "repo", repo);
-            cJSON_AddStringToObject(src, "revision", revision);
-            cJSON_AddStringToObject(src, "commit", commit);
-            cJSON_AddStringToObject(src, "endpoint", h->endpoint);
-            cJSON_AddStringToObject(src, "kind", "vision-only (g4v pull)");
-            cJSON_AddItemToObject(src, "files", sfiles);
-            sfiles = NULL;
-            if (hub_fmt(p, sizeof p, "%s/g4v-source.json", tmp) || write_json(p, src))
-                rc = hub_disk_error(p, "cannot write", err, ecap);
-        }
-        cJSON_Delete(sfiles);
-        cJSON_Delete(src);
-        for (int i = 0; i < ns; i++) {
-            cJSON_Delete(sh[i].header);
-            free(sh[i].t);
-        }
-        free(sh);
-        r->fetched = h->p.done;
-        char vdir[HUB_PATH_MAX];
-        if (!rc && (hub_fmt(vdir, sizeof vdir, "%s/vision", rdir) || hub_mkdirs(vdir)))
-            rc = hub_disk_error(vdir, "cannot create", err, ecap);
-        if (!rc && rename(tmp, fin)) {
-            if (errno == EEXIST || errno == ENOTEMPTY) { /* another pull won: use its copy */
-                hub_rmtree(tmp);
-            } else {
-                rc = hub_disk_error(fin, "cannot rename into", err, ecap);
+        int lfd = -1;
+        if (!rc && (hub_mkdirs(pdir) ||
+                    (lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0))
+            rc = hub_disk_error(lock, "cannot create", err, ecap);
+        if (!rc)
+            while (flock(lfd, LOCK_EX) && errno == EINTR) {
             }
+        uint64_t resumed = 0;
+        if (!rc && stat(fin, &st) == 0 && S_ISDIR(st.st_mode)) {
+            r->files_reused = 1; /* another pull finished it while this one waited */
+        } else if (!rc) {
+            if (hub_mkdirs(part)) {
+                rc = hub_disk_error(part, "cannot create", err, ecap);
+            } else {
+                rc = build(h, repo, revision, commit, files, n, sh, ns, part, r, &resumed, err,
+                           ecap);
+            }
+            char vdir[HUB_PATH_MAX];
+            if (!rc && (hub_fmt(vdir, sizeof vdir, "%s/vision", rdir) || hub_mkdirs(vdir)))
+                rc = hub_disk_error(vdir, "cannot create", err, ecap);
+            if (!rc && rename(part, fin)) rc = hub_disk_error(fin, "cannot rename into", err, ecap);
+            /* done: whoever takes this lock (or a new one) after the rename finds vision/COMMIT */
+            if (!rc) unlink(lock);
+            if (rc == HUB_ERR_INTEGRITY) hub_rmtree(part); /* nothing to resume from */
         }
-        if (rc) {
-            hub_rmtree(tmp);
-            return rc;
-        }
-        snprintf(r->path, sizeof r->path, "%s", fin);
+        if (lfd >= 0) close(lfd);
+        for (int i = 0; i < ns; i++) hub_st_free(&sh[i].st);
+        free(sh);
+        r->fetched = h->p.done - resumed;
+        if (rc) return rc;
     }
+    snprintf(r->path, sizeof r->path, "%s", fin);
     if (!hub_is_commit(revision)) {
-        char d[HUB_PATH_MAX];
+        char d[HUB_PATH_MAX], ref[HUB_PATH_MAX];
         if (hub_fmt(ref, sizeof ref, "%s/refs/%s", rdir, revision))
             return snprintf(err, ecap, "path too long"), HUB_ERR_USAGE;
         snprintf(d, sizeof d, "%s", ref);
