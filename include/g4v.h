@@ -688,8 +688,14 @@ G4V_API void g4v_video_quiet_ffmpeg(void);
 G4V_API int g4v_video_sniff(const void *bytes, size_t size);
 
 /* ---- What programs around libg4v share with it ------------------------------------------------
- * g4v's front ends (the CLI, g4v serve, g4v chat) are clients of this header only; these three
- * are the library's own code that they use too, rather than a second copy of each. */
+ * g4v's front ends (the CLI, g4v serve, g4v chat) are clients of this header only; these are the
+ * library's own code that they use too, rather than a second copy of each. */
+
+/* Strict UTF-8 (RFC 3629: shortest form, no surrogates, at most U+10FFFF): the length (1-4) of
+ * the valid sequence at s[0..n), 0 if s starts none (n = 0, a stray continuation byte, an
+ * overlong form, a surrogate, above U+10FFFF, cut short). libg4v's check of PNG text; the front
+ * ends' check of text they print as JSON. */
+G4V_API size_t g4v_utf8_seq_len(const char *s, size_t n);
 
 /* SHA-256 (FIPS 180-4): libg4v's, the one behind g4v_model_fingerprint and the feature cache's
  * keys, with the CPU's SHA instructions where it has them (G4V_ISA=portable: plain C). The digest

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import _lib
-from ._errors import G4VError, status_name
-from ._lib import LibraryNotFoundError
+from ._errors import G4VError
+from ._lib import LibraryNotFoundError, status_name
 from .model import ImageInput, Model, ModelInfo, Result, VideoResult
 from .preprocess import Pixels, preprocess
 

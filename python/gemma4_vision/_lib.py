@@ -26,6 +26,7 @@ import importlib.resources
 import os
 import threading
 
+from . import _errors
 from ._errors import G4VError
 
 c_int, c_int32, c_size_t, c_uint16, c_uint64 = (ctypes.c_int, ctypes.c_int32, ctypes.c_size_t,
@@ -316,6 +317,14 @@ class _LazyLib:
 
 
 lib = _LazyLib()
+
+
+def status_name(status: int) -> str:
+    """The C constant's name for a status number ("G4V_ERR_IMAGE"), from the library."""
+    return lib.g4v_status_name(int(status)).decode()
+
+
+_errors._set_status_namer(status_name)
 
 
 _constants = {}

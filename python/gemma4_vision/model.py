@@ -28,8 +28,8 @@ from typing import Any, Union
 import numpy as np
 
 from . import _lib
-from ._errors import G4VError, status_name
-from ._lib import lib
+from ._errors import G4VError
+from ._lib import lib, status_name
 
 __all__ = ["Model", "Result", "VideoResult", "ModelInfo", "G4VError", "status_name", "BUDGETS",
            "DEFAULT_BUDGET", "MATH_MODES", "ImageInput"]

@@ -113,6 +113,10 @@ size_t g4v_encode_step_values(const g4v_ctx *c, const g4v_encode_step *st);
 void g4v_encode_fill_result(const g4v_ctx *c, const g4v_encode_step *st, const float *feat,
                             const uint16_t *feat16, g4v_result *out);
 void g4v_encode_round_bf16(const float *src, uint16_t *dst, size_t n);
+/* The steps which[0..n) (which NULL: steps[0..n)) through the tower as one pass, rows one after
+ * another in out (encode_batch.c; the batch's passes and the video frames). */
+int g4v_encode_run_steps(g4v_ctx *c, const g4v_encode_step *steps, const int *which, int n,
+                         float *out);
 
 /* Grows a ctx-owned buffer (ctx.c) to n elements of sz bytes, keeping its first keep elements
  * (capacity in *cap; G4V_ERR_NOMEM in err when it cannot). */

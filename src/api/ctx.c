@@ -73,7 +73,7 @@ void g4v_ctx_free(g4v_ctx *c) {
     g4v_workspace_free(c->ws);
     g4v_free_large(c->features);
     g4v_free_large(c->features_bf16);
-    g4v_free(c->video_frames);
+    g4v_free_large(c->video_frames);
     g4v_free_large(c->batch_features);
     g4v_free_large(c->batch_bf16);
     g4v_free_large(c->batch_errs);

@@ -98,24 +98,31 @@ static int prepare(batch *b, int i, g4v_result *hit) {
     return rc;
 }
 
+/* Runs the steps which[0..n) (which NULL: steps[0..n)) through the tower as one pass
+ * (g4v_model_run_batch), their rows one after another in out. The batch's passes and the video
+ * frames (encode_video.c) both go through here. */
+int g4v_encode_run_steps(g4v_ctx *c, const g4v_encode_step *steps, const int *which, int n,
+                         float *out) {
+    g4v_encoder_image *im = g4v_calloc((size_t)n, sizeof *im);
+    if (!im) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a pass of %d images", n);
+    for (int k = 0; k < n; k++)
+        im[k] = steps[which ? which[k] : k].px;
+    int st = g4v_model_run_batch(c->model, c->ws, c->pool, im, n, out, &c->err);
+    g4v_free(im);
+    return st;
+}
+
 /* Runs the waiting entries through the tower together, into the ctx's scratch buffer, and copies
  * each one's rows to its place; a failure fails every waiting entry. */
 static int run_pass(batch *b) {
     g4v_ctx *c = b->c;
     if (!b->npending) return G4V_OK;
     size_t values = 0;
-    g4v_encoder_image *im = g4v_calloc((size_t)b->npending, sizeof *im);
-    int st = im ? G4V_OK : g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for a pass");
-    for (int k = 0; !st && k < b->npending; k++) {
-        im[k] = b->steps[b->pending[k]].px;
+    for (int k = 0; k < b->npending; k++)
         values += g4v_encode_step_values(c, &b->steps[b->pending[k]]);
-    }
-    if (!st)
-        st = g4v_ctx_grow_buffer((void **)&c->features, &c->feat_cap, values, sizeof(float), 0,
-                             &c->err);
-    if (!st) st = g4v_model_run_batch(c->model, c->ws, c->pool, im, b->npending, c->features,
-                                      &c->err);
-    g4v_free(im);
+    int st = g4v_ctx_grow_buffer((void **)&c->features, &c->feat_cap, values, sizeof(float), 0,
+                                 &c->err);
+    if (!st) st = g4v_encode_run_steps(c, b->steps, b->pending, b->npending, c->features);
     const float *rows = c->features;
     g4v_err pass_err = c->err;
     for (int k = 0; k < b->npending; k++) {

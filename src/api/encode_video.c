@@ -1,7 +1,8 @@
 /* encode_video.c - g4v_encode_video_file / _memory and the video prompt: decode and sample the
  * frames (src/video), resize each with the image rule at the per-frame budget (Pillow- or
- * torchvision-exact, src/image), encode them all as one batch (encode_frames) or read them from
- * the feature cache, one entry per frame (frames_rows), and describe each frame (index,
+ * torchvision-exact, src/image), encode them all as one pass of the batch internals
+ * (g4v_encode_run_steps, encode_batch.c) or read them from the feature cache, one entry per frame
+ * (frames_rows), and describe each frame (index,
  * timestamp, MM:SS, tokens). The features and the frame records live in the ctx like
  * g4v_result's; the resized frames only during the call. docs/VIDEO.md.
  */
@@ -10,7 +11,6 @@
 #include "base/alloc.h"
 #include "base/budget.h"
 #include "base/clock.h"
-#include "base/dtype.h"
 #include "io/fsutil.h"
 #include "kernels/sha256.h"
 #include "video/video.h"
@@ -75,106 +75,73 @@ static int on_frame(void *user, int k, int64_t index, const uint8_t *rgb, int wi
     return st;
 }
 
-/* Runs the model on n frames, each at its target size (multiples of 48), writing their rows into
- * out one frame after another: frame i's (w/48)*(h/48) rows follow frame i-1's. The frames go
- * through the tower as one batch (g4v_model_run_batch: every GEMM over all frames' rows,
- * attention within each frame), bit-identical to encoding each frame alone. */
-static int encode_frames(g4v_ctx *c, const g4v_image *frames, int n, float *out) {
-    g4v_encoder_image *im = g4v_calloc((size_t)n, sizeof *im);
-    if (!im) return g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for %d frames", n);
-    for (int i = 0; i < n; i++)
-        im[i] = (g4v_encoder_image){frames[i].rgb, frames[i].width, frames[i].height,
-                                    (size_t)frames[i].width * 3};
-    int st = g4v_model_run_batch(c->model, c->ws, c->pool, im, n, out, &c->err);
-    g4v_free(im);
-    return st;
-}
-
-/* The frames' rows through the feature cache, if ctx has one: a frame whose key (its pixels at
- * the target size, the budget, the resize rule, the model) has an entry is read from it; the
- * others are encoded as one batch and stored, one entry per frame (bit-identical either way:
- * a frame's rows do not depend on the batch it ran in). *hits counts the frames read. */
+/* The frames' rows through the feature cache, if ctx has one, and the batch internals
+ * (encode_batch.c): a frame whose key (its pixels at the target size, the budget, the resize
+ * rule, the model) has an entry is read from it; the others, each an encode step, go through the
+ * tower as one pass (g4v_encode_run_steps: every GEMM over all frames' rows, attention within each
+ * frame) and are stored, one entry per frame (bit-identical either way: a frame's rows do not
+ * depend on the batch it ran in). Frame i's rows follow frame i-1's in out. *hits counts the
+ * frames read. */
 static int frames_rows(g4v_ctx *c, const frame_set *fs, int n, int resize, const g4v_video_info *vi,
                        size_t per, size_t T, float *out, int *hits) {
     *hits = 0;
-    if (!c->cache) return encode_frames(c, fs->frames, n, out);
     size_t fr = per * T;
-    char(*keys)[G4V_SHA256_HEX] = g4v_calloc((size_t)n, sizeof *keys);
-    g4v_image *miss = g4v_calloc((size_t)n, sizeof *miss);
+    g4v_encode_step *steps = g4v_calloc((size_t)n, sizeof *steps);
     int *at = g4v_calloc((size_t)n, sizeof *at);
     float *rows = NULL;
     int st = G4V_OK, m = 0;
-    if (!keys || !miss || !at) {
-        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for the frames' cache keys");
+    if (!steps || !at) {
+        st = g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for %d frames", n);
         goto done;
     }
     for (int i = 0; i < n; i++) {
         const g4v_image *f = &fs->frames[i];
-        g4v_sha256_ctx s;
-        g4v_sha256_init(&s);
-        g4v_sha256_u64(&s, (uint64_t)f->width);
-        g4v_sha256_u64(&s, (uint64_t)f->height);
-        g4v_sha256_update(&s, f->rgb, (size_t)f->width * (size_t)f->height * 3);
-        uint8_t digest[G4V_SHA256_BYTES];
-        g4v_sha256_final(&s, digest);
-        if (g4v_cache_key(c, "frame", digest, fs->budget, 0, resize, keys[i]))
-            keys[i][0] = '\0'; /* no fingerprint: this frame is encoded, not stored */
-        if (keys[i][0] && g4v_cache_lookup_rows(c, keys[i], fs->budget, out + (size_t)i * fr, fr)) {
-            (*hits)++;
-            continue;
+        g4v_encode_step *s = &steps[i];
+        s->budget = fs->budget;
+        s->resize = resize;
+        s->src_w = vi->width;
+        s->src_h = vi->height;
+        s->px = (g4v_encoder_image){f->rgb, f->width, f->height, (size_t)f->width * 3};
+        if (c->cache) {
+            g4v_sha256_ctx h;
+            g4v_sha256_init(&h);
+            g4v_sha256_u64(&h, (uint64_t)f->width);
+            g4v_sha256_u64(&h, (uint64_t)f->height);
+            g4v_sha256_update(&h, f->rgb, (size_t)f->width * (size_t)f->height * 3);
+            uint8_t digest[G4V_SHA256_BYTES];
+            g4v_sha256_final(&h, digest);
+            /* no fingerprint: this frame is encoded, not stored */
+            s->cached = g4v_cache_key(c, "frame", digest, fs->budget, 0, resize, s->key) == G4V_OK;
+            if (s->cached &&
+                g4v_cache_lookup_rows(c, s->key, fs->budget, out + (size_t)i * fr, fr)) {
+                (*hits)++;
+                continue;
+            }
         }
-        miss[m] = *f; /* a view: fs keeps the pixels */
         at[m++] = i;
     }
     if (m == n) {
-        st = encode_frames(c, fs->frames, n, out);
+        st = g4v_encode_run_steps(c, steps, NULL, n, out);
     } else if (m) {
         rows = g4v_malloc_large((size_t)m * fr * sizeof(float));
-        st = rows ? encode_frames(c, miss, m, rows)
+        st = rows ? g4v_encode_run_steps(c, steps, at, m, rows)
                   : g4v_fail(&c->err, G4V_ERR_NOMEM, "out of memory for %d frames' rows", m);
         for (int j = 0; !st && j < m; j++)
             memcpy(out + (size_t)at[j] * fr, rows + (size_t)j * fr, fr * sizeof(float));
     }
-    const g4v_vision_config *cfg = &c->model->ck->cfg;
-    int side = cfg->patch_size * cfg->pooling_kernel_size;
     for (int j = 0; !st && j < m; j++) {
-        if (!keys[at[j]][0]) continue;
+        const g4v_encode_step *s = &steps[at[j]];
+        if (!s->cached) continue;
         g4v_result r;
         memset(&r, 0, sizeof r);
-        r.n_tokens = (int)per;
-        r.dim = (int)T;
-        r.grid_w = fs->tw / side;
-        r.grid_h = fs->th / side;
-        r.src_width = vi->width;
-        r.src_height = vi->height;
-        r.width = fs->tw;
-        r.height = fs->th;
-        r.budget = fs->budget;
-        r.features = out + (size_t)at[j] * fr;
-        g4v_cache_store(c, keys[at[j]], &r);
+        g4v_encode_fill_result(c, s, out + (size_t)at[j] * fr, NULL, &r);
+        g4v_cache_store(c, s->key, &r);
     }
 done:
     g4v_free_large(rows);
     g4v_free(at);
-    g4v_free(miss);
-    g4v_free(keys);
+    g4v_free(steps); /* views: fs keeps the pixels */
     return st;
-}
-
-/* Grows a ctx-owned buffer to hold n elements of size sz (large buffers: g4v_malloc_large). */
-static int grow(void **buf, size_t *cap, size_t n, size_t sz, int large, g4v_err *err) {
-    if (n <= *cap) return G4V_OK;
-    if (n > SIZE_MAX / sz)
-        return g4v_fail(err, G4V_ERR_NOMEM, "output of %zu values is too large", n);
-    void *p = large ? g4v_malloc_large(n * sz) : g4v_malloc(n * sz);
-    if (!p) return g4v_fail(err, G4V_ERR_NOMEM, "out of memory for %zu output values", n);
-    if (large)
-        g4v_free_large(*buf);
-    else
-        g4v_free(*buf);
-    *buf = p;
-    *cap = n;
-    return G4V_OK;
 }
 
 static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
@@ -219,12 +186,15 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     size_t rows = per * (size_t)n;
     if (!st && (gw <= 0 || gh <= 0))
         st = g4v_fail(&c->err, G4V_ERR_INTERNAL, "target size %dx%d", fs.tw, fs.th);
-    if (!st) st = grow((void **)&c->features, &c->feat_cap, rows * T, sizeof(float), 1, &c->err);
-    if (!st && opts->bf16)
-        st = grow((void **)&c->features_bf16, &c->bf16_cap, rows * T, sizeof(uint16_t), 1, &c->err);
     if (!st)
-        st = grow((void **)&c->video_frames, &c->video_frames_cap, (size_t)n,
-                  sizeof(g4v_video_frame), 0, &c->err);
+        st = g4v_ctx_grow_buffer((void **)&c->features, &c->feat_cap, rows * T, sizeof(float), 0,
+                                 &c->err);
+    if (!st && opts->bf16)
+        st = g4v_ctx_grow_buffer((void **)&c->features_bf16, &c->bf16_cap, rows * T,
+                                 sizeof(uint16_t), 0, &c->err);
+    if (!st)
+        st = g4v_ctx_grow_buffer((void **)&c->video_frames, &c->video_frames_cap, (size_t)n,
+                                 sizeof(g4v_video_frame), 0, &c->err);
     int hits = 0;
     if (!st) st = frames_rows(c, &fs, n, resize, &vi, per, T, c->features, &hits);
     for (int i = 0; i < wanted; i++)
@@ -232,9 +202,7 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
     g4v_free(fs.frames);
     if (st) return st;
     c->cache_hit = n > 0 && hits == n;
-    if (opts->bf16)
-        for (size_t i = 0; i < rows * T; i++)
-            c->features_bf16[i] = g4v_f32_to_bf16(c->features[i]);
+    if (opts->bf16) g4v_encode_round_bf16(c->features, c->features_bf16, rows * T);
     for (int i = 0; i < n; i++) {
         g4v_video_frame *f = &c->video_frames[i];
         memset(f, 0, sizeof *f);
@@ -244,7 +212,7 @@ static int encode_video_bytes(g4v_ctx *c, const void *bytes, size_t size,
         f->n_tokens = (int)per;
         f->grid_w = gw;
         f->grid_h = gh;
-        f->first_row = (size_t)i * per; /* all frames share one size: encode_frames' order */
+        f->first_row = (size_t)i * per; /* all frames share one size: frames_rows' order */
     }
     out->n_frames = n;
     out->n_tokens = (int)rows;

@@ -1,6 +1,5 @@
+/* utf8.c - strict UTF-8 (base/utf8.h): g4v_utf8_seq_len (public, g4v.h) and g4v_utf8_valid. */
 #include "base/utf8.h"
-
-#include <string.h>
 
 size_t g4v_utf8_seq_len(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
@@ -25,16 +24,4 @@ int g4v_utf8_valid(const char *s, size_t n) {
         i += len;
     }
     return 1;
-}
-
-void g4v_utf8_sanitize(char *s) {
-    size_t n = strlen(s);
-    for (size_t i = 0; i < n;) {
-        size_t len = g4v_utf8_seq_len(s + i, n - i);
-        if (len) {
-            i += len;
-        } else {
-            s[i++] = '?';
-        }
-    }
 }

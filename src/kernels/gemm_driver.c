@@ -113,10 +113,8 @@ static void task_no_scratch_q8(const gemm_job *j, int r0, int r1, int p0, int p1
     for (int r = r0; r < r1; r++) {
         const float *x = j->c.X + (size_t)r * j->c.ldx;
         float amax = 0.0f, inv;
-        for (int k = 0; k < W->k; k++) {
-            float a = fabsf(o->clamp ? g4v_clampf(x[k], o->lo, o->hi) : x[k]);
-            amax = a > amax ? a : amax;
-        }
+        for (int k = 0; k < W->k; k++)
+            amax = g4v_q8_amax_step(amax, o->clamp ? g4v_clampf(x[k], o->lo, o->hi) : x[k]);
         float sa = g4v_q8_scale(amax, &inv);
         for (int p = p0; p < p1; p++) {
             const int8_t *b =

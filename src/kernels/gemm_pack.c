@@ -151,8 +151,7 @@ static void pack_b_q8(const void *w, g4v_dtype dtype, int n, int k, const g4v_wm
             int col = pn * nr + c;
             float amax = 0.0f, inv = 0.0f;
             for (int kk = 0; col < n && kk < k; kk++) {
-                float a = fabsf(g4v_load_elem(w, dtype, (size_t)col * k + kk));
-                amax = a > amax ? a : amax;
+                amax = g4v_q8_amax_step(amax, g4v_load_elem(w, dtype, (size_t)col * k + kk));
             }
             scales[c] = col < n ? g4v_q8_scale(amax, &inv) : 0.0f;
             int32_t sum = 0;
@@ -183,8 +182,7 @@ static void pack_b_q8b(const void *w, g4v_dtype dtype, int n, int k, const g4v_w
                 int k0 = b * G4V_Q8_BLOCK, k1 = k0 + G4V_Q8_BLOCK < k ? k0 + G4V_Q8_BLOCK : k;
                 float amax = 0.0f, inv = 0.0f;
                 for (int kk = k0; col < n && kk < k1; kk++) {
-                    float a = fabsf(g4v_load_elem(w, dtype, (size_t)col * k + kk));
-                    amax = a > amax ? a : amax;
+                    amax = g4v_q8_amax_step(amax, g4v_load_elem(w, dtype, (size_t)col * k + kk));
                 }
                 scales[(size_t)b * nr + c] = col < n ? g4v_q8_scale(amax, &inv) : 0.0f;
                 int32_t sum = 0;

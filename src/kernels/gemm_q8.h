@@ -58,14 +58,11 @@ static inline int8_t g4v_q8_code(float v, float inv) {
     return (int8_t)(int)nearbyintf(t); /* ties to even (default rounding mode) */
 }
 
-/* The largest |v| of n values; NaN is skipped (as vmaxps(|v|, acc) does). */
-static inline float g4v_q8_amax(const float *v, size_t n) {
-    float m = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        float a = fabsf(v[i]);
-        m = a > m ? a : m;
-    }
-    return m;
+/* One step of the amax over a row, column or block (from m = 0): the larger of m and |v|; NaN is
+ * skipped (as vmaxps(|v|, acc) does). The scalar and portable loops all fold through it. */
+static inline float g4v_q8_amax_step(float m, float v) {
+    float a = fabsf(v);
+    return a > m ? a : m;
 }
 
 /* The dequantized output of one element, as every kernel computes it. */

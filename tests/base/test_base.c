@@ -69,10 +69,6 @@ static void test_utf8(void) {
     }
     CHECK(g4v_utf8_seq_len("a", 0) == 0 && g4v_utf8_valid("", 0));
     CHECK(!g4v_utf8_valid("ok\xc3\xa9\xff", 5) && g4v_utf8_valid("ok\xc3\xa9\xff", 4));
-    char s[] = "a\xff"
-               "b\xc3\xa9\xed\xa0\x80z\xe2\x82";
-    g4v_utf8_sanitize(s);
-    CHECK_MSG(!strcmp(s, "a?b\xc3\xa9???z??"), "sanitized: %s", s);
 }
 
 /* The BF16 kernel rule (docs/NUMERICS.md §6.6) over (vendor, family, model, features) rows. */

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """test_cli_options.py - every g4v subcommand's options against its option table
 (tools/common/options.h): `g4v CMD --help` names every option the command's table declares (read
-from the command's source: its rows, the shared FE_OPT_MATH_ROWS and FE_OPT_RESIZE), every
+from the command's source: its rows, the shared FE_OPT_* rows), every
 option the help lists is one the parser knows, the help fits 100 columns, and the usage errors
 read the same in every command (exit 1, "g4v CMD: ...").
 
@@ -28,6 +28,7 @@ SOURCES = {
     "models": "tools/g4v/cmd_models.c",
 }
 MACROS = {"FE_OPT_MATH_ROWS": ["--math", "--precise", "--int8"], "FE_OPT_RESIZE": ["--resize"],
+          "FE_OPT_THREADS": ["--threads"], "FE_OPT_TOKENS": ["--tokens"],
           "MS_OPT_REVISION": ["--revision"], "MS_OPT_OLLAMA": ["--ollama"]}
 NOTHING_REQUIRED = {"models"}  # commands that run with no option at all
 
@@ -107,6 +108,12 @@ def test_cli_options():
             rc, msg = err("--tokens", "abc")
             check(rc == 1 and msg.startswith(f"g4v {cmd}: --tokens needs an integer from ")
                   and msg.endswith(", not 'abc'"), f"{cmd} --tokens abc: {msg}")
+            # one row (FE_OPT_TOKENS), one range, in every command
+            check(msg.endswith(" to 1048576, not 'abc'"), f"{cmd} --tokens range: {msg}")
+        if "--threads" in declared:  # one row (FE_OPT_THREADS), one limit
+            rc, msg = err("--threads", "4097")
+            check(rc == 1 and msg.startswith(f"g4v {cmd}: --threads needs an integer from ")
+                  and msg.endswith(" to 4096, not '4097'"), f"{cmd} --threads 4097: {msg}")
             rc, msg = err("--tokens")
             check((rc, msg) == (1, f"g4v {cmd}: --tokens needs a value"), f"{cmd} --tokens: {msg}")
         if "--resize" in declared:

@@ -1,5 +1,6 @@
-/* test_frontend.c - the front ends' own helpers (tools/common/frontend.h): the UTF-8 checks and
- * the clock, which are tools/common's code, and the JSON parse and SHA-256 it takes from g4v.h. */
+/* test_frontend.c - the front ends' own helpers (tools/common/frontend.h): the UTF-8 repairs and
+ * the clock, which are tools/common's code, and the UTF-8 check, the JSON parse and SHA-256 it
+ * takes from g4v.h. */
 #include "frontend.h"
 #include "test_util.h"
 
@@ -10,7 +11,7 @@
 static void test_utf8(void) {
     static const struct {
         const char *s;
-        size_t len; /* what fe_utf8_seq_len gives at s[0] */
+        size_t len; /* what g4v_utf8_seq_len gives at s[0] */
     } cases[] = {
         {"A", 1},
         {"\xC3\xA9", 2},             /* e acute */
@@ -26,9 +27,9 @@ static void test_utf8(void) {
         {"\xFF", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECK_MSG(fe_utf8_seq_len(cases[i].s, strlen(cases[i].s)) == cases[i].len, "case %zu",
+        CHECK_MSG(g4v_utf8_seq_len(cases[i].s, strlen(cases[i].s)) == cases[i].len, "case %zu",
                   i);
-    CHECK(fe_utf8_seq_len("A", 0) == 0);
+    CHECK(g4v_utf8_seq_len("A", 0) == 0);
     CHECK(fe_utf8_valid("caf\xC3\xA9 \xE2\x82\xAC", 9));
     CHECK(!fe_utf8_valid("caf\xC3", 4));
     char s[] = "a\xC3(b\xFF\xE2\x82\xAC";

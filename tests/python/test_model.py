@@ -1,6 +1,7 @@
 """The gemma4_vision package (Model, Result, G4VError) against the g4v CLI: bit-identical features
 for every input kind, the result's fields, model.info, the errors with their library statuses,
-and Python threads sharing one model (the GIL released during the C call)."""
+Python threads sharing one model (the GIL released during the C call), and the imports running
+one way (_lib -> _errors)."""
 import json
 import os
 import pickle
@@ -32,6 +33,18 @@ def images(tmp_path_factory):
 def test_library_found():
     assert os.path.exists(g4.library_path())
     assert g4.library_version().count(".") == 2
+
+
+def test_imports_run_one_way():
+    """The package's modules import each other without a circle: _errors imports nothing of the
+    package (_lib imports it and hands it the library's status names)."""
+    import ast
+    src = os.path.join(os.path.dirname(g4.__file__), "_errors.py")
+    tree = ast.parse(open(src, encoding="utf-8").read())
+    local = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
+    assert not local, [ast.dump(n) for n in local]
+    assert g4.status_name(3) == "G4V_ERR_MODEL"
+    assert g4.G4VError(4, "x").status_name == "G4V_ERR_IMAGE"
 
 
 @pytest.mark.parametrize("tokens", [70, 140])

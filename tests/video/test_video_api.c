@@ -1,7 +1,8 @@
 /* test_video_api.c - the public video API on a real (generated) checkpoint and video:
  * file == memory, bf16 rows, frame records, prompt text and ids (with truncation), the limits
  * plumbed from g4v_model_options (each named in its message), argument errors, sniffing, and the
- * feature cache (one entry per frame: a repeat is read back whole, an overlap in part).
+ * feature cache (one entry per frame: a repeat is read back whole, an overlap in part), and a
+ * frame encoded alone giving the rows it has among others.
  * Usage: test_video_api MODEL_DIR VIDEO (test_video_pyav.py makes both and runs it). */
 #include "base/dtype.h"
 #include "test_util.h"
@@ -108,6 +109,15 @@ static void run(const char *dir, const char *video) {
     vo.bf16 = 0;
     CHECK(g4v_encode_video_memory(ctx, bytes, n, &vo, &b) == G4V_OK);
     CHECK(b.n_tokens == a.n_tokens && b.features_bf16 == NULL &&
+          !memcmp(b.features, fa, rows * T * sizeof(float)));
+    /* a frame's rows do not depend on the pass it ran in: frame 0 alone (a pass of one) gives
+     * the rows it had among five */
+    vo.num_frames = 1;
+    g4v_video_result one;
+    CHECK(g4v_encode_video_memory(ctx, bytes, n, &vo, &one) == G4V_OK && one.n_frames == 1 &&
+          one.n_tokens == per && !memcmp(one.features, fa, (size_t)per * T * sizeof(float)));
+    vo.num_frames = 5;
+    CHECK(g4v_encode_video_memory(ctx, bytes, n, &vo, &b) == G4V_OK && b.n_tokens == a.n_tokens &&
           !memcmp(b.features, fa, rows * T * sizeof(float)));
 
     /* prompt ids: per frame and all frames */

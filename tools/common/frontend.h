@@ -14,12 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The clock and the UTF-8 checks (utf8.c) are the front ends' own (tests/common/test_frontend.c). */
+/* The clock and the UTF-8 helpers (utf8.c) are the front ends' own (tests/common/test_frontend.c);
+ * the check of one UTF-8 sequence is the library's, g4v_utf8_seq_len (g4v.h). */
 /* Seconds on CLOCK_MONOTONIC; only differences are meaningful. */
 double fe_now_s(void);
-/* Length (1-4) of the strict UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most
- * U+10FFFF) at s[0..n), 0 if s starts none. */
-size_t fe_utf8_seq_len(const char *s, size_t n);
 /* 1 if s[0..n) is valid UTF-8 throughout. */
 int fe_utf8_valid(const char *s, size_t n);
 /* In place on a NUL-terminated string: every byte that starts no valid sequence becomes '?'

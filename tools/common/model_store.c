@@ -43,6 +43,10 @@ const char *ms_source_name(ms_source s) {
     return st ? st->name : "path";
 }
 
+int ms_store_count(void) { return N_STORES; }
+
+ms_source ms_store_at(int i) { return i >= 0 && i < N_STORES ? stores[i].source : MS_SRC_PATH; }
+
 int ms_store_dirs(ms_source s, char (*dirs)[MS_PATH_MAX], int max) {
     const ms_store *st = store_of(s);
     return st ? st->dirs(dirs, max) : 0;

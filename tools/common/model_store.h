@@ -80,6 +80,11 @@ int ms_list_all(ms_list *l, int all);
 void ms_list_free(ms_list *l);
 const char *ms_source_name(ms_source s); /* "path", "huggingface", "ollama", "lmstudio" */
 
+/* The stores, in the order they are listed and searched: ms_store_at(0 .. ms_store_count() - 1)
+ * (the rows of model_store.c's table; MS_SRC_PATH is none). */
+int ms_store_count(void);
+ms_source ms_store_at(int i);
+
 /* The stores' folders as this environment names them (for messages and `g4v models`): up to
  * max entries into dirs (each MS_PATH_MAX bytes), existing or not. Returns the count. */
 int ms_store_dirs(ms_source s, char (*dirs)[MS_PATH_MAX], int max);

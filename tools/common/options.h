@@ -118,4 +118,18 @@ extern const fe_opt_choice fe_opt_resize_choices[];
     {.name = "resize", .kind = FE_OPT_CHOICE, FE_FIELD(type, member),                          \
      .choices = fe_opt_resize_choices, .help = (help_)}
 
+/* --threads N, the CLI's commands' and the server's, up to FE_OPT_THREADS_MAX; lo_ is 0 where 0
+ * asks for the default, else 1. */
+#define FE_OPT_THREADS_MAX 4096
+#define FE_OPT_THREADS(type, member, lo_, help_)                                               \
+    {.name = "threads", .kind = FE_OPT_INT, FE_FIELD(type, member), .lo = (lo_),               \
+     .hi = FE_OPT_THREADS_MAX, .arg = "N", .help = (help_)}
+
+/* --tokens N, a soft-token budget: one of G4V_BUDGETS (fe_opt_check_budget); the range before
+ * that check is 1..FE_OPT_TOKENS_MAX, the same in every command. */
+#define FE_OPT_TOKENS_MAX (1 << 20)
+#define FE_OPT_TOKENS(type, member, help_)                                                     \
+    {.name = "tokens", .kind = FE_OPT_INT, FE_FIELD(type, member), .lo = 1,                    \
+     .hi = FE_OPT_TOKENS_MAX, .check = fe_opt_check_budget, .arg = "N", .help = (help_)}
+
 #endif

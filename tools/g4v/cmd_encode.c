@@ -73,11 +73,10 @@ static const fe_opt rows[] = {
              "OUT.safetensors one F32 tensor per image, named after the file, with\n"
              "                metadata <name>.tokens/.grid/.budget/.source/...\n"
              "OUT (other)     a directory: OUT/<image name>.npy per image"},
-    {.name = "tokens", .kind = FE_OPT_INT, O(tokens), .lo = 1, .hi = 1000000,
-     .check = fe_opt_check_budget, .arg = "N",
-     .help = "soft-token budget, one of " CLI_BUDGETS " (default: the model's, from its "
-             "processor_config.json or config.json, else " FE_STR(G4V_DEFAULT_BUDGET) "; videos: "
-             "per frame, default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"},
+    FE_OPT_TOKENS(encode_args, tokens,
+                  "soft-token budget, one of " CLI_BUDGETS " (default: the model's, from its "
+                  "processor_config.json or config.json, else " FE_STR(G4V_DEFAULT_BUDGET) "; "
+                  "videos: per frame, default " FE_STR(G4V_DEFAULT_VIDEO_BUDGET) ")"),
     {.name = "no-exif", .kind = FE_OPT_FLAG, O(no_exif), .lo = 1,
      .help = "ignore EXIF orientation (default: apply it, as transformers does)"},
     FE_OPT_RESIZE(encode_args, resize,
@@ -87,8 +86,7 @@ static const fe_opt rows[] = {
                   "and the 12B's only processor: torch's antialiased bicubic); images and video "
                   "frames"),
     FE_OPT_MATH_ROWS(encode_args, math, math_opt),
-    {.name = "threads", .kind = FE_OPT_INT, O(threads), .lo = 0, .hi = 4096, .arg = "N",
-     .help = "worker threads (default: one per CPU)"},
+    FE_OPT_THREADS(encode_args, threads, 0, "worker threads (default: one per CPU)"),
     {.name = "bf16", .kind = FE_OPT_FLAG, O(bf16), .lo = 1,
      .help = "store bf16 (.npy: uint16 bit patterns; .safetensors: BF16)"},
     {.name = "cache", .kind = FE_OPT_STRING, O(cache), .arg = "DIR",

@@ -1,7 +1,8 @@
 /* cmd_models.c - `g4v models [--json] [--all]`: the Gemma 4 models already on this machine, in
  * the Hugging Face cache, Ollama's store and LM Studio's folders (tools/common/model_store.h),
  * each with the files g4v would use (vision checkpoint or mmproj, text GGUF, chat template), its
- * size, and whether g4v can use it or why not. Offline: it reads the stores, nothing else. */
+ * size, and whether g4v can use it or why not. Offline: it reads the stores, nothing else. The
+ * stores come from model_store.c's table (ms_store_at), in its order. */
 #include "cli.h"
 #include "frontend.h"
 #include "model_store.h"
@@ -67,12 +68,11 @@ static void size_text(uint64_t b, char *out, size_t cap) {
 }
 
 static void print_text(const ms_list *l) {
-    static const ms_source src[] = {MS_SRC_HF, MS_SRC_OLLAMA, MS_SRC_LMSTUDIO};
     printf("stores:\n");
-    for (size_t s = 0; s < sizeof src / sizeof src[0]; s++) {
+    for (int s = 0; s < ms_store_count(); s++) {
         char dirs[4][MS_PATH_MAX];
-        int n = ms_store_dirs(src[s], dirs, 4);
-        for (int i = 0; i < n; i++) printf("  %-12s %s\n", ms_source_name(src[s]), dirs[i]);
+        int n = ms_store_dirs(ms_store_at(s), dirs, 4);
+        for (int i = 0; i < n; i++) printf("  %-12s %s\n", ms_source_name(ms_store_at(s)), dirs[i]);
     }
     if (!l->count) {
         printf("\nno Gemma 4 model found in them\n");
@@ -104,15 +104,14 @@ static int add_path(cJSON *o, const char *key, const char *v) {
 }
 
 static int print_json(const ms_list *l) {
-    static const ms_source src[] = {MS_SRC_HF, MS_SRC_OLLAMA, MS_SRC_LMSTUDIO};
     cJSON *o = cJSON_CreateObject();
     cJSON *st = o ? cJSON_AddObjectToObject(o, "stores") : NULL;
     cJSON *ms = st ? cJSON_AddArrayToObject(o, "models") : NULL;
     int ok = ms != NULL;
-    for (size_t s = 0; ok && s < sizeof src / sizeof src[0]; s++) {
+    for (int s = 0; ok && s < ms_store_count(); s++) {
         char dirs[4][MS_PATH_MAX];
-        int n = ms_store_dirs(src[s], dirs, 4);
-        cJSON *a = cJSON_AddArrayToObject(st, ms_source_name(src[s]));
+        int n = ms_store_dirs(ms_store_at(s), dirs, 4);
+        cJSON *a = cJSON_AddArrayToObject(st, ms_source_name(ms_store_at(s)));
         ok = a != NULL;
         for (int i = 0; ok && i < n; i++) {
             cJSON *d = cJSON_CreateString(dirs[i]);

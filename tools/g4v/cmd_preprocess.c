@@ -74,7 +74,8 @@ static const fe_opt_choice pillow_versions[] = {{"9", 9}, {"12.2", 122}, {"13", 
 static const fe_opt rows[] = {
     {.kind = FE_OPT_STRING, .flags = FE_OPT_POSITIONAL | FE_OPT_REQUIRED, O(in), .arg = "IMAGE",
      .help = "the image (JPEG, PNG, WebP, GIF, BMP, TIFF; chosen by content)"},
-    {.name = "tokens", .kind = FE_OPT_INT, O(opts.budget), .lo = 1, .hi = 1000000, .arg = "N",
+    {.name = "tokens", .kind = FE_OPT_INT, O(opts.budget), .lo = 1, .hi = FE_OPT_TOKENS_MAX,
+     .arg = "N",
      .help = "soft-token budget, one of " CLI_BUDGETS " (default " FE_STR(G4V_DEFAULT_BUDGET) ")"},
     {.name = "no-exif", .kind = FE_OPT_FLAG, O(opts.apply_exif), .lo = 0,
      .help = "ignore the EXIF/XMP orientation (as when a PIL image is handed to the processor "

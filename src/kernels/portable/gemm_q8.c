@@ -22,11 +22,8 @@ void g4v_pack_a_q8_scalar(const float *x, size_t ldx, int rows, int klen, int kp
         const float *xr = x + (size_t)r * ldx;
         float amax = 0.0f, inv = 0.0f, scale = 0.0f;
         if (r < rows) {
-            for (int k = 0; k < klen; k++) {
-                float v = o->clamp ? g4v_clampf(xr[k], o->lo, o->hi) : xr[k];
-                float a = fabsf(v);
-                amax = a > amax ? a : amax;
-            }
+            for (int k = 0; k < klen; k++)
+                amax = g4v_q8_amax_step(amax, o->clamp ? g4v_clampf(xr[k], o->lo, o->hi) : xr[k]);
             scale = g4v_q8_scale(amax, &inv);
         }
         for (int k = 0; k < kpad; k++) {

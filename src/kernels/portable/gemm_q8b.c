@@ -14,10 +14,8 @@ enum { MR = 4, NR = 16, BK = G4V_Q8_BLOCK };
 
 float g4v_q8b_quantize_block(const float *xb, int len, const g4v_pack_opts *o, int8_t q[BK]) {
     float amax = 0.0f, inv;
-    for (int k = 0; k < len; k++) {
-        float a = fabsf(o->clamp ? g4v_clampf(xb[k], o->lo, o->hi) : xb[k]);
-        amax = a > amax ? a : amax;
-    }
+    for (int k = 0; k < len; k++)
+        amax = g4v_q8_amax_step(amax, o->clamp ? g4v_clampf(xb[k], o->lo, o->hi) : xb[k]);
     float scale = g4v_q8_scale(amax, &inv);
     for (int k = 0; k < BK; k++)
         q[k] = k < len ? g4v_q8_code(o->clamp ? g4v_clampf(xb[k], o->lo, o->hi) : xb[k], inv) : 0;

@@ -285,6 +285,13 @@ int svc_http_code_for(int g4v_status);
 
 void svc_record(server *s, int code, double seconds, int timed);
 char *svc_metrics_text(server *s, size_t *len); /* malloc'ed, NULL when out of memory */
+/* The metrics text's one writer, for the core and every wing: appends printf text at b + n (b
+ * holds cap bytes) and returns the new length, counting what did not fit as snprintf does. */
+size_t svc_putf(char *b, size_t cap, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* One scalar metric: its HELP and TYPE lines and its value (integers up to 2^53 print exactly). */
+size_t svc_metric(char *b, size_t cap, size_t n, const char *name, const char *type,
+                  const char *help, double value);
 
 /* ---- the doors (doors.c): which pages may use the service ---------------------------------- */
 

@@ -3,9 +3,11 @@
  * queue, the contexts and the feature cache; the chat lines with --lm). The names and their
  * order are an interface (dashboards, tests/service/test_serve_metrics.py): add, never rename.
  * The counters live in the server under its mutex (core.h); svc_record counts one answer,
- * svc_metrics_text prints them all. Also the one latency histogram type, svc_hist. */
+ * svc_metrics_text prints them all. Also the one latency histogram type, svc_hist, and the one
+ * writer of metrics lines, svc_putf / svc_metric, that the wings' own lines go through. */
 #include "core/core.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,20 +36,33 @@ void svc_hist_add(svc_hist *h, double seconds) {
     h->count++;
 }
 
+size_t svc_putf(char *b, size_t cap, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b + n, n < cap ? cap - n : 0, fmt, ap);
+    va_end(ap);
+    return n + (size_t)k;
+}
+
+size_t svc_metric(char *b, size_t cap, size_t n, const char *name, const char *type,
+                  const char *help, double value) {
+    return svc_putf(b, cap, n, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type,
+                    name, value);
+}
+
 size_t svc_hist_text(const svc_hist *h, const char *name, const char *help, char *b, size_t cap) {
     size_t n = 0;
-#define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
-    OUT("# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    n = svc_putf(b, cap, n, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
     for (int i = 0; i < NBUCKETS; i++) {
         cum += h->n[i];
-        OUT("%s_bucket{le=\"%g\"} %llu\n", name, buckets[i], (unsigned long long)cum);
+        n = svc_putf(b, cap, n, "%s_bucket{le=\"%g\"} %llu\n", name, buckets[i],
+                     (unsigned long long)cum);
     }
     cum += h->n[NBUCKETS];
-    OUT("%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
-    OUT("%s_sum %.6f\n", name, h->sum);
-    OUT("%s_count %llu\n", name, (unsigned long long)h->count);
-#undef OUT
+    n = svc_putf(b, cap, n, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+    n = svc_putf(b, cap, n, "%s_sum %.6f\n", name, h->sum);
+    n = svc_putf(b, cap, n, "%s_count %llu\n", name, (unsigned long long)h->count);
     return n;
 }
 
@@ -66,20 +81,19 @@ char *svc_metrics_text(server *s, size_t *len) {
     char *b = malloc(cap);
     if (!b) return NULL;
     size_t n = 0;
-#define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
     pthread_mutex_lock(&s->mu);
-    OUT("# HELP g4v_http_requests_total HTTP requests answered, by status code.\n"
-        "# TYPE g4v_http_requests_total counter\n");
+    n = svc_putf(b, cap, n,
+                 "# HELP g4v_http_requests_total HTTP requests answered, by status code.\n"
+                 "# TYPE g4v_http_requests_total counter\n");
     for (int i = 0; i <= NCODES; i++) {
         if (i < NCODES)
-            OUT("g4v_http_requests_total{code=\"%d\"} %llu\n", known_codes[i],
-                (unsigned long long)s->by_code[i]);
+            n = svc_putf(b, cap, n, "g4v_http_requests_total{code=\"%d\"} %llu\n",
+                         known_codes[i], (unsigned long long)s->by_code[i]);
         else
-            OUT("g4v_http_requests_total{code=\"other\"} %llu\n",
-                (unsigned long long)s->by_code[i]);
+            n = svc_putf(b, cap, n, "g4v_http_requests_total{code=\"other\"} %llu\n",
+                         (unsigned long long)s->by_code[i]);
     }
     pthread_mutex_unlock(&s->mu);
-#undef OUT
     for (int w = 0; w < s->nwings; w++)
         if (s->wings[w].w->metrics)
             n += s->wings[w].w->metrics(s, s->wings[w].state, b + n, n < cap ? cap - n : 0);

@@ -27,8 +27,8 @@ static const fe_opt rows[] = {
      .help = "TCP port (default 8080; 0 picks a free one, printed at start)"},
     {.name = "contexts", .kind = FE_OPT_INT, O(contexts), .lo = 1, .hi = 256, .arg = "K",
      .help = "encodes run at once, one g4v context each (default 1)"},
-    {.name = "threads", .kind = FE_OPT_INT, O(threads), .lo = 1, .hi = 4096, .arg = "N",
-     .help = "compute threads per context (default: CPUs / K, at least 1)"},
+    FE_OPT_THREADS(g4v_service_options, threads, 1,
+                   "compute threads per context (default: CPUs / K, at least 1)"),
     {.name = "queue", .kind = FE_OPT_INT, O(queue), .lo = 0, .hi = 100000, .arg = "Q",
      .help = "complete requests that may wait for a context; more are answered 429 at once "
              "(default 16)"},
@@ -52,9 +52,9 @@ static const fe_opt rows[] = {
     {.name = "drain-seconds", .kind = FE_OPT_INT, O(drain_s), .lo = 0, .hi = 86400, .arg = "S",
      .help = "on SIGTERM, wait at most S seconds for request bodies still arriving; received "
              "requests are always finished (default 30)"},
-    {.name = "tokens", .kind = FE_OPT_INT, O(tokens), .lo = 1, .hi = 1000000,
-     .check = fe_opt_check_budget, .arg = "N",
-     .help = "default budget, one of " SVC_BUDGETS " (default " FE_STR(G4V_DEFAULT_BUDGET) ")"},
+    FE_OPT_TOKENS(g4v_service_options, tokens,
+                  "default budget, one of " SVC_BUDGETS " (default "
+                  FE_STR(G4V_DEFAULT_BUDGET) ")"),
     FE_OPT_MATH_ROWS(g4v_service_options, math, math_opt),
     {.name = "no-exif", .kind = FE_OPT_FLAG, O(no_exif), .lo = 1,
      .help = "ignore EXIF orientation by default"},
@@ -89,7 +89,8 @@ static const fe_opt rows[] = {
     {.name = "lm-slots", .kind = FE_OPT_INT, O(lm_slots), .lo = 1, .hi = 64, .arg = "K",
      .help = "conversations answered at once, a sequence each of one libllama context whose "
              "decode calls carry all of their next tokens together (default 1)"},
-    {.name = "lm-threads", .kind = FE_OPT_INT, O(lm_threads), .lo = 1, .hi = 4096, .arg = "N",
+    {.name = "lm-threads", .kind = FE_OPT_INT, O(lm_threads), .lo = 1, .hi = FE_OPT_THREADS_MAX,
+     .arg = "N",
      .help = "threads of the text model's decode calls, shared by the slots (default: one per "
              "CPU)"},
     {.name = "lm-ctx", .kind = FE_OPT_INT, O(lm_ctx), .lo = 256, .hi = 1 << 20, .arg = "N",

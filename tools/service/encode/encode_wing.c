@@ -110,38 +110,37 @@ static size_t metrics(server *s, void *state, char *b, size_t cap) {
     encode_wing *ew = state;
     svc_pool *p = ew->pool;
     size_t n = 0;
-#define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
-/* One scalar metric: its HELP and TYPE lines and its value (integers up to 2^53 print exactly). */
-#define METRIC(name, type, help, value)                                                            \
-    OUT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " %.17g\n", (double)(value))
     g4v_cache_stats cs;
     g4v_cache_get_stats(s->cache, &cs, NULL, 0);
     pthread_mutex_lock(&s->mu);
     n += svc_hist_text(&s->latency, "g4v_encode_request_seconds",
                        "Time from the request's arrival to its answer (POST /v1/encode).", b + n,
                        n < cap ? cap - n : 0);
-    METRIC("g4v_queue_depth", "gauge", "Complete encode requests waiting for a context.",
-           p->queued);
-    METRIC("g4v_queue_capacity", "gauge", "Waiting requests allowed before 429.", p->limit);
-    METRIC("g4v_encodes_in_progress", "gauge", "Contexts encoding now.", p->busy);
-    METRIC("g4v_contexts", "gauge", "Encode contexts.", p->n);
-    METRIC("g4v_requests_in_flight", "gauge", "HTTP requests begun and not yet completed.",
-           s->inflight);
-    METRIC("g4v_encodes_total", "counter", "Images encoded or served from the cache.", ew->encodes);
-    METRIC("g4v_encode_batched_total", "counter",
-           "Encode requests taken by a context together with others (--batch).", ew->batched);
+    n = svc_metric(b, cap, n, "g4v_queue_depth", "gauge",
+                   "Complete encode requests waiting for a context.", (double)p->queued);
+    n = svc_metric(b, cap, n, "g4v_queue_capacity", "gauge", "Waiting requests allowed before 429.",
+                   (double)p->limit);
+    n = svc_metric(b, cap, n, "g4v_encodes_in_progress", "gauge", "Contexts encoding now.",
+                   (double)p->busy);
+    n = svc_metric(b, cap, n, "g4v_contexts", "gauge", "Encode contexts.", (double)p->n);
+    n = svc_metric(b, cap, n, "g4v_requests_in_flight", "gauge",
+                   "HTTP requests begun and not yet completed.", (double)s->inflight);
+    n = svc_metric(b, cap, n, "g4v_encodes_total", "counter",
+                   "Images encoded or served from the cache.", (double)ew->encodes);
+    n = svc_metric(b, cap, n, "g4v_encode_batched_total", "counter",
+                   "Encode requests taken by a context together with others (--batch).",
+                   (double)ew->batched);
     pthread_mutex_unlock(&s->mu);
-    METRIC("g4v_cache_hits_total", "counter", "Encode requests served from the feature cache.",
-           cs.hits);
-    METRIC("g4v_cache_misses_total", "counter", "Cache lookups that found no valid entry.",
-           cs.misses);
-    METRIC("g4v_cache_corrupt_total", "counter",
-           "Damaged cache entries found (recomputed, never served).", cs.corrupt);
-    METRIC("g4v_cache_evictions_total", "counter",
-           "Cache entries removed to stay under the size bound.", cs.evictions);
-    METRIC("g4v_cache_errors_total", "counter", "Failed cache writes or scans.", cs.errors);
-#undef METRIC
-#undef OUT
+    n = svc_metric(b, cap, n, "g4v_cache_hits_total", "counter",
+                   "Encode requests served from the feature cache.", (double)cs.hits);
+    n = svc_metric(b, cap, n, "g4v_cache_misses_total", "counter",
+                   "Cache lookups that found no valid entry.", (double)cs.misses);
+    n = svc_metric(b, cap, n, "g4v_cache_corrupt_total", "counter",
+                   "Damaged cache entries found (recomputed, never served).", (double)cs.corrupt);
+    n = svc_metric(b, cap, n, "g4v_cache_evictions_total", "counter",
+                   "Cache entries removed to stay under the size bound.", (double)cs.evictions);
+    n = svc_metric(b, cap, n, "g4v_cache_errors_total", "counter", "Failed cache writes or scans.",
+                   (double)cs.errors);
     return n;
 }
 
