@@ -22,8 +22,8 @@ KEY = "routes-test-key-0123456789abcdef"
 
 def error_of(raw):
     try:
-        return json.loads(raw).get("error", "")
-    except ValueError:
+        return json.loads(raw)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
         return raw[:80]
 
 
