@@ -14,6 +14,9 @@ else()
   pkg_check_modules(CJSON IMPORTED_TARGET libcjson)
   pkg_check_modules(TIFF IMPORTED_TARGET libtiff-4>=4.5) # TIFFClientOpenExt, TIFFOpenOptions
   pkg_check_modules(MHD IMPORTED_TARGET libmicrohttpd>=0.9.71) # g4v serve (the CLI only)
+  # g4v serve --allow-image-urls (tools/service/chat/chat_fetch.c); optional: without it the
+  # option answers that this build cannot fetch (a cross build may lack the target's libcurl)
+  pkg_check_modules(CURL IMPORTED_TARGET libcurl>=7.85)
   # Video input (src/video): demux, decode, convert to RGB24.
   pkg_check_modules(AVFORMAT IMPORTED_TARGET libavformat)
   pkg_check_modules(AVCODEC IMPORTED_TARGET libavcodec)

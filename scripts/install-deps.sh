@@ -17,7 +17,7 @@
 #                            Debian makes a newly installed OpenBLAS the system libblas.so.3.
 set -euo pipefail
 
-BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libcjson-dev libmicrohttpd-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
+BUILD_PKGS="build-essential cmake pkg-config libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
 TEST_PKGS="python3 python3-numpy python3-pil python3-pytest python3-distributed clang libclang-rt-14-dev libsimde-dev ffmpeg python3-av"
 # make coverage (llvm-profdata, llvm-cov) and the fuzz campaigns' CPU-time log (/usr/bin/time)
 TEST_PKGS="$TEST_PKGS llvm time"

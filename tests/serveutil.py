@@ -133,7 +133,8 @@ def with_servers(prefix, run):
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 ALL_ENDPOINTS = {"/v1/encode": "POST", "/v1/info": "GET", "/health": "GET", "/metrics": "GET",
-                 "/v1/chat/completions": "POST", "/v1/models": "GET", "/": "GET"}
+                 "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/models": "GET",
+                 "/": "GET"}
 
 
 def sse_events(r, stop_after=None):

@@ -35,7 +35,7 @@ def run(tmp, servers):
     servers.append(s)
     for ok, what in route_table_checks(s, ENDPOINTS):
         check(ok, what)
-    for path in ("/v1/chat/completions", "/v1/models"):
+    for path in ("/v1/chat/completions", "/v1/responses", "/v1/models"):
         for m in ("GET", "POST"):
             st, h, raw = s.request(m, path, b"{}" if m == "POST" else None)
             err = error_of(raw)

@@ -153,6 +153,17 @@ static int plan_build(chat_session *s, char *err, size_t errsz) {
     char *text = chat_template_render(&s->tmpl, s->o.params.system, s->o.params.think, 1, err,
                                       errsz);
     if (!text) return CHAT_ERR_INPUT;
+    if (s->o.params.prefill && *s->o.params.prefill) { /* the answer's given start */
+        size_t a = strlen(text), b = strlen(s->o.params.prefill);
+        char *v = realloc(text, a + b + 1);
+        if (!v) {
+            free(text);
+            seterr(err, errsz, "out of memory");
+            return CHAT_ERR_INTERNAL;
+        }
+        memcpy(v + a, s->o.params.prefill, b + 1);
+        text = v;
+    }
     if (s->n_pt == s->cap_pt) {
         plan_turn *v = realloc(s->pt, sizeof *v);
         if (!v) goto oom;
@@ -283,6 +294,18 @@ int chat_session_add_tool_result(chat_session *s, const char *tool_call_id, cons
                                  char *err, size_t errsz) {
     return message_added(
         s, chat_template_add_tool_result(&s->tmpl, tool_call_id, content) != 0, err, errsz);
+}
+
+int chat_session_add_system(chat_session *s, const char *text, char *err, size_t errsz) {
+    return message_added(s, chat_template_add_system(&s->tmpl, text) != 0, err, errsz);
+}
+
+int chat_session_check_render(chat_session *s, char *err, size_t errsz) {
+    char *text = chat_template_render(&s->tmpl, s->o.params.system, s->o.params.think, 1, err,
+                                      errsz);
+    if (!text) return CHAT_ERR_INPUT;
+    free(text);
+    return CHAT_OK;
 }
 
 int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {

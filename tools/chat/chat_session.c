@@ -31,6 +31,7 @@ void chat_session_close(chat_session *s) {
     if (s->smpl) llama_sampler_free(s->smpl);
     if (s->grammar) llama_sampler_free(s->grammar);
     free(s->cand);
+    free(s->lp);
     free(s->logits);
     if (s->engine && !s->own_engine && s->lctx) { /* the sequence is left empty for the next */
         chat_engine_lock(s->engine);
@@ -298,6 +299,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     chat_text calls = {0};
     size_t call_start = 0;
     int in_call = 0;
+    s->n_lp = 0;
     for (int k = 0; s->o.params.max_tokens <= 0 || k < s->o.params.max_tokens; k++) {
         llama_token tok = chat_sample(s, err, errsz);
         if (tok < 0) {
@@ -332,6 +334,17 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
                                              : CHAT_PIECE_TEXT;
             if (kind == CHAT_PIECE_TEXT)
                 n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, false);
+            if (s->o.params.logprobs && kind == CHAT_PIECE_TEXT && th.mode == 0) {
+                /* an answer token: recorded before the emit that may read it */
+                if (s->n_lp == s->cap_lp) {
+                    int cap = s->cap_lp ? 2 * s->cap_lp : 64;
+                    chat_logprob *v = realloc(s->lp, (size_t)cap * sizeof *v);
+                    if (!v) goto oom;
+                    s->lp = v;
+                    s->cap_lp = cap;
+                }
+                chat_logprob_of(s, tok, s->o.params.top_logprobs, &s->lp[s->n_lp++]);
+            }
             a = chat_thought_add(&th, kind, buf, n > 0 ? (size_t)n : 0);
         }
         if (a < 0) goto oom;
@@ -363,6 +376,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     th.thought.s = NULL;
     r->tool_calls = calls.s;
     r->tool_calls_len = calls.n;
+    r->call_cut = in_call;
     calls.s = NULL;
     r->n_past = (int)s->n_past;
     /* the answer joins the conversation: the next turn's rendering holds it (thought stripped
@@ -379,6 +393,11 @@ out:
     chat_thought_free(&th);
     free(calls.s);
     return rc;
+}
+
+const chat_logprob *chat_session_logprobs(const chat_session *s, int *n) {
+    *n = s->n_lp;
+    return s->lp;
 }
 
 int chat_session_turn(chat_session *s, const chat_media *media, int n_media, const char *text,

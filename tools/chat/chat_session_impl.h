@@ -64,6 +64,8 @@ struct chat_session {
     struct llama_sampler *smpl;
     struct llama_sampler *grammar;  /* o.grammar's sampler, or NULL (chat_sample.c) */
     llama_token_data *cand;         /* the candidates of a grammar-checked draw [n_vocab] */
+    chat_logprob *lp;               /* the answer's tokens' log-probabilities (o.params.logprobs) */
+    int n_lp, cap_lp;
     chat_template tmpl;
     llama_token tok_open, tok_close; /* <|channel> and <channel|> (-1: not in the vocabulary) */
     llama_token tok_call, tok_call_end, tok_response; /* <|tool_call>, <tool_call|>,
@@ -105,6 +107,9 @@ int chat_sampler_make(chat_session *s, const chat_params *o, struct llama_sample
                       struct llama_sampler **grammar, char *err, size_t errsz);
 /* -1 when the grammar allows no token (with a message). */
 llama_token chat_sample(chat_session *s, char *err, size_t errsz);
+/* The log-probability of tok under the last position's raw logits (log-softmax over the whole
+ * vocabulary) and the top n likeliest, into *out. */
+void chat_logprob_of(const chat_session *s, llama_token tok, int n, chat_logprob *out);
 
 /* chat_feed.c */
 void chat_plan_clear(chat_session *s);

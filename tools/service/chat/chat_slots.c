@@ -79,14 +79,22 @@ int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
     j->params.grammar = j->gbnf;
     j->checked = 1;
     if (!cw->lm || cw->n_ctx <= 0) return 0;
-    size_t bytes = j->system ? strlen(j->system) : 0;
+    int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(cw->lm));
+    for (int i = 0; i < j->params.n_bias; i++)
+        if (j->params.bias_ids[i] >= n_vocab) {
+            chat_fail_set(f, 400, "invalid_request_error", "invalid_logit_bias",
+                          "logit_bias: token id %d is outside the vocabulary (0 to %d)",
+                          (int)j->params.bias_ids[i], n_vocab - 1);
+            return -1;
+        }
+    size_t bytes = (j->system ? strlen(j->system) : 0) + (j->prefill ? strlen(j->prefill) : 0);
     for (int t = 0; t < j->n_turns; t++)
         bytes += (j->turns[t].text ? strlen(j->turns[t].text) : 0) +
                  (j->turns[t].reasoning ? strlen(j->turns[t].reasoning) : 0) +
                  (j->turns[t].tool_calls ? strlen(j->turns[t].tool_calls) : 0);
     if (bytes > PRECHECK_MAX_TEXT) return 0;
     const struct llama_vocab *v = llama_model_get_vocab(cw->lm);
-    long n = text_tokens(v, j->system);
+    long n = text_tokens(v, j->system) + text_tokens(v, j->prefill);
     for (int t = 0; t < j->n_turns && n < cw->n_ctx; t++) {
         n += text_tokens(v, j->turns[t].text);
         n += text_tokens(v, j->turns[t].reasoning);
@@ -140,7 +148,63 @@ typedef struct gen {
     int n_calls;
     cJSON *tools;    /* the request's tools (their parameters check the calls), or NULL */
     chat_fail bad;   /* why a call was refused (why = "invalid_tool_call") */
+    chat_session *cs; /* the slot's session: the answer's logprobs */
+    int lp_sent;      /* of them, streamed */
 } gen;
+
+/* One token's text and bytes as OpenAI's logprobs give them: "token" (UTF-8, a stray byte as
+ * '?'), "bytes" (the token's own bytes, which may be part of a character). */
+static int add_token(cJSON *x, const struct llama_vocab *v, int32_t tok) {
+    char buf[256];
+    int n = llama_token_to_piece(v, tok, buf, (int32_t)sizeof buf, 0, false);
+    if (n < 0) n = 0;
+    char *t = fe_utf8_copy(buf, (size_t)n);
+    cJSON *b = cJSON_CreateArray();
+    int ok = t && b && cJSON_AddStringToObject(x, "token", t) && cJSON_AddItemToObject(x, "bytes", b);
+    if (!ok && b && !cJSON_GetObjectItemCaseSensitive(x, "bytes")) cJSON_Delete(b);
+    for (int i = 0; ok && i < n; i++)
+        ok = cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)buf[i])) != 0;
+    free(t);
+    return ok;
+}
+
+/* The answer's tokens [from, to) as logprobs.content's JSON text (malloc'ed), or NULL. */
+static char *logprobs_json(chat_session *cs, int from, int to) {
+    int n;
+    const chat_logprob *lp = chat_session_logprobs(cs, &n);
+    const struct llama_vocab *v = llama_model_get_vocab(chat_session_llama_model(cs));
+    if (to > n) to = n;
+    cJSON *a = cJSON_CreateArray();
+    int ok = a != NULL;
+    for (int i = from; ok && i < to; i++) {
+        cJSON *x = cJSON_CreateObject(), *top = NULL;
+        ok = x && cJSON_AddItemToArray(a, x) && add_token(x, v, lp[i].token) &&
+             cJSON_AddNumberToObject(x, "logprob", lp[i].logprob) &&
+             (top = cJSON_AddArrayToObject(x, "top_logprobs"));
+        for (int k = 0; ok && k < lp[i].n_top; k++) {
+            cJSON *y = cJSON_CreateObject();
+            ok = y && cJSON_AddItemToArray(top, y) && add_token(y, v, lp[i].top[k]) &&
+                 cJSON_AddNumberToObject(y, "logprob", lp[i].top_logprob[k]);
+        }
+    }
+    char *s = ok ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    return s;
+}
+
+/* A piece of content streamed with the logprobs of the tokens sampled since the last piece. */
+static int stream_text(gen *g, const char *text, size_t n) {
+    char *lp = NULL;
+    if (g->j->params.logprobs) {
+        int nl;
+        chat_session_logprobs(g->cs, &nl);
+        if (nl > g->lp_sent) lp = logprobs_json(g->cs, g->lp_sent, nl);
+        if (lp) g->lp_sent = nl;
+    }
+    int rc = lp ? chat_stream_text_lp(g->j, text, n, lp) : chat_stream_text(g->j, text, n);
+    free(lp);
+    return rc;
+}
 
 /* The parameters schema the request declares for the function name, as JSON text (malloc'ed),
  * or NULL when it declares none (any arguments then). */
@@ -207,6 +271,27 @@ stop:
     chat_tool_calls_free(c, nc);
     free(content);
     return 1;
+}
+
+/* The call the answer's end cut short (r->call_cut): its name and the start of its arguments
+ * as JSON text, kept (and streamed) as the answer's last call; nothing is checked of it. */
+static void cut_call(gen *g, const chat_turn_result *r) {
+    const char *p = r->tool_calls, *last = NULL;
+    for (const char *q = p; (q = memmem(q, r->tool_calls_len - (size_t)(q - p), "<|tool_call>",
+                                        12));
+         q++)
+        last = q;
+    if (!last) return;
+    chat_call_out *v = realloc(g->calls, (size_t)(g->n_calls + 1) * sizeof *v);
+    if (!v) return;
+    g->calls = v;
+    chat_call_out *o = &g->calls[g->n_calls];
+    if (chat_tool_call_partial(last, r->tool_calls_len - (size_t)(last - p), &o->name,
+                               &o->arguments))
+        return;
+    snprintf(o->id, sizeof o->id, "call_%s_%d", g->j->id + 9, g->n_calls);
+    g->n_calls++;
+    if (g->j->stream) chat_stream_tool_call(g->j, g->n_calls - 1, o);
 }
 
 /* A piece of the thought: kept, and streamed as far as it ends on a whole character. Stop
@@ -284,7 +369,7 @@ static int on_piece(const char *p, size_t n, int thought, void *user) {
     if (j->stream) { /* what can no longer become a stop string nor split a character */
         size_t safe = chat_utf8_safe_len(g->text, g->len > g->hold ? g->len - g->hold : 0);
         if (safe > g->sent) {
-            if (chat_stream_text(j, g->text + g->sent, safe - g->sent)) {
+            if (stream_text(g, g->text + g->sent, safe - g->sent)) {
                 g->why = "client_gone";
                 return 1;
             }
@@ -362,51 +447,47 @@ static int job_grammar(const chat_wing *cw, const chat_job *j, char **gbnf, int 
     return -1;
 }
 
+/* Adds turn t of the job to the session's conversation. */
+static int add_turn(chat_session *cs, chat_job *j, int t, char *err, size_t errsz, chat_fail *f);
+
+/* The template refused the conversation: which message it refuses, found by rendering the
+ * turns up to each in turn (only on this error), named in the 400 with the template's reason. */
+static void template_refusal(chat_session *cs, chat_job *j, const char *why, chat_fail *f) {
+    char err[1024] = "";
+    int at = -1;
+    for (int n = 1; at < 0 && n <= j->n_turns; n++) {
+        if (chat_session_restart(cs, &j->params, err, sizeof err)) break;
+        int rc = 0;
+        for (int t = 0; !rc && t < n; t++)
+            rc = add_turn(cs, j, t, err, sizeof err, f);
+        if (!rc && chat_session_check_render(cs, err, sizeof err) == CHAT_ERR_INPUT)
+            at = j->turns[n - 1].msg;
+    }
+    if (at >= 0)
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_messages",
+                      "messages[%d]: the model's chat template cannot render the conversation "
+                      "up to this message: %s", at, why);
+    else
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_messages",
+                      "the model's chat template cannot render this conversation: %s", why);
+    char e2[64];
+    chat_session_restart(cs, &j->params, e2, sizeof e2); /* nothing of it stays planned */
+}
+
 static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     char err[1024] = "";
     /* as parsed (chat_request.c), with the grammar chat_slots_precheck made before it waited */
     int rc = chat_session_restart(cs, &j->params, err, sizeof err);
-    for (int t = 0; !rc && t < j->n_turns; t++) {
-        chat_turn_in *ti = &j->turns[t];
-        if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls) {
-            rc = chat_session_add_tool_calls(cs, ti->text, ti->reasoning, ti->tool_calls, err,
-                                             sizeof err);
-            continue;
-        }
-        if (ti->role == CHAT_ROLE_ASSISTANT) {
-            rc = chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, sizeof err);
-            continue;
-        }
-        if (ti->role == CHAT_ROLE_TOOL) {
-            rc = chat_session_add_tool_result(cs, ti->tool_call_id, ti->text, err, sizeof err);
-            continue;
-        }
-        chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
-        chat_part *p = calloc((size_t)(ti->n_parts ? ti->n_parts : 1), sizeof *p);
-        if (!m || !p) {
-            free(m);
-            free(p);
-            chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
-            return -1;
-        }
-        for (int i = 0; i < ti->n_img; i++) {
-            m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
-            m[i].data = ti->img[i].data;
-            m[i].size = ti->img[i].size;
-            m[i].medium = ti->img[i].medium;
-            m[i].budget = ti->img[i].budget;
-        }
-        for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
-            p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;
-            p[k].media = ti->parts[k].img >= 0 ? &m[ti->parts[k].img] : NULL;
-        }
-        rc = chat_session_add_user_parts(cs, p, ti->n_parts, err, sizeof err);
-        free(p);
-        free(m);
-    }
+    for (int t = 0; !rc && t < j->n_turns; t++)
+        rc = add_turn(cs, j, t, err, sizeof err, f);
+    if (rc < 0) return -1; /* out of memory, f filled */
     chat_feed_stats st;
     if (!rc) pcache_consult(cw, cs);
     if (!rc) rc = chat_session_feed(cs, &st, err, sizeof err);
+    if (rc == CHAT_ERR_INPUT && strstr(err, "the chat template")) {
+        template_refusal(cs, j, err, f);
+        return -1;
+    }
     if (rc) {
         session_fail(f, rc, err);
         return -1;
@@ -424,6 +505,55 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
         return -1;
     }
     return 0;
+}
+
+static int add_turn(chat_session *cs, chat_job *j, int t, char *err, size_t errsz, chat_fail *f) {
+    chat_turn_in *ti = &j->turns[t];
+    int rc;
+    if (ti->role == CHAT_ROLE_SYSTEM)
+        return chat_session_add_system(cs, ti->text, err, errsz);
+    if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls)
+        return chat_session_add_tool_calls(cs, ti->text, ti->reasoning, ti->tool_calls, err,
+                                           errsz);
+    if (ti->role == CHAT_ROLE_ASSISTANT)
+        return chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, errsz);
+    if (ti->role == CHAT_ROLE_TOOL)
+        return chat_session_add_tool_result(cs, ti->tool_call_id, ti->text, err, errsz);
+    chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
+    chat_part *p = calloc((size_t)(ti->n_parts ? ti->n_parts : 1), sizeof *p);
+    if (!m || !p) {
+        free(m);
+        free(p);
+        chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < ti->n_img; i++) { /* an image by URL: fetched now, once */
+        chat_image *im = &ti->img[i];
+        char why[400];
+        if (im->url && !im->data &&
+            chat_fetch_url(&j->s->a, im->url, &im->data, &im->size, why, sizeof why)) {
+            chat_fail_set(f, 400, "invalid_request_error", "invalid_image_url",
+                          "%s (%.200s): %s", im->name, im->url, why);
+            free(m);
+            free(p);
+            return -1;
+        }
+    }
+    for (int i = 0; i < ti->n_img; i++) {
+        m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
+        m[i].data = ti->img[i].data;
+        m[i].size = ti->img[i].size;
+        m[i].medium = ti->img[i].medium;
+        m[i].budget = ti->img[i].budget;
+    }
+    for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
+        p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;
+        p[k].media = ti->parts[k].img >= 0 ? &m[ti->parts[k].img] : NULL;
+    }
+    rc = chat_session_add_user_parts(cs, p, ti->n_parts, err, errsz);
+    free(p);
+    free(m);
+    return rc;
 }
 
 /* The slot's sequence into the prompt cache (docs/PROMPT_CACHE.md). */
@@ -519,7 +649,7 @@ static void slot_keys(chat_slot *sl, const chat_job *j, int fed, const char *ans
     if (!fed) return;
     memcpy(sl->keys, j->keys, (size_t)j->n_keys * sizeof *sl->keys);
     sl->n_keys = j->n_keys;
-    if (answer && j->keys_complete && j->n_keys > 0)
+    if (answer && !j->prefill && j->keys_complete && j->n_keys > 0)
         sl->keys[sl->n_keys++] = chat_answer_key(j->keys[j->n_keys - 1], answer, n);
 }
 
@@ -600,7 +730,7 @@ static void run(svc_worker *w, request *q, void *job) {
         reply(j, MHD_HTTP_OK, r);
         chat_stream_role(j);
     }
-    gen g = {.j = j, .deadline = deadline};
+    gen g = {.j = j, .deadline = deadline, .cs = cs};
     if (j->tools) g.tools = fe_json_parse_text(j->tools, strlen(j->tools), NULL);
     for (int i = 0; i < j->n_stop; i++) /* the longest stop string, less one, is held back */
         if (strlen(j->stop[i]) - 1 > g.hold) g.hold = strlen(j->stop[i]) - 1;
@@ -621,6 +751,9 @@ static void run(svc_worker *w, request *q, void *job) {
     u.finish_reason = !strcmp(u.stop, "tool_calls") && g.n_calls ? "tool_calls"
                       : !strcmp(u.stop, "end_of_turn") || !strcmp(u.stop, "stop_string") ? "stop"
                                                                                           : "length";
+    if (!rc && r.call_cut && r.tool_calls && !strcmp(u.finish_reason, "length") &&
+        (!g.why || !strcmp(g.why, "timeout")))
+        cut_call(&g, &r); /* as OpenAI returns it: partial arguments, finish_reason "length" */
     u.calls = g.calls;
     u.n_calls = g.n_calls;
     chat_turn_result_free(&r);
@@ -636,7 +769,7 @@ static void run(svc_worker *w, request *q, void *job) {
             chat_stream_abort(j);
         } else {
             chat_stream_reasoning(j, g.th + g.th_sent, g.th_len - g.th_sent);
-            chat_stream_text(j, g.text + g.sent, g.len - g.sent);
+            stream_text(&g, g.text + g.sent, g.len - g.sent);
             chat_stream_end(j, &u);
         }
     } else if (gone) {
@@ -645,7 +778,12 @@ static void run(svc_worker *w, request *q, void *job) {
         reply_fail(j, &f);
     } else {
         size_t len = 0;
+        int nl;
+        chat_session_logprobs(cs, &nl);
+        if (j->params.logprobs && !(u.logprobs = logprobs_json(cs, 0, nl)))
+            u.logprobs = strdup("[]");
         char *body = chat_completion_json(j, g.text ? g.text : "", g.len, &u, &len);
+        free(u.logprobs);
         reply(j, MHD_HTTP_OK, body ? svc_buffer_response(body, len, "application/json") : NULL);
     }
     free(g.text);

@@ -8,7 +8,7 @@
  * The streaming response reads job->out: a slot's worker appends under job->mu; libmicrohttpd's
  * reader copies out what is there, and when nothing is, suspends the connection (returning 0,
  * as libmicrohttpd asks) until the worker appends and resumes it. A refusal is the OpenAI-style
- * error body {"error": {"message", "type", "code"}}. */
+ * error body {"error": {"message", "type", "param", "code"}}. */
 #include "chat/chat_wing.h"
 #include "frontend.h"
 
@@ -22,7 +22,9 @@ struct MHD_Response *chat_error_response(const chat_fail *f) {
     cJSON *e = o ? cJSON_AddObjectToObject(o, "error") : NULL;
     char *text = NULL;
     if (e && cJSON_AddStringToObject(e, "message", f->msg) &&
-        cJSON_AddStringToObject(e, "type", f->type) && cJSON_AddStringToObject(e, "code", f->code))
+        cJSON_AddStringToObject(e, "type", f->type) &&
+        (f->param ? cJSON_AddStringToObject(e, "param", f->param) : cJSON_AddNullToObject(e, "param")) &&
+        cJSON_AddStringToObject(e, "code", f->code))
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!text) return NULL;
@@ -106,6 +108,7 @@ static cJSON *call_json(const chat_call_out *c, int index) {
 
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
                            size_t *len) {
+    if (j->responses) return chat_response_json(j, text, n, u, len);
     cJSON *o = envelope(j, "chat.completion");
     char *t = fe_utf8_copy(text, n), *out = NULL;
     if (!o || !t) goto done;
@@ -131,6 +134,14 @@ char *chat_completion_json(const chat_job *j, const char *text, size_t n, const 
         cJSON_AddStringToObject(m, "reasoning_content", r ? r : "");
         free(r);
     }
+    cJSON *lp = u->logprobs ? fe_json_parse_text(u->logprobs, strlen(u->logprobs), NULL) : NULL;
+    if (lp) {
+        cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
+        cJSON_AddItemToObject(l, "content", lp);
+        cJSON_AddNullToObject(l, "refusal");
+    } else {
+        cJSON_AddNullToObject(c, "logprobs");
+    }
     cJSON_AddStringToObject(c, "finish_reason", u->finish_reason);
     add_usage(o, u);
     out = cJSON_PrintUnformatted(o);
@@ -141,9 +152,9 @@ done:
     return out;
 }
 
-/* Appends "data: TEXT\n\n" and wakes the reader. -1 when the client is gone. */
-static int push(chat_job *j, const char *text) {
-    size_t n = strlen(text) + 9; /* "data: " text "\n\n" and snprintf's NUL */
+/* Appends "[event: TYPE\n]data: TEXT\n\n" and wakes the reader. -1 when the client is gone. */
+static int push_typed(chat_job *j, const char *type, const char *text) {
+    size_t n = strlen(text) + 9 + (type ? strlen(type) + 8 : 0); /* and snprintf's NUL */
     pthread_mutex_lock(&j->mu);
     if (j->gone) {
         pthread_mutex_unlock(&j->mu);
@@ -161,8 +172,9 @@ static int push(chat_job *j, const char *text) {
         j->out = b;
         j->out_cap = cap;
     }
-    snprintf(j->out + j->out_len, n, "data: %s\n\n", text);
-    j->out_len += n - 1;
+    int k = type ? snprintf(j->out + j->out_len, n, "event: %s\ndata: %s\n\n", type, text)
+                 : snprintf(j->out + j->out_len, n, "data: %s\n\n", text);
+    j->out_len += (size_t)k;
     if (j->suspended) {
         j->suspended = 0;
         MHD_resume_connection(j->conn);
@@ -171,8 +183,25 @@ static int push(chat_job *j, const char *text) {
     return 0;
 }
 
+static int push(chat_job *j, const char *text) { return push_typed(j, NULL, text); }
+
+int chat_stream_push_event(chat_job *j, const char *type, const char *json) {
+    return push_typed(j, type, json);
+}
+
+/* The end of a stream: no more bytes come. */
+static void stream_done(chat_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->out_done = 1;
+    if (j->suspended) {
+        j->suspended = 0;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
 static int push_chunk(chat_job *j, const char *role, const char *field, const char *content,
-                      size_t n, const char *finish) {
+                      size_t n, const char *finish, const char *lp) {
     cJSON *o = envelope(j, "chat.completion.chunk");
     char *t = content ? fe_utf8_copy(content, n) : NULL, *s = NULL;
     int rc = -1;
@@ -184,6 +213,12 @@ static int push_chunk(chat_job *j, const char *role, const char *field, const ch
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
     if (role) cJSON_AddStringToObject(d, "role", role);
     if (t) cJSON_AddStringToObject(d, field, t);
+    cJSON *lpa = lp ? fe_json_parse_text(lp, strlen(lp), NULL) : NULL;
+    if (lpa) {
+        cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
+        cJSON_AddItemToObject(l, "content", lpa);
+        cJSON_AddNullToObject(l, "refusal");
+    }
     if (finish)
         cJSON_AddStringToObject(c, "finish_reason", finish);
     else
@@ -196,17 +231,28 @@ done:
     return rc;
 }
 
-int chat_stream_role(chat_job *j) { return push_chunk(j, "assistant", "content", "", 0, NULL); }
+int chat_stream_role(chat_job *j) {
+    if (j->responses) return chat_responses_start(j);
+    return push_chunk(j, "assistant", "content", "", 0, NULL, NULL);
+}
 
 int chat_stream_text(chat_job *j, const char *text, size_t n) {
-    return n ? push_chunk(j, NULL, "content", text, n, NULL) : 0;
+    if (j->responses) return chat_responses_text(j, text, n);
+    return n ? push_chunk(j, NULL, "content", text, n, NULL, NULL) : 0;
+}
+
+int chat_stream_text_lp(chat_job *j, const char *text, size_t n, const char *lp) {
+    if (j->responses) return chat_responses_text(j, text, n);
+    return n || lp ? push_chunk(j, NULL, "content", text, n, NULL, lp) : 0;
 }
 
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n) {
-    return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL) : 0;
+    if (j->responses) return 0; /* the thought comes in the final response's reasoning item */
+    return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL, NULL) : 0;
 }
 
 int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
+    if (j->responses) return chat_responses_call(j, c);
     /* the whole call in one delta: its arguments are known once the call is complete (a client
      * joins argument pieces; one piece is the simplest case of that) */
     cJSON *o = envelope(j, "chat.completion.chunk");
@@ -233,7 +279,12 @@ int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
 }
 
 int chat_stream_end(chat_job *j, const chat_usage *u) {
-    if (push_chunk(j, NULL, NULL, NULL, 0, u->finish_reason)) return -1;
+    if (j->responses) { /* no [DONE]: the Responses API's stream ends with response.completed */
+        int rc = chat_responses_end(j, u);
+        stream_done(j);
+        return rc;
+    }
+    if (push_chunk(j, NULL, NULL, NULL, 0, u->finish_reason, NULL)) return -1;
     if (j->include_usage) {
         cJSON *o = envelope(j, "chat.completion.chunk");
         char *s = NULL;
@@ -248,13 +299,7 @@ int chat_stream_end(chat_job *j, const chat_usage *u) {
         if (rc) return -1;
     }
     if (push(j, "[DONE]")) return -1;
-    pthread_mutex_lock(&j->mu);
-    j->out_done = 1;
-    if (j->suspended) {
-        j->suspended = 0;
-        MHD_resume_connection(j->conn);
-    }
-    pthread_mutex_unlock(&j->mu);
+    stream_done(j);
     return 0;
 }
 
