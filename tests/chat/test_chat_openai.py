@@ -124,6 +124,13 @@ def test_chat_openai():
         responses(s)
     finally:
         s.stop()
+    # n: sampled answers compared across requests, so each request decodes its whole prompt (with
+    # prompt reuse the prompt's last logits come from a decode of another shape: CHAT_API.md §3)
+    s = Server(tmp, "choices", "--no-prompt-reuse")
+    try:
+        choices(s)
+    finally:
+        s.stop()
     image_urls(tmp)
     s = Server(tmp, "strict", "--chat-template", strict)
     try:
@@ -479,3 +486,49 @@ def responses(s):
     check(st == 400 and e.get("code") == "unsupported_parameter" and
           "previous_response_id" in e.get("message", ""),
           f"previous_response_id refused: the API is stateless ({st} {raw[:200]!r})")
+
+
+def choices(s):
+    """n > 1: n answers to one prompt, decoded once."""
+    words = " ".join(f"w{i}" for i in range(300))
+    base = {"messages": [user("Count: " + words)], "max_tokens": 6, "logit_bias": NO_CLOSE}
+    st, one = s.chat({**base, "temperature": 0, "logprobs": True})
+    st, r = s.chat({**base, "temperature": 0, "n": 3, "logprobs": True})
+    ch = r.get("choices", [])
+    lp1 = [t["logprob"] for t in one["choices"][0]["logprobs"]["content"]]
+    check(st == 200 and [c["index"] for c in ch] == [0, 1, 2] and
+          all(c["message"]["content"] == content(one) for c in ch) and
+          all([t["logprob"] for t in c["logprobs"]["content"]] == lp1 for c in ch) and
+          r["usage"]["completion_tokens"] == 3 * one["usage"]["completion_tokens"] and
+          r["usage"]["prompt_tokens"] == one["usage"]["prompt_tokens"],
+          f"n=3, greedy: three choices, each the n=1 answer with its logprobs bit for bit (the "
+          f"context and the prompt's logits back where each began), completion tokens summed ({st} {[c['message']['content'] for c in ch]})")
+    # n=3: the prompt's tokens decoded once, plus the answers
+    base2 = {**base, "messages": [user("Again: " + words)]}
+    m0 = s.metrics()
+    st, r = s.chat({**base2, "temperature": 1, "seed": 7, "n": 3})
+    m1 = s.metrics()
+    decoded = m1["g4v_chat_decode_tokens_total"] - m0["g4v_chat_decode_tokens_total"]
+    p = r["usage"]["prompt_tokens"] if st == 200 else 0
+    texts = [c["message"]["content"] for c in r.get("choices", [])]
+    check(st == 200 and p > 300 and decoded < p + 3 * 6 + 8 and len(set(texts)) > 1,
+          f"n=3, sampled: the prompt ({p} positions) decoded once ({decoded} tokens decoded in "
+          f"all), each choice its own sampler ({texts})")
+    st, r1 = s.chat({**base2, "temperature": 1, "seed": 7})
+    check(st == 200 and content(r1) == texts[0],
+          f"choice 0 is the n=1 answer of the same seed ({content(r1)!r})")
+    st, ev = s.stream({**base2, "temperature": 1, "seed": 7, "n": 3})
+    by = {}
+    fins = {}
+    for e in ev:
+        if e == "[DONE]" or not e["choices"]:
+            continue
+        c = e["choices"][0]
+        by[c["index"]] = by.get(c["index"], "") + (c["delta"].get("content") or "")
+        if c["finish_reason"]:
+            fins[c["index"]] = c["finish_reason"]
+    check(st == 200 and [by.get(i) for i in range(3)] == texts and
+          fins == {0: "length", 1: "length", 2: "length"},
+          f"n=3 streamed: each choice's chunks by index, equal to the non-streamed ({by} {fins})")
+    st, r = s.chat({**base, "n": 9})
+    check(st == 400 and code(r) == "invalid_parameter", f"n=9 refused (at most 8) ({st})")

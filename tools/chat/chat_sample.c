@@ -35,6 +35,17 @@ static struct llama_sampler *make_chain(const chat_params *o) {
     return c;
 }
 
+int chat_sampler_reseed(chat_session *s, uint32_t seed) {
+    chat_params p = s->o.params;
+    p.seed = seed;
+    struct llama_sampler *c = make_chain(&p);
+    if (!c) return -1;
+    llama_sampler_free(s->smpl);
+    s->smpl = c;
+    s->o.params.seed = seed;
+    return 0;
+}
+
 int chat_sampler_make(chat_session *s, const chat_params *o, struct llama_sampler **chain,
                       struct llama_sampler **grammar, char *err, size_t errsz) {
     *grammar = NULL;

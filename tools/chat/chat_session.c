@@ -32,6 +32,7 @@ void chat_session_close(chat_session *s) {
     if (s->grammar) llama_sampler_free(s->grammar);
     free(s->cand);
     free(s->lp);
+    free(s->gen_logits);
     free(s->logits);
     if (s->engine && !s->own_engine && s->lctx) { /* the sequence is left empty for the next */
         chat_engine_lock(s->engine);
@@ -300,6 +301,14 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     size_t call_start = 0;
     int in_call = 0;
     s->n_lp = 0;
+    /* where it begins, for chat_session_rewind (another answer to the same prompt) */
+    int nv = llama_vocab_n_tokens(s->vocab);
+    if (!s->gen_logits && !(s->gen_logits = malloc((size_t)nv * sizeof *s->gen_logits))) goto oom;
+    memcpy(s->gen_logits, s->logits, (size_t)nv * sizeof *s->gen_logits);
+    s->gen_past = s->n_past;
+    s->gen_items = s->n_items;
+    s->gen_msgs = s->tmpl.n_msgs;
+    s->gen_kept_msgs = s->kept_msgs;
     for (int k = 0; s->o.params.max_tokens <= 0 || k < s->o.params.max_tokens; k++) {
         llama_token tok = chat_sample(s, err, errsz);
         if (tok < 0) {
@@ -393,6 +402,28 @@ out:
     chat_thought_free(&th);
     free(calls.s);
     return rc;
+}
+
+int chat_session_rewind(chat_session *s, uint32_t seed, char *err, size_t errsz) {
+    if (!s->gen_logits || s->n_past < s->gen_past) {
+        seterr(err, errsz, "no answer to go back from");
+        return CHAT_ERR_INTERNAL;
+    }
+    chat_engine_lock(s->engine);
+    llama_memory_seq_rm(llama_get_memory(s->lctx), s->seq, s->gen_past, -1);
+    chat_engine_unlock(s->engine);
+    s->n_past = s->gen_past;
+    s->n_items = s->gen_items;
+    s->plan_base = s->gen_items;
+    while (s->tmpl.n_msgs > s->gen_msgs) chat_template_pop(&s->tmpl);
+    s->kept_msgs = s->gen_kept_msgs;
+    s->plan_dirty = 1;
+    memcpy(s->logits, s->gen_logits, (size_t)llama_vocab_n_tokens(s->vocab) * sizeof *s->logits);
+    if (chat_sampler_reseed(s, seed)) {
+        seterr(err, errsz, "cannot create the sampler");
+        return CHAT_ERR_INTERNAL;
+    }
+    return CHAT_OK;
 }
 
 const chat_logprob *chat_session_logprobs(const chat_session *s, int *n) {

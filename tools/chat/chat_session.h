@@ -219,6 +219,12 @@ struct llama_context *chat_session_llama_context(chat_session *s);
 const struct llama_model *chat_session_llama_model(const chat_session *s);
 int chat_session_n_past(const chat_session *s);
 
+/* Back to where the last chat_session_generate began: the answer leaves the context and the
+ * conversation, the prompt's last logits are restored, and the sampling chain is made again with
+ * seed; the next generate draws another answer to the same prompt, which is not decoded again
+ * (g4v serve's "n"). CHAT_OK, or CHAT_ERR_INTERNAL. */
+int chat_session_rewind(chat_session *s, uint32_t seed, char *err, size_t errsz);
+
 /* One answer token's log-probability and the likeliest tokens at its position (chat_params
  * logprobs, top_logprobs). */
 typedef struct chat_logprob {

@@ -835,7 +835,12 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     if (take_number(o, "seed", 0, 4294967295.0, &v, f)) return -1;
     j->params.seed = (uint32_t)v;
     v = 1;
-    if (take_number(o, "n", 1, 1, &v, f)) return -1;
+    if (take_number(o, "n", 1, CHAT_MAX_N, &v, f)) return -1;
+    if (v != (int)v) {
+        BAD("invalid_parameter", "\"n\" must be a whole number from 1 to %d", CHAT_MAX_N);
+        return -1;
+    }
+    j->n_choices = (int)v;
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "stream");
     if (x && !cJSON_IsNull(x) && !cJSON_IsBool(x)) {
         BAD("invalid_parameter", "\"stream\" must be true or false");

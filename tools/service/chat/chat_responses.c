@@ -532,6 +532,8 @@ int chat_responses_end(chat_job *j, const chat_usage *u) {
         if (event(j, "response.output_item.done", o)) return -1;
     }
     int cut = !strcmp(u->finish_reason, "length");
-    return with_response(j, cut ? "response.incomplete" : "response.completed",
-                         final_obj(j, text, u));
+    int rc = with_response(j, cut ? "response.incomplete" : "response.completed",
+                           final_obj(j, text, u));
+    chat_stream_close(j); /* no [DONE]: the Responses API's stream ends with that event */
+    return rc;
 }

@@ -152,6 +152,26 @@ typedef struct gen {
     int lp_sent;      /* of them, streamed */
 } gen;
 
+/* The stream's pieces in the request's API: chat.completion.chunk events, or the Responses
+ * API's typed events (chat_responses.c; a thought is not streamed there, it comes in the final
+ * response). */
+static int out_role(chat_job *j) {
+    return j->responses ? chat_responses_start(j) : chat_stream_role(j);
+}
+static int out_text(chat_job *j, const char *text, size_t n, const char *lp) {
+    if (j->responses) return chat_responses_text(j, text, n);
+    return lp ? chat_stream_text_lp(j, text, n, lp) : chat_stream_text(j, text, n);
+}
+static int out_reasoning(chat_job *j, const char *text, size_t n) {
+    return j->responses ? 0 : chat_stream_reasoning(j, text, n);
+}
+static int out_call(chat_job *j, int index, const chat_call_out *c) {
+    return j->responses ? chat_responses_call(j, c) : chat_stream_tool_call(j, index, c);
+}
+static int out_end(chat_job *j, const chat_usage *u) {
+    return j->responses ? chat_responses_end(j, u) : chat_stream_end(j, u);
+}
+
 /* One token's text and bytes as OpenAI's logprobs give them: "token" (UTF-8, a stray byte as
  * '?'), "bytes" (the token's own bytes, which may be part of a character). */
 static int add_token(cJSON *x, const struct llama_vocab *v, int32_t tok) {
@@ -201,7 +221,7 @@ static int stream_text(gen *g, const char *text, size_t n) {
         if (nl > g->lp_sent) lp = logprobs_json(g->cs, g->lp_sent, nl);
         if (lp) g->lp_sent = nl;
     }
-    int rc = lp ? chat_stream_text_lp(g->j, text, n, lp) : chat_stream_text(g->j, text, n);
+    int rc = out_text(g->j, text, n, lp);
     free(lp);
     return rc;
 }
@@ -260,7 +280,7 @@ static int on_tool_call(gen *g, const char *p, size_t n) {
     c[0].name = c[0].arguments_json = NULL;
     chat_tool_calls_free(c, nc);
     free(content);
-    if (j->stream && chat_stream_tool_call(j, g->n_calls - 1, o)) {
+    if (j->stream && out_call(j, g->n_calls - 1, o)) {
         g->why = "client_gone";
         return 1;
     }
@@ -291,7 +311,7 @@ static void cut_call(gen *g, const chat_turn_result *r) {
         return;
     snprintf(o->id, sizeof o->id, "call_%s_%d", g->j->id + 9, g->n_calls);
     g->n_calls++;
-    if (g->j->stream) chat_stream_tool_call(g->j, g->n_calls - 1, o);
+    if (g->j->stream) out_call(g->j, g->n_calls - 1, o);
 }
 
 /* A piece of the thought: kept, and streamed as far as it ends on a whole character. Stop
@@ -316,7 +336,7 @@ static int on_thought(gen *g, const char *p, size_t n) {
     if (j->stream) {
         size_t safe = chat_utf8_safe_len(g->th, g->th_len);
         if (safe > g->th_sent) {
-            if (chat_stream_reasoning(j, g->th + g->th_sent, safe - g->th_sent)) {
+            if (out_reasoning(j, g->th + g->th_sent, safe - g->th_sent)) {
                 g->why = "client_gone";
                 return 1;
             }
@@ -728,49 +748,93 @@ static void run(svc_worker *w, request *q, void *job) {
             return;
         }
         reply(j, MHD_HTTP_OK, r);
-        chat_stream_role(j);
+        out_role(j);
     }
-    gen g = {.j = j, .deadline = deadline, .cs = cs};
-    if (j->tools) g.tools = fe_json_parse_text(j->tools, strlen(j->tools), NULL);
-    for (int i = 0; i < j->n_stop; i++) /* the longest stop string, less one, is held back */
-        if (strlen(j->stop[i]) - 1 > g.hold) g.hold = strlen(j->stop[i]) - 1;
-    chat_turn_result r;
-    memset(&r, 0, sizeof r);
+    /* "n": choice 0, then each other one from the same prompt (chat_session_rewind: the answer
+     * before it leaves the context, the prompt is not decoded again), each with its own sampler */
+    gen gs[CHAT_MAX_N];
+    const char *fin[CHAT_MAX_N] = {"length"};
+    char *lps[CHAT_MAX_N];
+    memset(gs, 0, sizeof gs);
+    memset(lps, 0, sizeof lps);
     char err[1024] = "";
+    int rc = 0, gone = 0, done = 0;
     double gen0 = fe_now_s();
-    int rc = chat_session_generate(cs, on_piece, &g, &r, err, sizeof err);
-    double end = fe_now_s();
-    u.completion_tokens = r.n_generated;
-    u.generate_s = r.generate_s;
-    /* to the first token sampled, visible or not (a special token, the start of a thought):
-     * r.ttft_s counts from generate's start here, r's encode and prefill times being 0 */
-    u.ttft_s = (r.n_generated ? gen0 + r.ttft_s : end) - j->t0;
-    u.stop = g.why ? g.why : r.stop;
-    u.reasoning = g.th;
-    u.reasoning_len = g.th_len;
-    u.finish_reason = !strcmp(u.stop, "tool_calls") && g.n_calls ? "tool_calls"
-                      : !strcmp(u.stop, "end_of_turn") || !strcmp(u.stop, "stop_string") ? "stop"
-                                                                                          : "length";
-    if (!rc && r.call_cut && r.tool_calls && !strcmp(u.finish_reason, "length") &&
-        (!g.why || !strcmp(g.why, "timeout")))
-        cut_call(&g, &r); /* as OpenAI returns it: partial arguments, finish_reason "length" */
-    u.calls = g.calls;
-    u.n_calls = g.n_calls;
-    chat_turn_result_free(&r);
-    int gone = g.why && !strcmp(g.why, "client_gone");
-    if (rc && !gone) session_fail(&f, rc, err);
-    if (!rc && g.why && !strcmp(g.why, "invalid_tool_call")) {
-        f = g.bad;
-        rc = CHAT_ERR_INTERNAL;
+    for (int k = 0; k < j->n_choices && !rc && !gone; k++, done++) {
+        gen *g = &gs[k];
+        *g = (gen){.j = j, .deadline = deadline, .cs = cs};
+        if (j->tools) g->tools = fe_json_parse_text(j->tools, strlen(j->tools), NULL);
+        for (int i = 0; i < j->n_stop; i++) /* the longest stop string, less one, is held back */
+            if (strlen(j->stop[i]) - 1 > g->hold) g->hold = strlen(j->stop[i]) - 1;
+        uint32_t seed = j->params.seed == 0xFFFFFFFFu ? 0xFFFFFFFFu : j->params.seed + (uint32_t)k;
+        if (k && (rc = chat_session_rewind(cs, seed, err, sizeof err))) {
+            session_fail(&f, rc, err);
+            break;
+        }
+        j->choice = k;
+        chat_turn_result r;
+        memset(&r, 0, sizeof r);
+        rc = chat_session_generate(cs, on_piece, g, &r, err, sizeof err);
+        double end = fe_now_s();
+        u.completion_tokens += r.n_generated;
+        u.generate_s += r.generate_s;
+        if (!k) { /* to the first token sampled, visible or not (a special token, a thought's
+                     start): r.ttft_s counts from generate's start, encode and prefill being 0 */
+            u.ttft_s = (r.n_generated ? gen0 + r.ttft_s : end) - j->t0;
+            u.stop = g->why ? g->why : r.stop;
+        }
+        const char *stop = g->why ? g->why : r.stop;
+        fin[k] = !strcmp(stop, "tool_calls") && g->n_calls                      ? "tool_calls"
+                 : !strcmp(stop, "end_of_turn") || !strcmp(stop, "stop_string") ? "stop"
+                                                                                 : "length";
+        if (!rc && r.call_cut && r.tool_calls && !strcmp(fin[k], "length") &&
+            (!g->why || !strcmp(g->why, "timeout")))
+            cut_call(g, &r); /* as OpenAI returns it: partial arguments, finish_reason length */
+        chat_turn_result_free(&r);
+        gone = g->why && !strcmp(g->why, "client_gone");
+        if (rc && !gone) session_fail(&f, rc, err);
+        if (!rc && g->why && !strcmp(g->why, "invalid_tool_call")) {
+            f = g->bad;
+            rc = CHAT_ERR_INTERNAL;
+        }
+        if (rc || gone) break;
+        if (j->params.logprobs && !j->stream) {
+            int nl;
+            chat_session_logprobs(cs, &nl);
+            if (!(lps[k] = logprobs_json(cs, 0, nl))) lps[k] = strdup("[]");
+        }
+        if (j->stream) { /* this choice's rest, and its last chunk unless it is the last */
+            out_reasoning(j, g->th + g->th_sent, g->th_len - g->th_sent);
+            stream_text(g, g->text + g->sent, g->len - g->sent);
+            g->sent = g->len;
+            g->th_sent = g->th_len;
+            if (k + 1 < j->n_choices) chat_stream_finish(j, fin[k]);
+        }
     }
-    count(w, sl, j, 1, g.text ? g.text : "", g.len, &u, g.why, !rc && !gone);
+    gen *g = &gs[0];
+    u.reasoning = g->th;
+    u.reasoning_len = g->th_len;
+    u.finish_reason = fin[0];
+    u.calls = g->calls;
+    u.n_calls = g->n_calls;
+    u.logprobs = lps[0];
+    chat_choice_out more[CHAT_MAX_N];
+    for (int k = 1; k < done; k++)
+        more[k - 1] = (chat_choice_out){gs[k].text, gs[k].len, gs[k].th, gs[k].th_len, gs[k].calls,
+                                        gs[k].n_calls, fin[k], lps[k]};
+    u.more = more;
+    u.n_more = done > 1 ? done - 1 : 0;
+    const char *why = gone ? "client_gone" : gs[done ? done - 1 : 0].why;
+    /* the slot's keys take the answer only when the context holds choice 0's */
+    count(w, sl, j, 1, done == 1 && g->text ? g->text : done == 1 ? "" : NULL, g->len, &u, why,
+          !rc && !gone);
     if (j->stream) {
         if (gone || rc) {
             chat_stream_abort(j);
         } else {
-            chat_stream_reasoning(j, g.th + g.th_sent, g.th_len - g.th_sent);
-            stream_text(&g, g.text + g.sent, g.len - g.sent);
-            chat_stream_end(j, &u);
+            chat_usage ue = u;
+            ue.finish_reason = fin[done - 1];
+            out_end(j, &ue);
         }
     } else if (gone) {
         reply(j, 499, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
@@ -778,22 +842,22 @@ static void run(svc_worker *w, request *q, void *job) {
         reply_fail(j, &f);
     } else {
         size_t len = 0;
-        int nl;
-        chat_session_logprobs(cs, &nl);
-        if (j->params.logprobs && !(u.logprobs = logprobs_json(cs, 0, nl)))
-            u.logprobs = strdup("[]");
-        char *body = chat_completion_json(j, g.text ? g.text : "", g.len, &u, &len);
-        free(u.logprobs);
+        char *body = j->responses
+                         ? chat_response_json(j, g->text ? g->text : "", g->len, &u, &len)
+                         : chat_completion_json(j, g->text ? g->text : "", g->len, &u, &len);
         reply(j, MHD_HTTP_OK, body ? svc_buffer_response(body, len, "application/json") : NULL);
     }
-    free(g.text);
-    free(g.th);
-    for (int i = 0; i < g.n_calls; i++) {
-        free(g.calls[i].name);
-        free(g.calls[i].arguments);
+    for (int k = 0; k < CHAT_MAX_N; k++) {
+        free(gs[k].text);
+        free(gs[k].th);
+        for (int i = 0; i < gs[k].n_calls; i++) {
+            free(gs[k].calls[i].name);
+            free(gs[k].calls[i].arguments);
+        }
+        free(gs[k].calls);
+        cJSON_Delete(gs[k].tools);
+        free(lps[k]);
     }
-    free(g.calls);
-    cJSON_Delete(g.tools);
     free(u.prompt_text);
     free(u.prompt_ids);
 }

@@ -106,35 +106,38 @@ static cJSON *call_json(const chat_call_out *c, int index) {
     return x;
 }
 
-char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
-                           size_t *len) {
-    if (j->responses) return chat_response_json(j, text, n, u, len);
-    cJSON *o = envelope(j, "chat.completion");
-    char *t = fe_utf8_copy(text, n), *out = NULL;
-    if (!o || !t) goto done;
-    cJSON *ch = cJSON_AddArrayToObject(o, "choices");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(ch, c);
-    cJSON_AddNumberToObject(c, "index", 0);
+/* One choice of a chat.completion: index, message (content, tool_calls, reasoning_content),
+ * logprobs, finish_reason. */
+static cJSON *choice_json(int index, const char *text, size_t n, const char *reasoning,
+                          size_t reasoning_len, const chat_call_out *calls, int n_calls,
+                          const char *logprobs, const char *finish) {
+    char *t = fe_utf8_copy(text, n);
+    cJSON *c = t ? cJSON_CreateObject() : NULL;
+    if (!c) {
+        free(t);
+        return NULL;
+    }
+    cJSON_AddNumberToObject(c, "index", index);
     cJSON *m = cJSON_AddObjectToObject(c, "message");
     cJSON_AddStringToObject(m, "role", "assistant");
-    if (u->n_calls && !t[0]) /* an answer that only calls tools: content null, as OpenAI's */
+    if (n_calls && !t[0]) /* an answer that only calls tools: content null, as OpenAI's */
         cJSON_AddNullToObject(m, "content");
     else
         cJSON_AddStringToObject(m, "content", t);
-    if (u->n_calls) {
+    free(t);
+    if (n_calls) {
         cJSON *tc = cJSON_AddArrayToObject(m, "tool_calls");
-        for (int i = 0; tc && i < u->n_calls; i++) {
-            cJSON *x = call_json(&u->calls[i], -1);
+        for (int i = 0; tc && i < n_calls; i++) {
+            cJSON *x = call_json(&calls[i], -1);
             if (x) cJSON_AddItemToArray(tc, x);
         }
     }
-    if (u->reasoning) { /* as llama-server and vLLM return a thought */
-        char *r = fe_utf8_copy(u->reasoning, u->reasoning_len);
+    if (reasoning) { /* as llama-server and vLLM return a thought */
+        char *r = fe_utf8_copy(reasoning, reasoning_len);
         cJSON_AddStringToObject(m, "reasoning_content", r ? r : "");
         free(r);
     }
-    cJSON *lp = u->logprobs ? fe_json_parse_text(u->logprobs, strlen(u->logprobs), NULL) : NULL;
+    cJSON *lp = logprobs ? fe_json_parse_text(logprobs, strlen(logprobs), NULL) : NULL;
     if (lp) {
         cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
         cJSON_AddItemToObject(l, "content", lp);
@@ -142,12 +145,32 @@ char *chat_completion_json(const chat_job *j, const char *text, size_t n, const 
     } else {
         cJSON_AddNullToObject(c, "logprobs");
     }
-    cJSON_AddStringToObject(c, "finish_reason", u->finish_reason);
+    cJSON_AddStringToObject(c, "finish_reason", finish);
+    return c;
+}
+
+char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
+                           size_t *len) {
+    cJSON *o = envelope(j, "chat.completion");
+    char *out = NULL;
+    cJSON *ch = o ? cJSON_AddArrayToObject(o, "choices") : NULL;
+    cJSON *c = ch ? choice_json(0, text, n, u->reasoning, u->reasoning_len, u->calls, u->n_calls,
+                                u->logprobs, u->finish_reason)
+                  : NULL;
+    if (!c) goto done;
+    cJSON_AddItemToArray(ch, c);
+    for (int i = 0; i < u->n_more; i++) { /* "n": the other choices */
+        const chat_choice_out *x = &u->more[i];
+        cJSON *y = choice_json(i + 1, x->text ? x->text : "", x->len, x->reasoning,
+                               x->reasoning_len, x->calls, x->n_calls, x->logprobs,
+                               x->finish_reason);
+        if (!y) goto done;
+        cJSON_AddItemToArray(ch, y);
+    }
     add_usage(o, u);
     out = cJSON_PrintUnformatted(o);
     if (out) *len = strlen(out);
 done:
-    free(t);
     cJSON_Delete(o);
     return out;
 }
@@ -209,7 +232,7 @@ static int push_chunk(chat_job *j, const char *role, const char *field, const ch
     cJSON *ch = cJSON_AddArrayToObject(o, "choices");
     cJSON *c = cJSON_CreateObject();
     cJSON_AddItemToArray(ch, c);
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", j->choice);
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
     if (role) cJSON_AddStringToObject(d, "role", role);
     if (t) cJSON_AddStringToObject(d, field, t);
@@ -232,27 +255,22 @@ done:
 }
 
 int chat_stream_role(chat_job *j) {
-    if (j->responses) return chat_responses_start(j);
     return push_chunk(j, "assistant", "content", "", 0, NULL, NULL);
 }
 
 int chat_stream_text(chat_job *j, const char *text, size_t n) {
-    if (j->responses) return chat_responses_text(j, text, n);
     return n ? push_chunk(j, NULL, "content", text, n, NULL, NULL) : 0;
 }
 
 int chat_stream_text_lp(chat_job *j, const char *text, size_t n, const char *lp) {
-    if (j->responses) return chat_responses_text(j, text, n);
     return n || lp ? push_chunk(j, NULL, "content", text, n, NULL, lp) : 0;
 }
 
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n) {
-    if (j->responses) return 0; /* the thought comes in the final response's reasoning item */
     return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL, NULL) : 0;
 }
 
 int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
-    if (j->responses) return chat_responses_call(j, c);
     /* the whole call in one delta: its arguments are known once the call is complete (a client
      * joins argument pieces; one piece is the simplest case of that) */
     cJSON *o = envelope(j, "chat.completion.chunk");
@@ -263,7 +281,8 @@ int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
         cJSON_Delete(c0);
         c0 = NULL;
     }
-    cJSON *d = c0 && cJSON_AddNumberToObject(c0, "index", 0) ? cJSON_AddObjectToObject(c0, "delta")
+    cJSON *d = c0 && cJSON_AddNumberToObject(c0, "index", j->choice)
+                   ? cJSON_AddObjectToObject(c0, "delta")
                                                               : NULL;
     cJSON *tc = d ? cJSON_AddArrayToObject(d, "tool_calls") : NULL;
     cJSON *x = tc ? call_json(c, index) : NULL;
@@ -278,12 +297,13 @@ int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
     return rc;
 }
 
+int chat_stream_finish(chat_job *j, const char *finish_reason) {
+    return push_chunk(j, NULL, NULL, NULL, 0, finish_reason, NULL);
+}
+
+void chat_stream_close(chat_job *j) { stream_done(j); }
+
 int chat_stream_end(chat_job *j, const chat_usage *u) {
-    if (j->responses) { /* no [DONE]: the Responses API's stream ends with response.completed */
-        int rc = chat_responses_end(j, u);
-        stream_done(j);
-        return rc;
-    }
     if (push_chunk(j, NULL, NULL, NULL, 0, u->finish_reason, NULL)) return -1;
     if (j->include_usage) {
         cJSON *o = envelope(j, "chat.completion.chunk");

@@ -10,9 +10,12 @@
  *                   of the core's queue (core/queue.c)
  *   chat_affinity.c which free slot a request goes to: the one whose conversation it continues
  *   chat_metrics.c  the chat lines of GET /metrics
+ *   chat_responses.c POST /v1/responses: its body into a chat request, the answer as a response
+ *                   object or response.* events
+ *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
  * Only chat_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
- * The files call one another in one direction only: routes -> slots -> affinity, sse ->
- * request.
+ * The files call one another in one direction only: routes -> slots -> affinity, slots ->
+ * responses -> sse -> request, slots -> fetch.
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
@@ -31,6 +34,7 @@
 #define CHAT_MAX_STOP 4       /* stop strings (as OpenAI) */
 #define CHAT_MAX_STOP_LEN 64  /* bytes per stop string */
 #define CHAT_MAX_BIAS 1024    /* logit_bias entries */
+#define CHAT_MAX_N 8          /* "n": choices of one request */
 #define CHAT_MAX_KEYS 256     /* keys of a conversation that slot affinity looks at (two per
                                  user turn, one per answer) */
 
@@ -92,6 +96,8 @@ struct chat_job {
     chat_turn_in *turns;
     int n_turns, n_images;
     int stream, include_usage;
+    int n_choices;    /* "n": answers to the prompt, 1 .. CHAT_MAX_N */
+    int choice;       /* the one being generated (its chunks' index) */
     /* what the session is asked, parsed here once and passed as it is: the sampling
      * parameters, max_tokens, the budget ("g4v": {"tokens": N}), think (reasoning_effort,
      * chat_template_kwargs.enable_thinking or "g4v": {"think": true}); system, tools and the
@@ -196,6 +202,25 @@ void chat_fail_set(chat_fail *f, int http, const char *type, const char *code, c
 struct MHD_Response *chat_error_response(const chat_fail *f);
 enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
 
+/* A tool call of the answer as the API gives it. */
+typedef struct chat_call_out {
+    char id[64];
+    char *name;
+    char *arguments; /* a JSON object's text */
+} chat_call_out;
+
+/* Another choice of the answer ("n" > 1): what choice 0 keeps in the text and chat_usage. */
+typedef struct chat_choice_out {
+    char *text;
+    size_t len;
+    char *reasoning;
+    size_t reasoning_len;
+    chat_call_out *calls;
+    int n_calls;
+    const char *finish_reason;
+    char *logprobs;
+} chat_choice_out;
+
 /* chat_sse.c: the answer */
 typedef struct chat_usage {
     int prompt_tokens, completion_tokens, image_tokens, images_encoded, images_cached;
@@ -212,14 +237,10 @@ typedef struct chat_usage {
     int n_calls;
     char *logprobs;            /* with "logprobs": true, choices[].logprobs.content as JSON
                                   text (an array), else NULL (logprobs: null) */
+    const chat_choice_out *more; /* "n" > 1: choices 1 .. n_more */
+    int n_more;
 } chat_usage;
 
-/* A tool call of the answer as the API gives it. */
-typedef struct chat_call_out {
-    char id[64];
-    char *name;
-    char *arguments; /* a JSON object's text */
-} chat_call_out;
 /* The non-streamed answer's JSON (malloc'ed), text sanitized to UTF-8. */
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
                            size_t *len);
@@ -234,6 +255,7 @@ int chat_stream_text_lp(chat_job *j, const char *text, size_t n, const char *lp)
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n); /* delta.reasoning_content */
 int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c); /* delta.tool_calls */
 int chat_stream_end(chat_job *j, const chat_usage *u);
+int chat_stream_finish(chat_job *j, const char *finish_reason); /* "n": a choice's last chunk */
 void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
 /* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */
 size_t chat_utf8_safe_len(const char *text, size_t n);
@@ -254,8 +276,10 @@ int chat_responses_start(chat_job *j);
 int chat_responses_text(chat_job *j, const char *text, size_t n);
 int chat_responses_call(chat_job *j, const chat_call_out *c);
 int chat_responses_end(chat_job *j, const chat_usage *u);
-/* chat_sse.c: appends "event: TYPE\ndata: JSON\n\n" (a Responses API event). 0 or -1. */
+/* chat_sse.c: appends "event: TYPE\ndata: JSON\n\n" (a Responses API event), 0 or -1; and
+ * ends a stream (no more bytes come). */
 int chat_stream_push_event(chat_job *j, const char *type, const char *json);
+void chat_stream_close(chat_job *j);
 
 /* chat_affinity.c: the job's keys (after parsing), a slot's key for the answer it gave after
  * the key prev, and the free slot a job goes to (-1: none free). */
