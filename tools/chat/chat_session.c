@@ -33,6 +33,7 @@ void chat_session_close(chat_session *s) {
     free(s->cand);
     free(s->lp);
     free(s->gen_logits);
+    free(s->held_logits);
     free(s->logits);
     if (s->engine && !s->own_engine && s->lctx) { /* the sequence is left empty for the next */
         chat_engine_lock(s->engine);
@@ -480,6 +481,7 @@ int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_
         chat_engine_unlock(s->engine);
         s->n_past = 0;
         s->n_items = 0;
+        s->held_items = -1;
     }
     s->plan_base = 0;
     s->matching = 1; /* the next feed compares its plan with what the context holds */
@@ -524,6 +526,7 @@ int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
     s->n_items = 0;
     s->n_past = 0;
     s->plan_base = 0;
+    s->held_items = -1; /* the context is another one now */
     llama_pos n_pos = 0;
     for (int i = 0; i < n_items; i++)
         n_pos += chat_item_n_pos(items[i]);

@@ -70,6 +70,12 @@ struct chat_session {
     llama_pos gen_past;
     int gen_items, gen_msgs, gen_kept_msgs;
     float *gen_logits;
+    /* the logits at the end of the last prompt fed (held_items items, their hash held_hash;
+     * -1: none): a prompt the context holds whole gets them back instead of its last position
+     * decoded again alone, which rounds differently (chat_feed.c) */
+    float *held_logits;
+    int held_items;
+    uint64_t held_hash;
     int n_lp, cap_lp;
     chat_template tmpl;
     llama_token tok_open, tok_close; /* <|channel> and <channel|> (-1: not in the vocabulary) */

@@ -507,6 +507,10 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             }
         }
     }
+    if (!j->n_turns && !j->system) {
+        BAD("invalid_messages", "\"messages\" holds no message with content");
+        return -1;
+    }
     /* a final assistant message is the start of the answer, which the model continues */
     chat_turn_in *last = j->n_turns ? &j->turns[j->n_turns - 1] : NULL;
     if (last && last->role == CHAT_ROLE_ASSISTANT) {
