@@ -33,9 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     FZ_ASSERT(j->n_images <= 2, "%d images accepted over the limit 2", j->n_images);
-    FZ_ASSERT(j->n_turns >= 1 && (j->turns[j->n_turns - 1].role == CHAT_ROLE_USER ||
-                                  j->turns[j->n_turns - 1].role == CHAT_ROLE_TOOL),
-              "a conversation that does not end with a user or tool turn");
+    FZ_ASSERT(!j->n_turns || j->turns[j->n_turns - 1].role != CHAT_ROLE_ASSISTANT,
+              "a final assistant message kept as a turn, not as the answer's start");
+    FZ_ASSERT(j->n_turns || j->system || j->prefill, "an empty conversation accepted");
     const chat_params *pa = &j->params;
     FZ_ASSERT(pa->max_tokens >= 1 && pa->max_tokens <= 4096, "max_tokens %d", pa->max_tokens);
     FZ_ASSERT(j->n_stop <= CHAT_MAX_STOP, "%d stop strings", j->n_stop);

@@ -133,7 +133,8 @@ def with_servers(prefix, run):
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 ALL_ENDPOINTS = {"/v1/encode": "POST", "/v1/info": "GET", "/health": "GET", "/metrics": "GET",
-                 "/v1/chat/completions": "POST", "/v1/models": "GET", "/": "GET"}
+                 "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/models": "GET",
+                 "/": "GET"}
 
 
 def sse_events(r, stop_after=None):
@@ -162,15 +163,15 @@ def route_table_checks(server, endpoints, headers=None):
                 continue
             st, h, raw = server.request(m, path, b"x" if m != "GET" else None, headers)
             try:
-                err = json.loads(raw).get("error", "")
-            except ValueError:
+                err = json.loads(raw)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
                 err = raw[:80]
             out.append((st == 405 and h.get("Allow") == allowed and f"use {allowed}" in err,
                         f"{m} {path}: 405, Allow: {allowed} ({st}, Allow {h.get('Allow')!r}, {err!r})"))
     st, h, raw = server.request("GET", "/no/such/path", None, headers)
     try:
-        err = json.loads(raw).get("error", "")
-    except ValueError:
+        err = json.loads(raw)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
         err = raw[:80]
     named = [f"{m} {p}" for p, m in endpoints.items()]
     absent = [f"{m} {p}" for p, m in ALL_ENDPOINTS.items() if p not in endpoints]

@@ -5,7 +5,7 @@ test starts on 127.0.0.1.
 
 Answers identical to `g4v chat` for the same seed, prompt and image (text and token counts),
 streamed or not; two images across two messages; the route table with --lm (every endpoint, chat
-ones included, 405 with its Allow header for another method, a 404 naming all seven); the chat
+ones included, 405 with its Allow header for another method, a 404 naming all eight); the chat
 page at GET / with its Content-Security-Policy, and 404 with --no-webui; an image
 sent again in a later turn read from the feature cache (metrics); GET /v1/models; 429 with
 Retry-After when the slot and the queue are taken; a client that hangs up mid-stream frees its
@@ -267,7 +267,7 @@ def run(tmp, allowed, servers):
                        ({"messages": [user("x")] * 7}, "too_many_messages"),
                        ({"messages": [user("word " * 9000)]}, "context_length_exceeded"),
                        ({"messages": []}, "invalid_messages"),
-                       ({"messages": [{"role": "assistant", "content": "x"}]}, "invalid_messages"),
+                       ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_messages"),
                        ({"messages": [user("x")], "g4v": {"tokens": 300}}, "invalid_budget"),
                        ({"messages": [user("x", "https://example.com/a.png")]}, "invalid_image_url")):
         st, _, r = s.chat({**body, "max_tokens": 2})

@@ -173,13 +173,16 @@ def run(tmp, servers):
     # -- bad requests ----------------------------------------------------------------------------
     def err(method, path, body=None, headers=None):
         st, h, b = s.request(method, path, body, headers)
-        try:
-            return st, json.loads(b)
-        except ValueError:
+        try:  # OpenAI's error object, every route's (docs/SERVICE.md "Errors")
+            e = json.loads(b)["error"]
+            return st, {"error": e["message"], "status": e["code"], "type": e["type"],
+                        "param": e["param"]}
+        except (ValueError, KeyError, TypeError):
             return st, {"error": b.decode(errors="replace"), "status": "?"}
 
     st, j = err("POST", "/v1/encode", b"this is not an image")
-    check(st == 415 and "unknown image format" in j["error"] and j["status"] == "G4V_ERR_UNSUPPORTED",
+    check(st == 415 and "unknown image format" in j["error"] and j["status"] == "G4V_ERR_UNSUPPORTED"
+          and j["type"] == "invalid_request_error" and j["param"] is None,
           f"garbage body: 415 with the library's message ({st} {j['error']})")
     st, j = err("POST", "/v1/encode", png[: len(png) // 2])
     check(st == 422 and j["status"] == "G4V_ERR_IMAGE" and "memory buffer" in j["error"],
@@ -195,7 +198,8 @@ def run(tmp, servers):
     st, j = err("POST", "/health", b"x")
     check(st == 405, "POST /health: 405")
     st, j = err("GET", "/nope")
-    check(st == 404 and "no such endpoint" in j["error"], "unknown path: 404")
+    check(st == 404 and "no such endpoint" in j["error"] and j["type"] == "not_found_error",
+          "unknown path: 404")
     st, j = err("POST", "/v1/encode", png, {"Accept": "image/png"})
     check(st == 406, "Accept: image/png: 406")
     # a path that is not UTF-8, quoted back in the error: the answer is still JSON (strict UTF-8)
@@ -208,7 +212,8 @@ def run(tmp, servers):
     head, _, body = raw.partition(b"\r\n\r\n")
     try:
         j = json.loads(body.decode("utf-8", errors="strict"))
-    except ValueError as e:
+        j = {"error": j["error"]["message"]}
+    except (ValueError, KeyError, TypeError) as e:
         j = {"error": f"not JSON: {e}: {body[:80]!r}"}
     check(head.startswith(b"HTTP/1.1 404") and "/nope?" in j["error"] and "\u00e9" in j["error"],
           f"non-UTF-8 path: 404 with JSON that decodes ({j['error'][:60]!r})")

@@ -29,7 +29,9 @@ from pyutil import BIN, check, g4v, gen_checkpoint  # noqa: E402
 from serveutil import ServeProcess, with_servers  # noqa: E402
 
 KEY = "g4v-test-0123456789abcdef0123456789"
-UNAUTHORIZED = {"error": "missing or wrong API key (Authorization: Bearer)", "status": "SERVE_UNAUTHORIZED"}
+UNAUTHORIZED = {"error": {"message": "missing or wrong API key (Authorization: Bearer)",
+                          "type": "authentication_error", "param": None,
+                          "code": "SERVE_UNAUTHORIZED"}}
 
 
 class Server(ServeProcess):
@@ -144,9 +146,9 @@ def run(tmp, servers):
     st, h, body = s.request("POST", "/v1/encode", at, good)
     check(st == 415, f"a body of exactly --max-body-bytes {limit}: read and decoded (415: not an image) ({st})")
     st, h, body = s.request("POST", "/v1/encode", at + b"\0", good)
-    j = json.loads(body)
-    check(st == 413 and f"limit of {limit} bytes" in j["error"] and "--max-body-bytes" in j["error"]
-          and f"{limit + 1} bytes" in j["error"], f"{limit + 1} bytes: 413 naming the limit and the flag ({st} {j})")
+    j = json.loads(body)["error"]
+    check(st == 413 and f"limit of {limit} bytes" in j["message"] and "--max-body-bytes" in j["message"]
+          and f"{limit + 1} bytes" in j["message"] and j["type"] == "invalid_request_error", f"{limit + 1} bytes: 413 naming the limit and the flag ({st} {j})")
 
     def chunked(n):
         c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)

@@ -80,8 +80,12 @@ def run(tmp, servers):
         check(st == 200 and json.loads(body)["tokens"] > 0, f"POST /v1/encode, {ct!r}: 200 ({st})")
     # the attack of issue 49 on the encode endpoint: a no-cors POST from another site
     st, h, body = post(s, "/v1/encode", png, "text/plain", Origin="http://evil.example")
-    check(st == 403 and b"evil.example" in body and b"--allowed-origin" in body,
-          f"a cross-site POST: 403 naming the origin and --allowed-origin ({st} {body[:160]!r})")
+    e = json.loads(body).get("error") if st == 403 else None
+    check(st == 403 and b"evil.example" in body and b"--allowed-origin" in body and
+          isinstance(e, dict) and set(e) == {"message", "type", "param", "code"} and
+          e["type"] == "permission_error",
+          f"a cross-site POST: 403 naming the origin and --allowed-origin, in OpenAI's error "
+          f"object ({st} {body[:160]!r})")
     st, h, body = post(s, "/v1/encode", png, "image/png", Origin="http://evil.example")
     check(st == 403, f"a cross-site POST with an image type: 403 ({st})")
     for origin in ("http://evil.example", "null", f"http://127.0.0.1:{s.port + 1}",
@@ -113,7 +117,9 @@ def run(tmp, servers):
                  "localhost@evil.example"):
         for path in ("/v1/info", "/health", "/", "/nope"):
             st, h, body = get(s, path, Host=host)
-            check(st == 421 and b"--allowed-host" in body,
+            e = json.loads(body).get("error") if st == 421 else None
+            check(st == 421 and b"--allowed-host" in body and isinstance(e, dict) and
+                  e.get("code") == "SERVE_WRONG_HOST" and "param" in e,
                   f"GET {path}, Host {host!r}: 421 ({st} {body[:120]!r})")
     st, h, body = post(s, "/v1/encode", png, "image/png", Host="evil.example")
     check(st == 421, f"POST /v1/encode, Host evil.example: 421 ({st})")

@@ -22,8 +22,8 @@ KEY = "routes-test-key-0123456789abcdef"
 
 def error_of(raw):
     try:
-        return json.loads(raw).get("error", "")
-    except ValueError:
+        return json.loads(raw)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
         return raw[:80]
 
 
@@ -35,7 +35,7 @@ def run(tmp, servers):
     servers.append(s)
     for ok, what in route_table_checks(s, ENDPOINTS):
         check(ok, what)
-    for path in ("/v1/chat/completions", "/v1/models"):
+    for path in ("/v1/chat/completions", "/v1/responses", "/v1/models"):
         for m in ("GET", "POST"):
             st, h, raw = s.request(m, path, b"{}" if m == "POST" else None)
             err = error_of(raw)

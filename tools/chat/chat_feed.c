@@ -153,6 +153,17 @@ static int plan_build(chat_session *s, char *err, size_t errsz) {
     char *text = chat_template_render(&s->tmpl, s->o.params.system, s->o.params.think, 1, err,
                                       errsz);
     if (!text) return CHAT_ERR_INPUT;
+    if (s->o.params.prefill && *s->o.params.prefill) { /* the answer's given start */
+        size_t a = strlen(text), b = strlen(s->o.params.prefill);
+        char *v = realloc(text, a + b + 1);
+        if (!v) {
+            free(text);
+            seterr(err, errsz, "out of memory");
+            return CHAT_ERR_INTERNAL;
+        }
+        memcpy(v + a, s->o.params.prefill, b + 1);
+        text = v;
+    }
     if (s->n_pt == s->cap_pt) {
         plan_turn *v = realloc(s->pt, sizeof *v);
         if (!v) goto oom;
@@ -283,6 +294,18 @@ int chat_session_add_tool_result(chat_session *s, const char *tool_call_id, cons
                                  char *err, size_t errsz) {
     return message_added(
         s, chat_template_add_tool_result(&s->tmpl, tool_call_id, content) != 0, err, errsz);
+}
+
+int chat_session_add_system(chat_session *s, const char *text, char *err, size_t errsz) {
+    return message_added(s, chat_template_add_system(&s->tmpl, text) != 0, err, errsz);
+}
+
+int chat_session_check_render(chat_session *s, char *err, size_t errsz) {
+    char *text = chat_template_render(&s->tmpl, s->o.params.system, s->o.params.think, 1, err,
+                                      errsz);
+    if (!text) return CHAT_ERR_INPUT;
+    free(text);
+    return CHAT_OK;
 }
 
 int chat_session_add_answer(chat_session *s, const char *text, char *err, size_t errsz) {
@@ -493,6 +516,28 @@ static int decode_chunk(chat_session *s, const chat_chunk *x, int from, int logi
     return 0;
 }
 
+/* FNV-1a over items[0..n) */
+static uint64_t items_hash(const uint64_t *items, int n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++) {
+        h ^= items[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* The logits at the end of the prompt just fed, kept for the same prompt again. */
+static void hold_logits(chat_session *s) {
+    size_t nv = (size_t)llama_vocab_n_tokens(s->vocab);
+    if (!s->held_logits && !(s->held_logits = malloc(nv * sizeof *s->held_logits))) {
+        s->held_items = -1;
+        return;
+    }
+    memcpy(s->held_logits, s->logits, nv * sizeof *s->held_logits);
+    s->held_items = s->n_items;
+    s->held_hash = items_hash(s->items, s->n_items);
+}
+
 int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
     memset(st, 0, sizeof *st);
     int rc = plan_build(s, err, errsz);
@@ -509,6 +554,28 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
     int i = 0;
     llama_pos pos = base_pos;
     cursor c = match(s, &i, &pos);
+    if (c.t == s->n_pt && s->held_logits && s->held_items == i && i <= s->n_items &&
+        items_hash(s->items, i) == s->held_hash) {
+        /* all held, and it is the prompt last fed: its logits as they were computed then (a
+         * decode of its last position alone would round differently, and a seeded answer
+         * would not be the one the same request got before) */
+        plan_counts(s, c, st);
+        if (i < s->n_items) {
+            chat_engine_lock(s->engine);
+            llama_memory_seq_rm(mem, s->seq, pos, -1);
+            chat_engine_unlock(s->engine);
+            s->n_items = i;
+        }
+        s->n_past = pos;
+        st->reused_pos = (int)(pos - base_pos);
+        memcpy(s->logits, s->held_logits,
+               (size_t)llama_vocab_n_tokens(s->vocab) * sizeof *s->logits);
+        s->matching = 0;
+        s->plan_base = s->n_items;
+        plan_done(s);
+        chat_conversation_keep(s);
+        return CHAT_OK;
+    }
     if (c.t == s->n_pt) { /* all held: the last item again, for the logits */
         cursor l;
         int n = last_item(s, &l);
@@ -538,6 +605,7 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
         chat_engine_unlock(s->engine);
         s->n_items = i;
     }
+    if (s->n_items < s->held_items) s->held_items = -1; /* decoded again from before its end */
     s->n_past = pos;
     st->reused_pos = (int)(pos - base_pos);
     int items0 = s->n_items;
@@ -558,6 +626,7 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
     }
     st->prefill_s = fe_now_s() - t1;
     st->decoded_pos = (int)(s->n_past - past0);
+    hold_logits(s);
     s->matching = 0;
     s->plan_base = s->n_items;
     plan_done(s);

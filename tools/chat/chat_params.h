@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#define CHAT_MAX_TOP_LOGPROBS 20 /* top_logprobs at most (OpenAI's limit) */
+
 typedef struct chat_params {
     const char *system;  /* system prompt or NULL */
     float temp;          /* <= 0: greedy */
@@ -28,6 +30,20 @@ typedef struct chat_params {
                             (tool_choice "auto": free text, constrained calls) */
     const char *tools;   /* the tools offered: an OpenAI tools array as JSON text, declared by
                             the model's template, or NULL (copied by the session) */
+    const char *prefill; /* the start of the answer (an API request's final assistant message,
+                            as llama-server's prefill): written after the generation prompt,
+                            and the answer sampled continues it (it is not part of the answer
+                            returned); NULL: none. Borrowed like system */
+    /* logit_bias: bias[i] added to the logit of token bias_ids[i] before any sampling (grammar,
+     * filters, temperature, the draw); -100 bans a token, +100 all but forces it. Borrowed */
+    const int32_t *bias_ids;
+    const float *bias;
+    int n_bias;
+    int logprobs;        /* 1: each answer token's log-probability is recorded
+                            (chat_session_logprobs): the model's log-softmax over the whole
+                            vocabulary of the raw logits, before logit_bias, temperature and
+                            the filters (OpenAI's definition) */
+    int top_logprobs;    /* with logprobs: that many likeliest tokens per position too, 0..20 */
 } chat_params;
 
 /* Gemma 4's generation_config.json: temperature 1, top_k 64, top_p 0.95; a random seed

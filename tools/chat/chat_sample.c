@@ -35,6 +35,17 @@ static struct llama_sampler *make_chain(const chat_params *o) {
     return c;
 }
 
+int chat_sampler_reseed(chat_session *s, uint32_t seed) {
+    chat_params p = s->o.params;
+    p.seed = seed;
+    struct llama_sampler *c = make_chain(&p);
+    if (!c) return -1;
+    llama_sampler_free(s->smpl);
+    s->smpl = c;
+    s->o.params.seed = seed;
+    return 0;
+}
+
 int chat_sampler_make(chat_session *s, const chat_params *o, struct llama_sampler **chain,
                       struct llama_sampler **grammar, char *err, size_t errsz) {
     *grammar = NULL;
@@ -83,7 +94,40 @@ static llama_token_data_array all_candidates(chat_session *s) {
     int n = llama_vocab_n_tokens(s->vocab);
     for (int i = 0; i < n; i++)
         s->cand[i] = (llama_token_data){i, logits[i], 0.0f};
+    /* logit_bias, before anything else sees the logits (ids checked by the caller) */
+    for (int i = 0; i < s->o.params.n_bias; i++)
+        if (s->o.params.bias_ids[i] >= 0 && s->o.params.bias_ids[i] < n)
+            s->cand[s->o.params.bias_ids[i]].logit += s->o.params.bias[i];
     return (llama_token_data_array){s->cand, (size_t)n, -1, false};
+}
+
+void chat_logprob_of(const chat_session *s, llama_token tok, int n, chat_logprob *out) {
+    const float *l = s->logits;
+    int nv = llama_vocab_n_tokens(s->vocab);
+    if (n > CHAT_MAX_TOP_LOGPROBS) n = CHAT_MAX_TOP_LOGPROBS;
+    float mx = l[0];
+    for (int i = 1; i < nv; i++)
+        if (l[i] > mx) mx = l[i];
+    double sum = 0;
+    for (int i = 0; i < nv; i++)
+        sum += exp((double)l[i] - mx);
+    double lse = mx + log(sum);
+    out->token = tok;
+    out->logprob = (float)(l[tok] - lse);
+    /* the n largest, kept sorted (ties: the lower id first, as a stable sort gives them) */
+    int k = 0;
+    for (int i = 0; i < nv && n > 0; i++) {
+        if (k == n && l[i] <= l[out->top[k - 1]]) continue;
+        int at = k < n ? k++ : n - 1;
+        while (at > 0 && l[out->top[at - 1]] < l[i]) {
+            out->top[at] = out->top[at - 1];
+            at--;
+        }
+        out->top[at] = i;
+    }
+    out->n_top = k;
+    for (int i = 0; i < k; i++)
+        out->top_logprob[i] = (float)(l[out->top[i]] - lse);
 }
 
 llama_token chat_sample(chat_session *s, char *err, size_t errsz) {

@@ -31,6 +31,9 @@ void chat_session_close(chat_session *s) {
     if (s->smpl) llama_sampler_free(s->smpl);
     if (s->grammar) llama_sampler_free(s->grammar);
     free(s->cand);
+    free(s->lp);
+    free(s->gen_logits);
+    free(s->held_logits);
     free(s->logits);
     if (s->engine && !s->own_engine && s->lctx) { /* the sequence is left empty for the next */
         chat_engine_lock(s->engine);
@@ -298,6 +301,15 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     chat_text calls = {0};
     size_t call_start = 0;
     int in_call = 0;
+    s->n_lp = 0;
+    /* where it begins, for chat_session_rewind (another answer to the same prompt) */
+    int nv = llama_vocab_n_tokens(s->vocab);
+    if (!s->gen_logits && !(s->gen_logits = malloc((size_t)nv * sizeof *s->gen_logits))) goto oom;
+    memcpy(s->gen_logits, s->logits, (size_t)nv * sizeof *s->gen_logits);
+    s->gen_past = s->n_past;
+    s->gen_items = s->n_items;
+    s->gen_msgs = s->tmpl.n_msgs;
+    s->gen_kept_msgs = s->kept_msgs;
     for (int k = 0; s->o.params.max_tokens <= 0 || k < s->o.params.max_tokens; k++) {
         llama_token tok = chat_sample(s, err, errsz);
         if (tok < 0) {
@@ -332,6 +344,17 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
                                              : CHAT_PIECE_TEXT;
             if (kind == CHAT_PIECE_TEXT)
                 n = llama_token_to_piece(s->vocab, tok, buf, (int32_t)sizeof buf, 0, false);
+            if (s->o.params.logprobs && kind == CHAT_PIECE_TEXT && th.mode == 0) {
+                /* an answer token: recorded before the emit that may read it */
+                if (s->n_lp == s->cap_lp) {
+                    int cap = s->cap_lp ? 2 * s->cap_lp : 64;
+                    chat_logprob *v = realloc(s->lp, (size_t)cap * sizeof *v);
+                    if (!v) goto oom;
+                    s->lp = v;
+                    s->cap_lp = cap;
+                }
+                chat_logprob_of(s, tok, s->o.params.top_logprobs, &s->lp[s->n_lp++]);
+            }
             a = chat_thought_add(&th, kind, buf, n > 0 ? (size_t)n : 0);
         }
         if (a < 0) goto oom;
@@ -363,6 +386,7 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     th.thought.s = NULL;
     r->tool_calls = calls.s;
     r->tool_calls_len = calls.n;
+    r->call_cut = in_call;
     calls.s = NULL;
     r->n_past = (int)s->n_past;
     /* the answer joins the conversation: the next turn's rendering holds it (thought stripped
@@ -379,6 +403,33 @@ out:
     chat_thought_free(&th);
     free(calls.s);
     return rc;
+}
+
+int chat_session_rewind(chat_session *s, uint32_t seed, char *err, size_t errsz) {
+    if (!s->gen_logits || s->n_past < s->gen_past) {
+        seterr(err, errsz, "no answer to go back from");
+        return CHAT_ERR_INTERNAL;
+    }
+    chat_engine_lock(s->engine);
+    llama_memory_seq_rm(llama_get_memory(s->lctx), s->seq, s->gen_past, -1);
+    chat_engine_unlock(s->engine);
+    s->n_past = s->gen_past;
+    s->n_items = s->gen_items;
+    s->plan_base = s->gen_items;
+    while (s->tmpl.n_msgs > s->gen_msgs) chat_template_pop(&s->tmpl);
+    s->kept_msgs = s->gen_kept_msgs;
+    s->plan_dirty = 1;
+    memcpy(s->logits, s->gen_logits, (size_t)llama_vocab_n_tokens(s->vocab) * sizeof *s->logits);
+    if (chat_sampler_reseed(s, seed)) {
+        seterr(err, errsz, "cannot create the sampler");
+        return CHAT_ERR_INTERNAL;
+    }
+    return CHAT_OK;
+}
+
+const chat_logprob *chat_session_logprobs(const chat_session *s, int *n) {
+    *n = s->n_lp;
+    return s->lp;
 }
 
 int chat_session_turn(chat_session *s, const chat_media *media, int n_media, const char *text,
@@ -430,6 +481,7 @@ int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_
         chat_engine_unlock(s->engine);
         s->n_past = 0;
         s->n_items = 0;
+        s->held_items = -1;
     }
     s->plan_base = 0;
     s->matching = 1; /* the next feed compares its plan with what the context holds */
@@ -474,6 +526,7 @@ int chat_session_state_load(chat_session *s, const uint64_t *items, int n_items,
     s->n_items = 0;
     s->n_past = 0;
     s->plan_base = 0;
+    s->held_items = -1; /* the context is another one now */
     llama_pos n_pos = 0;
     for (int i = 0; i < n_items; i++)
         n_pos += chat_item_n_pos(items[i]);

@@ -94,6 +94,9 @@ typedef struct chat_turn_result {
                                parses them), or NULL */
     size_t tool_calls_len;
     int n_tool_calls;       /* complete calls in it */
+    int call_cut;           /* 1: after them a call begun and not finished when the answer ended
+                               (max_tokens, the context): the rest of tool_calls, from its
+                               <|tool_call> */
     double encode_s, prefill_s, ttft_s, generate_s;
     chat_media_stat *media; /* [n_media] */
     int n_media;
@@ -171,6 +174,13 @@ int chat_session_add_tool_calls(chat_session *s, const char *text, const char *r
                                 const char *tool_calls, char *err, size_t errsz);
 int chat_session_add_tool_result(chat_session *s, const char *tool_call_id, const char *content,
                                  char *err, size_t errsz);
+/* A system (or developer) message in the conversation's order (not the first one: that is
+ * chat_params.system), rendered where it stands by the template. */
+int chat_session_add_system(chat_session *s, const char *text, char *err, size_t errsz);
+/* Renders the conversation planned so far (the template only: nothing tokenized or decoded),
+ * to tell whether the template takes it. CHAT_OK, or CHAT_ERR_INPUT with the template's
+ * message. */
+int chat_session_check_render(chat_session *s, char *err, size_t errsz);
 
 typedef struct chat_feed_stats {
     int reused_pos;  /* positions of the plan the context held: not decoded */
@@ -208,6 +218,26 @@ int chat_session_identity(chat_session *s, char *out, size_t cap, char *err, siz
 struct llama_context *chat_session_llama_context(chat_session *s);
 const struct llama_model *chat_session_llama_model(const chat_session *s);
 int chat_session_n_past(const chat_session *s);
+
+/* Back to where the last chat_session_generate began: the answer leaves the context and the
+ * conversation, the prompt's last logits are restored, and the sampling chain is made again with
+ * seed; the next generate draws another answer to the same prompt, which is not decoded again
+ * (g4v serve's "n"). CHAT_OK, or CHAT_ERR_INTERNAL. */
+int chat_session_rewind(chat_session *s, uint32_t seed, char *err, size_t errsz);
+
+/* One answer token's log-probability and the likeliest tokens at its position (chat_params
+ * logprobs, top_logprobs). */
+typedef struct chat_logprob {
+    int32_t token;
+    float logprob;
+    int n_top;
+    int32_t top[CHAT_MAX_TOP_LOGPROBS];
+    float top_logprob[CHAT_MAX_TOP_LOGPROBS];
+} chat_logprob;
+/* The answer's tokens so far with their log-probabilities (with params.logprobs; the tokens of
+ * the answer's text only: not its thought, tool calls or end-of-turn token). Valid until the
+ * next generate or restart; may be read by the emit callback. */
+const chat_logprob *chat_session_logprobs(const chat_session *s, int *n);
 
 typedef struct chat_session_info {
     char arch[32];

@@ -64,6 +64,19 @@ struct chat_session {
     struct llama_sampler *smpl;
     struct llama_sampler *grammar;  /* o.grammar's sampler, or NULL (chat_sample.c) */
     llama_token_data *cand;         /* the candidates of a grammar-checked draw [n_vocab] */
+    chat_logprob *lp;               /* the answer's tokens' log-probabilities (o.params.logprobs) */
+    /* where the last generate began (chat_session_rewind): positions, items, messages, and the
+     * logits it drew its first token from */
+    llama_pos gen_past;
+    int gen_items, gen_msgs, gen_kept_msgs;
+    float *gen_logits;
+    /* the logits at the end of the last prompt fed (held_items items, their hash held_hash;
+     * -1: none): a prompt the context holds whole gets them back instead of its last position
+     * decoded again alone, which rounds differently (chat_feed.c) */
+    float *held_logits;
+    int held_items;
+    uint64_t held_hash;
+    int n_lp, cap_lp;
     chat_template tmpl;
     llama_token tok_open, tok_close; /* <|channel> and <channel|> (-1: not in the vocabulary) */
     llama_token tok_call, tok_call_end, tok_response; /* <|tool_call>, <tool_call|>,
@@ -105,6 +118,11 @@ int chat_sampler_make(chat_session *s, const chat_params *o, struct llama_sample
                       struct llama_sampler **grammar, char *err, size_t errsz);
 /* -1 when the grammar allows no token (with a message). */
 llama_token chat_sample(chat_session *s, char *err, size_t errsz);
+/* A new sampling chain of the conversation's settings with another seed (chat_session_rewind). */
+int chat_sampler_reseed(chat_session *s, uint32_t seed);
+/* The log-probability of tok under the last position's raw logits (log-softmax over the whole
+ * vocabulary) and the top n likeliest, into *out. */
+void chat_logprob_of(const chat_session *s, llama_token tok, int n, chat_logprob *out);
 
 /* chat_feed.c */
 void chat_plan_clear(chat_session *s);

@@ -228,6 +228,15 @@ int chat_template_add_tool_result(chat_template *t, const char *tool_call_id,
     return 0;
 }
 
+int chat_template_add_system(chat_template *t, const char *text) {
+    chat_msg *m = push_msg(t);
+    if (!m) return -1;
+    m->system = 1;
+    if (!(m->text = xstrdup(text ? text : ""))) return -1;
+    t->n_msgs++;
+    return 0;
+}
+
 int chat_template_set_tools(chat_template *t, const char *tools) {
     free(t->tools);
     t->tools = NULL;
@@ -351,9 +360,15 @@ char *chat_template_render_builtin(const chat_template *t, const char *system,
     }
     int last_user = -1;
     for (int i = 0; i < t->n_msgs; i++)
-        if (!t->msgs[i].assistant) last_user = i;
+        if (!t->msgs[i].assistant && !t->msgs[i].system) last_user = i;
     for (int i = 0; i < t->n_msgs; i++) {
         const chat_msg *m = &t->msgs[i];
+        if (m->system) { /* a system turn of its own, as the official templates write it */
+            put(&b, "<|turn>system\n");
+            put_trimmed(&b, m->text);
+            put(&b, "<turn|>\n");
+            continue;
+        }
         /* an answer right after an answer continues the same model turn */
         if (!(m->assistant && i > 0 && t->msgs[i - 1].assistant))
             put(&b, m->assistant ? "<|turn>model\n" : "<|turn>user\n");
@@ -448,9 +463,12 @@ static char *context_json(const chat_template *t, const char *system, int enable
         ok = m && cJSON_AddItemToArray(msgs, m) &&
              cJSON_AddStringToObject(m, "role", x->tool        ? "tool"
                                                 : x->assistant ? "assistant"
+                                                : x->system    ? "system"
                                                                : "user");
         if (!ok) break;
-        if (x->tool) {
+        if (x->system) {
+            ok = cJSON_AddStringToObject(m, "content", x->text) != NULL;
+        } else if (x->tool) {
             ok = cJSON_AddStringToObject(m, "content", x->text) &&
                  (!x->tool_call_id ||
                   cJSON_AddStringToObject(m, "tool_call_id", x->tool_call_id));

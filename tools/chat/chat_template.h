@@ -46,6 +46,8 @@ const char *chat_medium_placeholder(g4v_medium m);
 typedef struct chat_msg {
     int assistant;       /* 0: the user's (or a tool's); 1: the model's answer */
     int tool;            /* 1: a tool's result (role "tool"): text is its content */
+    int system;          /* 1: a system message after the start of the conversation (role
+                            "system"; the first system prompt is given to the render) */
     char *text;          /* an answer's text (as the model said it after its thinking) */
     char *reasoning;     /* an answer's thinking, or NULL */
     char *tool_calls;    /* an answer's tool calls: a JSON array of OpenAI tool_calls whose
@@ -86,6 +88,9 @@ int chat_template_add_tool_calls(chat_template *t, const char *text, const char 
                                  const char *tool_calls);
 int chat_template_add_tool_result(chat_template *t, const char *tool_call_id,
                                   const char *content);
+/* A system (or developer) message in the conversation's order, as the template renders it
+ * (Gemma 4's: a <|turn>system turn of its own). 0, or -1 out of memory. */
+int chat_template_add_system(chat_template *t, const char *text);
 /* The tools offered to the model (an OpenAI tools array as JSON text; NULL: none): the template
  * declares them in the system turn. 0, or -1 out of memory. */
 int chat_template_set_tools(chat_template *t, const char *tools);

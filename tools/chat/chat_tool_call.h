@@ -65,6 +65,11 @@ typedef struct chat_tool_call {
  * text outside the calls, up to a <|tool_response> (the end of the turn), malloc'ed, may be "".
  * *calls is malloc'ed (NULL when *n is 0). 0, or -1 with a message for a malformed call (an
  * unterminated string, a missing <tool_call|>, a bad number, ...); nothing to free then. */
+/* A call cut short (the answer's token limit came first): text from its <|tool_call> on, as far as
+ * the model wrote it. *name: the function's name as far as written; *args: the start of its
+ * arguments as JSON text, as far as they go (OpenAI returns a cut call's arguments so: a prefix
+ * of the JSON, not valid JSON). Both malloc'ed. 0, or -1 out of memory. */
+int chat_tool_call_partial(const char *text, size_t len, char **name, char **args);
 int chat_tool_calls_parse(const char *text, size_t len, chat_tool_call **calls, int *n,
                           char **content_out, char *err, size_t errsz);
 void chat_tool_calls_free(chat_tool_call *calls, int n);

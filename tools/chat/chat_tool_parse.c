@@ -207,6 +207,76 @@ static int add_call(chat_tool_call **calls, int *n, int *cap, char *name, char *
     return 0;
 }
 
+int chat_tool_call_partial(const char *text, size_t len, char **name, char **args) {
+    const char *p = text, *end = text + len;
+    *name = *args = NULL;
+    if ((size_t)(end - p) >= LIT(CALL_OPEN) && !memcmp(p, CALL_OPEN, LIT(CALL_OPEN)))
+        p += LIT(CALL_OPEN);
+    if ((size_t)(end - p) >= 5 && !memcmp(p, "call:", 5)) p += 5;
+    const char *nm = p;
+    while (p < end && *p != '{') p++;
+    jbuf b = {0};
+    jb_put(&b, "", 0);
+    char stack[64]; /* '{' or '[' of each open level (deeper ones are copied as they are) */
+    int depth = 0, want_key = 0;
+    while (p < end && !b.oom) {
+        if ((size_t)(end - p) >= LIT(QUOTE) && !memcmp(p, QUOTE, LIT(QUOTE))) { /* a string */
+            const char *a = p + LIT(QUOTE), *z = a;
+            while (z < end && !((size_t)(end - z) >= LIT(QUOTE) && !memcmp(z, QUOTE, LIT(QUOTE))))
+                z++;
+            size_t at = b.n;
+            jb_json_string(&b, a, (size_t)(z - a));
+            if (z >= end) { /* cut inside it: no closing quote */
+                if (!b.oom && b.n > at) b.s[--b.n] = 0;
+                break;
+            }
+            p = z + LIT(QUOTE);
+            continue;
+        }
+        char c = *p;
+        if (want_key && c != '}') { /* a bare key up to ':' */
+            const char *k = p;
+            while (p < end && *p != ':') p++;
+            size_t at = b.n;
+            jb_json_string(&b, k, (size_t)(p - k));
+            if (p >= end) {
+                if (!b.oom && b.n > at) b.s[--b.n] = 0;
+                break;
+            }
+            jb_put(&b, ":", 1);
+            p++;
+            want_key = 0;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            if (depth < (int)sizeof stack) stack[depth] = c;
+            depth++;
+            want_key = c == '{';
+        } else if (c == '}' || c == ']') {
+            if (depth > 0) depth--;
+            want_key = 0;
+        } else if (c == ',') {
+            want_key = depth > 0 && depth <= (int)sizeof stack && stack[depth - 1] == '{';
+        }
+        jb_put(&b, p, 1);
+        p++;
+        if (depth == 0) break; /* the arguments' object closed */
+    }
+    size_t nl = (size_t)((nm < end ? (p > nm ? p : nm) : end) - nm);
+    const char *brace = memchr(nm, '{', (size_t)(end - nm));
+    if (brace) nl = (size_t)(brace - nm);
+    *name = fe_utf8_copy(nm, nl);
+    *args = b.oom ? NULL : b.s;
+    if (b.oom) free(b.s);
+    if (!*name || !*args) {
+        free(*name);
+        free(*args);
+        *name = *args = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int chat_tool_calls_parse(const char *text, size_t len, chat_tool_call **calls, int *n,
                           char **content_out, char *err, size_t errsz) {
     chat_tool_call *out = NULL;

@@ -51,6 +51,10 @@ typedef struct g4v_service_options {
     const char *ollama;      /* --ollama TAG: --lm (and --model) from Ollama's store, or NULL */
     const char *revision;    /* --revision: of a Hugging Face repo id, or NULL (main) */
     const char *allow_files; /* --allow-files: image paths allowed under this directory */
+    int allow_image_urls;    /* --allow-image-urls: http(s) image_url fetched (chat_fetch.c) */
+    fe_opt_list image_url_hosts; /* --image-url-host: only from these hosts (none: any public) */
+    unsigned long long image_url_max_bytes; /* --image-url-max-bytes */
+    int image_url_timeout_s; /* --image-url-timeout: seconds for a whole fetch, redirects too */
     int lm_slots;            /* conversations at once, one libllama context each */
     int lm_threads;          /* threads of the text model, shared by the slots; 0: one per CPU */
     int lm_ctx;              /* context tokens per slot */

@@ -46,7 +46,9 @@ void chat_job_keys(chat_job *j) {
             const chat_image *im = &ti->img[i];
             int medium = (int)im->medium; /* as an int, whatever the enum's size */
             h = mix(h, &medium, sizeof medium);
-            if (im->data) {
+            if (im->url) { /* fetched later: its URL stands for it */
+                h = mix_str(h, im->url);
+            } else if (im->data) {
                 h = mix(h, im->data, im->size);
             } else { /* a file: its name, size and time stand for it here */
                 struct stat st;

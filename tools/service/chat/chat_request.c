@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 void chat_fail_set(chat_fail *f, int http, const char *type, const char *code, const char *fmt,
                    ...) {
     f->http = http;
     f->type = type;
+    f->param = NULL;
     f->code = code;
     va_list ap;
     va_start(ap, fmt);
@@ -39,6 +41,7 @@ void chat_job_unref(chat_job *j) {
         for (int i = 0; i < j->turns[t].n_img; i++) {
             free(j->turns[t].img[i].data);
             free(j->turns[t].img[i].path);
+            free(j->turns[t].img[i].url);
         }
         free(j->turns[t].img);
         free(j->turns[t].text);
@@ -51,11 +54,16 @@ void chat_job_unref(chat_job *j) {
     }
     free(j->turns);
     free(j->system);
+    free(j->prefill);
+    free(j->r_echo);
+    free(j->r_text);
     free(j->schema);
     free(j->tools);
     free(j->gbnf);
     for (int i = 0; i < j->n_stop; i++)
         free(j->stop[i]);
+    free(j->bias_ids);
+    free(j->bias);
     free(j->out);
     pthread_mutex_destroy(&j->mu);
     free(j);
@@ -179,10 +187,18 @@ static int take_image(server *s, const char *url, int index, chat_image *img, ch
         }
         return 0;
     }
+    int web = !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
+    if (web && s->a.allow_image_urls) { /* fetched by the slot (chat_fetch.c) */
+        if (!(img->url = strdup(url))) {
+            chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+            return -1;
+        }
+        return 0;
+    }
     if (strstr(url, "://") && strncmp(url, "file://", 7)) {
         BAD("invalid_image_url",
-            "%s: this server does not fetch URLs; send the image as a data: URI "
-            "(data:image/png;base64,...)",
+            "%s: this server does not fetch URLs (it would with --allow-image-urls); send the "
+            "image as a data: URI (data:image/png;base64,...)",
             img->name);
         return -1;
     }
@@ -375,6 +391,29 @@ fail:
     return -1;
 }
 
+/* The final assistant message as the answer's start: its thought (closed, as Gemma 4's
+ * template writes an answer's thought after the last user turn) and its text, verbatim. The
+ * turn's strings go. */
+static int take_prefill(chat_job *j, chat_turn_in *t, chat_fail *f) {
+    const char *text = t->text ? t->text : "";
+    size_t n = strlen(text) + (t->reasoning ? strlen(t->reasoning) + 32 : 0) + 1;
+    if (!(j->prefill = malloc(n))) {
+        OOM(f);
+        return -1;
+    }
+    if (t->reasoning)
+        snprintf(j->prefill, n, "<|channel>thought\n%s\n<channel|>%s", t->reasoning, text);
+    else
+        snprintf(j->prefill, n, "%s", text);
+    free(t->text);
+    for (int k = 0; k < t->n_parts; k++)
+        free(t->parts[k].text);
+    free(t->parts);
+    free(t->reasoning);
+    memset(t, 0, sizeof *t);
+    return 0;
+}
+
 static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f) {
     if (!cJSON_IsArray(msgs) || !msgs->child) {
         BAD("invalid_messages", "\"messages\" must be a non-empty array");
@@ -397,10 +436,12 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         const char *r = cJSON_IsString(role) ? role->valuestring : "";
         if (!strcmp(r, "system") || !strcmp(r, "developer")) {
-            if (seen_turn) {
-                BAD("invalid_messages", "messages[%d]: a %s message only before the first user "
-                                        "message", mi, r);
-                return -1;
+            if (seen_turn) { /* later on: a system turn where it stands (text only) */
+                chat_turn_in *t = &j->turns[j->n_turns++];
+                t->role = CHAT_ROLE_SYSTEM;
+                t->msg = mi;
+                if (take_content(s, j, content, CHAT_ROLE_ASSISTANT, mi, t, f)) return -1;
+                continue;
             }
             chat_turn_in tmp = {0};
             tmp.text = j->system;
@@ -425,13 +466,17 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
         int has_calls = ro == CHAT_ROLE_ASSISTANT && calls && !cJSON_IsNull(calls);
         if (ro == CHAT_ROLE_TOOL) { /* a turn of its own: the result of one call */
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
-            if (!seen_turn || j->turns[j->n_turns - 1].role == CHAT_ROLE_USER) {
+            int prev = seen_turn ? j->turns[j->n_turns - 1].role : -1;
+            if (prev != CHAT_ROLE_TOOL && !(prev == CHAT_ROLE_ASSISTANT &&
+                                            j->turns[j->n_turns - 1].tool_calls)) {
                 BAD("invalid_messages", "messages[%d]: a tool message answers an assistant "
-                                        "message's tool_calls, and must follow it", mi);
+                                        "message's tool_calls, and must follow it (or another "
+                                        "tool message)", mi);
                 return -1;
             }
             chat_turn_in *t = &j->turns[j->n_turns++];
             t->role = ro;
+            t->msg = mi;
             if (take_content(s, j, content, CHAT_ROLE_ASSISTANT, mi, t, f)) return -1;
             if (cJSON_IsString(id) && !(t->tool_call_id = strdup(id->valuestring))) {
                 OOM(f);
@@ -439,16 +484,13 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             }
             continue;
         }
-        if (!seen_turn && ro == CHAT_ROLE_ASSISTANT) {
-            BAD("invalid_messages", "messages[%d]: the conversation must start with a user "
-                                    "message", mi);
-            return -1;
-        }
         seen_turn = 1;
         /* consecutive messages of one role are one turn; an answer that calls tools is one */
         if (!j->n_turns || j->turns[j->n_turns - 1].role != ro || has_calls ||
-            j->turns[j->n_turns - 1].tool_calls)
+            j->turns[j->n_turns - 1].tool_calls) {
+            j->turns[j->n_turns].msg = mi;
             j->turns[j->n_turns++].role = ro;
+        }
         chat_turn_in *t = &j->turns[j->n_turns - 1];
         if (take_content(s, j, content, ro, mi, t, f)) return -1;
         if (has_calls && take_tool_calls(calls, mi, t, f)) return -1;
@@ -465,10 +507,21 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             }
         }
     }
-    if (!j->n_turns || j->turns[j->n_turns - 1].role == CHAT_ROLE_ASSISTANT) {
-        BAD("invalid_messages", "the last message must be a user message (or a tool message "
-                                "with a tool's result)");
+    if (!j->n_turns && !j->system) {
+        BAD("invalid_messages", "\"messages\" holds no message with content");
         return -1;
+    }
+    /* a final assistant message is the start of the answer, which the model continues */
+    chat_turn_in *last = j->n_turns ? &j->turns[j->n_turns - 1] : NULL;
+    if (last && last->role == CHAT_ROLE_ASSISTANT) {
+        if (last->tool_calls) {
+            BAD("invalid_messages", "messages[%d]: a final assistant message with tool_calls "
+                "cannot be continued: send each call's result after it as a tool message",
+                mi - 1);
+            return -1;
+        }
+        if (take_prefill(j, last, f)) return -1;
+        j->n_turns--;
     }
     for (int t = 0; t < j->n_turns; t++)
         if (!j->turns[t].text && !(j->turns[t].text = strdup(""))) {
@@ -642,6 +695,123 @@ static int take_number(const cJSON *o, const char *name, double lo, double hi, d
     return 0;
 }
 
+/* The request's fields: each either served, or accepted because it cannot change the answer
+ * (docs/CHAT_API.md §1, "Accepted and not used"); any other field is refused, named, rather than
+ * silently ignored (OpenAI answers unknown arguments with 400). */
+static const char *const served_fields[] = {
+    "messages", "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+    "min_p", "seed", "stop", "stream", "stream_options", "n", "reasoning_effort",
+    "chat_template_kwargs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
+    "g4v", "logit_bias", "logprobs", "top_logprobs",
+    /* accepted, not used: they do not change the answer */
+    "user", "metadata", "store", "service_tier", "safety_identifier", "prompt_cache_key",
+    /* accepted only at the value that changes nothing (checked in take_neutral) */
+    "frequency_penalty", "presence_penalty", "modalities", NULL};
+
+static int take_unknown(const cJSON *o, chat_fail *f) {
+    char names[400] = "";
+    size_t at = 0;
+    int n = 0;
+    for (const cJSON *x = o->child; x; x = x->next) {
+        int known = 0;
+        for (int i = 0; served_fields[i] && !known; i++)
+            known = x->string && !strcmp(x->string, served_fields[i]);
+        if (known) continue;
+        if (at < sizeof names - 80)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s\"%.64s\"", n ? ", " : "",
+                                   x->string ? x->string : "");
+        n++;
+    }
+    if (!n) return 0;
+    chat_fail_set(f, 400, "invalid_request_error", "unsupported_parameter",
+                  "%s %s not supported by this server (docs/CHAT_API.md lists the fields served "
+                  "and those accepted unused); remove %s", names, n > 1 ? "are" : "is",
+                  n > 1 ? "them" : "it");
+    return -1;
+}
+
+/* Fields accepted only at the value that leaves the answer as it is: the penalties at 0,
+ * modalities ["text"]. */
+static int take_neutral(const cJSON *o, chat_fail *f) {
+    static const char *const pen[] = {"frequency_penalty", "presence_penalty"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, pen[i]);
+        if (!x || cJSON_IsNull(x) || (cJSON_IsNumber(x) && x->valuedouble == 0)) continue;
+        chat_fail_set(f, 400, "invalid_request_error", "unsupported_parameter",
+                      "\"%s\" is not supported by this server (only 0, which changes nothing)",
+                      pen[i]);
+        return -1;
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "modalities");
+    if (m && !cJSON_IsNull(m)) {
+        int ok = cJSON_IsArray(m);
+        for (const cJSON *x = ok ? m->child : NULL; x; x = x->next)
+            ok = ok && cJSON_IsString(x) && !strcmp(x->valuestring, "text");
+        if (!ok) {
+            chat_fail_set(f, 400, "invalid_request_error", "unsupported_parameter",
+                          "\"modalities\": this server answers [\"text\"] only");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* logit_bias: {"token id": bias}, ids as decimal strings, biases from -100 to 100 (the ids are
+ * checked against the vocabulary before the request waits, chat_slots_precheck); logprobs and
+ * top_logprobs (0 to 20, with logprobs). */
+static int take_logit_params(const cJSON *o, chat_job *j, chat_fail *f) {
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(o, "logit_bias");
+    if (lb && !cJSON_IsNull(lb)) {
+        int n = cJSON_IsObject(lb) ? cJSON_GetArraySize(lb) : -1;
+        if (n < 0 || n > CHAT_MAX_BIAS) {
+            BAD("invalid_logit_bias", "\"logit_bias\" must be an object of at most %d "
+                "\"token id\": bias entries", CHAT_MAX_BIAS);
+            return -1;
+        }
+        j->bias_ids = malloc((size_t)(n ? n : 1) * sizeof *j->bias_ids);
+        j->bias = malloc((size_t)(n ? n : 1) * sizeof *j->bias);
+        if (!j->bias_ids || !j->bias) {
+            OOM(f);
+            return -1;
+        }
+        for (const cJSON *x = lb->child; x; x = x->next) {
+            char *end = NULL;
+            long id = x->string && *x->string ? strtol(x->string, &end, 10) : -1;
+            if (!end || *end || id < 0 || id > INT32_MAX) {
+                BAD("invalid_logit_bias", "logit_bias: the key \"%.40s\" is not a token id (a "
+                    "whole number, as text)", x->string ? x->string : "");
+                return -1;
+            }
+            if (!cJSON_IsNumber(x) || x->valuedouble < -100 || x->valuedouble > 100) {
+                BAD("invalid_logit_bias", "logit_bias[\"%ld\"] must be a number from -100 to "
+                    "100", id);
+                return -1;
+            }
+            j->bias_ids[j->params.n_bias] = (int32_t)id;
+            j->bias[j->params.n_bias++] = (float)x->valuedouble;
+        }
+        j->params.bias_ids = j->bias_ids;
+        j->params.bias = j->bias;
+    }
+    if (take_bool(o, "logprobs", &j->params.logprobs, "\"logprobs\" must be true or false", f))
+        return -1;
+    double v = -1;
+    if (take_number(o, "top_logprobs", 0, CHAT_MAX_TOP_LOGPROBS, &v, f)) return -1;
+    if (v >= 0) {
+        if (v != (int)v) {
+            BAD("invalid_parameter", "\"top_logprobs\" must be a whole number from 0 to %d",
+                CHAT_MAX_TOP_LOGPROBS);
+            return -1;
+        }
+        if (!j->params.logprobs) {
+            BAD("invalid_parameter", "\"top_logprobs\" needs \"logprobs\": true");
+            return -1;
+        }
+        j->params.top_logprobs = (int)v;
+    }
+    return 0;
+}
+
 static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     double v;
     v = j->params.max_tokens;
@@ -669,7 +839,12 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
     if (take_number(o, "seed", 0, 4294967295.0, &v, f)) return -1;
     j->params.seed = (uint32_t)v;
     v = 1;
-    if (take_number(o, "n", 1, 1, &v, f)) return -1;
+    if (take_number(o, "n", 1, CHAT_MAX_N, &v, f)) return -1;
+    if (v != (int)v) {
+        BAD("invalid_parameter", "\"n\" must be a whole number from 1 to %d", CHAT_MAX_N);
+        return -1;
+    }
+    j->n_choices = (int)v;
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "stream");
     if (x && !cJSON_IsNull(x) && !cJSON_IsBool(x)) {
         BAD("invalid_parameter", "\"stream\" must be true or false");
@@ -705,7 +880,10 @@ static int take_params(server *s, chat_job *j, const cJSON *o, chat_fail *f) {
                       "\"g4v\": {\"debug_prompt\": true|false}", f))
             return -1;
     }
-    return take_thinking(o, j, f) || take_response_format(o, j, f) || take_tools(o, j, f) ? -1 : 0;
+    return take_thinking(o, j, f) || take_response_format(o, j, f) || take_tools(o, j, f) ||
+                   take_logit_params(o, j, f) || take_neutral(o, f)
+               ? -1
+               : 0;
 }
 
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f) {
@@ -732,7 +910,8 @@ chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail 
     static unsigned long counter;
     snprintf(j->id, sizeof j->id, "chatcmpl-%lx%lx", (unsigned long)j->created,
              __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
-    if (take_messages(s, j, cJSON_GetObjectItemCaseSensitive(o, "messages"), f) ||
+    if (take_unknown(o, f) ||
+        take_messages(s, j, cJSON_GetObjectItemCaseSensitive(o, "messages"), f) ||
         take_params(s, j, o, f)) {
         cJSON_Delete(o);
         chat_job_unref(j);
@@ -741,6 +920,7 @@ chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail 
     cJSON_Delete(o);
     /* the job's own strings, as the session is given them */
     j->params.system = j->system;
+    j->params.prefill = j->prefill;
     j->params.tools = j->tool_choice != CHAT_TOOLS_NONE ? j->tools : NULL;
     chat_job_keys(j);
     return j;

@@ -31,7 +31,7 @@ static enum MHD_Result chat_begin(request *q, struct MHD_Connection *c) {
     return MHD_YES; /* the body follows (collected by the core) */
 }
 
-static enum MHD_Result chat_finish(request *q) {
+static enum MHD_Result finish(request *q, int responses) {
     server *s = q->s;
     chat_wing *cw = q->ctx;
     chat_fail f;
@@ -41,11 +41,26 @@ static enum MHD_Result chat_finish(request *q) {
                       s->a.max_body);
         return chat_answer_error(q, &f);
     }
-    chat_job *j = chat_request_parse(s, q->body ? (const char *)q->body : "", q->len, &f);
+    char *echo = NULL, *body = NULL;
+    if (responses) { /* the Responses API's body as the chat request it asks for */
+        body = chat_responses_translate(q->body ? (const char *)q->body : "", q->len, &echo, &f);
+        free(q->body);
+        q->body = NULL;
+        q->len = q->cap = 0;
+        if (!body) return chat_answer_error(q, &f);
+    }
+    chat_job *j = body ? chat_request_parse(s, body, strlen(body), &f)
+                       : chat_request_parse(s, q->body ? (const char *)q->body : "", q->len, &f);
+    free(body);
     free(q->body); /* the images are the job's now */
     q->body = NULL;
     q->len = q->cap = 0;
-    if (!j) return chat_answer_error(q, &f);
+    if (!j) {
+        free(echo);
+        return chat_answer_error(q, &f);
+    }
+    j->responses = responses;
+    j->r_echo = echo;
     if (chat_slots_precheck(cw, j, &f)) { /* answered now, not after the queue */
         chat_job_unref(j);
         return chat_answer_error(q, &f);
@@ -57,6 +72,9 @@ static enum MHD_Result chat_finish(request *q) {
     j->fd = ci ? ci->connect_fd : -1;
     return svc_enqueue(q, cw->pool, j);
 }
+
+static enum MHD_Result chat_finish(request *q) { return finish(q, 0); }
+static enum MHD_Result responses_finish(request *q) { return finish(q, 1); }
 
 /* The request is over: drop its hold on the job (admitted only: q->job). */
 static void chat_done(request *q) {
@@ -70,15 +88,10 @@ static void chat_done(request *q) {
     chat_job_unref(j);
 }
 
-static enum MHD_Result models(request *q, struct MHD_Connection *c) {
-    (void)c;
-    server *s = q->s;
-    cJSON *o = cJSON_CreateObject();
-    cJSON *d = o ? cJSON_AddArrayToObject(o, "data") : NULL;
+/* The model object of GET /v1/models and GET /v1/models/{id}. */
+static cJSON *model_json(server *s) {
     cJSON *m = cJSON_CreateObject();
-    char *text = NULL;
-    if (d && m) {
-        cJSON_AddStringToObject(o, "object", "list");
+    if (m) {
         cJSON_AddStringToObject(m, "id", chat_model_id(s));
         cJSON_AddStringToObject(m, "object", "model");
         cJSON_AddNumberToObject(m, "created", 0);
@@ -89,12 +102,46 @@ static enum MHD_Result models(request *q, struct MHD_Connection *c) {
         cJSON_AddNumberToObject(g, "context", s->a.lm_ctx);
         cJSON_AddNumberToObject(g, "slots", s->a.lm_slots);
         cJSON_AddNumberToObject(g, "default_tokens", s->a.tokens);
+    }
+    return m;
+}
+
+static enum MHD_Result models(request *q, struct MHD_Connection *c) {
+    (void)c;
+    server *s = q->s;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *d = o ? cJSON_AddArrayToObject(o, "data") : NULL;
+    cJSON *m = model_json(s);
+    char *text = NULL;
+    if (d && m) {
+        cJSON_AddStringToObject(o, "object", "list");
         cJSON_AddItemToArray(d, m);
         m = NULL;
         text = cJSON_PrintUnformatted(o);
     }
     cJSON_Delete(m);
     cJSON_Delete(o);
+    return svc_answer(q, MHD_HTTP_OK,
+                      text ? svc_buffer_response(text, strlen(text), "application/json") : NULL);
+}
+
+/* GET /v1/models/{id}: the one model, by the id /v1/models gives (percent-decoded by
+ * libmicrohttpd); any other id is 404 model_not_found, as OpenAI answers it. */
+static enum MHD_Result model_one(request *q, struct MHD_Connection *c) {
+    (void)c;
+    server *s = q->s;
+    const char *id = q->url ? q->url + strlen("/v1/models/") : "";
+    if (strcmp(id, chat_model_id(s))) {
+        chat_fail f;
+        chat_fail_set(&f, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found",
+                      "The model '%.200s' does not exist: this server has one, '%s' "
+                      "(GET /v1/models)", id, chat_model_id(s));
+        f.param = "model";
+        return chat_answer_error(q, &f);
+    }
+    cJSON *m = model_json(s);
+    char *text = m ? cJSON_PrintUnformatted(m) : NULL;
+    cJSON_Delete(m);
     return svc_answer(q, MHD_HTTP_OK,
                       text ? svc_buffer_response(text, strlen(text), "application/json") : NULL);
 }
@@ -107,7 +154,16 @@ static const svc_route routes[] = {
      .finish = chat_finish,
      .done = chat_done,
      .types = "application/json"},
+    {.path = "/v1/responses",
+     .methods = SVC_POST,
+     .flags = SVC_BODY,
+     .begin = chat_begin,
+     .finish = responses_finish,
+     .done = chat_done,
+     .types = "application/json"},
     {.path = "/v1/models", .methods = SVC_GET, .begin = models},
+    {.path = "/v1/models/", .methods = SVC_GET, .flags = SVC_PREFIX | SVC_UNLISTED,
+     .begin = model_one},
 };
 
 static int wanted(const g4v_service_options *o) { return o->lm != NULL; }
@@ -154,7 +210,7 @@ const svc_wing svc_chat_wing = {
     .close = close_wing,
     .metrics = metrics,
     .info = info,
-    .off_paths = {"/v1/chat/completions", "/v1/models", NULL},
+    .off_paths = {"/v1/chat/completions", "/v1/responses", "/v1/models", NULL},
     .off_text = "this server has no language model (start g4v serve with --lm LM.gguf; "
                 "docs/CHAT_API.md)",
 };

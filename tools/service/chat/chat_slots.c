@@ -79,14 +79,22 @@ int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f) {
     j->params.grammar = j->gbnf;
     j->checked = 1;
     if (!cw->lm || cw->n_ctx <= 0) return 0;
-    size_t bytes = j->system ? strlen(j->system) : 0;
+    int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(cw->lm));
+    for (int i = 0; i < j->params.n_bias; i++)
+        if (j->params.bias_ids[i] >= n_vocab) {
+            chat_fail_set(f, 400, "invalid_request_error", "invalid_logit_bias",
+                          "logit_bias: token id %d is outside the vocabulary (0 to %d)",
+                          (int)j->params.bias_ids[i], n_vocab - 1);
+            return -1;
+        }
+    size_t bytes = (j->system ? strlen(j->system) : 0) + (j->prefill ? strlen(j->prefill) : 0);
     for (int t = 0; t < j->n_turns; t++)
         bytes += (j->turns[t].text ? strlen(j->turns[t].text) : 0) +
                  (j->turns[t].reasoning ? strlen(j->turns[t].reasoning) : 0) +
                  (j->turns[t].tool_calls ? strlen(j->turns[t].tool_calls) : 0);
     if (bytes > PRECHECK_MAX_TEXT) return 0;
     const struct llama_vocab *v = llama_model_get_vocab(cw->lm);
-    long n = text_tokens(v, j->system);
+    long n = text_tokens(v, j->system) + text_tokens(v, j->prefill);
     for (int t = 0; t < j->n_turns && n < cw->n_ctx; t++) {
         n += text_tokens(v, j->turns[t].text);
         n += text_tokens(v, j->turns[t].reasoning);
@@ -140,7 +148,83 @@ typedef struct gen {
     int n_calls;
     cJSON *tools;    /* the request's tools (their parameters check the calls), or NULL */
     chat_fail bad;   /* why a call was refused (why = "invalid_tool_call") */
+    chat_session *cs; /* the slot's session: the answer's logprobs */
+    int lp_sent;      /* of them, streamed */
 } gen;
+
+/* The stream's pieces in the request's API: chat.completion.chunk events, or the Responses
+ * API's typed events (chat_responses.c; a thought is not streamed there, it comes in the final
+ * response). */
+static int out_role(chat_job *j) {
+    return j->responses ? chat_responses_start(j) : chat_stream_role(j);
+}
+static int out_text(chat_job *j, const char *text, size_t n, const char *lp) {
+    if (j->responses) return chat_responses_text(j, text, n);
+    return lp ? chat_stream_text_lp(j, text, n, lp) : chat_stream_text(j, text, n);
+}
+static int out_reasoning(chat_job *j, const char *text, size_t n) {
+    return j->responses ? 0 : chat_stream_reasoning(j, text, n);
+}
+static int out_call(chat_job *j, int index, const chat_call_out *c) {
+    return j->responses ? chat_responses_call(j, c) : chat_stream_tool_call(j, index, c);
+}
+static int out_end(chat_job *j, const chat_usage *u) {
+    return j->responses ? chat_responses_end(j, u) : chat_stream_end(j, u);
+}
+
+/* One token's text and bytes as OpenAI's logprobs give them: "token" (UTF-8, a stray byte as
+ * '?'), "bytes" (the token's own bytes, which may be part of a character). */
+static int add_token(cJSON *x, const struct llama_vocab *v, int32_t tok) {
+    char buf[256];
+    int n = llama_token_to_piece(v, tok, buf, (int32_t)sizeof buf, 0, false);
+    if (n < 0) n = 0;
+    char *t = fe_utf8_copy(buf, (size_t)n);
+    cJSON *b = cJSON_CreateArray();
+    int ok = t && b && cJSON_AddStringToObject(x, "token", t) && cJSON_AddItemToObject(x, "bytes", b);
+    if (!ok && b && !cJSON_GetObjectItemCaseSensitive(x, "bytes")) cJSON_Delete(b);
+    for (int i = 0; ok && i < n; i++)
+        ok = cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)buf[i])) != 0;
+    free(t);
+    return ok;
+}
+
+/* The answer's tokens [from, to) as logprobs.content's JSON text (malloc'ed), or NULL. */
+static char *logprobs_json(chat_session *cs, int from, int to) {
+    int n;
+    const chat_logprob *lp = chat_session_logprobs(cs, &n);
+    const struct llama_vocab *v = llama_model_get_vocab(chat_session_llama_model(cs));
+    if (to > n) to = n;
+    cJSON *a = cJSON_CreateArray();
+    int ok = a != NULL;
+    for (int i = from; ok && i < to; i++) {
+        cJSON *x = cJSON_CreateObject(), *top = NULL;
+        ok = x && cJSON_AddItemToArray(a, x) && add_token(x, v, lp[i].token) &&
+             cJSON_AddNumberToObject(x, "logprob", lp[i].logprob) &&
+             (top = cJSON_AddArrayToObject(x, "top_logprobs"));
+        for (int k = 0; ok && k < lp[i].n_top; k++) {
+            cJSON *y = cJSON_CreateObject();
+            ok = y && cJSON_AddItemToArray(top, y) && add_token(y, v, lp[i].top[k]) &&
+                 cJSON_AddNumberToObject(y, "logprob", lp[i].top_logprob[k]);
+        }
+    }
+    char *s = ok ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    return s;
+}
+
+/* A piece of content streamed with the logprobs of the tokens sampled since the last piece. */
+static int stream_text(gen *g, const char *text, size_t n) {
+    char *lp = NULL;
+    if (g->j->params.logprobs) {
+        int nl;
+        chat_session_logprobs(g->cs, &nl);
+        if (nl > g->lp_sent) lp = logprobs_json(g->cs, g->lp_sent, nl);
+        if (lp) g->lp_sent = nl;
+    }
+    int rc = out_text(g->j, text, n, lp);
+    free(lp);
+    return rc;
+}
 
 /* The parameters schema the request declares for the function name, as JSON text (malloc'ed),
  * or NULL when it declares none (any arguments then). */
@@ -196,7 +280,7 @@ static int on_tool_call(gen *g, const char *p, size_t n) {
     c[0].name = c[0].arguments_json = NULL;
     chat_tool_calls_free(c, nc);
     free(content);
-    if (j->stream && chat_stream_tool_call(j, g->n_calls - 1, o)) {
+    if (j->stream && out_call(j, g->n_calls - 1, o)) {
         g->why = "client_gone";
         return 1;
     }
@@ -207,6 +291,27 @@ stop:
     chat_tool_calls_free(c, nc);
     free(content);
     return 1;
+}
+
+/* The call the answer's end cut short (r->call_cut): its name and the start of its arguments
+ * as JSON text, kept (and streamed) as the answer's last call; nothing is checked of it. */
+static void cut_call(gen *g, const chat_turn_result *r) {
+    const char *p = r->tool_calls, *last = NULL;
+    for (const char *q = p; (q = memmem(q, r->tool_calls_len - (size_t)(q - p), "<|tool_call>",
+                                        12));
+         q++)
+        last = q;
+    if (!last) return;
+    chat_call_out *v = realloc(g->calls, (size_t)(g->n_calls + 1) * sizeof *v);
+    if (!v) return;
+    g->calls = v;
+    chat_call_out *o = &g->calls[g->n_calls];
+    if (chat_tool_call_partial(last, r->tool_calls_len - (size_t)(last - p), &o->name,
+                               &o->arguments))
+        return;
+    snprintf(o->id, sizeof o->id, "call_%s_%d", g->j->id + 9, g->n_calls);
+    g->n_calls++;
+    if (g->j->stream) out_call(g->j, g->n_calls - 1, o);
 }
 
 /* A piece of the thought: kept, and streamed as far as it ends on a whole character. Stop
@@ -231,7 +336,7 @@ static int on_thought(gen *g, const char *p, size_t n) {
     if (j->stream) {
         size_t safe = chat_utf8_safe_len(g->th, g->th_len);
         if (safe > g->th_sent) {
-            if (chat_stream_reasoning(j, g->th + g->th_sent, safe - g->th_sent)) {
+            if (out_reasoning(j, g->th + g->th_sent, safe - g->th_sent)) {
                 g->why = "client_gone";
                 return 1;
             }
@@ -284,7 +389,7 @@ static int on_piece(const char *p, size_t n, int thought, void *user) {
     if (j->stream) { /* what can no longer become a stop string nor split a character */
         size_t safe = chat_utf8_safe_len(g->text, g->len > g->hold ? g->len - g->hold : 0);
         if (safe > g->sent) {
-            if (chat_stream_text(j, g->text + g->sent, safe - g->sent)) {
+            if (stream_text(g, g->text + g->sent, safe - g->sent)) {
                 g->why = "client_gone";
                 return 1;
             }
@@ -362,51 +467,47 @@ static int job_grammar(const chat_wing *cw, const chat_job *j, char **gbnf, int 
     return -1;
 }
 
+/* Adds turn t of the job to the session's conversation. */
+static int add_turn(chat_session *cs, chat_job *j, int t, char *err, size_t errsz, chat_fail *f);
+
+/* The template refused the conversation: which message it refuses, found by rendering the
+ * turns up to each in turn (only on this error), named in the 400 with the template's reason. */
+static void template_refusal(chat_session *cs, chat_job *j, const char *why, chat_fail *f) {
+    char err[1024] = "";
+    int at = -1;
+    for (int n = 1; at < 0 && n <= j->n_turns; n++) {
+        if (chat_session_restart(cs, &j->params, err, sizeof err)) break;
+        int rc = 0;
+        for (int t = 0; !rc && t < n; t++)
+            rc = add_turn(cs, j, t, err, sizeof err, f);
+        if (!rc && chat_session_check_render(cs, err, sizeof err) == CHAT_ERR_INPUT)
+            at = j->turns[n - 1].msg;
+    }
+    if (at >= 0)
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_messages",
+                      "messages[%d]: the model's chat template cannot render the conversation "
+                      "up to this message: %s", at, why);
+    else
+        chat_fail_set(f, 400, "invalid_request_error", "invalid_messages",
+                      "the model's chat template cannot render this conversation: %s", why);
+    char e2[64];
+    chat_session_restart(cs, &j->params, e2, sizeof e2); /* nothing of it stays planned */
+}
+
 static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, chat_fail *f) {
     char err[1024] = "";
     /* as parsed (chat_request.c), with the grammar chat_slots_precheck made before it waited */
     int rc = chat_session_restart(cs, &j->params, err, sizeof err);
-    for (int t = 0; !rc && t < j->n_turns; t++) {
-        chat_turn_in *ti = &j->turns[t];
-        if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls) {
-            rc = chat_session_add_tool_calls(cs, ti->text, ti->reasoning, ti->tool_calls, err,
-                                             sizeof err);
-            continue;
-        }
-        if (ti->role == CHAT_ROLE_ASSISTANT) {
-            rc = chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, sizeof err);
-            continue;
-        }
-        if (ti->role == CHAT_ROLE_TOOL) {
-            rc = chat_session_add_tool_result(cs, ti->tool_call_id, ti->text, err, sizeof err);
-            continue;
-        }
-        chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
-        chat_part *p = calloc((size_t)(ti->n_parts ? ti->n_parts : 1), sizeof *p);
-        if (!m || !p) {
-            free(m);
-            free(p);
-            chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
-            return -1;
-        }
-        for (int i = 0; i < ti->n_img; i++) {
-            m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
-            m[i].data = ti->img[i].data;
-            m[i].size = ti->img[i].size;
-            m[i].medium = ti->img[i].medium;
-            m[i].budget = ti->img[i].budget;
-        }
-        for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
-            p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;
-            p[k].media = ti->parts[k].img >= 0 ? &m[ti->parts[k].img] : NULL;
-        }
-        rc = chat_session_add_user_parts(cs, p, ti->n_parts, err, sizeof err);
-        free(p);
-        free(m);
-    }
+    for (int t = 0; !rc && t < j->n_turns; t++)
+        rc = add_turn(cs, j, t, err, sizeof err, f);
+    if (rc < 0) return -1; /* out of memory, f filled */
     chat_feed_stats st;
     if (!rc) pcache_consult(cw, cs);
     if (!rc) rc = chat_session_feed(cs, &st, err, sizeof err);
+    if (rc == CHAT_ERR_INPUT && strstr(err, "the chat template")) {
+        template_refusal(cs, j, err, f);
+        return -1;
+    }
     if (rc) {
         session_fail(f, rc, err);
         return -1;
@@ -424,6 +525,55 @@ static int replay(chat_wing *cw, chat_session *cs, chat_job *j, chat_usage *u, c
         return -1;
     }
     return 0;
+}
+
+static int add_turn(chat_session *cs, chat_job *j, int t, char *err, size_t errsz, chat_fail *f) {
+    chat_turn_in *ti = &j->turns[t];
+    int rc;
+    if (ti->role == CHAT_ROLE_SYSTEM)
+        return chat_session_add_system(cs, ti->text, err, errsz);
+    if (ti->role == CHAT_ROLE_ASSISTANT && ti->tool_calls)
+        return chat_session_add_tool_calls(cs, ti->text, ti->reasoning, ti->tool_calls, err,
+                                           errsz);
+    if (ti->role == CHAT_ROLE_ASSISTANT)
+        return chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, errsz);
+    if (ti->role == CHAT_ROLE_TOOL)
+        return chat_session_add_tool_result(cs, ti->tool_call_id, ti->text, err, errsz);
+    chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
+    chat_part *p = calloc((size_t)(ti->n_parts ? ti->n_parts : 1), sizeof *p);
+    if (!m || !p) {
+        free(m);
+        free(p);
+        chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < ti->n_img; i++) { /* an image by URL: fetched now, once */
+        chat_image *im = &ti->img[i];
+        char why[400];
+        if (im->url && !im->data &&
+            chat_fetch_url(&j->s->a, im->url, &im->data, &im->size, why, sizeof why)) {
+            chat_fail_set(f, 400, "invalid_request_error", "invalid_image_url",
+                          "%s (%.200s): %s", im->name, im->url, why);
+            free(m);
+            free(p);
+            return -1;
+        }
+    }
+    for (int i = 0; i < ti->n_img; i++) {
+        m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
+        m[i].data = ti->img[i].data;
+        m[i].size = ti->img[i].size;
+        m[i].medium = ti->img[i].medium;
+        m[i].budget = ti->img[i].budget;
+    }
+    for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
+        p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;
+        p[k].media = ti->parts[k].img >= 0 ? &m[ti->parts[k].img] : NULL;
+    }
+    rc = chat_session_add_user_parts(cs, p, ti->n_parts, err, errsz);
+    free(p);
+    free(m);
+    return rc;
 }
 
 /* The slot's sequence into the prompt cache (docs/PROMPT_CACHE.md). */
@@ -519,7 +669,7 @@ static void slot_keys(chat_slot *sl, const chat_job *j, int fed, const char *ans
     if (!fed) return;
     memcpy(sl->keys, j->keys, (size_t)j->n_keys * sizeof *sl->keys);
     sl->n_keys = j->n_keys;
-    if (answer && j->keys_complete && j->n_keys > 0)
+    if (answer && !j->prefill && j->keys_complete && j->n_keys > 0)
         sl->keys[sl->n_keys++] = chat_answer_key(j->keys[j->n_keys - 1], answer, n);
 }
 
@@ -598,46 +748,93 @@ static void run(svc_worker *w, request *q, void *job) {
             return;
         }
         reply(j, MHD_HTTP_OK, r);
-        chat_stream_role(j);
+        out_role(j);
     }
-    gen g = {.j = j, .deadline = deadline};
-    if (j->tools) g.tools = fe_json_parse_text(j->tools, strlen(j->tools), NULL);
-    for (int i = 0; i < j->n_stop; i++) /* the longest stop string, less one, is held back */
-        if (strlen(j->stop[i]) - 1 > g.hold) g.hold = strlen(j->stop[i]) - 1;
-    chat_turn_result r;
-    memset(&r, 0, sizeof r);
+    /* "n": choice 0, then each other one from the same prompt (chat_session_rewind: the answer
+     * before it leaves the context, the prompt is not decoded again), each with its own sampler */
+    gen gs[CHAT_MAX_N];
+    const char *fin[CHAT_MAX_N] = {"length"};
+    char *lps[CHAT_MAX_N];
+    memset(gs, 0, sizeof gs);
+    memset(lps, 0, sizeof lps);
     char err[1024] = "";
+    int rc = 0, gone = 0, done = 0;
     double gen0 = fe_now_s();
-    int rc = chat_session_generate(cs, on_piece, &g, &r, err, sizeof err);
-    double end = fe_now_s();
-    u.completion_tokens = r.n_generated;
-    u.generate_s = r.generate_s;
-    /* to the first token sampled, visible or not (a special token, the start of a thought):
-     * r.ttft_s counts from generate's start here, r's encode and prefill times being 0 */
-    u.ttft_s = (r.n_generated ? gen0 + r.ttft_s : end) - j->t0;
-    u.stop = g.why ? g.why : r.stop;
-    u.reasoning = g.th;
-    u.reasoning_len = g.th_len;
-    u.finish_reason = !strcmp(u.stop, "tool_calls") && g.n_calls ? "tool_calls"
-                      : !strcmp(u.stop, "end_of_turn") || !strcmp(u.stop, "stop_string") ? "stop"
-                                                                                          : "length";
-    u.calls = g.calls;
-    u.n_calls = g.n_calls;
-    chat_turn_result_free(&r);
-    int gone = g.why && !strcmp(g.why, "client_gone");
-    if (rc && !gone) session_fail(&f, rc, err);
-    if (!rc && g.why && !strcmp(g.why, "invalid_tool_call")) {
-        f = g.bad;
-        rc = CHAT_ERR_INTERNAL;
+    for (int k = 0; k < j->n_choices && !rc && !gone; k++, done++) {
+        gen *g = &gs[k];
+        *g = (gen){.j = j, .deadline = deadline, .cs = cs};
+        if (j->tools) g->tools = fe_json_parse_text(j->tools, strlen(j->tools), NULL);
+        for (int i = 0; i < j->n_stop; i++) /* the longest stop string, less one, is held back */
+            if (strlen(j->stop[i]) - 1 > g->hold) g->hold = strlen(j->stop[i]) - 1;
+        uint32_t seed = j->params.seed == 0xFFFFFFFFu ? 0xFFFFFFFFu : j->params.seed + (uint32_t)k;
+        if (k && (rc = chat_session_rewind(cs, seed, err, sizeof err))) {
+            session_fail(&f, rc, err);
+            break;
+        }
+        j->choice = k;
+        chat_turn_result r;
+        memset(&r, 0, sizeof r);
+        rc = chat_session_generate(cs, on_piece, g, &r, err, sizeof err);
+        double end = fe_now_s();
+        u.completion_tokens += r.n_generated;
+        u.generate_s += r.generate_s;
+        if (!k) { /* to the first token sampled, visible or not (a special token, a thought's
+                     start): r.ttft_s counts from generate's start, encode and prefill being 0 */
+            u.ttft_s = (r.n_generated ? gen0 + r.ttft_s : end) - j->t0;
+            u.stop = g->why ? g->why : r.stop;
+        }
+        const char *stop = g->why ? g->why : r.stop;
+        fin[k] = !strcmp(stop, "tool_calls") && g->n_calls                      ? "tool_calls"
+                 : !strcmp(stop, "end_of_turn") || !strcmp(stop, "stop_string") ? "stop"
+                                                                                 : "length";
+        if (!rc && r.call_cut && r.tool_calls && !strcmp(fin[k], "length") &&
+            (!g->why || !strcmp(g->why, "timeout")))
+            cut_call(g, &r); /* as OpenAI returns it: partial arguments, finish_reason length */
+        chat_turn_result_free(&r);
+        gone = g->why && !strcmp(g->why, "client_gone");
+        if (rc && !gone) session_fail(&f, rc, err);
+        if (!rc && g->why && !strcmp(g->why, "invalid_tool_call")) {
+            f = g->bad;
+            rc = CHAT_ERR_INTERNAL;
+        }
+        if (rc || gone) break;
+        if (j->params.logprobs && !j->stream) {
+            int nl;
+            chat_session_logprobs(cs, &nl);
+            if (!(lps[k] = logprobs_json(cs, 0, nl))) lps[k] = strdup("[]");
+        }
+        if (j->stream) { /* this choice's rest, and its last chunk unless it is the last */
+            out_reasoning(j, g->th + g->th_sent, g->th_len - g->th_sent);
+            stream_text(g, g->text + g->sent, g->len - g->sent);
+            g->sent = g->len;
+            g->th_sent = g->th_len;
+            if (k + 1 < j->n_choices) chat_stream_finish(j, fin[k]);
+        }
     }
-    count(w, sl, j, 1, g.text ? g.text : "", g.len, &u, g.why, !rc && !gone);
+    gen *g = &gs[0];
+    u.reasoning = g->th;
+    u.reasoning_len = g->th_len;
+    u.finish_reason = fin[0];
+    u.calls = g->calls;
+    u.n_calls = g->n_calls;
+    u.logprobs = lps[0];
+    chat_choice_out more[CHAT_MAX_N];
+    for (int k = 1; k < done; k++)
+        more[k - 1] = (chat_choice_out){gs[k].text, gs[k].len, gs[k].th, gs[k].th_len, gs[k].calls,
+                                        gs[k].n_calls, fin[k], lps[k]};
+    u.more = more;
+    u.n_more = done > 1 ? done - 1 : 0;
+    const char *why = gone ? "client_gone" : gs[done ? done - 1 : 0].why;
+    /* the slot's keys take the answer only when the context holds choice 0's */
+    count(w, sl, j, 1, done == 1 && g->text ? g->text : done == 1 ? "" : NULL, g->len, &u, why,
+          !rc && !gone);
     if (j->stream) {
         if (gone || rc) {
             chat_stream_abort(j);
         } else {
-            chat_stream_reasoning(j, g.th + g.th_sent, g.th_len - g.th_sent);
-            chat_stream_text(j, g.text + g.sent, g.len - g.sent);
-            chat_stream_end(j, &u);
+            chat_usage ue = u;
+            ue.finish_reason = fin[done - 1];
+            out_end(j, &ue);
         }
     } else if (gone) {
         reply(j, 499, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
@@ -645,17 +842,22 @@ static void run(svc_worker *w, request *q, void *job) {
         reply_fail(j, &f);
     } else {
         size_t len = 0;
-        char *body = chat_completion_json(j, g.text ? g.text : "", g.len, &u, &len);
+        char *body = j->responses
+                         ? chat_response_json(j, g->text ? g->text : "", g->len, &u, &len)
+                         : chat_completion_json(j, g->text ? g->text : "", g->len, &u, &len);
         reply(j, MHD_HTTP_OK, body ? svc_buffer_response(body, len, "application/json") : NULL);
     }
-    free(g.text);
-    free(g.th);
-    for (int i = 0; i < g.n_calls; i++) {
-        free(g.calls[i].name);
-        free(g.calls[i].arguments);
+    for (int k = 0; k < CHAT_MAX_N; k++) {
+        free(gs[k].text);
+        free(gs[k].th);
+        for (int i = 0; i < gs[k].n_calls; i++) {
+            free(gs[k].calls[i].name);
+            free(gs[k].calls[i].arguments);
+        }
+        free(gs[k].calls);
+        cJSON_Delete(gs[k].tools);
+        free(lps[k]);
     }
-    free(g.calls);
-    cJSON_Delete(g.tools);
     free(u.prompt_text);
     free(u.prompt_ids);
 }

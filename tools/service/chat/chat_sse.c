@@ -8,7 +8,7 @@
  * The streaming response reads job->out: a slot's worker appends under job->mu; libmicrohttpd's
  * reader copies out what is there, and when nothing is, suspends the connection (returning 0,
  * as libmicrohttpd asks) until the worker appends and resumes it. A refusal is the OpenAI-style
- * error body {"error": {"message", "type", "code"}}. */
+ * error body {"error": {"message", "type", "param", "code"}}. */
 #include "chat/chat_wing.h"
 #include "frontend.h"
 
@@ -22,7 +22,9 @@ struct MHD_Response *chat_error_response(const chat_fail *f) {
     cJSON *e = o ? cJSON_AddObjectToObject(o, "error") : NULL;
     char *text = NULL;
     if (e && cJSON_AddStringToObject(e, "message", f->msg) &&
-        cJSON_AddStringToObject(e, "type", f->type) && cJSON_AddStringToObject(e, "code", f->code))
+        cJSON_AddStringToObject(e, "type", f->type) &&
+        (f->param ? cJSON_AddStringToObject(e, "param", f->param) : cJSON_AddNullToObject(e, "param")) &&
+        cJSON_AddStringToObject(e, "code", f->code))
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!text) return NULL;
@@ -104,46 +106,78 @@ static cJSON *call_json(const chat_call_out *c, int index) {
     return x;
 }
 
-char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
-                           size_t *len) {
-    cJSON *o = envelope(j, "chat.completion");
-    char *t = fe_utf8_copy(text, n), *out = NULL;
-    if (!o || !t) goto done;
-    cJSON *ch = cJSON_AddArrayToObject(o, "choices");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(ch, c);
-    cJSON_AddNumberToObject(c, "index", 0);
+/* One choice of a chat.completion: index, message (content, tool_calls, reasoning_content),
+ * logprobs, finish_reason. */
+static cJSON *choice_json(int index, const char *text, size_t n, const char *reasoning,
+                          size_t reasoning_len, const chat_call_out *calls, int n_calls,
+                          const char *logprobs, const char *finish) {
+    char *t = fe_utf8_copy(text, n);
+    cJSON *c = t ? cJSON_CreateObject() : NULL;
+    if (!c) {
+        free(t);
+        return NULL;
+    }
+    cJSON_AddNumberToObject(c, "index", index);
     cJSON *m = cJSON_AddObjectToObject(c, "message");
     cJSON_AddStringToObject(m, "role", "assistant");
-    if (u->n_calls && !t[0]) /* an answer that only calls tools: content null, as OpenAI's */
+    if (n_calls && !t[0]) /* an answer that only calls tools: content null, as OpenAI's */
         cJSON_AddNullToObject(m, "content");
     else
         cJSON_AddStringToObject(m, "content", t);
-    if (u->n_calls) {
+    free(t);
+    if (n_calls) {
         cJSON *tc = cJSON_AddArrayToObject(m, "tool_calls");
-        for (int i = 0; tc && i < u->n_calls; i++) {
-            cJSON *x = call_json(&u->calls[i], -1);
+        for (int i = 0; tc && i < n_calls; i++) {
+            cJSON *x = call_json(&calls[i], -1);
             if (x) cJSON_AddItemToArray(tc, x);
         }
     }
-    if (u->reasoning) { /* as llama-server and vLLM return a thought */
-        char *r = fe_utf8_copy(u->reasoning, u->reasoning_len);
+    if (reasoning) { /* as llama-server and vLLM return a thought */
+        char *r = fe_utf8_copy(reasoning, reasoning_len);
         cJSON_AddStringToObject(m, "reasoning_content", r ? r : "");
         free(r);
     }
-    cJSON_AddStringToObject(c, "finish_reason", u->finish_reason);
+    cJSON *lp = logprobs ? fe_json_parse_text(logprobs, strlen(logprobs), NULL) : NULL;
+    if (lp) {
+        cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
+        cJSON_AddItemToObject(l, "content", lp);
+        cJSON_AddNullToObject(l, "refusal");
+    } else {
+        cJSON_AddNullToObject(c, "logprobs");
+    }
+    cJSON_AddStringToObject(c, "finish_reason", finish);
+    return c;
+}
+
+char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
+                           size_t *len) {
+    cJSON *o = envelope(j, "chat.completion");
+    char *out = NULL;
+    cJSON *ch = o ? cJSON_AddArrayToObject(o, "choices") : NULL;
+    cJSON *c = ch ? choice_json(0, text, n, u->reasoning, u->reasoning_len, u->calls, u->n_calls,
+                                u->logprobs, u->finish_reason)
+                  : NULL;
+    if (!c) goto done;
+    cJSON_AddItemToArray(ch, c);
+    for (int i = 0; i < u->n_more; i++) { /* "n": the other choices */
+        const chat_choice_out *x = &u->more[i];
+        cJSON *y = choice_json(i + 1, x->text ? x->text : "", x->len, x->reasoning,
+                               x->reasoning_len, x->calls, x->n_calls, x->logprobs,
+                               x->finish_reason);
+        if (!y) goto done;
+        cJSON_AddItemToArray(ch, y);
+    }
     add_usage(o, u);
     out = cJSON_PrintUnformatted(o);
     if (out) *len = strlen(out);
 done:
-    free(t);
     cJSON_Delete(o);
     return out;
 }
 
-/* Appends "data: TEXT\n\n" and wakes the reader. -1 when the client is gone. */
-static int push(chat_job *j, const char *text) {
-    size_t n = strlen(text) + 9; /* "data: " text "\n\n" and snprintf's NUL */
+/* Appends "[event: TYPE\n]data: TEXT\n\n" and wakes the reader. -1 when the client is gone. */
+static int push_typed(chat_job *j, const char *type, const char *text) {
+    size_t n = strlen(text) + 9 + (type ? strlen(type) + 8 : 0); /* and snprintf's NUL */
     pthread_mutex_lock(&j->mu);
     if (j->gone) {
         pthread_mutex_unlock(&j->mu);
@@ -161,8 +195,9 @@ static int push(chat_job *j, const char *text) {
         j->out = b;
         j->out_cap = cap;
     }
-    snprintf(j->out + j->out_len, n, "data: %s\n\n", text);
-    j->out_len += n - 1;
+    int k = type ? snprintf(j->out + j->out_len, n, "event: %s\ndata: %s\n\n", type, text)
+                 : snprintf(j->out + j->out_len, n, "data: %s\n\n", text);
+    j->out_len += (size_t)k;
     if (j->suspended) {
         j->suspended = 0;
         MHD_resume_connection(j->conn);
@@ -171,8 +206,25 @@ static int push(chat_job *j, const char *text) {
     return 0;
 }
 
+static int push(chat_job *j, const char *text) { return push_typed(j, NULL, text); }
+
+int chat_stream_push_event(chat_job *j, const char *type, const char *json) {
+    return push_typed(j, type, json);
+}
+
+/* The end of a stream: no more bytes come. */
+static void stream_done(chat_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->out_done = 1;
+    if (j->suspended) {
+        j->suspended = 0;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
 static int push_chunk(chat_job *j, const char *role, const char *field, const char *content,
-                      size_t n, const char *finish) {
+                      size_t n, const char *finish, const char *lp) {
     cJSON *o = envelope(j, "chat.completion.chunk");
     char *t = content ? fe_utf8_copy(content, n) : NULL, *s = NULL;
     int rc = -1;
@@ -180,10 +232,16 @@ static int push_chunk(chat_job *j, const char *role, const char *field, const ch
     cJSON *ch = cJSON_AddArrayToObject(o, "choices");
     cJSON *c = cJSON_CreateObject();
     cJSON_AddItemToArray(ch, c);
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", j->choice);
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
     if (role) cJSON_AddStringToObject(d, "role", role);
     if (t) cJSON_AddStringToObject(d, field, t);
+    cJSON *lpa = lp ? fe_json_parse_text(lp, strlen(lp), NULL) : NULL;
+    if (lpa) {
+        cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
+        cJSON_AddItemToObject(l, "content", lpa);
+        cJSON_AddNullToObject(l, "refusal");
+    }
     if (finish)
         cJSON_AddStringToObject(c, "finish_reason", finish);
     else
@@ -196,14 +254,20 @@ done:
     return rc;
 }
 
-int chat_stream_role(chat_job *j) { return push_chunk(j, "assistant", "content", "", 0, NULL); }
+int chat_stream_role(chat_job *j) {
+    return push_chunk(j, "assistant", "content", "", 0, NULL, NULL);
+}
 
 int chat_stream_text(chat_job *j, const char *text, size_t n) {
-    return n ? push_chunk(j, NULL, "content", text, n, NULL) : 0;
+    return n ? push_chunk(j, NULL, "content", text, n, NULL, NULL) : 0;
+}
+
+int chat_stream_text_lp(chat_job *j, const char *text, size_t n, const char *lp) {
+    return n || lp ? push_chunk(j, NULL, "content", text, n, NULL, lp) : 0;
 }
 
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n) {
-    return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL) : 0;
+    return n ? push_chunk(j, NULL, "reasoning_content", text, n, NULL, NULL) : 0;
 }
 
 int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
@@ -217,7 +281,8 @@ int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
         cJSON_Delete(c0);
         c0 = NULL;
     }
-    cJSON *d = c0 && cJSON_AddNumberToObject(c0, "index", 0) ? cJSON_AddObjectToObject(c0, "delta")
+    cJSON *d = c0 && cJSON_AddNumberToObject(c0, "index", j->choice)
+                   ? cJSON_AddObjectToObject(c0, "delta")
                                                               : NULL;
     cJSON *tc = d ? cJSON_AddArrayToObject(d, "tool_calls") : NULL;
     cJSON *x = tc ? call_json(c, index) : NULL;
@@ -232,8 +297,14 @@ int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c) {
     return rc;
 }
 
+int chat_stream_finish(chat_job *j, const char *finish_reason) {
+    return push_chunk(j, NULL, NULL, NULL, 0, finish_reason, NULL);
+}
+
+void chat_stream_close(chat_job *j) { stream_done(j); }
+
 int chat_stream_end(chat_job *j, const chat_usage *u) {
-    if (push_chunk(j, NULL, NULL, NULL, 0, u->finish_reason)) return -1;
+    if (push_chunk(j, NULL, NULL, NULL, 0, u->finish_reason, NULL)) return -1;
     if (j->include_usage) {
         cJSON *o = envelope(j, "chat.completion.chunk");
         char *s = NULL;
@@ -248,13 +319,7 @@ int chat_stream_end(chat_job *j, const chat_usage *u) {
         if (rc) return -1;
     }
     if (push(j, "[DONE]")) return -1;
-    pthread_mutex_lock(&j->mu);
-    j->out_done = 1;
-    if (j->suspended) {
-        j->suspended = 0;
-        MHD_resume_connection(j->conn);
-    }
-    pthread_mutex_unlock(&j->mu);
+    stream_done(j);
     return 0;
 }
 

@@ -10,9 +10,12 @@
  *                   of the core's queue (core/queue.c)
  *   chat_affinity.c which free slot a request goes to: the one whose conversation it continues
  *   chat_metrics.c  the chat lines of GET /metrics
+ *   chat_responses.c POST /v1/responses: its body into a chat request, the answer as a response
+ *                   object or response.* events
+ *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
  * Only chat_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
- * The files call one another in one direction only: routes -> slots -> affinity, sse ->
- * request.
+ * The files call one another in one direction only: routes -> slots -> affinity, slots ->
+ * responses -> sse -> request, slots -> fetch.
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
@@ -30,6 +33,8 @@
  * error code. */
 #define CHAT_MAX_STOP 4       /* stop strings (as OpenAI) */
 #define CHAT_MAX_STOP_LEN 64  /* bytes per stop string */
+#define CHAT_MAX_BIAS 1024    /* logit_bias entries */
+#define CHAT_MAX_N 8          /* "n": choices of one request */
 #define CHAT_MAX_KEYS 256     /* keys of a conversation that slot affinity looks at (two per
                                  user turn, one per answer) */
 
@@ -38,12 +43,15 @@ typedef struct chat_image {
     unsigned char *data; /* malloc'ed, or NULL for a file */
     size_t size;
     char *path; /* the resolved file (realpath), or NULL */
+    char *url;  /* an http(s) URL under --allow-image-urls, fetched by the slot into data */
     char name[48]; /* "image N" for messages */
     g4v_medium medium; /* an image_url part's image, a video_url part's video */
     int budget;    /* the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
 } chat_image;
 
-enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT, CHAT_ROLE_TOOL };
+/* SYSTEM: a system or developer message after the first user, assistant or tool message (the
+ * ones before it are chat_job.system) */
+enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT, CHAT_ROLE_TOOL, CHAT_ROLE_SYSTEM };
 
 /* tool_choice (docs/CHAT_API.md "Tools") */
 enum { CHAT_TOOLS_AUTO, CHAT_TOOLS_NONE, CHAT_TOOLS_REQUIRED, CHAT_TOOLS_NAMED };
@@ -58,6 +66,7 @@ typedef struct chat_part_in {
 
 typedef struct chat_turn_in {
     int role;
+    int msg;          /* the index in "messages" of its first message (for errors) */
     char *text;       /* the text parts, one per line (affinity keys, assistant answers) */
     chat_part_in *parts;
     int n_parts;
@@ -69,10 +78,11 @@ typedef struct chat_turn_in {
     int n_img;
 } chat_turn_in;
 
-/* What a refused request is answered: {"error": {"message", "type", "code"}}. */
+/* What a refused request is answered: {"error": {"message", "type", "param", "code"}}. */
 typedef struct chat_fail {
     int http;
     const char *type; /* "invalid_request_error", "server_error", ... */
+    const char *param; /* the request field at fault, or NULL (null); chat_fail_set clears it */
     const char *code; /* e.g. "too_many_images"; documented in docs/SERVICE.md */
     char msg[600];
 } chat_fail;
@@ -81,9 +91,13 @@ typedef struct chat_job chat_job;
 struct chat_job {
     /* the request */
     char *system;
+    char *prefill;    /* a final assistant message's text: the answer continues it (as
+                         llama-server's prefill), or NULL; not one of turns */
     chat_turn_in *turns;
     int n_turns, n_images;
     int stream, include_usage;
+    int n_choices;    /* "n": answers to the prompt, 1 .. CHAT_MAX_N */
+    int choice;       /* the one being generated (its chunks' index) */
     /* what the session is asked, parsed here once and passed as it is: the sampling
      * parameters, max_tokens, the budget ("g4v": {"tokens": N}), think (reasoning_effort,
      * chat_template_kwargs.enable_thinking or "g4v": {"think": true}); system, tools and the
@@ -99,6 +113,8 @@ struct chat_job {
     int parallel_tool_calls; /* 0: at most one call per answer */
     char *stop[CHAT_MAX_STOP];
     int n_stop;
+    int32_t *bias_ids; /* logit_bias (params.bias_ids, bias point here) */
+    float *bias;
     char id[48];
     long created;
     uint64_t keys[CHAT_MAX_KEYS]; /* chat_affinity.c: the conversation up to each turn */
@@ -106,6 +122,13 @@ struct chat_job {
     /* what chat_slots_precheck found before the job waited (checked: it ran) */
     int checked;
     char *gbnf;       /* the grammar the answer is sampled under (params.grammar), or NULL */
+
+    /* POST /v1/responses (chat_responses.c): answered as a response object or response.* events */
+    int responses;
+    char *r_echo;     /* what the response object repeats of the request (JSON text) */
+    int r_seq, r_items, r_msg_open, r_msg_index; /* the event stream's state */
+    char *r_text;     /* the message's text streamed so far */
+    size_t r_text_len;
 
     /* its life */
     pthread_mutex_t mu;
@@ -174,9 +197,29 @@ const char *chat_model_id(const server *s); /* the name /v1/models and answers g
 void chat_fail_set(chat_fail *f, int http, const char *type, const char *code, const char *fmt,
                    ...) __attribute__((format(printf, 5, 6)));
 
-/* chat_sse.c: the error body {"error": {"message", "type", "code"}}, and that answer queued now */
+/* chat_sse.c: the error body {"error": {"message", "type", "param", "code"}}, and that answer
+ * queued now */
 struct MHD_Response *chat_error_response(const chat_fail *f);
 enum MHD_Result chat_answer_error(request *q, const chat_fail *f);
+
+/* A tool call of the answer as the API gives it. */
+typedef struct chat_call_out {
+    char id[64];
+    char *name;
+    char *arguments; /* a JSON object's text */
+} chat_call_out;
+
+/* Another choice of the answer ("n" > 1): what choice 0 keeps in the text and chat_usage. */
+typedef struct chat_choice_out {
+    char *text;
+    size_t len;
+    char *reasoning;
+    size_t reasoning_len;
+    chat_call_out *calls;
+    int n_calls;
+    const char *finish_reason;
+    char *logprobs;
+} chat_choice_out;
 
 /* chat_sse.c: the answer */
 typedef struct chat_usage {
@@ -192,14 +235,12 @@ typedef struct chat_usage {
     int n_prompt_ids;
     const struct chat_call_out *calls; /* the answer's tool calls (message.tool_calls) */
     int n_calls;
+    char *logprobs;            /* with "logprobs": true, choices[].logprobs.content as JSON
+                                  text (an array), else NULL (logprobs: null) */
+    const chat_choice_out *more; /* "n" > 1: choices 1 .. n_more */
+    int n_more;
 } chat_usage;
 
-/* A tool call of the answer as the API gives it. */
-typedef struct chat_call_out {
-    char id[64];
-    char *name;
-    char *arguments; /* a JSON object's text */
-} chat_call_out;
 /* The non-streamed answer's JSON (malloc'ed), text sanitized to UTF-8. */
 char *chat_completion_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
                            size_t *len);
@@ -209,12 +250,36 @@ struct MHD_Response *chat_stream_response(chat_job *j);
  * [DONE]); wakes the connection. 0, or -1 when the client is gone. */
 int chat_stream_role(chat_job *j);
 int chat_stream_text(chat_job *j, const char *text, size_t n);
+/* A piece of content with the logprobs of its tokens (lp: a JSON array's text, or NULL) */
+int chat_stream_text_lp(chat_job *j, const char *text, size_t n, const char *lp);
 int chat_stream_reasoning(chat_job *j, const char *text, size_t n); /* delta.reasoning_content */
 int chat_stream_tool_call(chat_job *j, int index, const chat_call_out *c); /* delta.tool_calls */
 int chat_stream_end(chat_job *j, const chat_usage *u);
+int chat_stream_finish(chat_job *j, const char *finish_reason); /* "n": a choice's last chunk */
 void chat_stream_abort(chat_job *j); /* closes the stream without [DONE] */
 /* Bytes of text[0..n) that can be sent: not the start of an incomplete UTF-8 sequence. */
 size_t chat_utf8_safe_len(const char *text, size_t n);
+
+/* chat_fetch.c: an image URL's bytes (malloc'ed) under --allow-image-urls' limits: 0, or -1
+ * with the reason in why. */
+int chat_fetch_url(const g4v_service_options *a, const char *url, unsigned char **data,
+                   size_t *size, char *why, size_t whysz);
+
+/* chat_responses.c: a Responses API body into a chat.completions body (malloc'ed JSON text) and
+ * what the response repeats of the request (*echo), or NULL with f filled; the answer as a
+ * response object; the stream's events (start after the role, text pieces, each tool call, the
+ * end). 0, or -1 when the client is gone. */
+char *chat_responses_translate(const char *body, size_t len, char **echo, chat_fail *f);
+char *chat_response_json(const chat_job *j, const char *text, size_t n, const chat_usage *u,
+                         size_t *len);
+int chat_responses_start(chat_job *j);
+int chat_responses_text(chat_job *j, const char *text, size_t n);
+int chat_responses_call(chat_job *j, const chat_call_out *c);
+int chat_responses_end(chat_job *j, const chat_usage *u);
+/* chat_sse.c: appends "event: TYPE\ndata: JSON\n\n" (a Responses API event), 0 or -1; and
+ * ends a stream (no more bytes come). */
+int chat_stream_push_event(chat_job *j, const char *type, const char *json);
+void chat_stream_close(chat_job *j);
 
 /* chat_affinity.c: the job's keys (after parsing), a slot's key for the answer it gave after
  * the key prev, and the free slot a job goes to (-1: none free). */

@@ -162,7 +162,8 @@ int svc_auth_allows(const server *s, struct MHD_Connection *c) {
 }
 
 enum MHD_Result svc_auth_refuse(request *q) {
-    struct MHD_Response *r = svc_error_response("missing or wrong API key (Authorization: Bearer)",
+    struct MHD_Response *r = svc_error_response(MHD_HTTP_UNAUTHORIZED,
+                                                "missing or wrong API key (Authorization: Bearer)",
                                                 "SERVE_UNAUTHORIZED");
     if (r) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");

@@ -75,6 +75,8 @@ enum {
     SVC_BODY = 2,  /* a body follows: collected, then finish is called */
     SVC_TIMED = 4, /* its answers go into the server's request latency histogram */
     SVC_UNLISTED = 8, /* left out of the 404's list of endpoints (the chat page's files) */
+    SVC_PREFIX = 16,  /* path ends in '/': answers every longer path under it (GET
+                         /v1/models/{id}); an exact row wins */
 };
 
 /* One row: a path, the methods it answers, and its handlers. Adding an endpoint = one row (in
@@ -263,6 +265,7 @@ struct request {
     struct MHD_Response *resp; /* a worker's answer */
     int code;
     const char *cors; /* an allowed origin: Access-Control-Allow-Origin's value, else NULL */
+    const char *url;  /* the request's path: valid during the route's begin call only */
     request *next;
 };
 
@@ -275,7 +278,12 @@ void svc_pools_stop(server *s);
 /* ---- answers (response.c) -------------------------------------------------------------------- */
 
 struct MHD_Response *svc_buffer_response(char *body, size_t len, const char *type);
-struct MHD_Response *svc_error_response(const char *msg, const char *status);
+struct MHD_Response *svc_error_response(int http, const char *msg, const char *status);
+/* The error body of every refusal, OpenAI's: {"error": {"message", "type", "param", "code"}};
+ * type follows the HTTP status (svc_error_type), param may be NULL (null). */
+struct MHD_Response *svc_error_body(int http, const char *msg, const char *code,
+                                    const char *param);
+const char *svc_error_type(int http);
 enum MHD_Result svc_answer(request *q, int code, struct MHD_Response *resp);
 enum MHD_Result svc_answer_error(request *q, int code, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

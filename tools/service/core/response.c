@@ -1,5 +1,6 @@
 /* response.c - writing answers through libmicrohttpd: a body as a response, the JSON
- * error body ({"error", "status"}, always UTF-8), the one place an answer is queued (with
+ * error body (OpenAI's {"error": {"message", "type", "param", "code"}}, always UTF-8, the one
+ * form of every refusal of every route: docs/SERVICE.md "Errors"), the one place an answer is queued (with
  * Retry-After where it applies, and counted for /metrics), and the HTTP status for a library
  * failure. Every answer of the service goes through svc_answer. */
 #include "frontend.h"
@@ -21,14 +22,34 @@ struct MHD_Response *svc_buffer_response(char *body, size_t len, const char *typ
     return r;
 }
 
-/* {"error": msg, "status": name}. msg may quote what the client sent (a path, a parameter): bytes
- * that are not UTF-8 become '?' in the printed text, so that the answer stays JSON (cJSON copies
- * bytes as they are; a structural character is ASCII, never replaced). */
-struct MHD_Response *svc_error_response(const char *msg, const char *status) {
+const char *svc_error_type(int http) {
+    switch (http) {
+    case 401:
+        return "authentication_error";
+    case 403:
+        return "permission_error";
+    case 404:
+        return "not_found_error";
+    case 429:
+        return "rate_limit_error";
+    default:
+        return http >= 500 ? "server_error" : "invalid_request_error";
+    }
+}
+
+/* {"error": {"message": msg, "type": (of the status), "param": param or null, "code": code}}.
+ * msg may quote what the client sent (a path, a parameter): bytes that are not UTF-8 become '?'
+ * in the printed text, so that the answer stays JSON (cJSON copies bytes as they are; a
+ * structural character is ASCII, never replaced). */
+struct MHD_Response *svc_error_body(int http, const char *msg, const char *code,
+                                    const char *param) {
     cJSON *o = cJSON_CreateObject();
+    cJSON *e = o ? cJSON_AddObjectToObject(o, "error") : NULL;
     char *text = NULL;
-    if (o && cJSON_AddStringToObject(o, "error", msg) &&
-        cJSON_AddStringToObject(o, "status", status))
+    if (e && cJSON_AddStringToObject(e, "message", msg) &&
+        cJSON_AddStringToObject(e, "type", svc_error_type(http)) &&
+        (param ? cJSON_AddStringToObject(e, "param", param) : cJSON_AddNullToObject(e, "param")) &&
+        cJSON_AddStringToObject(e, "code", code))
         text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!text) return NULL;
@@ -42,6 +63,10 @@ struct MHD_Response *svc_error_response(const char *msg, const char *status) {
     }
     cJSON_free(text);
     return body ? svc_buffer_response(body, n + 1, "application/json") : NULL;
+}
+
+struct MHD_Response *svc_error_response(int http, const char *msg, const char *status) {
+    return svc_error_body(http, msg, status, NULL);
 }
 
 /* Answers now (the request's first or last call): queues resp (or a bare 500 if it is NULL). */
@@ -72,7 +97,7 @@ enum MHD_Result svc_answer_error(request *q, int code, const char *status, const
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return svc_answer(q, code, svc_error_response(msg, status));
+    return svc_answer(q, code, svc_error_response(code, msg, status));
 }
 
 int svc_http_code_for(int st) {

@@ -22,6 +22,11 @@ enum { NMETHODS = sizeof methods / sizeof methods[0] };
 static const svc_row *find(const server *s, const char *path) {
     for (int i = 0; i < s->nroutes; i++)
         if (!strcmp(s->routes[i].r.path, path)) return &s->routes[i];
+    for (int i = 0; i < s->nroutes; i++) { /* a row for every path under it */
+        const svc_row *r = &s->routes[i];
+        size_t n = strlen(r->r.path);
+        if ((r->r.flags & SVC_PREFIX) && !strncmp(r->r.path, path, n) && path[n]) return r;
+    }
     return NULL;
 }
 
@@ -128,7 +133,7 @@ static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *u
         char msg[512];
         snprintf(msg, sizeof msg, "%s %s: use %s%s%s", method, url, allow,
                  row->r.usage ? " " : "", row->r.usage ? row->r.usage : "");
-        struct MHD_Response *r = svc_error_response(msg, "G4V_ERR_ARG");
+        struct MHD_Response *r = svc_error_response(MHD_HTTP_METHOD_NOT_ALLOWED, msg, "G4V_ERR_ARG");
         if (r) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
         return svc_answer(q, MHD_HTTP_METHOD_NOT_ALLOWED, r);
     }
@@ -139,7 +144,8 @@ static enum MHD_Result route(request *q, struct MHD_Connection *c, const char *u
             char msg[512];
             snprintf(msg, sizeof msg, "POST %s takes a body of type %s, not %.100s", url,
                      row->r.types ? row->r.types : "(none)", ct && *ct ? ct : "an untyped one");
-            struct MHD_Response *r = svc_error_response(msg, "SERVE_WRONG_TYPE");
+            struct MHD_Response *r = svc_error_response(MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg,
+                                                        "SERVE_WRONG_TYPE");
             /* the body is not read: the connection closes after the answer */
             if (r) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
             return svc_answer(q, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, r);
@@ -189,7 +195,10 @@ enum MHD_Result svc_handle(void *cls, struct MHD_Connection *c, const char *url,
         pthread_mutex_lock(&s->mu);
         s->inflight++;
         pthread_mutex_unlock(&s->mu);
-        return route(q, c, url, method);
+        q->url = url;
+        enum MHD_Result r = route(q, c, url, method);
+        q->url = NULL;
+        return r;
     }
     if (!q->route || !(q->route->flags & SVC_BODY) || q->state == ST_ANSWERED) {
         *upload_size = 0; /* answered already: drop the rest */

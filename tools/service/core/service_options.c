@@ -132,9 +132,22 @@ static const fe_opt rows[] = {
      .help = "a chat request's limit from arrival to its last token; the answer ends there "
              "(default 600)"},
     {.name = "max-messages", .kind = FE_OPT_INT, O(max_messages), .lo = 1, .hi = 100000,
-     .arg = "N", .help = "messages per chat request (default 64)"},
+     .arg = "N", .help = "messages per chat request (default: what the context holds, --lm-ctx / "
+                         "4: a message renders at least 4 tokens)"},
     {.name = "max-images", .kind = FE_OPT_INT, O(max_images), .lo = 0, .hi = 1000, .arg = "N",
      .help = "images per chat request (default 16)"},
+    {.name = "allow-image-urls", .kind = FE_OPT_FLAG, O(allow_image_urls), .lo = 1,
+     .help = "image_url may be an http(s) URL, fetched by the server (never from loopback, "
+             "private, link-local or reserved addresses, checked after resolving and on every "
+             "redirect); without it such URLs are refused (400)"},
+    {.name = "image-url-host", .kind = FE_OPT_LIST, O(image_url_hosts), .arg = "NAME",
+     .help = "with --allow-image-urls: fetch only from host NAME (repeatable; default any "
+             "public host)"},
+    {.name = "image-url-max-bytes", .kind = FE_OPT_UINT, O(image_url_max_bytes), .lo = 1,
+     .hi = 1ll << 32, .arg = "BYTES", .help = "largest image fetched by URL (default 20971520)"},
+    {.name = "image-url-timeout", .kind = FE_OPT_INT, O(image_url_timeout_s), .lo = 1,
+     .hi = 600, .arg = "S", .help = "seconds for a whole fetch by URL, redirects included "
+                                   "(default 10)"},
     {.name = "allow-files", .kind = FE_OPT_STRING, O(allow_files), .arg = "DIR",
      .help = "image_url may name files (file:// or a plain path) whose real path is inside DIR; "
              "without it, paths are refused (403)"},
@@ -210,13 +223,16 @@ void g4v_service_options_init(g4v_service_options *a) {
     a->prompt_cache_ram = 2ull << 30;
     a->prompt_cache_disk = 8ull << 30;
     a->request_timeout_s = 600;
-    a->max_messages = 64;
+    a->max_messages = 0; /* what the context allows: set once --lm-ctx is known */
     a->max_images = 16;
+    a->image_url_max_bytes = 20ull << 20;
+    a->image_url_timeout_s = 10;
 }
 
 void g4v_service_options_free(g4v_service_options *a) {
     fe_opt_list_free(&a->allowed_origins);
     fe_opt_list_free(&a->allowed_hosts);
+    fe_opt_list_free(&a->image_url_hosts);
 }
 
 int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
@@ -231,10 +247,25 @@ int g4v_service_parse_args(int argc, char **argv, g4v_service_options *a) {
         fprintf(stderr, "g4v serve: --allow-files is for the chat endpoint: it needs --lm\n");
         return G4V_SERVICE_ERR_USAGE;
     }
+    if ((a->allow_image_urls || a->image_url_hosts.count) && !a->lm && !a->ollama) {
+        fprintf(stderr, "g4v serve: --allow-image-urls is for the chat endpoint: it needs --lm\n");
+        return G4V_SERVICE_ERR_USAGE;
+    }
+    if (a->image_url_hosts.count) a->allow_image_urls = 1;
+#ifndef G4V_HAVE_CURL
+    if (a->allow_image_urls) {
+        fprintf(stderr, "g4v serve: --allow-image-urls: this g4v was built without libcurl "
+                        "(libcurl4-openssl-dev, scripts/install-deps.sh)\n");
+        return G4V_SERVICE_ERR_USAGE;
+    }
+#endif
     if (a->cache_max_bytes && !a->cache) {
         fprintf(stderr, "g4v serve: --cache-max-bytes needs --cache DIR\n");
         return G4V_SERVICE_ERR_USAGE;
     }
     if (svc_doors_setup(a)) return G4V_SERVICE_ERR_USAGE;
+    /* every message renders at least 4 tokens (<|turn>, its role, a newline, <turn|>): more
+     * than --lm-ctx / 4 never fit */
+    if (!a->max_messages) a->max_messages = a->lm_ctx / 4 > 0 ? a->lm_ctx / 4 : 1;
     return G4V_SERVICE_OK;
 }

@@ -65,7 +65,7 @@ static void answer(encode_wing *ew, request *q, const encode_params *p, int st, 
     server *s = ew->s;
     if (st) {
         q->code = svc_http_code_for(st);
-        q->resp = svc_error_response(msg, g4v_status_name(st));
+        q->resp = svc_error_response(q->code, msg, g4v_status_name(st));
         return;
     }
     const char *cache = !s->cache ? "off" : cache_hit ? "hit" : "miss";
@@ -74,7 +74,8 @@ static void answer(encode_wing *ew, request *q, const encode_params *p, int st, 
     q->resp = body ? svc_buffer_response(body, len, serve_format_mime((serve_format)p->fmt)) : NULL;
     if (!q->resp) {
         q->code = MHD_HTTP_SERVICE_UNAVAILABLE;
-        q->resp = svc_error_response("out of memory building the response", "G4V_ERR_NOMEM");
+        q->resp = svc_error_response(q->code, "out of memory building the response",
+                                     "G4V_ERR_NOMEM");
         return;
     }
     set_result_headers(q->resp, r, cache);

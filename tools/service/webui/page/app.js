@@ -1018,13 +1018,6 @@
       (earlier ? " (attached earlier in this conversation)" : "") + ": " + m[3];
   }
 
-  // Continue: the API takes no unfinished answer to go on from (the last message must be the
-  // user's), so this turn asks for the rest; it is sent, not kept, and what comes is joined to
-  // the answer that was cut.
-  const CONTINUE = { role: "user", text: "Continue your previous answer exactly where it " +
-    "stopped. Do not repeat anything and do not comment: write only what comes next.",
-    attachments: [] };
-
   // Send: "new" the composer's message (after the history, or replacing the message being
   // edited and what followed it); "regen" the last answer again; "continue" the last answer,
   // cut short, further.
@@ -1049,13 +1042,16 @@
         turn = prevHistory[prevHistory.length - 2];
         base = prevHistory.slice(0, -2);
       } else {
-        turn = CONTINUE;
+        // Continue: the conversation ends with the answer as it is, which the server continues
+        // (a final assistant message is the start of the answer, docs/CHAT_API.md §1); what
+        // comes is joined to it
+        turn = null;
         base = prevHistory;
         carried = last;
       }
     }
     const redraw = base !== prevHistory || carried; // the log is drawn again from base
-    const turns = base.concat([turn]);
+    const turns = turn ? base.concat([turn]) : base;
     const problem = settingProblem();
     if (problem) { showError(problem); return; }
     // the composer keeps its content until the server takes the message: on an error before
