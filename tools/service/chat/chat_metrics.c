@@ -13,9 +13,8 @@
 size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
     const svc_pool *p = cw->pool;
     size_t n = 0;
-#define OUT(...) n += (size_t)snprintf(b + n, n < cap ? cap - n : 0, __VA_ARGS__)
-#define METRIC(name, type, help, value)                                                            \
-    OUT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " %.17g\n", (double)(value))
+    /* the core's one writer of metrics lines (core.h), under a short local name */
+#define METRIC(name, type, help, value) n = svc_metric(b, cap, n, name, type, help, (double)(value))
     pthread_mutex_lock(&s->mu);
     METRIC("g4v_chat_requests_total", "counter", "Chat requests answered in full.", cw->requests);
     METRIC("g4v_chat_failed_total", "counter",
@@ -106,6 +105,5 @@ size_t chat_metrics_text(server *s, chat_wing *cw, char *b, size_t cap) {
                        n < cap ? cap - n : 0);
     pthread_mutex_unlock(&s->mu);
 #undef METRIC
-#undef OUT
     return n;
 }
