@@ -87,6 +87,10 @@ int g4v_amx_decide(const g4v_amx_facts *f, char *why, size_t cap) {
     return 1;
 }
 
+/* The last sigaltstack the retry installed: never freed (see below), and kept here so that it
+ * stays reachable for leak checkers even after its thread replaced or disabled it. */
+static void *enlarged_stack;
+
 void g4v_amx_request_perm_with(int (*req)(void *ctx), void *ctx, g4v_amx_facts *f) {
     f->perm_retried = 0;
     f->altstack_was = f->altstack_now = 0;
@@ -110,6 +114,7 @@ void g4v_amx_request_perm_with(int (*req)(void *ctx), void *ctx, g4v_amx_facts *
         free(big.ss_sp);
         return;
     }
+    enlarged_stack = big.ss_sp;
     f->perm_retried = 1;
     f->altstack_was = (unsigned long)old.ss_size;
     f->altstack_now = (unsigned long)need;

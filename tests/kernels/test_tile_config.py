@@ -234,6 +234,13 @@ def test_static_configs(tmp_path):
                   for v in verdicts) == 1
           and sum("BROKEN: static" in v for v in verdicts) == 1,
           f"a static configuration judged by its bytes: one filled, one broken ({code}: {out})")
-    # libg4v's tile GEMMs load theirs so (x86_amx/gemm_amx*.c): judged, not skipped
+    # libg4v's tile GEMMs load theirs so (x86_amx/gemm_amx*.c): judged, not skipped -- where
+    # amx_tile.h's wrapper is inlined (optimized builds). Unoptimized (the ASan build's -O0) the
+    # wrapper is a function of its own whose operand is its argument: not judged, said so.
     code, out = run_script(LIB)
-    check(out.count("filled (static:") >= 3, f"libg4v's static configurations judged ({out})")
+    syms = subprocess.run(["nm", LIB], capture_output=True, text=True).stdout
+    if "g4v_tile_ldtilecfg_" in syms and "filled (static:" not in out:
+        print(f"{LIB}: amx_tile.h's ldtilecfg wrapper is not inlined (an -O0 build): its "
+              "static configurations reach it through a register; not judged here")
+    else:
+        check(out.count("filled (static:") >= 3, f"libg4v's static configurations judged ({out})")
