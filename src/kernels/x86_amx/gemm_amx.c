@@ -26,7 +26,7 @@
 #include "kernels/simd.h"
 #include "kernels/x86_avx512/avx512.h"
 
-#include "amx_tile.h"
+#include "amx_block.h"
 
 #include <stdint.h>
 
@@ -74,17 +74,10 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
                 size_t ldy, const g4v_ukr_epi *e) {
     const unsigned char *a = a_, *b = b_;
     g4v_tile_configure(&tiles_cfg);
-    if (acc_in) {
-        TILE_LOAD(0, acc_in, NR * 4);
-        TILE_LOAD(1, acc_in + 16, NR * 4);
-        TILE_LOAD(2, acc_in + 16 * NR, NR * 4);
-        TILE_LOAD(3, acc_in + 16 * NR + 16, NR * 4);
-    } else {
-        TILE_ZERO(0);
-        TILE_ZERO(1);
-        TILE_ZERO(2);
-        TILE_ZERO(3);
-    }
+    if (acc_in)
+        AMX_BLOCK_LOAD(acc_in, NR);
+    else
+        AMX_BLOCK_ZERO();
     for (int g = 0; g < kgroups; g++, a += MR * KG * 2, b += KG / 2 * NR * 4) {
         TILE_LOAD(4, a, KG * 2);
         TILE_LOAD(5, a + 16 * KG * 2, KG * 2);
@@ -96,17 +89,11 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
         TILE_DPBF16PS(3, 5, 7);
     }
     if (!e->clamp && !e->accumulate) { /* straight into y */
-        TILE_STORE(0, y, ldy * 4);
-        TILE_STORE(1, y + 16, ldy * 4);
-        TILE_STORE(2, y + 16 * ldy, ldy * 4);
-        TILE_STORE(3, y + 16 * ldy + 16, ldy * 4);
+        AMX_BLOCK_STORE(y, ldy);
         return;
     }
     _Alignas(64) float c[MR * NR];
-    TILE_STORE(0, c, NR * 4);
-    TILE_STORE(1, c + 16, NR * 4);
-    TILE_STORE(2, c + 16 * NR, NR * 4);
-    TILE_STORE(3, c + 16 * NR + 16, NR * 4);
+    AMX_BLOCK_STORE(c, NR);
     for (int m = 0; m < MR; m++)
         store_row(y + (size_t)m * ldy, _mm512_load_ps(c + m * NR), _mm512_load_ps(c + m * NR + 16),
                   e);

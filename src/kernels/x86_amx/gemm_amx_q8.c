@@ -21,7 +21,7 @@
 #include "kernels/simd.h"
 #include "kernels/x86_avx512/avx512.h"
 
-#include "amx_tile.h"
+#include "amx_block.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -63,10 +63,7 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
     const float *sa = (const float *)(a + MR * kpad); /* the scales follow the codes */
     const float *sw = (const float *)(b + NR * kpad);
     g4v_tile_configure(&q8_cfg);
-    TILE_ZERO(0);
-    TILE_ZERO(1);
-    TILE_ZERO(2);
-    TILE_ZERO(3);
+    AMX_BLOCK_ZERO();
     for (int g = 0; g < kgroups; g++, a += MR * KG, b += KG / 4 * NR * 4) {
         TILE_LOAD(4, a, KG);
         TILE_LOAD(5, a + 16 * KG, KG);
@@ -78,10 +75,7 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
         TILE_DPBSSD(3, 5, 7);
     }
     _Alignas(64) int32_t c[MR * NR];
-    TILE_STORE(0, c, NR * 4);
-    TILE_STORE(1, c + 16, NR * 4);
-    TILE_STORE(2, c + 16 * NR, NR * 4);
-    TILE_STORE(3, c + 16 * NR + 16, NR * 4);
+    AMX_BLOCK_STORE(c, NR);
     __m512 w0 = _mm512_loadu_ps(sw), w1 = _mm512_loadu_ps(sw + 16);
     for (int m = 0; m < MR; m++) {
         __m512 s = _mm512_set1_ps(sa[m]);
@@ -104,21 +98,6 @@ const g4v_gemm_kernel AMX_VARIANT(g4v_gemm_amx_q8) = {.name = "amx-q8",
 
 /* ---- INT8_BLOCKS, per 32-block ---- */
 
-/* The blocks' fused multiply-add. SIMDe emulates vfmadd as a multiply and an add (two roundings)
- * where the build has no FMA, so the emulated build fuses lane by lane with fmaf. */
-#ifdef G4V_SIMDE
-static inline __m512 q8b_fma(__m512 a, __m512 b, __m512 c) {
-    float x[16], y[16], z[16];
-    _mm512_storeu_ps(x, a);
-    _mm512_storeu_ps(y, b);
-    _mm512_storeu_ps(z, c);
-    for (int i = 0; i < 16; i++)
-        z[i] = fmaf(x[i], y[i], z[i]);
-    return _mm512_loadu_ps(z);
-}
-#else
-#define q8b_fma _mm512_fmadd_ps
-#endif
 
 static void pack_a_b(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
                      const g4v_pack_opts *o) {
@@ -138,10 +117,7 @@ static void ukr_b(int nblocks, const void *a_, const void *b_, const float *acc_
     for (int m = 0; m < MR; m++)
         f[m][0] = f[m][1] = _mm512_setzero_ps();
     for (int blk = 0; blk < nblocks; blk++, a += MR * BK, b += BK / 4 * NR * 4) {
-        TILE_ZERO(0);
-        TILE_ZERO(1);
-        TILE_ZERO(2);
-        TILE_ZERO(3);
+        AMX_BLOCK_ZERO();
         TILE_LOAD(4, a, BK);
         TILE_LOAD(5, a + 16 * BK, BK);
         TILE_LOAD(6, b, NR * 4);
@@ -150,17 +126,14 @@ static void ukr_b(int nblocks, const void *a_, const void *b_, const float *acc_
         TILE_DPBSSD(1, 4, 7);
         TILE_DPBSSD(2, 5, 6);
         TILE_DPBSSD(3, 5, 7);
-        TILE_STORE(0, c, NR * 4);
-        TILE_STORE(1, c + 16, NR * 4);
-        TILE_STORE(2, c + 16 * NR, NR * 4);
-        TILE_STORE(3, c + 16 * NR + 16, NR * 4);
+        AMX_BLOCK_STORE(c, NR);
         const float *sab = sa + (size_t)blk * MR, *swb = sw + (size_t)blk * NR;
         __m512 w0 = _mm512_loadu_ps(swb), w1 = _mm512_loadu_ps(swb + 16);
         for (int m = 0; m < MR; m++) {
             __m512 s = _mm512_set1_ps(sab[m]);
-            f[m][0] = q8b_fma(_mm512_cvtepi32_ps(_mm512_load_si512(c + m * NR)),
+            f[m][0] = fmadd_exact(_mm512_cvtepi32_ps(_mm512_load_si512(c + m * NR)),
                               _mm512_mul_ps(s, w0), f[m][0]);
-            f[m][1] = q8b_fma(_mm512_cvtepi32_ps(_mm512_load_si512(c + m * NR + 16)),
+            f[m][1] = fmadd_exact(_mm512_cvtepi32_ps(_mm512_load_si512(c + m * NR + 16)),
                               _mm512_mul_ps(s, w1), f[m][1]);
         }
     }

@@ -9,6 +9,8 @@
 #include "kernels/gemm_kernel.h"
 #include "kernels/simd.h"
 
+#include <math.h>
+
 /* Each lane rounded to the nearest bf16 (ties to even; NaN -> quiet NaN), the bf16 bits in its
  * high 16 bits and garbage in the low 16. */
 static inline __m512i bf16_round_hi(__m512 v) {
@@ -159,5 +161,22 @@ static inline void pack_x_pairs32(const float *x, size_t ldx, int rows, int klen
     }
     g4v_pack_x_scalar(x, ldx, rows, kfull, klen, kpad, PNR, 1, dst, o); /* the rest */
 }
+
+/* a * b + c with one rounding, lane by lane (the blocked INT8 kernels' block step, gemm_q8.h's
+ * g4v_q8b_step). SIMDe emulates vfmadd as a multiply and an add (two roundings) where the build
+ * has no FMA, so the emulated build fuses each lane with fmaf. */
+#ifdef G4V_SIMDE
+static inline __m512 fmadd_exact(__m512 a, __m512 b, __m512 c) {
+    float x[16], y[16], z[16];
+    _mm512_storeu_ps(x, a);
+    _mm512_storeu_ps(y, b);
+    _mm512_storeu_ps(z, c);
+    for (int i = 0; i < 16; i++)
+        z[i] = fmaf(x[i], y[i], z[i]);
+    return _mm512_loadu_ps(z);
+}
+#else
+#define fmadd_exact _mm512_fmadd_ps
+#endif
 
 #endif

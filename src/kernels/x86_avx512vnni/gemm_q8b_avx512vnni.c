@@ -93,21 +93,6 @@ static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, voi
 #define Q8B_DPBUSD(c, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(a), "v"(b))
 #endif
 
-/* The blocks' fused multiply-add. SIMDe emulates vfmadd as a multiply and an add (two
- * roundings) where the build has no FMA, so the emulated build fuses lane by lane with fmaf. */
-#ifdef G4V_SIMDE
-static inline __m512 q8b_fma(__m512 a, __m512 b, __m512 c) {
-    float x[16], y[16], z[16];
-    _mm512_storeu_ps(x, a);
-    _mm512_storeu_ps(y, b);
-    _mm512_storeu_ps(z, c);
-    for (int i = 0; i < 16; i++)
-        z[i] = fmaf(x[i], y[i], z[i]);
-    return _mm512_loadu_ps(z);
-}
-#else
-#define q8b_fma _mm512_fmadd_ps
-#endif
 
 #define Q8B_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define Q8B_FDECL(m) __m512 f##m##_0 = _mm512_setzero_ps(), f##m##_1 = _mm512_setzero_ps();
@@ -121,8 +106,8 @@ static inline __m512 q8b_fma(__m512 a, __m512 b, __m512 c) {
 #define Q8B_ADD(m)                                                                                 \
     {                                                                                              \
         __m512 s = _mm512_set1_ps(sa[m]);                                                          \
-        f##m##_0 = q8b_fma(_mm512_cvtepi32_ps(c##m##_0), _mm512_mul_ps(s, w0), f##m##_0);  \
-        f##m##_1 = q8b_fma(_mm512_cvtepi32_ps(c##m##_1), _mm512_mul_ps(s, w1), f##m##_1);  \
+        f##m##_0 = fmadd_exact(_mm512_cvtepi32_ps(c##m##_0), _mm512_mul_ps(s, w0), f##m##_0);  \
+        f##m##_1 = fmadd_exact(_mm512_cvtepi32_ps(c##m##_1), _mm512_mul_ps(s, w1), f##m##_1);  \
     }
 #define Q8B_STORE(m) store_row(y + (size_t)(m)*ldy, f##m##_0, f##m##_1, e);
 
