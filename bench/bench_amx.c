@@ -7,7 +7,7 @@
  *
  * Checks (hardware against the emulator; on a CPU without AMX only the emulator's side runs and
  * is judged against the SDM's values, and this says so):
- *   1. the discriminating vectors of TDPBF16PS (docs/NUMERICS.md §13; ../shared AMX.md): the
+ *   1. the discriminating vectors of TDPBF16PS (docs/NUMERICS.md §13.2): the
  *      order of additions (SDM: even and odd chains from 0, then C + (even + odd)), C first, DAZ
  *      on bf16 inputs, FTZ on results;
  *   2. N random 16 x 16 x 32 tiles (default 10^6) through one TDPBF16PS each, and N/10 through
