@@ -23,6 +23,13 @@
         TILE_STORE(3, (p) + 16 * (size_t)(ld) + 16, (size_t)(ld) * 4);                             \
     } while (0)
 
+/* The end of a GEMM call on a thread that may have used the tiles (the descriptors' release):
+ * their state back to INIT (a live tile state costs every context switch and keeps the core from
+ * its deep idle state). */
+static inline void amx_block_release(void) {
+    TILE_RELEASE();
+}
+
 #define AMX_BLOCK_ZERO()                                                                           \
     do {                                                                                           \
         TILE_ZERO(0);                                                                              \

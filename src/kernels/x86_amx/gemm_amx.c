@@ -99,12 +99,6 @@ static void ukr(int kgroups, const void *a_, const void *b_, const float *acc_in
                   e);
 }
 
-/* The end of a GEMM call on a thread that may have used the tiles: their state back to INIT
- * (a live tile state costs every context switch and keeps the core from its deep idle state). */
-static void release(void) {
-    TILE_RELEASE();
-}
-
 const g4v_gemm_kernel AMX_VARIANT(g4v_gemm_amx_bf16) = {.name = "amx-bf16",
                                                        .mr = MR,
                                                        .nr = NR,
@@ -114,7 +108,7 @@ const g4v_gemm_kernel AMX_VARIANT(g4v_gemm_amx_bf16) = {.name = "amx-bf16",
                                                        .kc_values = KC,
                                                        .pack_a = pack_a,
                                                        .ukr = ukr,
-                                                       .release = release};
+                                                       .release = amx_block_release};
 
 /* ---- in place (gemm_inplace.c): W's 32-row tiles copied per K chunk as the A micro-panel (its
  * rows are the tile rows as stored), X rounded and packed as the B pairs, the 32 x 32 block of
@@ -160,7 +154,7 @@ const g4v_gemm_kernel AMX_VARIANT(g4v_gemm_amx_bf16_inplace) = {
     .kc_values = KC,
     .pack_a = pack_a,
     .ukr = ukr,
-    .release = release,
+    .release = amx_block_release,
     .inner = &AMX_VARIANT(g4v_gemm_amx_bf16),
     .pack_x = pack_x,
     .store_t = store_t};

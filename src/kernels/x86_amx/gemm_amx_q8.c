@@ -44,10 +44,6 @@ static const g4v_tile_config q8b_cfg = {
     .rows = {16, 16, 16, 16, 16, 16, 8, 8},
 };
 
-static void release(void) {
-    TILE_RELEASE();
-}
-
 /* ---- INT8, per channel ---- */
 
 static void pack_a(const float *x, size_t ldx, int rows, int klen, int kpad, void *dst,
@@ -94,7 +90,7 @@ const g4v_gemm_kernel AMX_VARIANT(g4v_gemm_amx_q8) = {.name = "amx-q8",
                                                      .int8 = 1,
                                                      .pack_a = pack_a,
                                                      .ukr = ukr,
-                                                     .release = release};
+                                                     .release = amx_block_release};
 
 /* ---- INT8_BLOCKS, per 32-block ---- */
 
@@ -149,4 +145,4 @@ const g4v_gemm_kernel AMX_VARIANT(g4v_gemm_amx_q8b) = {.name = "amx-q8b",
                                                       .q8_blocks = 1,
                                                       .pack_a = pack_a_b,
                                                       .ukr = ukr_b,
-                                                      .release = release};
+                                                      .release = amx_block_release};
