@@ -195,6 +195,12 @@ def orders(s):
         "max_tokens": 2})
     check(st == 400 and code(r) == "invalid_messages" and "messages[1]" in r["error"]["message"],
           f"a final assistant message with tool_calls: 400 naming it ({st} {str(r)[:200]})")
+    st, r = s.chat({"messages": [user("Hi"), {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "assistant", "content": "So"}], "max_tokens": 2})
+    check(st == 400 and code(r) == "invalid_messages" and "messages[2]" in r["error"]["message"],
+          f"an assistant message after unanswered tool_calls: 400 naming it "
+          f"({st} {str(r)[:200]})")
     # 200 messages under the default --max-messages (what the context holds)
     many = [user(f"m{i}") if i % 2 == 0 else {"role": "assistant", "content": "ok"}
             for i in range(199)]

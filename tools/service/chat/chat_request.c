@@ -484,6 +484,14 @@ static int take_messages(server *s, chat_job *j, const cJSON *msgs, chat_fail *f
             }
             continue;
         }
+        if (ro == CHAT_ROLE_ASSISTANT && j->n_turns &&
+            j->turns[j->n_turns - 1].role == CHAT_ROLE_ASSISTANT &&
+            j->turns[j->n_turns - 1].tool_calls) {
+            BAD("invalid_messages", "messages[%d]: an assistant message after messages[%d]'s "
+                "tool_calls: send each call's result as a tool message first", mi,
+                j->turns[j->n_turns - 1].msg);
+            return -1;
+        }
         seen_turn = 1;
         /* consecutive messages of one role are one turn; an answer that calls tools is one */
         if (!j->n_turns || j->turns[j->n_turns - 1].role != ro || has_calls ||
