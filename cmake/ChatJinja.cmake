@@ -1,10 +1,10 @@
-# Chat templates' Jinja engine (tools/chat/chat_jinja.h, docs/CHAT.md "Jinja engine"):
+# Chat templates' Jinja engine (chat/chat_jinja.h, docs/CHAT.md "Jinja engine"):
 # llama.cpp's own engine (common/jinja, the one llama-server renders chat templates with),
 # compiled from the pinned source tree G4V_LLAMA_SRC, never copied into this repository.
 # Only with libllama and that tree (cmake/Llama.cmake); C++ is enabled for this alone, so a
 # build without libllama needs no C++ compiler.
 #   g4v_jinja_engine  llama.cpp's sources (third-party: built without our warning flags)
-#   g4v_jinja         our C API over it (tools/chat/chat_jinja.cpp), what C code links
+#   g4v_jinja         our C API over it (chat/chat_jinja.cpp), what C code links
 set(G4V_HAVE_CHAT_JINJA OFF)
 set(_g4v_jinja_dir "${G4V_LLAMA_SRC}/common/jinja")
 if(G4V_HAVE_LLAMA AND G4V_LLAMA_SRC AND EXISTS "${_g4v_jinja_dir}/runtime.cpp")
@@ -53,29 +53,29 @@ if(G4V_HAVE_CHAT_JINJA)
   target_compile_options(g4v_jinja_engine PRIVATE -w)
   target_link_libraries(g4v_jinja_engine PUBLIC g4v_llama)
 
-  add_library(g4v_jinja STATIC ${PROJECT_SOURCE_DIR}/tools/chat/chat_jinja.cpp)
+  add_library(g4v_jinja STATIC ${PROJECT_SOURCE_DIR}/chat/chat_jinja.cpp)
   set_target_properties(g4v_jinja PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
                         CXX_EXTENSIONS OFF)
-  target_include_directories(g4v_jinja PUBLIC ${PROJECT_SOURCE_DIR}/tools/chat)
+  target_include_directories(g4v_jinja PUBLIC ${PROJECT_SOURCE_DIR}/chat)
   target_link_libraries(g4v_jinja PRIVATE g4v_jinja_engine)
   message(STATUS "g4v chat: Jinja engine from ${_g4v_jinja_dir}")
 endif()
 
-# JSON Schema -> GBNF grammar (tools/chat/chat_grammar.h, docs/CHAT.md "Grammar layer"):
+# JSON Schema -> GBNF grammar (chat/chat_grammar.h, docs/CHAT.md "Grammar layer"):
 # llama.cpp's own converter (common/json-schema-to-grammar.cpp, the one llama-server turns
 # response_format into a grammar with), built from the same pinned tree under the same
 # conditions as the Jinja engine, over the json.cpp + unicode.cpp that g4v_jinja_engine already
 # compiles. common.cpp is NOT compiled (it drags in the CLI and network stack): the three string
-# helpers the converter takes from it are ours (tools/chat/chat_common_strings.cpp).
+# helpers the converter takes from it are ours (chat/chat_common_strings.cpp).
 #   g4v_schema_engine  llama.cpp's converter sources (third-party: -w)
-#   g4v_chat_schema    our C API over it (tools/chat/chat_schema_grammar.cpp); g4v_chat links it
+#   g4v_chat_schema    our C API over it (chat/chat_schema_grammar.cpp); g4v_chat links it
 set(G4V_HAVE_CHAT_SCHEMA OFF)
 if(G4V_HAVE_CHAT_JINJA AND EXISTS "${G4V_LLAMA_SRC}/common/json-schema-to-grammar.cpp"
    AND EXISTS "${G4V_LLAMA_SRC}/common/json-schema.cpp")
   set(G4V_HAVE_CHAT_SCHEMA ON)
   add_library(g4v_schema_engine STATIC "${G4V_LLAMA_SRC}/common/json-schema-to-grammar.cpp"
               "${G4V_LLAMA_SRC}/common/json-schema.cpp" "${G4V_LLAMA_SRC}/common/trie.cpp"
-              ${PROJECT_SOURCE_DIR}/tools/chat/chat_common_strings.cpp)
+              ${PROJECT_SOURCE_DIR}/chat/chat_common_strings.cpp)
   set_target_properties(g4v_schema_engine PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
                         CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
   # common.h includes llama.h and ggml.h (declarations only: nothing of common.cpp is linked)
@@ -83,10 +83,10 @@ if(G4V_HAVE_CHAT_JINJA AND EXISTS "${G4V_LLAMA_SRC}/common/json-schema-to-gramma
   target_compile_options(g4v_schema_engine PRIVATE -w)
   target_link_libraries(g4v_schema_engine PUBLIC g4v_jinja_engine)
 
-  add_library(g4v_chat_schema STATIC ${PROJECT_SOURCE_DIR}/tools/chat/chat_schema_grammar.cpp)
+  add_library(g4v_chat_schema STATIC ${PROJECT_SOURCE_DIR}/chat/chat_schema_grammar.cpp)
   set_target_properties(g4v_chat_schema PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
                         CXX_EXTENSIONS OFF)
-  target_include_directories(g4v_chat_schema PUBLIC ${PROJECT_SOURCE_DIR}/tools/chat)
+  target_include_directories(g4v_chat_schema PUBLIC ${PROJECT_SOURCE_DIR}/chat)
   target_link_libraries(g4v_chat_schema PRIVATE g4v_schema_engine)
   message(STATUS "g4v chat: JSON Schema -> grammar converter from ${G4V_LLAMA_SRC}/common")
 endif()

@@ -14,7 +14,7 @@ else()
   pkg_check_modules(CJSON IMPORTED_TARGET libcjson)
   pkg_check_modules(TIFF IMPORTED_TARGET libtiff-4>=4.5) # TIFFClientOpenExt, TIFFOpenOptions
   pkg_check_modules(MHD IMPORTED_TARGET libmicrohttpd>=0.9.71) # g4v serve (the CLI only)
-  # libcurl: the Hugging Face Hub client of the front ends (tools/common/hub_*.c: g4v pull, hf:
+  # libcurl: the Hugging Face Hub client of the front ends (common/hub_*.c: g4v pull, hf:
   # names) and g4v serve --allow-image-urls (tools/service/chat/chat_fetch.c). 7.85: CURLOPT_
   # PROTOCOLS_STR (Debian 12 has 7.88)
   pkg_check_modules(CURL IMPORTED_TARGET libcurl>=7.85)

@@ -1,8 +1,8 @@
 # Optional: llama.cpp's libllama for `g4v chat` (docs/CHAT.md). libg4v never links it; only the
-# g4v tool's chat front end (tools/chat) and its tests do. Looked up, in order, under
+# g4v tool's chat front end (chat/) and its tests do. Looked up, in order, under
 #   -DG4V_LLAMA_DIR=PREFIX, $G4V_LLAMA_DIR, and the cache scripts/build-llama.sh fills by default
 #   (~/.cache/g4v-llama/<pinned commit>-cpu-variants, or under $G4V_LLAMA_CACHE): libllama with
-#   llama.cpp's CPU backend variants, of which tools/chat/chat_backend.c loads the best at run time.
+#   llama.cpp's CPU backend variants, of which chat/chat_backend.c loads the best at run time.
 #   Its other builds (--avx2: <commit>, --bench: <commit>-native) are used only when named.
 # Without it `g4v chat` says how to get it, and the chat tests are skipped.
 set(G4V_LLAMA_COMMIT de3ff815ea7d559ee917f063901b8986f038abc6) # node-llama-cpp@3.22.1's release
@@ -35,7 +35,7 @@ if(G4V_CHAT)
             NO_DEFAULT_PATH)
   find_library(G4V_MTMD_LIB NAMES mtmd PATHS ${_g4v_llama_dirs} PATH_SUFFIXES lib lib64
                NO_DEFAULT_PATH)
-  # ggml's backend registry (libggml) and backend API (libggml-base): tools/chat/chat_backend.c
+  # ggml's backend registry (libggml) and backend API (libggml-base): chat/chat_backend.c
   # loads and describes the CPU backend through them
   find_library(G4V_GGML_LIB NAMES ggml PATHS ${_g4v_llama_dirs} PATH_SUFFIXES lib lib64
                NO_DEFAULT_PATH)

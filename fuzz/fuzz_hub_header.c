@@ -1,7 +1,7 @@
 /* fuzz_hub_header.c - the input is a safetensors file as the Hub would serve it, seen the way a
- * vision-only `g4v pull` sees it (tools/common/hub_vision.c): its listed size is the input's
+ * vision-only `g4v pull` sees it (common/hub_vision.c): its listed size is the input's
  * size, its 8-byte header length is checked by hub_st_length, the header by hub_st_parse (both
- * tools/common/hub_parse.h), and the cut header written for the vision tensors by
+ * common/hub_parse.h), and the cut header written for the vision tensors by
  * hub_st_cut_header. No network: the parser only. Checks: a refusal is HUB_ERR_INTEGRITY (or
  * HUB_ERR_NOMEM) with a message; an accepted header lies inside the file (at most HUB_MAX_HEADER),
  * its vision tensors are vision names, unique, sorted, not overlapping, inside the data section

@@ -1,7 +1,7 @@
 /* fuzz_hub_listing.c - the input is what the Hub API answers for GET
  * /api/models/ORG/NAME/revision/REV?blobs=true (JSON: the commit sha and the siblings, each a
  * name, size, blob id and LFS sha256), parsed by the client's own parser (hub_parse_listing,
- * tools/common/hub_parse.h) as `g4v pull` does before it joins a name to a folder or asks for a
+ * common/hub_parse.h) as `g4v pull` does before it joins a name to a folder or asks for a
  * byte. No network: the parser only. Checks: a refusal is HUB_ERR_INTEGRITY (or HUB_ERR_NOMEM)
  * with a message; an accepted listing has a 40-hex commit, at most HUB_MAX_FILES files, each name
  * safe to join under a folder (relative, no '.', '..' or empty part, no backslash, colon or

@@ -15,7 +15,7 @@
 # GGML_CPU_ALL_VARIANTS=ON): lib/libggml-cpu-<variant>.so for each instruction-set level (x86-64:
 # x64, sse42 ... haswell (AVX2), skylakex/icelake/zen4 (AVX-512), alderlake (AVX-VNNI),
 # sapphirerapids (AMX); aarch64 Linux: armv8.0_1 ... armv9.2_2, which need GCC >= 14 or Clang),
-# of which the process loads the best its CPU runs (tools/chat/chat_backend.c). So one cache serves
+# of which the process loads the best its CPU runs (chat/chat_backend.c). So one cache serves
 # every machine and each gets its best kernels; ~25-30 minutes on 2 cores (every variant compiles
 # the CPU backend).
 # RUNPATH $ORIGIN: the libraries and the variants find each other where installed.

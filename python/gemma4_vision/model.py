@@ -265,7 +265,7 @@ def _npy_rgb(path: str) -> np.ndarray | None:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError):
         a = None
-    # the CLI's rule and message (tools/common/npy.c)
+    # the CLI's rule and message (common/npy.c)
     if (not isinstance(a, np.ndarray) or a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3
             or not a.flags.c_contiguous or a.shape[0] < 1 or a.shape[1] < 1):
         raise G4VError(_lib.ERR_IMAGE, f"{path}: a .npy image must be C-ordered uint8 "

@@ -1,6 +1,6 @@
 /* utf8.h - strict UTF-8 (RFC 3629: shortest form, no surrogates, at most U+10FFFF) for PNG iTXt
  * chunks (Pillow drops one that is not valid UTF-8). Its core, g4v_utf8_seq_len, is public
- * (g4v.h): the front ends' checks of text they print as JSON (tools/common/utf8.c) call it rather
+ * (g4v.h): the front ends' checks of text they print as JSON (common/utf8.c) call it rather
  * than keep a second copy.
  */
 #ifndef G4V_BASE_UTF8_H

@@ -1,4 +1,4 @@
-/* chat_jinja_render.c - test driver for tools/chat/chat_jinja.h (test_chat_jinja.py):
+/* chat_jinja_render.c - test driver for chat/chat_jinja.h (test_chat_jinja.py):
  *     chat_jinja_render TEMPLATE.jinja CONTEXT.json [THREADS]
  * prints the template rendered with the context (its bytes exactly, nothing added) and exits 0,
  * or prints the error to stderr and exits 1. With THREADS > 1 the same compiled template is

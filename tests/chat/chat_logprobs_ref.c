@@ -2,7 +2,7 @@
  * reference test_chat_openai.py holds g4v serve's "logprobs" against (docs/CHAT_API.md §2.3):
  * the prompt's ids decoded in one call on a fresh context, then per step the log-softmax (in
  * double) of the raw logits over the whole vocabulary, the likeliest token taken, decoded, and
- * so on. Nothing of tools/chat's engine, sampler or session is used.
+ * so on. Nothing of chat/'s engine, sampler or session is used.
  *
  *   chat_logprobs_ref LM.gguf IDS N TOP [BAN]   IDS: the prompt's token ids, comma-separated;
  *                                               BAN: ids never taken (as a logit_bias of -100

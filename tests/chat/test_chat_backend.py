@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_chat_backend.py (pytest --arg=FIXTURES --arg=LLAMA_LIBDIR) - the CPU backend llama.cpp runs
-g4v chat's text model on (tools/chat/chat_backend.c, docs/CHAT.md §6), as `g4v chat --version`
+g4v chat's text model on (chat/chat_backend.c, docs/CHAT.md §6), as `g4v chat --version`
 and `g4v info` name it: the backend is there, every instruction-set feature it names is one this
 CPU has (/proc/cpuinfo), and with llama.cpp's run-time variants (libggml-cpu-<level>.so beside
 libllama) the level chosen is one this CPU runs and no better level was passed over; the modules

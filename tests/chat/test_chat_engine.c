@@ -1,5 +1,5 @@
 /* test_chat_engine.c - conversations batched on one engine answer as they do alone
- * (tools/chat/chat_engine.h, docs/CHAT_API.md §3).
+ * (chat/chat_engine.h, docs/CHAT_API.md §3).
  *
  *   test_chat_engine LM.gguf THREADS          (exit 0: every check holds)
  *

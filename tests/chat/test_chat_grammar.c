@@ -1,4 +1,4 @@
-/* test_chat_grammar.c - the grammar layer (tools/chat/chat_grammar.h, chat_tool_call.h) driven
+/* test_chat_grammar.c - the grammar layer (chat/chat_grammar.h, chat_tool_call.h) driven
  * through libllama's grammar sampler with Gemma 4's real vocabulary (llama.cpp's
  * models/ggml-vocab-gemma-4.gguf, loaded vocab-only): candidate answers are tokenized (special
  * tokens as tokens) and fed token by token; a valid answer must be accepted to the end and then

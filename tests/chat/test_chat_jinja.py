@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_chat_jinja.py (pytest --arg=CHAT_JINJA_RENDER) - chat templates rendered by llama.cpp's
-Jinja engine through our C API (tools/chat/chat_jinja.h, driven by chat_jinja_render) must equal
+Jinja engine through our C API (chat/chat_jinja.h, driven by chat_jinja_render) must equal
 Python jinja2 as transformers renders them, byte for byte; raise_exception's message must come
 back as the template wrote it.
 

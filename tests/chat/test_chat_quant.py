@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """test_chat_quant.py (pytest --arg=FIXTURES --arg=LLAMA_LIBDIR --arg=SOURCE_DIR) - quantized
 text models through llama.cpp's extra buffer types (AMX, CPU_REPACK) and the start-up check that
-keeps a broken one from killing the chat (tools/chat/chat_llama_probe.c, docs/CHAT.md §6).
+keeps a broken one from killing the chat (chat/chat_llama_probe.c, docs/CHAT.md §6).
 
 - Every AMX tile configuration in the installed llama.cpp libraries is filled in
   (scripts/check-tile-config.py reads the machine code: the GCC 12 dead-store bug that made every

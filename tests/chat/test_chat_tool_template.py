@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """test_chat_tool_template.py (pytest --arg=TEST_CHAT_TOOL_PARSE --arg=SOURCE_DIR) - tool calls as
 Gemma 4's official chat templates render them (Python jinja2, set up as transformers does:
-jinja_reference.py) parse back (tools/chat/chat_tool_parse.c, through test_chat_tool_parse
+jinja_reference.py) parse back (chat/chat_tool_parse.c, through test_chat_tool_parse
 --parse) to the arguments they were rendered from: strings with quotes, braces, newlines and
 unicode, numbers (Python's str() of ints and floats: 1e-05), booleans, null, nested objects and
 arrays, several calls in one turn. The templates come from $G4V_REAL_FILES (else

@@ -1,4 +1,4 @@
-/* test_prompt_cache.c - the prompt cache's store (tools/chat/chat_prompt_cache.h,
+/* test_prompt_cache.c - the prompt cache's store (chat/chat_prompt_cache.h,
  * docs/PROMPT_CACHE.md) without a model: states are made-up bytes, derived from their items so
  * that any state served can be checked against the items it claims. Longest-prefix choice,
  * min_common, replacement and prefix dropping, both tiers' bounds and LRU order, persistence

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_cli_models.py - models already on disk (tools/common/model_store.h): `g4v models` and the
+"""test_cli_models.py - models already on disk (common/model_store.h): `g4v models` and the
 names --model, --lm, --ollama and --revision accept, on synthetic stores laid out exactly as their
 programs lay them out, in a temporary HOME (so the default locations are the ones exercised):
 

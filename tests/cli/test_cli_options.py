@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_cli_options.py - every g4v subcommand's options against its option table
-(tools/common/options.h): `g4v CMD --help` names every option the command's table declares (read
+(common/options.h): `g4v CMD --help` names every option the command's table declares (read
 from the command's source: its rows, the shared FE_OPT_* rows), every
 option the help lists is one the parser knows, the help fits 100 columns, and the usage errors
 read the same in every command (exit 1, "g4v CMD: ...").

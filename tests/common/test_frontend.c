@@ -1,5 +1,5 @@
-/* test_frontend.c - the front ends' own helpers (tools/common/frontend.h): the UTF-8 repairs and
- * the clock, which are tools/common's code, and the UTF-8 check, the JSON parse and SHA-256 it
+/* test_frontend.c - the front ends' own helpers (common/frontend.h): the UTF-8 repairs and
+ * the clock, which are common/'s code, and the UTF-8 check, the JSON parse and SHA-256 it
  * takes from g4v.h. */
 #include "frontend.h"
 #include "test_util.h"

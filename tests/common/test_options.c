@@ -1,4 +1,4 @@
-/* test_options.c - the option-table parser of the front ends (tools/common/options.h) on a table
+/* test_options.c - the option-table parser of the front ends (common/options.h) on a table
  * with a row of every kind: both value forms, ranges at and past their ends, missing values,
  * unknown options, choices, flags that share a field, the optional =value, lists, callbacks,
  * positionals, required rows, the messages of each failure, and the help printed from the table

@@ -4,8 +4,8 @@
 Layers call down, never up (docs/ARCHITECTURE.md §1), and within one library the same holds
 for its files: when a.c calls b.c and b.c (directly or through other files) calls a.c, neither
 can be read, tested or moved without the other, and the circle tends to grow. This reads the
-object files of libg4v and of the front ends' libraries (tools/common, tools/service,
-tools/chat, the g4v CLI) from a manifest CMake writes (one "LIBRARY OBJECT" line per object,
+object files of libg4v and of the front ends' libraries (common/, tools/service,
+chat/, the g4v CLI) from a manifest CMake writes (one "LIBRARY OBJECT" line per object,
 tests/docs/CMakeLists.txt), takes each object's defined and undefined global symbols with nm,
 draws an edge a -> b when a uses a symbol b defines (a call, or a reference to b's data), and
 fails on every strongly connected set of two or more files in one library, naming the edges.

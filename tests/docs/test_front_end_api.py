@@ -2,11 +2,14 @@
 """test_front_end_api.py - the front ends are clients of include/g4v.h only.
 
 Everything under src/ is libg4v's inside (g4v.h: "Everything under src/ is internal"); the front
-ends (tools/: the g4v CLI, g4v serve, g4v chat and their shared tools/common) use the public API
-or code of their own, so the library's insides can change without them. Two checks:
+ends (tools/: the g4v CLI and g4v serve; chat/: the chat engine they run; common/: their shared
+helpers) use the public API or code of their own, so the library's insides can change without
+them. Two checks:
 
-  includes  no file under tools/ includes a header of src/ (a quoted include naming a file that
-            exists under src/, or a relative path that leads into it);
+  includes  no file under tools/, chat/ or common/ includes a header of src/ (a quoted include
+            naming a file that exists under src/, or a relative path that leads into it);
+  upward    no file under chat/ or common/ (the programs' libraries) includes a header that
+            exists only under tools/ (the programs): libraries at the top never use a program;
   symbols   no object of the front ends' libraries uses a symbol that a libg4v object defines
             unless g4v.h declares it G4V_API: libg4v.a's objects are built with hidden
             visibility but still link statically, so an include-free prototype would pass the
@@ -26,24 +29,56 @@ from test_call_graph import read_manifest, source_of, symbols  # noqa: E402
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 SOURCES = (".c", ".h", ".cpp", ".hpp", ".inc")
+FRONT_ENDS = ("tools", "chat", "common")  # every folder of front-end code (ARCHITECTURE.md §1)
 
 
 def src_includes(root):
-    """(file, line, header) for every include under tools/ that reaches into src/."""
+    """(file, line, header) for every include under the front ends' folders that reaches into
+    src/, and how many source files each folder has (a folder that is gone or empty would make
+    the check quiet)."""
     src = os.path.join(root, "src")
     bad = []
+    seen = dict.fromkeys(FRONT_ENDS, 0)
+    for top in FRONT_ENDS:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith(SOURCES):
+                    continue
+                seen[top] += 1
+                path = os.path.join(d, f)
+                text = open(path, encoding="utf-8", errors="replace").read()
+                for m in INCLUDE.finditer(text):
+                    h = m.group(1)
+                    beside = os.path.normpath(os.path.join(d, h))
+                    if os.path.isfile(os.path.join(src, h)) or beside.startswith(src + os.sep):
+                        line = text.count("\n", 0, m.start()) + 1
+                        bad.append(f"{os.path.relpath(path, root)}:{line}: #include \"{h}\"")
+    return bad, seen
+
+
+def upward_includes(root):
+    """(file, line, header) for every include under chat/ or common/ of a header found only under
+    tools/."""
+    in_tools = {}
     for d, _, files in os.walk(os.path.join(root, "tools")):
-        for f in sorted(files):
-            if not f.endswith(SOURCES):
-                continue
-            path = os.path.join(d, f)
-            text = open(path, encoding="utf-8", errors="replace").read()
-            for m in INCLUDE.finditer(text):
-                h = m.group(1)
-                beside = os.path.normpath(os.path.join(d, h))
-                if os.path.isfile(os.path.join(src, h)) or beside.startswith(src + os.sep):
-                    line = text.count("\n", 0, m.start()) + 1
-                    bad.append(f"{os.path.relpath(path, root)}:{line}: #include \"{h}\"")
+        for f in files:
+            in_tools.setdefault(f, os.path.relpath(os.path.join(d, f), root))
+    bad = []
+    for top in ("chat", "common"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith(SOURCES):
+                    continue
+                path = os.path.join(d, f)
+                text = open(path, encoding="utf-8", errors="replace").read()
+                for m in INCLUDE.finditer(text):
+                    h = m.group(1)
+                    mine = any(os.path.isfile(os.path.join(root, x, h))
+                               for x in ("chat", "common", "include"))
+                    if not mine and os.path.basename(h) in in_tools:
+                        line = text.count("\n", 0, m.start()) + 1
+                        bad.append(f"{os.path.relpath(path, root)}:{line}: #include \"{h}\" "
+                                   f"({in_tools[os.path.basename(h)]})")
     return bad
 
 
@@ -76,11 +111,22 @@ def internal_uses(libs, public):
 
 def test_no_src_includes():
     root = pyutil.arg(2)
-    bad = src_includes(root)
+    bad, seen = src_includes(root)
+    print("source files read: " + ", ".join(f"{k}/ {n}" for k, n in seen.items()))
+    empty = [k for k, n in seen.items() if n == 0]
+    assert not empty, f"no source file under {empty}: moved? update FRONT_ENDS"
     for b in bad:
         print("includes a library-internal header: " + b)
-    assert not bad, f"{len(bad)} includes of src/ under tools/ (use g4v.h, or code of the " \
-                    f"front ends' own in tools/common): {bad}"
+    assert not bad, f"{len(bad)} includes of src/ by the front ends (use g4v.h, or code of " \
+                    f"the front ends' own in common/): {bad}"
+
+
+def test_libraries_do_not_use_programs():
+    bad = upward_includes(pyutil.arg(2))
+    for b in bad:
+        print("a library at the top includes a program's header: " + b)
+    assert not bad, f"{len(bad)} includes of tools/ by chat/ or common/ (move what both need " \
+                    f"into the library): {bad}"
 
 
 def test_only_public_symbols():

@@ -4,9 +4,9 @@
 A comment states what the code does and why. How a choice was arrived at -- which session
 measured what, A/B timings, "was 3% slower", "took 197 s", dates of runs -- belongs in the
 commit message, and the current numbers in bench/RESULTS.md; in the code such lines go stale
-and read as a diary. This scans every tracked source file under src/, include/ and tools/
-(.c, .h, .def, .py, .cmake, .sh) for the phrases such history is written in, and fails on each
-line that has one. A number that is a fact of the design (a cache size, a limit, a format's
+and read as a diary. This scans every tracked source file under src/, include/, chat/, common/
+and tools/ (.c, .h, .def, .py, .cmake, .sh) for the phrases such history is written in, and fails
+on each line that has one. A number that is a fact of the design (a cache size, a limit, a format's
 block size) matches none of them.
 
 usage: pytest test_no_diary.py [--arg=REPO_ROOT]
@@ -19,7 +19,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyutil  # noqa: E402
 
-FOLDERS = ("src/", "include/", "tools/")
+FOLDERS = ("src/", "include/", "chat/", "common/", "tools/")
 SUFFIXES = (".c", ".h", ".def", ".py", ".cmake", ".sh")
 NUM = r"\d+(?:[.,]\d+)?"
 UNIT = r"(?:ns|us|µs|ms|s|sec|seconds?|min|minutes?|KB|MB|GB|KiB|MiB|GiB|GB/s|MB/s|%|x)"

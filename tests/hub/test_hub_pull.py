@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_hub_pull.py - `g4v pull` and `hf:` model names (tools/common/hub.h) against a local fake
+"""test_hub_pull.py - `g4v pull` and `hf:` model names (common/hub.h) against a local fake
 Hub (fake_hub.py: the API on 127.0.0.1, its "CDN" on 127.0.0.2): the Hugging Face cache layout of a
 whole pull and its reuse, the vision-only checkpoint (fetched bytes against the whole, bit-identical
 soft tokens), hf: names in encode without the network once pulled, HF_HUB_OFFLINE, gating and the
@@ -362,7 +362,7 @@ def test_tensor_range_beyond_file(hub, env, checkpoint):
 
 @pytest.mark.parametrize("lie", ["offset-fraction", "name-twice", "metadata-number"])
 def test_header_lies_refused(hub, env, checkpoint, lie):
-    """Headers the parser (tools/common/hub_parse.c) refuses before a tensor byte is asked for."""
+    """Headers the parser (common/hub_parse.c) refuses before a tensor byte is asked for."""
     files = files_of(checkpoint)
     shard = sorted(p for p in files if p.endswith(".safetensors"))[0]
     b = files[shard]

@@ -1,5 +1,5 @@
 /* cmd_models.c - `g4v models [--json] [--all]`: the Gemma 4 models already on this machine, in
- * the Hugging Face cache, Ollama's store and LM Studio's folders (tools/common/model_store.h),
+ * the Hugging Face cache, Ollama's store and LM Studio's folders (common/model_store.h),
  * each with the files g4v would use (vision checkpoint or mmproj, text GGUF, chat template), its
  * size, and whether g4v can use it or why not. Offline: it reads the stores, nothing else. The
  * stores come from model_store.c's table (ms_store_at), in its order. */

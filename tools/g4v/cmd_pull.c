@@ -1,5 +1,5 @@
 /* cmd_pull.c - `g4v pull REPO[@REVISION]`: a model fetched from the Hugging Face Hub
- * (tools/common/hub.h): by default only the vision tower of a safetensors checkpoint, into g4v's
+ * (common/hub.h): by default only the vision tower of a safetensors checkpoint, into g4v's
  * own cache; --whole every file (of --quant, for a GGUF repo) into the Hugging Face cache. A
  * progress bar on a terminal (stderr), nothing on a pipe, --json progress lines on stdout for
  * programs, --quiet for nothing but errors. The last line says where the model is and how much

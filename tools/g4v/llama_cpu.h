@@ -1,5 +1,5 @@
 /* llama_cpu.h - what `g4v chat --version` and `g4v info` say about the CPU backend llama.cpp runs
- * the language model on (tools/chat/chat_backend.h, docs/CHAT.md §6). */
+ * the language model on (chat/chat_backend.h, docs/CHAT.md §6). */
 #ifndef G4V_CLI_LLAMA_CPU_H
 #define G4V_CLI_LLAMA_CPU_H
 
@@ -21,7 +21,7 @@ void cli_llama_cpu_path(char *buf, size_t n);
 cJSON *cli_llama_cpu_json(void);
 
 /* Whether the text model's quantized weights go to llama.cpp's extra buffer types (AMX,
- * CPU_REPACK) after the start-up check (tools/chat/chat_llama_probe.h): one line for people
+ * CPU_REPACK) after the start-up check (chat/chat_llama_probe.h): one line for people
  * ("AMX CPU_REPACK (checked: probe)", "off: why"), and as JSON {"used": bool, "types": [...],
  * "checked": "probe"|"cache"|"environment"|"none", "reason": "..." or null}; JSON null without
  * libllama, NULL when out of memory. */

@@ -4,7 +4,7 @@
  * the feature cache. Names are an interface: add, never rename. Nothing without --lm. */
 #include "chat/chat_wing.h"
 #ifdef G4V_HAVE_LLAMA
-#include "chat_engine.h"       /* tools/chat: only with libllama */
+#include "chat_engine.h"       /* chat/: only with libllama */
 #include "chat_prompt_cache.h"
 #endif
 

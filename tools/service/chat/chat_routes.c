@@ -8,7 +8,7 @@
 #include "chat/chat_wing.h"
 #include "frontend.h"
 #ifdef G4V_HAVE_LLAMA
-#include "chat_llama_probe.h" /* tools/chat: only with libllama */
+#include "chat_llama_probe.h" /* chat/: only with libllama */
 #endif
 
 #include <cjson/cJSON.h>

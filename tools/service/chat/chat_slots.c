@@ -1,5 +1,5 @@
 /* chat_slots.c - the job kind "chat" (core/core.h, svc_kind): the language model's slots
- * (--lm-slots K) are the workers of the core's queue, each owning one chat session (tools/chat)
+ * (--lm-slots K) are the workers of the core's queue, each owning one chat session (chat/)
  * on a sequence of the one text model's one context (chat_engine.h: every answering slot's next
  * token in one decode call), sharing the service's vision model and one
  * feature cache (--cache, else a private one removed at exit), so an image sent again in a later

@@ -13,7 +13,7 @@
  *   chat_responses.c POST /v1/responses: its body into a chat request, the answer as a response
  *                   object or response.* events
  *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
- * Only chat_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
+ * Only chat_slots.c touches libllama (through chat/); without it `--lm` is refused there.
  * The files call one another in one direction only: routes -> slots -> affinity, slots ->
  * responses -> sse -> request, slots -> fetch.
  *
@@ -23,9 +23,9 @@
 #ifndef G4V_SERVICE_CHAT_WING_H
 #define G4V_SERVICE_CHAT_WING_H
 
-#include "chat_params.h" /* tools/chat: what a request asks of a session */
+#include "chat_params.h" /* chat/: what a request asks of a session */
 #include "core/core.h"
-#include "medium.h" /* tools/common: g4v_medium */
+#include "medium.h" /* common/: g4v_medium */
 
 #include <stdint.h>
 

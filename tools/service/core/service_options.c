@@ -1,5 +1,5 @@
 /* service_options.c - `g4v serve`'s options: their defaults and their option table
- * (tools/common/options.h), from which argv is parsed into a g4v_service_options and --help is
+ * (common/options.h), from which argv is parsed into a g4v_service_options and --help is
  * printed; then the rules between options. Kept with the service (not the CLI) because the
  * options are the service's settings: whoever runs it (the CLI, a future front end) parses the
  * same way. */

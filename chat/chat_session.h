@@ -6,7 +6,7 @@
 
 #include "chat_params.h"
 #include "g4v.h"
-#include "medium.h" /* tools/common: g4v_medium */
+#include "medium.h" /* common/: g4v_medium */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * of a turn and the service's request parts say which. Each kind has a name ("image", "video"),
  * the word of the chat API's "<name>_url" parts, of g4v chat's --<name> and /<name> and of the
  * "type" of its results. A third medium (audio) is a value here, a name in g4v_medium_name, its
- * placeholder in tools/chat/chat_template.c's table, and its decoder in chat_media.c; the code
+ * placeholder in chat/chat_template.c's table, and its decoder in chat_media.c; the code
  * that carries a g4v_medium does not change.
  *
  * The values are fixed: they are hashed into the chat wing's affinity keys and the content hashes

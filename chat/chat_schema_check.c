@@ -1,13 +1,13 @@
 /* chat_schema_check.c - a JSON Schema checked against what the grammar layer enforces
  * (chat_grammar.h), before llama.cpp's converter sees it; chat_schema_grammar = check + convert.
  *
- * The converter (common/json-schema.cpp) ignores keywords it does not know and, for several
- * combinations, honours one keyword and drops the other ($ref with siblings, oneOf with anyOf,
- * allOf with properties, pattern with minLength, a type with keywords of another type, minimum
- * without a type). A grammar looser than the schema is a silent wrong answer, so each of these is
- * refused here with the keyword and its JSON pointer path. Sizes are bounded first (bytes, depth,
- * subschemas, enum sizes, repetition counts: llama.cpp's grammar parser expands x{0,n} into n
- * rules), and a $ref chain that comes back to itself without consuming a token ({"$ref":"#"},
+ * The converter (llama.cpp/common/json-schema.cpp) ignores keywords it does not know and, for
+ * several combinations, honours one keyword and drops the other ($ref with siblings, oneOf with
+ * anyOf, allOf with properties, pattern with minLength, a type with keywords of another type,
+ * minimum without a type). A grammar looser than the schema is a silent wrong answer, so each of
+ * these is refused here with the keyword and its JSON pointer path. Sizes are bounded first (bytes,
+ * depth, subschemas, enum sizes, repetition counts: llama.cpp's grammar parser expands x{0,n} into
+ * n rules), and a $ref chain that comes back to itself without consuming a token ({"$ref":"#"},
  * a -> b -> a, a -> anyOf[a]) is refused: its grammar would be left-recursive. */
 #include "chat_grammar.h"
 #include "chat_error.h"

@@ -1,10 +1,11 @@
 /* frontend.h - small helpers the front ends (the g4v CLI, g4v serve, g4v chat) share. They are
- * not part of libg4v: the front ends are clients of g4v.h only (nothing under tools/ includes a
- * header from src/: tests/docs/test_front_end_api.py), and what they need beyond it -- a clock,
- * UTF-8 checks for text they print as JSON, the locked JSON parse, SHA-256, number parsing for
- * their options -- is declared here (docs/API.md "Front ends"). Where the library has the same
- * thing and one copy matters (the cJSON lock, the SHA-256 kernels) the helper calls the public
- * API (g4v_json_lock, g4v_hash_*); the clock and the UTF-8 checks are this folder's own code.
+ * not part of libg4v: the front ends are clients of g4v.h only (nothing under tools/, chat/ or
+ * common/ includes a header from src/: tests/docs/test_front_end_api.py), and what they need
+ * beyond it -- a clock, UTF-8 checks for text they print as JSON, the locked JSON parse,
+ * SHA-256, number parsing for their options -- is declared here (docs/API.md "Front ends").
+ * Where the library has the same thing and one copy matters (the cJSON lock, the SHA-256
+ * kernels) the helper calls the public API (g4v_json_lock, g4v_hash_*); the clock and the UTF-8
+ * checks are this folder's own code.
  */
 #ifndef G4V_FRONTEND_H
 #define G4V_FRONTEND_H

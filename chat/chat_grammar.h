@@ -2,8 +2,8 @@
  * the schema check that comes first, and a validator of JSON values against a schema
  * (docs/CHAT.md "Grammar layer", docs/CHAT_API.md "Supported JSON Schema").
  *
- * The grammar comes from llama.cpp's own converter (common/json-schema-to-grammar.cpp, the one
- * llama-server uses for response_format), compiled from the pinned llama.cpp tree
+ * The grammar comes from llama.cpp's own converter (llama.cpp/common/json-schema-to-grammar.cpp,
+ * the one llama-server uses for response_format), compiled from the pinned llama.cpp tree
  * (cmake/ChatJinja.cmake, target g4v_chat_schema; G4V_HAVE_CHAT_SCHEMA). Before it sees a schema,
  * chat_schema_check() (C, cJSON) refuses what the converter would silently loosen or could not
  * bound: unknown keywords, keyword combinations the converter ignores, unsupported patterns and

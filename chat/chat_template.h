@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "llama.h"
-#include "medium.h" /* tools/common: g4v_medium */
+#include "medium.h" /* common/: g4v_medium */
 
 /* Placeholder for one medium in rendered text (split out again by the caller). */
 #define CHAT_MEDIA_MARKER "\x1eg4v-media\x1e"
