@@ -584,7 +584,8 @@ static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
 
 /* response_format: {"type": "text"}, {"type": "json_object"} (any JSON object), or
  * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}: the schema kept as
- * text; it is checked and made a grammar by the slot (chat_slots.c), where the grammar layer is. */
+ * text; it is checked and made a grammar before the request waits (chat_precheck.c), where
+ * the grammar layer is. */
 static int take_response_format(const cJSON *o, chat_job *j, chat_fail *f) {
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "response_format");
     if (!rf || cJSON_IsNull(rf)) return 0;
@@ -765,7 +766,7 @@ static int take_neutral(const cJSON *o, chat_fail *f) {
 }
 
 /* logit_bias: {"token id": bias}, ids as decimal strings, biases from -100 to 100 (the ids are
- * checked against the vocabulary before the request waits, chat_slots_precheck); logprobs and
+ * checked against the vocabulary before the request waits, chat_precheck); logprobs and
  * top_logprobs (0 to 20, with logprobs). */
 static int take_logit_params(const cJSON *o, chat_job *j, chat_fail *f) {
     const cJSON *lb = cJSON_GetObjectItemCaseSensitive(o, "logit_bias");

@@ -6,16 +6,21 @@
  *                   to the core's route table with --lm only
  *   chat_sse.c      the answer as JSON or as server-sent events, the streaming response, and the
  *                   OpenAI-style error body
+ *   chat_precheck.c what is checked of a job before it waits: its grammar, the vocabulary,
+ *                   the context
  *   chat_slots.c    the job kind "chat": the slots (one chat_session each) run by the workers
- *                   of the core's queue (core/queue.c)
+ *                   of the core's queue (core/queue.c); with chat_replay.c, chat_generate.c and
+ *                   chat_cache_use.c (chat_slots_impl.h: the conversation onto a slot, the
+ *                   answer, the prompt cache's use)
  *   chat_affinity.c which free slot a request goes to: the one whose conversation it continues
  *   chat_metrics.c  the chat lines of GET /metrics
  *   chat_responses.c POST /v1/responses: its body into a chat request, the answer as a response
  *                   object or response.* events
  *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
- * Only chat_slots.c touches libllama (through tools/chat); without it `--lm` is refused there.
- * The files call one another in one direction only: routes -> slots -> affinity, slots ->
- * responses -> sse -> request, slots -> fetch.
+ * Only the slots' files and chat_precheck.c touch libllama (through tools/chat); without it
+ * `--lm` is refused by chat_slots.c. The files call one another in one direction only: routes ->
+ * slots -> affinity, routes -> precheck, slots -> responses -> sse -> request, slots -> fetch
+ * (the slots: chat_slots.c and the files of chat_slots_impl.h).
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
@@ -101,8 +106,7 @@ struct chat_job {
     /* what the session is asked, parsed here once and passed as it is: the sampling
      * parameters, max_tokens, the budget ("g4v": {"tokens": N}), think (reasoning_effort,
      * chat_template_kwargs.enable_thinking or "g4v": {"think": true}); system, tools and the
-     * grammar point at the job's own strings below (the grammar once chat_slots_precheck made
-     * it) */
+     * grammar point at the job's own strings below (the grammar once chat_precheck made it) */
     chat_params params;
     int debug_prompt; /* "g4v": {"debug_prompt": true}: the answer carries the prompt */
     char *schema;     /* response_format's JSON schema as JSON text (json_object: any object),
@@ -119,7 +123,7 @@ struct chat_job {
     long created;
     uint64_t keys[CHAT_MAX_KEYS]; /* chat_affinity.c: the conversation up to each turn */
     int n_keys, keys_complete;    /* complete: every turn has its keys */
-    /* what chat_slots_precheck found before the job waited (checked: it ran) */
+    /* what chat_precheck found before the job waited (checked: it ran) */
     int checked;
     char *gbnf;       /* the grammar the answer is sampled under (params.grammar), or NULL */
 
@@ -175,19 +179,19 @@ typedef struct chat_wing {
     uint64_t cached_tokens, images_reused; /* prompt reuse: positions and images not decoded */
     double prefill_s, gen_s;
     svc_hist ttft;
-    /* what a request is checked against before it waits (chat_slots_precheck): the slots'
+    /* what a request is checked against before it waits (chat_precheck): the slots'
      * shared text model, its context and chat template */
     const void *lm; /* const struct llama_model * */
     int n_ctx, builtin_template;
     char template_origin[600];
 } chat_wing;
 
-/* chat_slots.c: what can be checked of a parsed job before it waits for a slot, so that a
+/* chat_precheck.c: what can be checked of a parsed job before it waits for a slot, so that a
  * request no slot could serve is answered at once, even with every slot busy and the queue
  * full (docs/CHAT_API.md §3): its grammar (response_format's schema, the tools, and whether the
  * template renders tools), and whether its text alone already overflows the context. 0, or -1
  * with the 400 in f. */
-int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f);
+int chat_precheck(chat_wing *cw, chat_job *j, chat_fail *f);
 
 /* chat_request.c: parses body into a new job (refs 1), or fills f and returns NULL. */
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f);
