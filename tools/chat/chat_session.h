@@ -6,7 +6,7 @@
 
 #include "chat_params.h"
 #include "g4v.h"
-#include "medium.h" /* tools/common: g4v_medium */
+#include "medium.h" /* tools/common: fe_medium */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,7 +57,7 @@ typedef struct chat_session chat_session;
 
 typedef struct chat_media {
     const char *path;  /* the file, or only a name for messages when data is set */
-    g4v_medium medium; /* an image or a video */
+    fe_medium medium;  /* an image or a video */
     const void *data;  /* the bytes in memory (g4v serve's data: URIs), or NULL */
     size_t size;
     int budget;        /* soft tokens of this image (of each frame of a video); 0: the
@@ -65,7 +65,7 @@ typedef struct chat_media {
 } chat_media;
 
 typedef struct chat_media_stat {
-    g4v_medium medium;
+    fe_medium medium;
     int n_rows;     /* soft tokens (all frames of a video) */
     int n_frames;   /* video frames (1 for an image) */
     int width, height; /* target size */

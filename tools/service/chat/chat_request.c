@@ -150,12 +150,12 @@ static int take_budget(const cJSON *x, int *budget, const char *where, chat_fail
 static int medium_part(const char *type) {
     size_t n = strlen(type);
     if (n < 4 || strcmp(type + n - 4, "_url")) return -1;
-    return g4v_medium_from_name(type, n - 4);
+    return fe_medium_from_name(type, n - 4);
 }
 
 /* One image_url (or video_url) into img: 0, or -1 with f filled. */
 static int take_image(server *s, const char *url, int index, chat_image *img, chat_fail *f) {
-    snprintf(img->name, sizeof img->name, "%s %d", g4v_medium_name(img->medium), index + 1);
+    snprintf(img->name, sizeof img->name, "%s %d", fe_medium_name(img->medium), index + 1);
     if (!strncmp(url, "data:", 5)) {
         const char *comma = strchr(url, ',');
         if (!comma) {
@@ -169,10 +169,10 @@ static int take_image(server *s, const char *url, int index, chat_image *img, ch
             return -1;
         }
         /* an image is an image type, a video a video type (a browser File.type): "<medium>/" */
-        const char *kind = g4v_medium_name(img->medium);
+        const char *kind = fe_medium_name(img->medium);
         size_t kl = strlen(kind);
         if (strncmp(url + 5, kind, kl) || url[5 + kl] != '/') {
-            if (img->medium == G4V_MEDIUM_VIDEO)
+            if (img->medium == FE_MEDIUM_VIDEO)
                 BAD("invalid_video_url", "%s: the data: URI's media type is not video/* (%.*s)",
                     img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
             else
@@ -285,7 +285,7 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
                 push_part(t, -1, tx->valuestring))
                 goto oom;
         } else if (medium_part(ty) >= 0) { /* "image_url", "video_url": "<medium>_url" */
-            g4v_medium medium = (g4v_medium)medium_part(ty);
+            fe_medium medium = (fe_medium)medium_part(ty);
             if (role != CHAT_ROLE_USER) {
                 BAD("invalid_content", "messages[%d]: images only in user messages", mi);
                 return -1;

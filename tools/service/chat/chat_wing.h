@@ -30,7 +30,7 @@
 
 #include "chat_params.h" /* tools/chat: what a request asks of a session */
 #include "core/core.h"
-#include "medium.h" /* tools/common: g4v_medium */
+#include "medium.h" /* tools/common: fe_medium */
 
 #include <stdint.h>
 
@@ -50,7 +50,7 @@ typedef struct chat_image {
     char *path; /* the resolved file (realpath), or NULL */
     char *url;  /* an http(s) URL under --allow-image-urls, fetched by the slot into data */
     char name[48]; /* "image N" for messages */
-    g4v_medium medium; /* an image_url part's image, a video_url part's video */
+    fe_medium medium; /* an image_url part's image, a video_url part's video */
     int budget;    /* the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
 } chat_image;
 
