@@ -192,9 +192,9 @@ typedef struct stream_state {
     int in_thought;
 } stream_state;
 
-static int emit_stdout(const char *piece, size_t len, int thought, void *user) {
+static int emit_stdout(const char *piece, size_t len, chat_emit_kind kind, void *user) {
     stream_state *st = user;
-    if (thought == CHAT_EMIT_TOOL_CALL) thought = CHAT_EMIT_ANSWER; /* as the model wrote it */
+    int thought = kind == CHAT_EMIT_THOUGHT; /* a tool call: the answer, as the model wrote it */
     if (thought && !st->in_thought) fputs("[thinking]\n", stderr);
     if (!thought && st->in_thought) fputs("\n[/thinking]\n", stderr);
     st->in_thought = thought;

@@ -224,15 +224,15 @@ static int on_thought(gen *g, const char *p, size_t n) {
     return 0;
 }
 
-static int on_piece(const char *p, size_t n, int thought, void *user) {
+static int on_piece(const char *p, size_t n, chat_emit_kind kind, void *user) {
     gen *g = user;
     chat_job *j = g->j;
-    if (thought == CHAT_EMIT_TOOL_CALL) {
+    if (kind == CHAT_EMIT_TOOL_CALL) {
         if (on_tool_call(g, p, n)) return 1;
-        thought = 0;
+        kind = CHAT_EMIT_ANSWER;
         n = 0; /* the checks below still run */
     }
-    if (thought) {
+    if (kind == CHAT_EMIT_THOUGHT) {
         if (on_thought(g, p, n)) return 1;
         n = 0; /* the checks below still run: a hang-up, the deadline */
     }
