@@ -59,6 +59,7 @@ void chat_options_init(chat_options *o);
 
 typedef struct chat_session chat_session;
 
+/* One medium of a user turn: a file, or its bytes in memory. */
 typedef struct chat_media {
     const char *path;  /* the file, or only a name for messages when data is set */
     fe_medium medium;  /* an image or a video */
@@ -66,6 +67,8 @@ typedef struct chat_media {
     size_t size;
     int budget;        /* soft tokens of this image (of each frame of a video); 0: the
                           session's budget (video_budget), else one of G4V_BUDGETS */
+    const char *url;   /* g4v serve --allow-image-urls: where the caller fetches data from
+                          before it plans the turn, or NULL; the session never reads it */
 } chat_media;
 
 typedef struct chat_media_stat {

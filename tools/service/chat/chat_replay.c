@@ -99,40 +99,30 @@ static int add_turn(chat_session *cs, chat_job *j, int t, char *err, size_t errs
         return chat_session_add_answer_thought(cs, ti->text, ti->reasoning, err, errsz);
     if (ti->role == CHAT_ROLE_TOOL)
         return chat_session_add_tool_result(cs, ti->tool_call_id, ti->text, err, errsz);
-    chat_media *m = calloc((size_t)(ti->n_img ? ti->n_img : 1), sizeof *m);
     chat_part *p = calloc((size_t)(ti->n_parts ? ti->n_parts : 1), sizeof *p);
-    if (!m || !p) {
-        free(m);
-        free(p);
+    if (!p) {
         chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
         return -1;
     }
-    for (int i = 0; i < ti->n_img; i++) { /* an image by URL: fetched now, once */
-        chat_image *im = &ti->img[i];
+    for (int i = 0; i < ti->n_media; i++) { /* an image by URL: fetched now, once */
+        chat_media *im = &ti->media[i];
+        unsigned char *data = NULL;
         char why[400];
         if (im->url && !im->data &&
-            chat_fetch_url(&j->s->a, im->url, &im->data, &im->size, why, sizeof why)) {
+            chat_fetch_url(&j->s->a, im->url, &data, &im->size, why, sizeof why)) {
             chat_fail_set(f, 400, "invalid_request_error", "invalid_image_url",
-                          "%s (%.200s): %s", im->name, im->url, why);
-            free(m);
+                          "%s (%.200s): %s", im->path, im->url, why);
             free(p);
             return -1;
         }
-    }
-    for (int i = 0; i < ti->n_img; i++) {
-        m[i].path = ti->img[i].path ? ti->img[i].path : ti->img[i].name;
-        m[i].data = ti->img[i].data;
-        m[i].size = ti->img[i].size;
-        m[i].medium = ti->img[i].medium;
-        m[i].budget = ti->img[i].budget;
+        if (data) im->data = data;
     }
     for (int k = 0; k < ti->n_parts; k++) { /* the client's order, as the template renders */
-        p[k].text = ti->parts[k].img < 0 ? ti->parts[k].text : NULL;
-        p[k].media = ti->parts[k].img >= 0 ? &m[ti->parts[k].img] : NULL;
+        p[k].text = ti->parts[k].media < 0 ? ti->parts[k].text : NULL;
+        p[k].media = ti->parts[k].media >= 0 ? &ti->media[ti->parts[k].media] : NULL;
     }
     rc = chat_session_add_user_parts(cs, p, ti->n_parts, err, errsz);
     free(p);
-    free(m);
     return rc;
 }
 

@@ -251,7 +251,8 @@ static int slot_open(void *ctx, int i, void **state) {
 static void slot_close(void *ctx, void *state) {
     chat_wing *cw = ctx;
     chat_slot *sl = state;
-    if (cw->pc && cw->s->a.cache && sl->cs) chat_cache_use_save(cw, sl->cs); /* kept across the restart */
+    if (cw->pc && cw->s->a.cache && sl->cs) /* kept across the restart */
+        chat_cache_use_save(cw, sl->cs);
     pthread_mutex_lock(&cw->s->mu);
     chat_session *cs = sl->cs;
     sl->cs = NULL;

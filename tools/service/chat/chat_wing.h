@@ -28,9 +28,9 @@
 #ifndef G4V_SERVICE_CHAT_WING_H
 #define G4V_SERVICE_CHAT_WING_H
 
-#include "chat_params.h" /* tools/chat: what a request asks of a session */
+#include "chat_params.h"  /* tools/chat: what a request asks of a session */
+#include "chat_session.h" /* tools/chat: chat_media, one image or video of a user turn */
 #include "core/core.h"
-#include "medium.h" /* tools/common: fe_medium */
 
 #include <stdint.h>
 
@@ -43,17 +43,6 @@
 #define CHAT_MAX_KEYS 256     /* keys of a conversation that slot affinity looks at (two per
                                  user turn, one per answer) */
 
-/* One image of a message: the bytes of a data: URI, or a file under --allow-files. */
-typedef struct chat_image {
-    unsigned char *data; /* malloc'ed, or NULL for a file */
-    size_t size;
-    char *path; /* the resolved file (realpath), or NULL */
-    char *url;  /* an http(s) URL under --allow-image-urls, fetched by the slot into data */
-    char name[48]; /* "image N" for messages */
-    fe_medium medium; /* an image_url part's image, a video_url part's video */
-    int budget;    /* the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
-} chat_image;
-
 /* SYSTEM: a system or developer message after the first user, assistant or tool message (the
  * ones before it are chat_job.system) */
 enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT, CHAT_ROLE_TOOL, CHAT_ROLE_SYSTEM };
@@ -63,9 +52,9 @@ enum { CHAT_TOOLS_AUTO, CHAT_TOOLS_NONE, CHAT_TOOLS_REQUIRED, CHAT_TOOLS_NAMED }
 #define CHAT_MAX_TOOLS 128 /* functions in one request's "tools" */
 
 /* A turn of the replayed conversation: consecutive user messages are merged into one. */
-/* A user turn's content part, in the client's order: an image of img[] or a text. */
+/* A user turn's content part, in the client's order: an image or video of media[], or a text. */
 typedef struct chat_part_in {
-    int img;    /* >= 0: img[img]; -1: text */
+    int media;  /* >= 0: media[media]; -1: text */
     char *text; /* the text part's (owned) */
 } chat_part_in;
 
@@ -79,8 +68,13 @@ typedef struct chat_turn_in {
     char *tool_calls; /* an assistant message's tool_calls, arguments parsed into objects (the
                          form templates take), as JSON text; or NULL */
     char *tool_call_id; /* a tool message's, or NULL */
-    chat_image *img;
-    int n_img;
+    /* a user turn's images and videos (an image_url part's image, a video_url part's video) as
+     * the session takes them, each owned (path, data, url malloc'ed): the bytes of a data: URI
+     * (path: "image N" or "video N", for messages), a file under --allow-files (path: the
+     * resolved file), or an http(s) URL under --allow-image-urls (path: the name), fetched by
+     * the slot into data; budget: the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
+    chat_media *media;
+    int n_media;
 } chat_turn_in;
 
 /* What a refused request is answered: {"error": {"message", "type", "param", "code"}}. */
