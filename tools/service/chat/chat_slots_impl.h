@@ -7,8 +7,8 @@
  *                    against the stop strings and tool calls, streamed), and their results
  *   chat_cache_use.c the prompt cache's use: a slot's state saved to it, or loaded from it
  * (chat_precheck.c, what is checked before a request waits, is the wing's: chat_wing.h.) They
- * call one another in one direction only: slots -> generate -> replay -> cache_use, and
- * slots -> cache_use. */
+ * call one another in one direction only: slots -> generate -> replay -> cache_use, and slots
+ * -> replay, slots -> cache_use. */
 #ifndef G4V_SERVICE_CHAT_SLOTS_IMPL_H
 #define G4V_SERVICE_CHAT_SLOTS_IMPL_H
 

@@ -18,9 +18,9 @@
  *                   object or response.* events
  *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
  * Only the slots' files and chat_precheck.c touch libllama (through tools/chat); without it
- * `--lm` is refused by chat_slots.c. The files call one another in one direction only: routes ->
- * slots -> affinity, routes -> precheck, slots -> responses -> sse -> request, slots -> fetch
- * (the slots: chat_slots.c and the files of chat_slots_impl.h).
+ * `--lm` is refused by chat_slots.c. The files call one another in one direction only:
+ * routes -> slots -> affinity, routes -> precheck -> request, slots -> responses -> sse ->
+ * request, slots -> fetch (the slots: chat_slots.c and the files of chat_slots_impl.h).
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
