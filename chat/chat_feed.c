@@ -88,7 +88,7 @@ static int build_pieces(const char *text, const plan_medium *pm, int n_media, in
                         chat_piece **out, int *n_out, char ***strs, int *n_strs) {
     int cap = 2 * n_media + 2;
     for (int i = 0; i < n_media; i++)
-        cap += 2 * (pm[i].src.medium == G4V_MEDIUM_VIDEO ? pm[i].e.n_frames : 1);
+        cap += 2 * (pm[i].src.medium == FE_MEDIUM_VIDEO ? pm[i].e.n_frames : 1);
     int n = 0, ns = 0, mi = 0;
     chat_piece *p = calloc((size_t)cap, sizeof *p);
     char **sv = calloc((size_t)cap, sizeof *sv);
@@ -108,13 +108,13 @@ static int build_pieces(const char *text, const plan_medium *pm, int n_media, in
         if (mi >= n_media) goto oom; /* cannot happen: chat_template_render checks the count */
         int ref = mi++;
         const plan_medium *m = &pm[ref];
-        if (m->src.medium == G4V_MEDIUM_IMAGE) {
+        if (m->src.medium == FE_MEDIUM_IMAGE) {
             p[n].item = chat_item_image(m->hash, 0);
             p[n].ref = ref;
             n++;
         }
         size_t off = 0;
-        for (int k = 0; m->src.medium == G4V_MEDIUM_VIDEO && k < m->e.n_frames; k++) {
+        for (int k = 0; m->src.medium == FE_MEDIUM_VIDEO && k < m->e.n_frames; k++) {
             char *lab = malloc(24);
             if (!lab) goto oom;
             snprintf(lab, 24, "%s%s ", k ? " " : "", m->e.mmss[k]);
@@ -238,7 +238,7 @@ int chat_session_add_user_parts(chat_session *s, const chat_part *parts, int n_p
         m->stat.medium = md->medium;
         s->n_pm++;
         rc = chat_media_hash(s, md, &m->hash, err, errsz);
-        if (!rc && md->medium == G4V_MEDIUM_VIDEO) rc = chat_media_encode(s, m, err, errsz);
+        if (!rc && md->medium == FE_MEDIUM_VIDEO) rc = chat_media_encode(s, m, err, errsz);
         if (rc) goto out;
     }
     if (chat_template_add_user(&s->tmpl, mp, n_parts)) goto oom;
@@ -427,7 +427,7 @@ static void plan_counts(chat_session *s, cursor c, chat_feed_stats *st) {
             if (!x->is_image) continue;
             st->image_rows += x->n_tokens;
             if (!at_or_after((cursor){t, k, 0}, c) &&
-                s->pm[x->ref].src.medium == G4V_MEDIUM_IMAGE) {
+                s->pm[x->ref].src.medium == FE_MEDIUM_IMAGE) {
                 s->pm[x->ref].stat.reused = 1;
                 s->pm[x->ref].stat.n_rows = x->n_tokens;
                 s->pm[x->ref].stat.n_frames = 1;
@@ -543,7 +543,7 @@ int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t er
     int rc = plan_build(s, err, errsz);
     if (rc) return plan_refused(s, rc);
     for (int i = s->kept_media; i < s->n_pm; i++) /* the videos new since the last feed */
-        if (s->pm[i].src.medium == G4V_MEDIUM_VIDEO) {
+        if (s->pm[i].src.medium == FE_MEDIUM_VIDEO) {
             st->encode_s += s->pm[i].stat.seconds;
             s->pm[i].stat.cache_hit ? st->images_cached++ : st->images_encoded++;
         }

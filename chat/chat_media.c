@@ -33,7 +33,7 @@ static uint64_t h_final(hash64 *h) {
 
 int chat_media_budget(const chat_session *s, const chat_media *m) {
     if (m->budget) return m->budget;
-    return m->medium == G4V_MEDIUM_VIDEO ? s->o.video_budget : s->o.budget;
+    return m->medium == FE_MEDIUM_VIDEO ? s->o.video_budget : s->o.budget;
 }
 
 int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, char *err,
@@ -42,7 +42,7 @@ int chat_media_hash(const chat_session *s, const chat_media *m, uint64_t *out, c
     h_init(&h);
     /* the kind's value, as an int (chat_items.h: hashes outlive the process) */
     int head[3] = {(int)m->medium, chat_media_budget(s, m),
-                   m->medium == G4V_MEDIUM_VIDEO ? s->o.video_frames : 0};
+                   m->medium == FE_MEDIUM_VIDEO ? s->o.video_frames : 0};
     h_add(&h, head, sizeof head);
     if (m->data) {
         h_add(&h, m->data, m->size);
@@ -149,9 +149,9 @@ static int encode_video(chat_session *s, const chat_media *m, enc_media *e, chat
 }
 
 /* The decoder of each kind of medium (medium.h): a new kind is a row here. */
-static const medium_encoder encoders[G4V_MEDIUM_COUNT] = {
-    [G4V_MEDIUM_IMAGE] = encode_image,
-    [G4V_MEDIUM_VIDEO] = encode_video,
+static const medium_encoder encoders[FE_MEDIUM_COUNT] = {
+    [FE_MEDIUM_IMAGE] = encode_image,
+    [FE_MEDIUM_VIDEO] = encode_video,
 };
 
 int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz) {
@@ -160,7 +160,7 @@ int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz)
     chat_media_stat *ms = &pm->stat;
     double t0 = fe_now_s();
     ms->medium = m->medium;
-    if ((unsigned)m->medium >= G4V_MEDIUM_COUNT || !encoders[m->medium]) {
+    if ((unsigned)m->medium >= FE_MEDIUM_COUNT || !encoders[m->medium]) {
         seterr(err, errsz, "%s: not a kind of medium this session reads", m->path);
         return CHAT_ERR_INPUT;
     }

@@ -432,14 +432,6 @@ const chat_logprob *chat_session_logprobs(const chat_session *s, int *n) {
     return s->lp;
 }
 
-int chat_session_turn(chat_session *s, const chat_media *media, int n_media, const char *text,
-                      chat_emit_fn emit, void *user, chat_turn_result *r, char *err,
-                      size_t errsz) {
-    int rc = chat_session_prefill(s, media, n_media, text, r, err, errsz);
-    if (rc) return rc;
-    return chat_session_generate(s, emit, user, r, err, errsz);
-}
-
 int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_t errsz) {
     /* 0: the session's own budget, never the previous conversation's (g4v serve restarts a slot
      * per request, and one request's "g4v": {"tokens": 70} must not stay for the next) */

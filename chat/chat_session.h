@@ -1,12 +1,16 @@
 /* chat_session.h - a conversation with a Gemma 4 text model in libllama about images and videos
- * encoded by libg4v (docs/CHAT.md). One session = one vision model + feature cache, one text
- * model + context whose KV cache holds the whole conversation. */
+ * encoded by libg4v (docs/CHAT.md). One session = one conversation: one sequence of a text
+ * model's context (chat_engine.h) whose KV cells hold the whole conversation, and a vision model
+ * + feature cache that encode its media. The session opens what it is not lent: g4v chat's one
+ * session opens all of them; g4v serve's slots share one engine (one text model, one context, a
+ * sequence per slot), the service's vision model and one feature cache (chat_options: engine,
+ * seq, vision_model, cache). */
 #ifndef G4V_CHAT_SESSION_H
 #define G4V_CHAT_SESSION_H
 
 #include "chat_params.h"
 #include "g4v.h"
-#include "medium.h" /* common/: g4v_medium */
+#include "medium.h" /* common/: fe_medium */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,17 +59,20 @@ void chat_options_init(chat_options *o);
 
 typedef struct chat_session chat_session;
 
+/* One medium of a user turn: a file, or its bytes in memory. */
 typedef struct chat_media {
     const char *path;  /* the file, or only a name for messages when data is set */
-    g4v_medium medium; /* an image or a video */
+    fe_medium medium;  /* an image or a video */
     const void *data;  /* the bytes in memory (g4v serve's data: URIs), or NULL */
     size_t size;
     int budget;        /* soft tokens of this image (of each frame of a video); 0: the
                           session's budget (video_budget), else one of G4V_BUDGETS */
+    const char *url;   /* g4v serve --allow-image-urls: where the caller fetches data from
+                          before it plans the turn, or NULL; the session never reads it */
 } chat_media;
 
 typedef struct chat_media_stat {
-    g4v_medium medium;
+    fe_medium medium;
     int n_rows;     /* soft tokens (all frames of a video) */
     int n_frames;   /* video frames (1 for an image) */
     int width, height; /* target size */
@@ -104,29 +111,24 @@ typedef struct chat_turn_result {
 
 void chat_turn_result_free(chat_turn_result *r);
 
-/* Streams each piece of the answer as it is sampled; kind says which part of the answer it is
- * (the parameter's name is historical). Return nonzero to stop. */
-enum {
+/* Which part of the answer a piece given to chat_emit_fn is. */
+typedef enum chat_emit_kind {
     CHAT_EMIT_ANSWER = 0,   /* a piece of the answer's text */
     CHAT_EMIT_THOUGHT = 1,  /* a piece of its thought */
     CHAT_EMIT_TOOL_CALL = 2 /* one whole tool call, once complete: <|tool_call>...<tool_call|> */
-};
-typedef int (*chat_emit_fn)(const char *piece, size_t len, int thought, void *user);
+} chat_emit_kind;
+/* Streams each piece of the answer as it is sampled, with its kind. Return nonzero to stop. */
+typedef int (*chat_emit_fn)(const char *piece, size_t len, chat_emit_kind kind, void *user);
 
 /* Loads both models and checks that they belong together. CHAT_OK or a CHAT_ERR_* with a
  * message in err. */
 int chat_session_open(const chat_options *o, chat_session **out, char *err, size_t errsz);
 void chat_session_close(chat_session *s);
 
-/* One user turn: encodes media (through the feature cache), feeds the turn, samples the answer.
- * A turn that fails before its prompt is fed (an unreadable image, a prompt over the context)
- * leaves the session as it was; the conversation can go on. */
-int chat_session_turn(chat_session *s, const chat_media *media, int n_media, const char *text,
-                      chat_emit_fn emit, void *user, chat_turn_result *r, char *err,
-                      size_t errsz);
-
-/* The two halves of a turn: encode the media and feed the prompt (the logits of its last
- * position are then in the llama context), and sample the answer. */
+/* One user turn in two halves: encode the media (through the feature cache) and feed the
+ * prompt (the logits of its last position are then in the llama context), and sample the
+ * answer. A turn that fails before its prompt is fed (an unreadable image, a prompt over the
+ * context) leaves the session as it was; the conversation can go on. */
 int chat_session_prefill(chat_session *s, const chat_media *media, int n_media,
                          const char *text, chat_turn_result *r, char *err, size_t errsz);
 int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_turn_result *r,

@@ -492,7 +492,7 @@ static char *context_json(const chat_template *t, const char *system, int enable
                 ok = p && cJSON_AddItemToArray(parts, p);
                 if (!ok) break;
                 if (q->kind != CHAT_PART_TEXT)
-                    ok = cJSON_AddStringToObject(p, "type", g4v_medium_name(q->medium)) != NULL;
+                    ok = cJSON_AddStringToObject(p, "type", fe_medium_name(q->medium)) != NULL;
                 else
                     ok = cJSON_AddStringToObject(p, "type", "text") &&
                          cJSON_AddStringToObject(p, "text", q->text);
@@ -518,12 +518,12 @@ static char *context_json(const chat_template *t, const char *system, int enable
     return s;
 }
 
-const char *chat_medium_placeholder(g4v_medium m) {
-    static const char *const placeholder[G4V_MEDIUM_COUNT] = {
-        [G4V_MEDIUM_IMAGE] = "<|image|>",
-        [G4V_MEDIUM_VIDEO] = "<|video|>",
+const char *chat_medium_placeholder(fe_medium m) {
+    static const char *const placeholder[FE_MEDIUM_COUNT] = {
+        [FE_MEDIUM_IMAGE] = "<|image|>",
+        [FE_MEDIUM_VIDEO] = "<|video|>",
     };
-    return (unsigned)m < G4V_MEDIUM_COUNT ? placeholder[m] : NULL;
+    return (unsigned)m < FE_MEDIUM_COUNT ? placeholder[m] : NULL;
 }
 
 /* The media placeholders of the template's output, in order, as CHAT_MEDIA_MARKER; each must be
@@ -532,7 +532,7 @@ static char *mark_media(const chat_template *t, const char *out, char *err, size
     int total = 0;
     for (int i = 0; i < t->n_msgs; i++)
         for (int j = 0; j < t->msgs[i].n_parts; j++) total += t->msgs[i].parts[j].kind != CHAT_PART_TEXT;
-    g4v_medium *kinds = malloc((size_t)(total ? total : 1) * sizeof *kinds);
+    fe_medium *kinds = malloc((size_t)(total ? total : 1) * sizeof *kinds);
     if (!kinds) goto oom;
     int k = 0;
     for (int i = 0; i < t->n_msgs; i++)
@@ -545,12 +545,12 @@ static char *mark_media(const chat_template *t, const char *out, char *err, size
     for (const char *p = out;;) {
         /* the first placeholder of any kind */
         const char *hit = NULL;
-        g4v_medium kind = G4V_MEDIUM_IMAGE;
-        for (int m = 0; m < G4V_MEDIUM_COUNT; m++) {
-            const char *x = strstr(p, chat_medium_placeholder((g4v_medium)m));
+        fe_medium kind = FE_MEDIUM_IMAGE;
+        for (int m = 0; m < FE_MEDIUM_COUNT; m++) {
+            const char *x = strstr(p, chat_medium_placeholder((fe_medium)m));
             if (x && (!hit || x < hit)) {
                 hit = x;
-                kind = (g4v_medium)m;
+                kind = (fe_medium)m;
             }
         }
         if (!hit) {
@@ -561,7 +561,7 @@ static char *mark_media(const chat_template *t, const char *out, char *err, size
             seterr(err, errsz,
                    "the prompt holds more %s placeholders than media given, or in another "
                    "order: a text may not hold \"%s\" itself",
-                   g4v_medium_name(kind), chat_medium_placeholder(kind));
+                   fe_medium_name(kind), chat_medium_placeholder(kind));
             free(b.s);
             free(kinds);
             return NULL;

@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "llama.h"
-#include "medium.h" /* common/: g4v_medium */
+#include "medium.h" /* common/: fe_medium */
 
 /* Placeholder for one medium in rendered text (split out again by the caller). */
 #define CHAT_MEDIA_MARKER "\x1eg4v-media\x1e"
@@ -35,12 +35,12 @@ enum { CHAT_PART_TEXT, CHAT_PART_MEDIUM };
 typedef struct chat_msg_part {
     int kind;
     char *text;        /* CHAT_PART_TEXT's */
-    g4v_medium medium; /* CHAT_PART_MEDIUM's: which kind (its placeholder, its "type") */
+    fe_medium medium;  /* CHAT_PART_MEDIUM's: which kind (its placeholder, its "type") */
 } chat_msg_part;
 
 /* The placeholder a Gemma 4 template writes for one medium of the kind: "<|image|>", "<|video|>"
  * (the processor's image_token / video_token); NULL for a value that is not a kind. */
-const char *chat_medium_placeholder(g4v_medium m);
+const char *chat_medium_placeholder(fe_medium m);
 
 /* One message of the conversation (the system prompt is not one: it is given to the render). */
 typedef struct chat_msg {

@@ -37,10 +37,10 @@ static int name_char(char c) {
 }
 
 /* Text into a channel, and out to emit. */
-static int give(chat_thought *t, int thought, const char *p, size_t n) {
+static int give(chat_thought *t, chat_emit_kind kind, const char *p, size_t n) {
     if (!n) return 0;
-    if (chat_text_put(thought ? &t->thought : &t->answer, p, n)) return -1;
-    return t->emit && t->emit(p, n, thought, t->user) ? 1 : 0;
+    if (chat_text_put(kind == CHAT_EMIT_THOUGHT ? &t->thought : &t->answer, p, n)) return -1;
+    return t->emit && t->emit(p, n, kind, t->user) ? 1 : 0;
 }
 
 int chat_thought_add(chat_thought *t, int kind, const char *p, size_t n) {
@@ -72,23 +72,23 @@ int chat_thought_add(chat_thought *t, int kind, const char *p, size_t n) {
         } else { /* no name: what came is the thought */
             size_t held = t->name_n;
             t->name_n = 0;
-            int rc = held ? give(t, 1, t->name, held) : 0;
+            int rc = held ? give(t, CHAT_EMIT_THOUGHT, t->name, held) : 0;
             if (rc) return rc;
         }
     }
-    if (t->mode == 0) return give(t, 0, p, n);
+    if (t->mode == 0) return give(t, CHAT_EMIT_ANSWER, p, n);
     if (!n) return 0;
     int rc = 0;
     if (t->held_nl) {
         t->held_nl = 0;
-        rc = give(t, 1, "\n", 1);
+        rc = give(t, CHAT_EMIT_THOUGHT, "\n", 1);
         if (rc) return rc;
     }
     if (p[n - 1] == '\n') {
         t->held_nl = 1;
         n--;
     }
-    return give(t, 1, p, n);
+    return give(t, CHAT_EMIT_THOUGHT, p, n);
 }
 
 int chat_thought_finish(chat_thought *t) {
@@ -98,5 +98,5 @@ int chat_thought_finish(chat_thought *t) {
     t->mode = 2;
     static const char bare[] = "thought";
     if (held == sizeof bare - 1 && !memcmp(t->name, bare, held)) return 0;
-    return give(t, 1, t->name, held);
+    return give(t, CHAT_EMIT_THOUGHT, t->name, held);
 }

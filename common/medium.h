@@ -2,9 +2,9 @@
  * an image or a video, one enum where the chat items, the prompt spans, the per-medium results
  * of a turn and the service's request parts say which. Each kind has a name ("image", "video"),
  * the word of the chat API's "<name>_url" parts, of g4v chat's --<name> and /<name> and of the
- * "type" of its results. A third medium (audio) is a value here, a name in g4v_medium_name, its
+ * "type" of its results. A third medium (audio) is a value here, a name in fe_medium_name, its
  * placeholder in chat/chat_template.c's table, and its decoder in chat_media.c; the code
- * that carries a g4v_medium does not change.
+ * that carries an fe_medium does not change.
  *
  * The values are fixed: they are hashed into the chat wing's affinity keys and the content hashes
  * of chat_items.h (chat_media_hash), so a new kind takes the next value and no value moves. */
@@ -13,25 +13,25 @@
 
 #include <string.h>
 
-typedef enum g4v_medium {
-    G4V_MEDIUM_IMAGE = 0, /* one still image: g4v_encode_file / _memory */
-    G4V_MEDIUM_VIDEO = 1, /* frames sampled from a video: g4v_encode_video_file / _memory */
-    G4V_MEDIUM_COUNT      /* kinds above; a new one goes before this */
-} g4v_medium;
+typedef enum fe_medium {
+    FE_MEDIUM_IMAGE = 0, /* one still image: g4v_encode_file / _memory */
+    FE_MEDIUM_VIDEO = 1, /* frames sampled from a video: g4v_encode_video_file / _memory */
+    FE_MEDIUM_COUNT     /* kinds above; a new one goes before this */
+} fe_medium;
 
 /* "image", "video"; NULL for a value that is not a kind. */
-static inline const char *g4v_medium_name(g4v_medium m) {
+static inline const char *fe_medium_name(fe_medium m) {
     switch (m) {
-    case G4V_MEDIUM_IMAGE: return "image";
-    case G4V_MEDIUM_VIDEO: return "video";
+    case FE_MEDIUM_IMAGE: return "image";
+    case FE_MEDIUM_VIDEO: return "video";
     default: return NULL;
     }
 }
 
 /* The kind whose name is the len bytes at s, or -1. */
-static inline int g4v_medium_from_name(const char *s, size_t len) {
-    for (int m = 0; m < G4V_MEDIUM_COUNT; m++) {
-        const char *n = g4v_medium_name((g4v_medium)m);
+static inline int fe_medium_from_name(const char *s, size_t len) {
+    for (int m = 0; m < FE_MEDIUM_COUNT; m++) {
+        const char *n = fe_medium_name((fe_medium)m);
         if (strlen(n) == len && !memcmp(s, n, len)) return m;
     }
     return -1;

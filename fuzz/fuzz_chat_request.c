@@ -45,9 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int n = 0;
     for (int t = 0; t < j->n_turns; t++) {
         FZ_ASSERT(j->turns[t].text != NULL, "turn %d without text", t);
-        for (int i = 0; i < j->turns[t].n_img; i++, n++) {
-            const chat_image *im = &j->turns[t].img[i];
-            FZ_ASSERT(!im->path && im->data && im->size, "image %d: no bytes, or a path", n);
+        for (int i = 0; i < j->turns[t].n_media; i++, n++) {
+            const chat_media *im = &j->turns[t].media[i];
+            FZ_ASSERT(im->path && im->path[0] != '/' && im->data && im->size,
+                      "image %d: no bytes, or a file's path (not its name)", n);
             FZ_ASSERT(im->budget == 0 || im->budget == 70 || im->budget == 140 ||
                           im->budget == 280 || im->budget == 560 || im->budget == 1120,
                       "image %d: budget %d", n, im->budget);

@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
     chat_media *media = calloc((size_t)n_img, sizeof *media);
     for (int i = 0; i < n_img; i++) { /* "video:PATH": a video */
         int video = !strncmp(imgs[i], "video:", 6);
-        media[i].medium = video ? G4V_MEDIUM_VIDEO : G4V_MEDIUM_IMAGE;
+        media[i].medium = video ? FE_MEDIUM_VIDEO : FE_MEDIUM_IMAGE;
         media[i].path = imgs[i] + (video ? 6 : 0);
         if (own && video) {
             fprintf(stderr, "--own-encoder: images only\n");
@@ -215,14 +215,14 @@ int main(int argc, char **argv) {
     /* units: one image, or one video frame (mtmd sees each frame as an image after its
      * "MM:SS " label, frames joined by spaces, as g4v_video_prompt_text writes them) */
     int cap = 0;
-    for (int i = 0; i < n_img; i++) cap += media[i].medium == G4V_MEDIUM_VIDEO ? 1024 : 1;
+    for (int i = 0; i < n_img; i++) cap += media[i].medium == FE_MEDIUM_VIDEO ? 1024 : 1;
     float **rows = calloc((size_t)cap, sizeof *rows);
     int *nrows = calloc((size_t)cap, sizeof *nrows);
     mtmd_bitmap **bm = calloc((size_t)cap, sizeof *bm);
     char (*label)[24] = calloc((size_t)cap, sizeof *label);
     int n_units = 0;
     for (int i = 0; i < n_img; i++) {
-        if (media[i].medium == G4V_MEDIUM_VIDEO) {
+        if (media[i].medium == FE_MEDIUM_VIDEO) {
             g4v_video_result vr;
             if (g4v_encode_video_file(vc, media[i].path, NULL, &vr)) {
                 printf("FAIL: encode %s: %s\n", media[i].path, g4v_ctx_error(vc));

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_chat_precheck.py (pytest --arg=FIXTURES) - a chat request that no slot could serve is
-answered at once, before it waits (tools/service/chat/chat_slots.c chat_slots_precheck,
+answered at once, before it waits (tools/service/chat/chat_precheck.c chat_precheck,
 docs/CHAT_API.md §3): with the only slot generating a long answer and the queue full, a bad JSON
 schema, bad tools, a context overflow of the text alone, a bad budget and too many messages each
 get their 400 in well under a second, not a 429 and not after the long answer; the long requests

@@ -13,9 +13,9 @@ typedef struct seen {
     int pieces;
 } seen;
 
-static int emit(const char *p, size_t n, int thought, void *user) {
+static int emit(const char *p, size_t n, chat_emit_kind kind, void *user) {
     seen *s = user;
-    char *d = thought ? s->thought : s->answer;
+    char *d = kind == CHAT_EMIT_THOUGHT ? s->thought : s->answer;
     strncat(d, p, n);
     s->pieces++;
     return s->stop_after && s->pieces >= s->stop_after;

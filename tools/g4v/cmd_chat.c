@@ -46,7 +46,7 @@ typedef struct chat_args {
     const char *json_schema, *grammar; /* --json-schema FILE, --grammar FILE */
 } chat_args;
 
-static int add_media(chat_args *a, const char *path, g4v_medium medium) {
+static int add_media(chat_args *a, const char *path, fe_medium medium) {
     if (a->n_media == a->cap_media) {
         int cap = a->cap_media ? 2 * a->cap_media : 8;
         chat_media *v = realloc(a->media, (size_t)cap * sizeof *v);
@@ -59,10 +59,10 @@ static int add_media(chat_args *a, const char *path, g4v_medium medium) {
     return 0;
 }
 
-/* --image FILE, --video FILE: the row's .lo is the g4v_medium; kept in the order given. */
+/* --image FILE, --video FILE: the row's .lo is the fe_medium; kept in the order given. */
 static int media_option(const fe_opt *row, const char *value, void *target, char *err,
                         size_t cap) {
-    if (add_media(target, value, (g4v_medium)row->lo)) {
+    if (add_media(target, value, (fe_medium)row->lo)) {
         snprintf(err, cap, "out of memory");
         return -1;
     }
@@ -83,10 +83,10 @@ static const fe_opt rows[] = {
     MS_OPT_OLLAMA(chat_args, ollama),
     MS_OPT_REVISION(chat_args, revision),
     {.name = "image", .kind = FE_OPT_CALLBACK, .fn = media_option,
-     .lo = G4V_MEDIUM_IMAGE, .arg = "FILE",
+     .lo = FE_MEDIUM_IMAGE, .arg = "FILE",
      .help = "an image for the first message (repeatable; in order, before the text)"},
     {.name = "video", .kind = FE_OPT_CALLBACK, .fn = media_option,
-     .lo = G4V_MEDIUM_VIDEO, .arg = "FILE",
+     .lo = FE_MEDIUM_VIDEO, .arg = "FILE",
      .help = "a video for the first message (repeatable)"},
     {.name = "prompt", .shortopt = 'p', .kind = FE_OPT_STRING, O(prompt), .arg = "TEXT",
      .help = "the message; answer it and exit. Without -p: a conversation read from stdin, one "
@@ -192,9 +192,9 @@ typedef struct stream_state {
     int in_thought;
 } stream_state;
 
-static int emit_stdout(const char *piece, size_t len, int thought, void *user) {
+static int emit_stdout(const char *piece, size_t len, chat_emit_kind kind, void *user) {
     stream_state *st = user;
-    if (thought == CHAT_EMIT_TOOL_CALL) thought = CHAT_EMIT_ANSWER; /* as the model wrote it */
+    int thought = kind == CHAT_EMIT_THOUGHT; /* a tool call: the answer, as the model wrote it */
     if (thought && !st->in_thought) fputs("[thinking]\n", stderr);
     if (!thought && st->in_thought) fputs("\n[/thinking]\n", stderr);
     st->in_thought = thought;
@@ -265,9 +265,9 @@ static void print_json(const chat_session *s, const chat_args *a, const chat_med
         const chat_media_stat *m = &r->media[i];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "path", media[i].path);
-        cJSON_AddStringToObject(x, "type", g4v_medium_name(m->medium));
+        cJSON_AddStringToObject(x, "type", fe_medium_name(m->medium));
         cJSON_AddNumberToObject(x, "tokens", m->n_rows);
-        if (m->medium == G4V_MEDIUM_VIDEO)
+        if (m->medium == FE_MEDIUM_VIDEO)
             cJSON_AddNumberToObject(x, "frames", m->n_frames);
         int sz[2] = {m->width, m->height};
         cJSON_AddItemToObject(x, "target_size", cJSON_CreateIntArray(sz, 2));
@@ -369,12 +369,12 @@ static int interactive(chat_session *s, chat_args *a) {
         if (!*l) continue;
         if (!strcmp(l, "/quit") || !strcmp(l, "/exit")) break;
         const char *sp = l[0] == '/' ? strchr(l, ' ') : NULL; /* "/<medium> PATH" */
-        int medium = sp ? g4v_medium_from_name(l + 1, (size_t)(sp - l - 1)) : -1;
+        int medium = sp ? fe_medium_from_name(l + 1, (size_t)(sp - l - 1)) : -1;
         if (medium >= 0) {
             char *p = trim_line((char *)sp + 1);
             char **pv = realloc(paths, (size_t)(n_paths + 1) * sizeof *pv);
             char *dup = strdup(p);
-            if (!pv || !dup || add_media(a, dup, (g4v_medium)medium)) {
+            if (!pv || !dup || add_media(a, dup, (fe_medium)medium)) {
                 free(dup);
                 if (pv) paths = pv;
                 fprintf(stderr, "g4v chat: out of memory\n");

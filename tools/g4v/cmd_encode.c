@@ -369,7 +369,7 @@ static int exit_for_image(int st) {
 }
 
 /* Video inputs: defined after cmd_encode's image path (the "Video inputs" section below). */
-static g4v_medium sniff_medium(const char *path);
+static fe_medium sniff_medium(const char *path);
 static int encode_video_input(const encode_args *a, g4v_ctx *ctx, out_st_writer *sw,
                               const char *path, int several, int bar);
 
@@ -431,7 +431,7 @@ static int encode_all(encode_args *a) {
         const char *path = a->in.paths[i];
         g4v_result r;
         char where[4096] = "";
-        if (a->video || sniff_medium(path) == G4V_MEDIUM_VIDEO) {
+        if (a->video || sniff_medium(path) == FE_MEDIUM_VIDEO) {
             int e = encode_video_input(a, ctx, sw, path, several, bar);
             if (e)
                 failed++;
@@ -493,15 +493,15 @@ done:
 
 /* ---- Video inputs (docs/VIDEO.md) ---- */
 
-/* G4V_MEDIUM_VIDEO if the file's first bytes look like a video container, else
- * G4V_MEDIUM_IMAGE (an unreadable file too: the image decoder says what is wrong). */
-static g4v_medium sniff_medium(const char *path) {
+/* FE_MEDIUM_VIDEO if the file's first bytes look like a video container, else
+ * FE_MEDIUM_IMAGE (an unreadable file too: the image decoder says what is wrong). */
+static fe_medium sniff_medium(const char *path) {
     unsigned char head[16];
     FILE *f = fopen(path, "rb");
-    if (!f) return G4V_MEDIUM_IMAGE;
+    if (!f) return FE_MEDIUM_IMAGE;
     size_t n = fread(head, 1, sizeof head, f);
     fclose(f);
-    return g4v_video_sniff(head, n) ? G4V_MEDIUM_VIDEO : G4V_MEDIUM_IMAGE;
+    return g4v_video_sniff(head, n) ? FE_MEDIUM_VIDEO : FE_MEDIUM_IMAGE;
 }
 
 static void print_video_span(const g4v_video_result *r, const char *path, int several,

@@ -42,8 +42,8 @@ void chat_job_keys(chat_job *j) {
     for (int t = 0; t < j->n_turns; t++) {
         const chat_turn_in *ti = &j->turns[t];
         h = mix(h, &ti->role, sizeof ti->role);
-        for (int i = 0; i < ti->n_img; i++) {
-            const chat_image *im = &ti->img[i];
+        for (int i = 0; i < ti->n_media; i++) {
+            const chat_media *im = &ti->media[i];
             int medium = (int)im->medium; /* as an int, whatever the enum's size */
             h = mix(h, &medium, sizeof medium);
             if (im->url) { /* fetched later: its URL stands for it */

@@ -38,12 +38,12 @@ void chat_job_unref(chat_job *j) {
     pthread_mutex_unlock(&j->mu);
     if (left) return;
     for (int t = 0; t < j->n_turns; t++) {
-        for (int i = 0; i < j->turns[t].n_img; i++) {
-            free(j->turns[t].img[i].data);
-            free(j->turns[t].img[i].path);
-            free(j->turns[t].img[i].url);
+        for (int i = 0; i < j->turns[t].n_media; i++) { /* owned: chat_wing.h */
+            free((void *)j->turns[t].media[i].data);
+            free((void *)j->turns[t].media[i].path);
+            free((void *)j->turns[t].media[i].url);
         }
-        free(j->turns[t].img);
+        free(j->turns[t].media);
         free(j->turns[t].text);
         for (int k = 0; k < j->turns[t].n_parts; k++)
             free(j->turns[t].parts[k].text);
@@ -150,42 +150,50 @@ static int take_budget(const cJSON *x, int *budget, const char *where, chat_fail
 static int medium_part(const char *type) {
     size_t n = strlen(type);
     if (n < 4 || strcmp(type + n - 4, "_url")) return -1;
-    return g4v_medium_from_name(type, n - 4);
+    return fe_medium_from_name(type, n - 4);
+}
+
+/* A medium in memory (or to be fetched) is named for messages: its path is its name. */
+static int take_name(chat_media *img, const char *name, chat_fail *f) {
+    if ((img->path = strdup(name))) return 0;
+    chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
+    return -1;
 }
 
 /* One image_url (or video_url) into img: 0, or -1 with f filled. */
-static int take_image(server *s, const char *url, int index, chat_image *img, chat_fail *f) {
-    snprintf(img->name, sizeof img->name, "%s %d", g4v_medium_name(img->medium), index + 1);
+static int take_image(server *s, const char *url, int index, chat_media *img, chat_fail *f) {
+    char name[48]; /* "image N": img->path for messages unless it is a file */
+    snprintf(name, sizeof name, "%s %d", fe_medium_name(img->medium), index + 1);
     if (!strncmp(url, "data:", 5)) {
         const char *comma = strchr(url, ',');
         if (!comma) {
-            BAD("invalid_image_url", "%s: a data: URI without a comma", img->name);
+            BAD("invalid_image_url", "%s: a data: URI without a comma", name);
             return -1;
         }
         size_t hl = (size_t)(comma - url);
         if (hl < 12 || strncmp(comma - 7, ";base64", 7)) {
             BAD("invalid_image_url", "%s: the data: URI must be base64 (data:image/...;base64,...)",
-                img->name);
+                name);
             return -1;
         }
         /* an image is an image type, a video a video type (a browser File.type): "<medium>/" */
-        const char *kind = g4v_medium_name(img->medium);
+        const char *kind = fe_medium_name(img->medium);
         size_t kl = strlen(kind);
         if (strncmp(url + 5, kind, kl) || url[5 + kl] != '/') {
-            if (img->medium == G4V_MEDIUM_VIDEO)
+            if (img->medium == FE_MEDIUM_VIDEO)
                 BAD("invalid_video_url", "%s: the data: URI's media type is not video/* (%.*s)",
-                    img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
+                    name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
             else
                 BAD("invalid_image", "%s: the data: URI's media type is not image/* (%.*s)",
-                    img->name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
+                    name, (int)(hl - 12 < 60 ? hl - 12 : 60), url + 5);
             return -1;
         }
         img->data = b64_decode(comma + 1, strlen(comma + 1), &img->size);
         if (!img->data || !img->size) {
-            BAD("invalid_image", "%s: the data: URI is not valid base64 or is empty", img->name);
+            BAD("invalid_image", "%s: the data: URI is not valid base64 or is empty", name);
             return -1;
         }
-        return 0;
+        return take_name(img, name, f);
     }
     int web = !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
     if (web && s->a.allow_image_urls) { /* fetched by the slot (chat_fetch.c) */
@@ -193,20 +201,20 @@ static int take_image(server *s, const char *url, int index, chat_image *img, ch
             chat_fail_set(f, 500, "server_error", "out_of_memory", "out of memory");
             return -1;
         }
-        return 0;
+        return take_name(img, name, f);
     }
     if (strstr(url, "://") && strncmp(url, "file://", 7)) {
         BAD("invalid_image_url",
             "%s: this server does not fetch URLs (it would with --allow-image-urls); send the "
             "image as a data: URI (data:image/png;base64,...)",
-            img->name);
+            name);
         return -1;
     }
     if (!s->a.allow_files) {
         chat_fail_set(f, 403, "permission_error", "files_not_allowed",
                       "%s: file paths are refused; send a data: URI, or start the server with "
                       "--allow-files DIR",
-                      img->name);
+                      name);
         return -1;
     }
     char *p = url_path(url);
@@ -220,7 +228,7 @@ static int take_image(server *s, const char *url, int index, chat_image *img, ch
     if (!ok) {
         chat_fail_set(f, 403, "permission_error", "file_not_allowed",
                       "%s: not a file under the directory this server allows (--allow-files)",
-                      img->name);
+                      name);
         return -1;
     }
     img->path = strdup(real);
@@ -243,14 +251,14 @@ static char *append_text(char *acc, const char *t) {
     return r;
 }
 
-/* A content part into t->parts (img >= 0, or a text copied). 0, or -1 out of memory. */
-static int push_part(chat_turn_in *t, int img, const char *text) {
+/* A content part into t->parts (media >= 0, or a text copied). 0, or -1 out of memory. */
+static int push_part(chat_turn_in *t, int media, const char *text) {
     chat_part_in *v = realloc(t->parts, (size_t)(t->n_parts + 1) * sizeof *v);
     if (!v) return -1;
     t->parts = v;
-    v[t->n_parts].img = img;
+    v[t->n_parts].media = media;
     v[t->n_parts].text = NULL;
-    if (img < 0 && !(v[t->n_parts].text = strdup(text ? text : ""))) return -1;
+    if (media < 0 && !(v[t->n_parts].text = strdup(text ? text : ""))) return -1;
     t->n_parts++;
     return 0;
 }
@@ -285,7 +293,7 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
                 push_part(t, -1, tx->valuestring))
                 goto oom;
         } else if (medium_part(ty) >= 0) { /* "image_url", "video_url": "<medium>_url" */
-            g4v_medium medium = (g4v_medium)medium_part(ty);
+            fe_medium medium = (fe_medium)medium_part(ty);
             if (role != CHAT_ROLE_USER) {
                 BAD("invalid_content", "messages[%d]: images only in user messages", mi);
                 return -1;
@@ -303,20 +311,21 @@ static int take_content(server *s, chat_job *j, const cJSON *content, int role, 
                     s->a.max_images);
                 return -1;
             }
-            chat_image *im = realloc(t->img, (size_t)(t->n_img + 1) * sizeof *im);
+            chat_media *im = realloc(t->media, (size_t)(t->n_media + 1) * sizeof *im);
             if (!im) goto oom;
-            t->img = im;
-            memset(&im[t->n_img], 0, sizeof *im);
-            t->n_img++;
-            im[t->n_img - 1].medium = medium;
-            if (take_image(s, url->valuestring, j->n_images, &im[t->n_img - 1], f)) return -1;
+            t->media = im;
+            memset(&im[t->n_media], 0, sizeof *im);
+            t->n_media++;
+            im[t->n_media - 1].medium = medium;
+            if (take_image(s, url->valuestring, j->n_images, &im[t->n_media - 1], f)) return -1;
             const cJSON *pg = cJSON_GetObjectItemCaseSensitive(p, "g4v");
             char where[64];
             snprintf(where, sizeof where, "messages[%d].content[%d]: ", mi, pi);
-            if (pg && !cJSON_IsNull(pg) && take_budget(pg, &im[t->n_img - 1].budget, where, f))
+            if (pg && !cJSON_IsNull(pg) &&
+                take_budget(pg, &im[t->n_media - 1].budget, where, f))
                 return -1;
             j->n_images++;
-            if (push_part(t, t->n_img - 1, NULL)) goto oom;
+            if (push_part(t, t->n_media - 1, NULL)) goto oom;
         } else {
             BAD("invalid_content",
                 "messages[%d].content[%d]: part type '%.40s' is not served (text, image_url, "
@@ -584,7 +593,8 @@ static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
 
 /* response_format: {"type": "text"}, {"type": "json_object"} (any JSON object), or
  * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}: the schema kept as
- * text; it is checked and made a grammar by the slot (chat_slots.c), where the grammar layer is. */
+ * text; it is checked and made a grammar before the request waits (chat_precheck.c), where
+ * the grammar layer is. */
 static int take_response_format(const cJSON *o, chat_job *j, chat_fail *f) {
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "response_format");
     if (!rf || cJSON_IsNull(rf)) return 0;
@@ -765,7 +775,7 @@ static int take_neutral(const cJSON *o, chat_fail *f) {
 }
 
 /* logit_bias: {"token id": bias}, ids as decimal strings, biases from -100 to 100 (the ids are
- * checked against the vocabulary before the request waits, chat_slots_precheck); logprobs and
+ * checked against the vocabulary before the request waits, chat_precheck); logprobs and
  * top_logprobs (0 to 20, with logprobs). */
 static int take_logit_params(const cJSON *o, chat_job *j, chat_fail *f) {
     const cJSON *lb = cJSON_GetObjectItemCaseSensitive(o, "logit_bias");

@@ -61,7 +61,7 @@ static enum MHD_Result finish(request *q, int responses) {
     }
     j->responses = responses;
     j->r_echo = echo;
-    if (chat_slots_precheck(cw, j, &f)) { /* answered now, not after the queue */
+    if (chat_precheck(cw, j, &f)) { /* answered now, not after the queue */
         chat_job_unref(j);
         return chat_answer_error(q, &f);
     }

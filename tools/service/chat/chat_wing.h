@@ -6,16 +6,21 @@
  *                   to the core's route table with --lm only
  *   chat_sse.c      the answer as JSON or as server-sent events, the streaming response, and the
  *                   OpenAI-style error body
+ *   chat_precheck.c what is checked of a job before it waits: its grammar, the vocabulary,
+ *                   the context
  *   chat_slots.c    the job kind "chat": the slots (one chat_session each) run by the workers
- *                   of the core's queue (core/queue.c)
+ *                   of the core's queue (core/queue.c); with chat_replay.c, chat_generate.c and
+ *                   chat_cache_use.c (chat_slots_impl.h: the conversation onto a slot, the
+ *                   answer, the prompt cache's use)
  *   chat_affinity.c which free slot a request goes to: the one whose conversation it continues
  *   chat_metrics.c  the chat lines of GET /metrics
  *   chat_responses.c POST /v1/responses: its body into a chat request, the answer as a response
  *                   object or response.* events
  *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
- * Only chat_slots.c touches libllama (through chat/); without it `--lm` is refused there.
- * The files call one another in one direction only: routes -> slots -> affinity, slots ->
- * responses -> sse -> request, slots -> fetch.
+ * Only the slots' files and chat_precheck.c touch libllama (through chat/); without it
+ * `--lm` is refused by chat_slots.c. The files call one another in one direction only:
+ * routes -> slots -> affinity, routes -> precheck -> request, slots -> responses -> sse ->
+ * request, slots -> fetch (the slots: chat_slots.c and the files of chat_slots_impl.h).
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
@@ -23,9 +28,9 @@
 #ifndef G4V_SERVICE_CHAT_WING_H
 #define G4V_SERVICE_CHAT_WING_H
 
-#include "chat_params.h" /* chat/: what a request asks of a session */
+#include "chat_params.h"  /* chat/: what a request asks of a session */
+#include "chat_session.h" /* chat/: chat_media, one image or video of a user turn */
 #include "core/core.h"
-#include "medium.h" /* common/: g4v_medium */
 
 #include <stdint.h>
 
@@ -38,17 +43,6 @@
 #define CHAT_MAX_KEYS 256     /* keys of a conversation that slot affinity looks at (two per
                                  user turn, one per answer) */
 
-/* One image of a message: the bytes of a data: URI, or a file under --allow-files. */
-typedef struct chat_image {
-    unsigned char *data; /* malloc'ed, or NULL for a file */
-    size_t size;
-    char *path; /* the resolved file (realpath), or NULL */
-    char *url;  /* an http(s) URL under --allow-image-urls, fetched by the slot into data */
-    char name[48]; /* "image N" for messages */
-    g4v_medium medium; /* an image_url part's image, a video_url part's video */
-    int budget;    /* the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
-} chat_image;
-
 /* SYSTEM: a system or developer message after the first user, assistant or tool message (the
  * ones before it are chat_job.system) */
 enum { CHAT_ROLE_USER, CHAT_ROLE_ASSISTANT, CHAT_ROLE_TOOL, CHAT_ROLE_SYSTEM };
@@ -58,9 +52,9 @@ enum { CHAT_TOOLS_AUTO, CHAT_TOOLS_NONE, CHAT_TOOLS_REQUIRED, CHAT_TOOLS_NAMED }
 #define CHAT_MAX_TOOLS 128 /* functions in one request's "tools" */
 
 /* A turn of the replayed conversation: consecutive user messages are merged into one. */
-/* A user turn's content part, in the client's order: an image of img[] or a text. */
+/* A user turn's content part, in the client's order: an image or video of media[], or a text. */
 typedef struct chat_part_in {
-    int img;    /* >= 0: img[img]; -1: text */
+    int media;  /* >= 0: media[media]; -1: text */
     char *text; /* the text part's (owned) */
 } chat_part_in;
 
@@ -74,8 +68,13 @@ typedef struct chat_turn_in {
     char *tool_calls; /* an assistant message's tool_calls, arguments parsed into objects (the
                          form templates take), as JSON text; or NULL */
     char *tool_call_id; /* a tool message's, or NULL */
-    chat_image *img;
-    int n_img;
+    /* a user turn's images and videos (an image_url part's image, a video_url part's video) as
+     * the session takes them, each owned (path, data, url malloc'ed): the bytes of a data: URI
+     * (path: "image N" or "video N", for messages), a file under --allow-files (path: the
+     * resolved file), or an http(s) URL under --allow-image-urls (path: the name), fetched by
+     * the slot into data; budget: the part's "g4v": {"tokens": N} (per frame for a video), or 0 */
+    chat_media *media;
+    int n_media;
 } chat_turn_in;
 
 /* What a refused request is answered: {"error": {"message", "type", "param", "code"}}. */
@@ -101,8 +100,7 @@ struct chat_job {
     /* what the session is asked, parsed here once and passed as it is: the sampling
      * parameters, max_tokens, the budget ("g4v": {"tokens": N}), think (reasoning_effort,
      * chat_template_kwargs.enable_thinking or "g4v": {"think": true}); system, tools and the
-     * grammar point at the job's own strings below (the grammar once chat_slots_precheck made
-     * it) */
+     * grammar point at the job's own strings below (the grammar once chat_precheck made it) */
     chat_params params;
     int debug_prompt; /* "g4v": {"debug_prompt": true}: the answer carries the prompt */
     char *schema;     /* response_format's JSON schema as JSON text (json_object: any object),
@@ -119,7 +117,7 @@ struct chat_job {
     long created;
     uint64_t keys[CHAT_MAX_KEYS]; /* chat_affinity.c: the conversation up to each turn */
     int n_keys, keys_complete;    /* complete: every turn has its keys */
-    /* what chat_slots_precheck found before the job waited (checked: it ran) */
+    /* what chat_precheck found before the job waited (checked: it ran) */
     int checked;
     char *gbnf;       /* the grammar the answer is sampled under (params.grammar), or NULL */
 
@@ -175,19 +173,19 @@ typedef struct chat_wing {
     uint64_t cached_tokens, images_reused; /* prompt reuse: positions and images not decoded */
     double prefill_s, gen_s;
     svc_hist ttft;
-    /* what a request is checked against before it waits (chat_slots_precheck): the slots'
+    /* what a request is checked against before it waits (chat_precheck): the slots'
      * shared text model, its context and chat template */
     const void *lm; /* const struct llama_model * */
     int n_ctx, builtin_template;
     char template_origin[600];
 } chat_wing;
 
-/* chat_slots.c: what can be checked of a parsed job before it waits for a slot, so that a
+/* chat_precheck.c: what can be checked of a parsed job before it waits for a slot, so that a
  * request no slot could serve is answered at once, even with every slot busy and the queue
  * full (docs/CHAT_API.md §3): its grammar (response_format's schema, the tools, and whether the
  * template renders tools), and whether its text alone already overflows the context. 0, or -1
  * with the 400 in f. */
-int chat_slots_precheck(chat_wing *cw, chat_job *j, chat_fail *f);
+int chat_precheck(chat_wing *cw, chat_job *j, chat_fail *f);
 
 /* chat_request.c: parses body into a new job (refs 1), or fills f and returns NULL. */
 chat_job *chat_request_parse(server *s, const char *body, size_t len, chat_fail *f);
