@@ -31,6 +31,9 @@ typedef struct chat_engine_options {
                            * is what it is alone, bit for bit (llama-server's -nocb) */
     int threads;          /* 0: one per online CPU */
     int verbose;          /* 1: llama.cpp logs to stderr */
+    struct fe_cpu_gate *gate; /* common/cpu_gate.h: every decode call and call on the engine
+                               * thread enters it with `threads` (g4v serve's CPU budget, shared
+                               * with the image encodes), or NULL */
 } chat_engine_options;
 
 typedef struct chat_engine chat_engine;

@@ -23,6 +23,7 @@ void chat_options_init(chat_options *o) {
 
 void chat_session_close(chat_session *s) {
     if (!s) return;
+    chat_media_fed(s); /* whatever it encoded will not be decoded now */
     chat_conversation_clear(s);
     free(s->pt);
     free(s->pm);
@@ -84,6 +85,8 @@ static int open_vision(chat_session *s, const chat_options *o, char *err, size_t
                g4v_math_mode_name(s->vinfo.math), g4v_math_mode_name(o->math));
         return CHAT_ERR_USAGE;
     }
+    chat_media_own_vision(s);
+    if (o->vision) return CHAT_OK; /* no context of its own: the encoder given has them */
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);
     co.threads = s->threads;
@@ -113,7 +116,7 @@ static int open_cache(chat_session *s, const chat_options *o, char *err, size_t 
         seterr(err, errsz, "feature cache: %s", msg);
         return CHAT_ERR_USAGE;
     }
-    g4v_ctx_set_cache(s->vctx, s->cache);
+    if (s->vctx) g4v_ctx_set_cache(s->vctx, s->cache);
     return CHAT_OK;
 }
 
@@ -474,6 +477,7 @@ int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_
     n.params.grammar = NULL; /* the caller's: not kept past this call */
     n.params.tools = NULL;   /* the template keeps its copy */
     s->o = n;
+    chat_media_fed(s); /* the last conversation's media: decoded, or never to be */
     chat_conversation_clear(s);
     if (s->o.no_prompt_reuse) {
         chat_engine_lock(s->engine);
