@@ -332,6 +332,9 @@ static int piece(const chat_engine *e) {
     return e->n_answering && !e->o.one_per_step ? e->o.step_tokens : e->o.n_batch;
 }
 
+int chat_engine_gate_enter(chat_engine *e) { return fe_cpu_gate_enter(e->o.gate, 1); }
+void chat_engine_gate_leave(chat_engine *e, int taken) { fe_cpu_gate_leave(e->o.gate, taken); }
+
 int chat_engine_piece(chat_engine *e) {
     pthread_mutex_lock(&e->mu);
     int n = piece(e);

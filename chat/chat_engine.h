@@ -74,6 +74,13 @@ void chat_engine_unlock(chat_engine *e);
  * holding the engine; fn must not call the engine. */
 int chat_engine_call(chat_engine *e, int (*fn)(void *arg), void *arg);
 
+/* A conversation's own computing between steps (sampling its next token: a pass over the
+ * vocabulary) as a team of one in the engine's gate (chat_engine_options.gate), so that several
+ * answering conversations never add threads to cores the decode calls and encodes keep busy.
+ * Returns what to give back; no gate: nothing waits. */
+int chat_engine_gate_enter(chat_engine *e);
+void chat_engine_gate_leave(chat_engine *e, int taken);
+
 /* How many prompt tokens (or image rows) one step takes now: step_tokens while any sequence
  * is answering (its stream waits for the step), else n_batch. */
 int chat_engine_piece(chat_engine *e);

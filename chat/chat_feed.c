@@ -740,6 +740,7 @@ oom:
 
 int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
     int rc = feed(s, st, err, errsz);
-    chat_media_fed(s); /* its media are in the context now, or will not be */
+    /* refused: its media will not be decoded now (fed: chat_session_generate's first token) */
+    if (rc) chat_media_fed(s);
     return rc;
 }

@@ -314,13 +314,20 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     s->gen_msgs = s->tmpl.n_msgs;
     s->gen_kept_msgs = s->kept_msgs;
     for (int k = 0; s->o.params.max_tokens <= 0 || k < s->o.params.max_tokens; k++) {
+        int gated = chat_engine_gate_enter(s->engine); /* g4v serve's CPU budget */
         llama_token tok = chat_sample(s, err, errsz);
+        chat_engine_gate_leave(s->engine, gated);
         if (tok < 0) {
             rc = CHAT_ERR_INTERNAL;
             break;
         }
         r->n_generated++;
-        if (k == 0) r->ttft_s = fe_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
+        if (k == 0) {
+            r->ttft_s = fe_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
+            /* the prompt's media are decoded and its first token drawn: a shared encoder may
+             * take the cores for the next conversation's (chat_vision.fed) */
+            chat_media_fed(s);
+        }
         if (llama_vocab_is_eog(s->vocab, tok) || (tok == s->tok_response && r->n_tool_calls)) {
             /* after its calls the model would wait for <|tool_response>: the turn ends */
             r->stop = r->n_tool_calls && !in_call ? "tool_calls" : "end_of_turn";

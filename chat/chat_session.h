@@ -88,9 +88,9 @@ typedef struct chat_encoded {
  * each what libg4v gives for it alone. CHAT_OK, or the first failure's CHAT_ERR_INPUT (the
  * medium cannot be encoded) or CHAT_ERR_INTERNAL with its message in err (chat_media_error); the
  * outs before it are filled, the others left zero. fed (optional): what it encoded has been
- * decoded into the context, or never will be (the feed ended or failed, a restart, the close):
- * g4v serve's encoders hold their next image until then, so that a conversation's prompt is
- * decoded before the next conversation's image takes the cores. */
+ * decoded and the answer's first token drawn, or it never will be (a feed refused, a restart,
+ * the close): g4v serve's encoders hold their next image until then, so that with the cores
+ * busy a conversation gets its first token before the next conversation's image takes them. */
 typedef struct chat_vision {
     void *ctx;
     int (*encode)(void *ctx, const struct chat_media *media, const int *budgets, int frames,

@@ -7,7 +7,7 @@
  * server's CPU gate, as the text model's decode calls do (docs/SERVICE.md "Threads").
  *
  * Order: a worker that has just encoded a conversation's media waits until that conversation
- * has decoded them (encode_vision_fed, called by the session when its feed ends) before it
+ * has decoded them and drawn its first token (encode_vision_fed, chat_vision.fed) before it
  * takes another job, so that with the cores busy the first conversation's prompt is decoded
  * before the second one's image is encoded: conversations arriving together get their first
  * tokens in arrival order (the first as soon as alone), instead of all of them at the end. */
@@ -19,9 +19,11 @@
 #include <string.h>
 #include <time.h>
 
-/* The longest a worker waits for a conversation to decode what it encoded: past it, a session
- * that never says so (a bug) costs the others a pause, not the contexts. */
-enum { ENCODE_FED_WAIT_MS = 5000 };
+/* The longest a worker waits for a conversation to decode what it encoded and draw its first
+ * token: a prompt that takes longer (a long text around the image, on a slow machine) then
+ * shares the cores with the next encode, and a session that never says so (a bug) costs the
+ * others a pause, not the contexts. */
+enum { ENCODE_FED_WAIT_MS = 30000 };
 
 int encode_gate_enter(encode_wing *ew) { return fe_cpu_gate_enter(&ew->s->gate, ew->threads); }
 void encode_gate_leave(encode_wing *ew, int taken) { fe_cpu_gate_leave(&ew->s->gate, taken); }
