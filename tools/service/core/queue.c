@@ -4,8 +4,10 @@
  * and taken by one of the kind's workers, each owning a state the kind opened (a g4v_ctx, a chat
  * session); the worker runs it, replies (svc_reply resumes the connection, whose handler then
  * queues the answer) and is free again. Waiting is bounded here, so a kind holds at most
- * workers + limit complete requests. One wait-and-stop path: svc_pools_busy for the drain and
- * g4v_service_wait_idle, svc_pools_stop once the queues are empty. */
+ * workers + limit complete requests. Another wing's work may join the same FIFO without a
+ * request (svc_run_local: the chat slots' images on the encode contexts), not counted against
+ * the limit. One wait-and-stop path: svc_pools_busy for the drain and g4v_service_wait_idle,
+ * svc_pools_stop once the queues are empty. */
 #include "core/core.h"
 
 #include <stdio.h>

@@ -208,7 +208,6 @@ void encode_vision_jobs(svc_worker *w, request **qs, int n) {
     g4v_ctx_set_cache(ctx, s->cache);
     encode_client *cs[SVC_MAX_BATCH];
     pthread_mutex_lock(&s->mu);
-    ew->media += (uint64_t)n;
     for (int i = 0; i < n; i++) {
         cs[i] = js[i]->client;
         cs[i]->queued--;

@@ -23,7 +23,6 @@ typedef struct encode_wing {
     int threads;       /* compute threads per context */
     uint64_t encodes;  /* under the server's mutex */
     uint64_t batched;  /* requests encoded in a pass with others (--batch); under the mutex */
-    uint64_t media;    /* other wings' media encoded (encode_vision.c); under the mutex */
     pthread_cond_t fed; /* an encode_client was fed or queued more (encode_vision.c) */
 } encode_wing;
 
