@@ -21,6 +21,7 @@
 #include "chat_error.h"
 #include "chat_fatal.h"
 #include "chat_llama_probe.h"
+#include "cpu_gate.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -331,6 +332,9 @@ static int piece(const chat_engine *e) {
     return e->n_answering && !e->o.one_per_step ? e->o.step_tokens : e->o.n_batch;
 }
 
+int chat_engine_gate_enter(chat_engine *e) { return fe_cpu_gate_enter(e->o.gate, 1); }
+void chat_engine_gate_leave(chat_engine *e, int taken) { fe_cpu_gate_leave(e->o.gate, taken); }
+
 int chat_engine_piece(chat_engine *e) {
     pthread_mutex_lock(&e->mu);
     int n = piece(e);
@@ -454,9 +458,11 @@ static void make_step(chat_engine *e) {
         }
     }
     pthread_mutex_unlock(&e->mu);
+    int gated = n_tokens ? fe_cpu_gate_enter(e->o.gate, e->o.threads) : 0;
     double t0 = now_ms();
     int rc = n_tokens ? llama_decode(e->lctx, *b) : 0;
     double t1 = now_ms();
+    if (n_tokens) fe_cpu_gate_leave(e->o.gate, gated);
     if (!rc) { /* each finished request's logits, at its last token's index in the batch */
         int j = 0;
         for (int i = 0; i < n_req; i++) {
@@ -546,7 +552,9 @@ static void *engine_main(void *arg) {
             e->calls = c->next;
             e->decoding = 1;
             pthread_mutex_unlock(&e->mu);
+            int gated = fe_cpu_gate_enter(e->o.gate, e->o.threads);
             c->rc = c->fn(c->arg);
+            fe_cpu_gate_leave(e->o.gate, gated);
             pthread_mutex_lock(&e->mu);
             e->decoding = 0;
             c->done = 1;

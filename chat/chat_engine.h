@@ -31,6 +31,9 @@ typedef struct chat_engine_options {
                            * is what it is alone, bit for bit (llama-server's -nocb) */
     int threads;          /* 0: one per online CPU */
     int verbose;          /* 1: llama.cpp logs to stderr */
+    struct fe_cpu_gate *gate; /* common/cpu_gate.h: every decode call and call on the engine
+                               * thread enters it with `threads` (g4v serve's CPU budget, shared
+                               * with the image encodes), or NULL */
 } chat_engine_options;
 
 typedef struct chat_engine chat_engine;
@@ -70,6 +73,13 @@ void chat_engine_unlock(chat_engine *e);
  * so a long image decoded in several calls leaves room for the others' steps. Not while
  * holding the engine; fn must not call the engine. */
 int chat_engine_call(chat_engine *e, int (*fn)(void *arg), void *arg);
+
+/* A conversation's own computing between steps (sampling its next token: a pass over the
+ * vocabulary) as a team of one in the engine's gate (chat_engine_options.gate), so that several
+ * answering conversations never add threads to cores the decode calls and encodes keep busy.
+ * Returns what to give back; no gate: nothing waits. */
+int chat_engine_gate_enter(chat_engine *e);
+void chat_engine_gate_leave(chat_engine *e, int taken);
 
 /* How many prompt tokens (or image rows) one step takes now: step_tokens while any sequence
  * is answering (its stream waits for the step), else n_batch. */

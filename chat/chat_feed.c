@@ -386,26 +386,72 @@ static int at_or_after(cursor a, cursor b) {
     return a.t != b.t ? a.t > b.t : a.k != b.k ? a.k > b.k : a.j >= b.j;
 }
 
-/* Encodes the images at or after c that are not encoded yet. */
-static int encode_rest(chat_session *s, cursor c, chat_feed_stats *st, char *err, size_t errsz) {
+/* The image chunks at or after c whose rows are not set yet: fn(s, x, arg) on each. */
+static int each_image_rest(chat_session *s, cursor c, int (*fn)(chat_session *, chat_chunk *,
+                                                                void *), void *arg) {
     for (int t = c.t; t < s->n_pt; t++) {
         chat_chunks *ch = &s->pt[t].ch;
         for (int k = t == c.t ? c.k : 0; k < ch->n; k++) {
             chat_chunk *x = &ch->v[k];
             if (!x->is_image || x->rows) continue;
-            plan_medium *m = &s->pm[x->ref];
-            if (!m->e.rows) {
-                int rc = chat_media_encode(s, m, err, errsz);
-                if (rc) return rc;
-                st->encode_s += m->stat.seconds;
-                m->stat.cache_hit ? st->images_cached++ : st->images_encoded++;
-            }
-            x->rows = m->e.rows;
-            x->n_tokens = m->e.n_rows;
-            x->item = chat_item_image(x->item, m->e.n_rows);
+            int rc = fn(s, x, arg);
+            if (rc) return rc;
         }
     }
-    return CHAT_OK;
+    return 0;
+}
+
+typedef struct todo_list {
+    plan_medium **v;
+    int n, cap;
+} todo_list;
+
+/* Collects a chunk's medium when it is not encoded yet (once). -1 out of memory. */
+static int collect(chat_session *s, chat_chunk *x, void *arg) {
+    todo_list *l = arg;
+    plan_medium *m = &s->pm[x->ref];
+    if (m->e.rows) return 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == m) return 0;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        plan_medium **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = m;
+    return 0;
+}
+
+static int point_at_rows(chat_session *s, chat_chunk *x, void *arg) {
+    (void)arg;
+    plan_medium *m = &s->pm[x->ref];
+    x->rows = m->e.rows;
+    x->n_tokens = m->e.n_rows;
+    x->item = chat_item_image(x->item, m->e.n_rows);
+    return 0;
+}
+
+/* Encodes the images at or after c that are not encoded yet, all in one call to the encoder
+ * (g4v serve's contexts may encode them together, as they do the images of conversations that
+ * arrive together). */
+static int encode_rest(chat_session *s, cursor c, chat_feed_stats *st, char *err, size_t errsz) {
+    todo_list l = {0};
+    if (each_image_rest(s, c, collect, &l)) {
+        free(l.v);
+        seterr(err, errsz, "out of memory");
+        return CHAT_ERR_INTERNAL;
+    }
+    int rc = chat_media_encode_all(s, l.v, l.n, err, errsz);
+    for (int i = 0; i < l.n; i++)
+        if (l.v[i]->e.rows) {
+            st->encode_s += l.v[i]->stat.seconds;
+            l.v[i]->stat.cache_hit ? st->images_cached++ : st->images_encoded++;
+        }
+    free(l.v);
+    if (rc) return rc;
+    return each_image_rest(s, c, point_at_rows, NULL);
 }
 
 /* Positions the plan still needs from c on. */
@@ -538,7 +584,7 @@ static void hold_logits(chat_session *s) {
     s->held_hash = items_hash(s->items, s->n_items);
 }
 
-int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
+static int feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
     memset(st, 0, sizeof *st);
     int rc = plan_build(s, err, errsz);
     if (rc) return plan_refused(s, rc);
@@ -690,4 +736,11 @@ oom:
     free(v);
     free(t);
     return -1;
+}
+
+int chat_session_feed(chat_session *s, chat_feed_stats *st, char *err, size_t errsz) {
+    int rc = feed(s, st, err, errsz);
+    /* refused: its media will not be decoded now (fed: chat_session_generate's first token) */
+    if (rc) chat_media_fed(s);
+    return rc;
 }

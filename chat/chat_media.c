@@ -1,6 +1,7 @@
 /* chat_media.c - one medium of a chat turn: its identity (a content hash, what prompt reuse
  * compares) and its soft-token rows from libg4v, through the feature cache
- * (chat_session_impl.h). */
+ * (chat_session_impl.h), by the session's encoder: its own g4v_ctx (g4v chat), or the one it is
+ * given (chat_vision: g4v serve's encode contexts). */
 #include "chat_error.h"
 #include "chat_session_impl.h"
 #include "frontend.h"
@@ -75,32 +76,38 @@ uint64_t chat_frame_hash(uint64_t video_hash, int frame) {
     return h_final(&h);
 }
 
-/* An encode call failed: its message into err; the turn's input was bad unless memory or the
- * library itself failed. */
-static int encode_failed(const chat_session *s, const chat_media *m, int st, char *err,
-                         size_t errsz) {
+int chat_media_error(const chat_media *m, int st, const char *msg, char *err, size_t errsz) {
     /* bytes in memory: the library says "memory buffer", the medium's name says which one */
     if (m->data)
-        seterr(err, errsz, "%s: %s", m->path, g4v_ctx_error(s->vctx));
+        seterr(err, errsz, "%s: %s", m->path, msg);
     else
-        seterr(err, errsz, "%s", g4v_ctx_error(s->vctx));
+        seterr(err, errsz, "%s", msg);
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
 }
 
-/* One kind's decoder: encodes pm's medium into its rows (e) and its stat (ms). CHAT_OK, or an
- * error with its message; -1 when out of memory. */
-typedef int (*medium_encoder)(chat_session *s, const chat_media *m, enc_media *e,
-                              chat_media_stat *ms, char *err, size_t errsz);
+void chat_encoded_free(chat_encoded *e) {
+    if (!e) return;
+    free(e->rows);
+    free(e->frame_rows);
+    free(e->mmss);
+    memset(e, 0, sizeof *e);
+}
 
-static int encode_image(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
-                        char *err, size_t errsz) {
+/* One kind's decoder on the session's own context: encodes m into e. CHAT_OK, or an error with
+ * its message; -1 when out of memory. */
+typedef int (*medium_encoder)(chat_session *s, const chat_media *m, int budget, int frames,
+                              chat_encoded *e, char *err, size_t errsz);
+
+static int encode_image(chat_session *s, const chat_media *m, int budget, int frames,
+                        chat_encoded *e, char *err, size_t errsz) {
+    (void)frames;
     g4v_encode_options eo;
     g4v_encode_options_init(&eo);
-    eo.budget = chat_media_budget(s, m);
+    eo.budget = budget;
     g4v_result r;
     int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
                      : g4v_encode_file(s->vctx, m->path, &eo, &r);
-    if (st) return encode_failed(s, m, st, err, errsz);
+    if (st) return chat_media_error(m, st, g4v_ctx_error(s->vctx), err, errsz);
     size_t n = (size_t)r.n_tokens * (size_t)r.dim;
     e->rows = malloc(n * sizeof(float));
     e->frame_rows = malloc(sizeof(int));
@@ -109,25 +116,23 @@ static int encode_image(chat_session *s, const chat_media *m, enc_media *e, chat
     e->n_rows = r.n_tokens;
     e->n_frames = 1;
     e->frame_rows[0] = r.n_tokens;
-    ms->n_rows = r.n_tokens;
-    ms->n_frames = 1;
-    ms->width = r.width;
-    ms->height = r.height;
-    ms->cache_hit = g4v_ctx_cache_hit(s->vctx);
+    e->width = r.width;
+    e->height = r.height;
+    e->cache_hit = g4v_ctx_cache_hit(s->vctx);
     return CHAT_OK;
 }
 
 /* A video: its sampled frames, one after another (docs/VIDEO.md). */
-static int encode_video(chat_session *s, const chat_media *m, enc_media *e, chat_media_stat *ms,
-                        char *err, size_t errsz) {
+static int encode_video(chat_session *s, const chat_media *m, int budget, int frames,
+                        chat_encoded *e, char *err, size_t errsz) {
     g4v_video_options vo;
     g4v_video_options_init(&vo);
-    vo.budget = chat_media_budget(s, m);
-    vo.num_frames = s->o.video_frames;
+    vo.budget = budget;
+    vo.num_frames = frames;
     g4v_video_result r;
     int st = m->data ? g4v_encode_video_memory(s->vctx, m->data, m->size, &vo, &r)
                      : g4v_encode_video_file(s->vctx, m->path, &vo, &r);
-    if (st) return encode_failed(s, m, st, err, errsz);
+    if (st) return chat_media_error(m, st, g4v_ctx_error(s->vctx), err, errsz);
     size_t n = (size_t)r.n_tokens * (size_t)r.dim;
     e->rows = malloc(n * sizeof(float));
     e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
@@ -140,11 +145,9 @@ static int encode_video(chat_session *s, const chat_media *m, enc_media *e, chat
         e->frame_rows[k] = r.frames[k].n_tokens;
         memcpy(e->mmss[k], r.frames[k].mmss, sizeof e->mmss[k]);
     }
-    ms->n_rows = r.n_tokens;
-    ms->n_frames = r.n_frames;
-    ms->width = r.width;
-    ms->height = r.height;
-    ms->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
+    e->width = r.width;
+    e->height = r.height;
+    e->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
     return CHAT_OK;
 }
 
@@ -154,23 +157,86 @@ static const medium_encoder encoders[FE_MEDIUM_COUNT] = {
     [FE_MEDIUM_VIDEO] = encode_video,
 };
 
-int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz) {
-    const chat_media *m = &pm->src;
-    enc_media *e = &pm->e;
-    chat_media_stat *ms = &pm->stat;
-    double t0 = fe_now_s();
-    ms->medium = m->medium;
-    if ((unsigned)m->medium >= FE_MEDIUM_COUNT || !encoders[m->medium]) {
-        seterr(err, errsz, "%s: not a kind of medium this session reads", m->path);
-        return CHAT_ERR_INPUT;
+/* The session's own encoder (chat_options.vision NULL): its g4v_ctx, one medium after another. */
+static int own_encode(void *ctx, const chat_media *media, const int *budgets, int frames, int n,
+                      chat_encoded *out, char *err, size_t errsz) {
+    chat_session *s = ctx;
+    for (int i = 0; i < n; i++) {
+        const chat_media *m = &media[i];
+        if ((unsigned)m->medium >= FE_MEDIUM_COUNT || !encoders[m->medium]) {
+            seterr(err, errsz, "%s: not a kind of medium this session reads", m->path);
+            return CHAT_ERR_INPUT;
+        }
+        int rc = encoders[m->medium](s, m, budgets[i], frames, &out[i], err, errsz);
+        if (rc < 0) {
+            chat_encoded_free(&out[i]);
+            seterr(err, errsz, "out of memory");
+            return CHAT_ERR_INTERNAL;
+        }
+        if (rc) return rc;
     }
-    int rc = encoders[m->medium](s, m, e, ms, err, errsz);
-    if (rc < 0) goto oom;
-    if (rc) return rc;
-    ms->seconds = fe_now_s() - t0;
     return CHAT_OK;
-oom:
-    chat_enc_free(e);
-    seterr(err, errsz, "out of memory");
-    return CHAT_ERR_INTERNAL;
+}
+
+void chat_media_own_vision(chat_session *s) {
+    s->own_vision = (chat_vision){.ctx = s, .encode = own_encode};
+    s->vision = s->o.vision ? s->o.vision : &s->own_vision;
+}
+
+void chat_media_fed(chat_session *s) {
+    if (s->vision && s->vision->fed) s->vision->fed(s->vision->ctx);
+}
+
+int chat_media_encode_all(chat_session *s, plan_medium **pms, int n, char *err, size_t errsz) {
+    if (n <= 0) return CHAT_OK;
+    enum { ON_STACK = 16 };
+    chat_media sm[ON_STACK];
+    int sb[ON_STACK];
+    chat_encoded so[ON_STACK];
+    chat_media *media = n <= ON_STACK ? sm : malloc((size_t)n * sizeof *media);
+    int *budgets = n <= ON_STACK ? sb : malloc((size_t)n * sizeof *budgets);
+    chat_encoded *out = n <= ON_STACK ? so : calloc((size_t)n, sizeof *out);
+    int rc = CHAT_OK;
+    if (!media || !budgets || !out) {
+        seterr(err, errsz, "out of memory");
+        rc = CHAT_ERR_INTERNAL;
+        goto done;
+    }
+    memset(out, 0, (size_t)n * sizeof *out);
+    for (int i = 0; i < n; i++) {
+        media[i] = pms[i]->src;
+        budgets[i] = chat_media_budget(s, &media[i]);
+    }
+    double t0 = fe_now_s();
+    rc = s->vision->encode(s->vision->ctx, media, budgets, s->o.video_frames, n, out, err, errsz);
+    double dt = fe_now_s() - t0;
+    /* the ones encoded (all, or those before a failure) are the plan's: a refused prompt keeps
+     * them for the next try, as one encode call at a time did */
+    for (int i = 0; i < n; i++) {
+        if (!out[i].rows) continue;
+        plan_medium *pm = pms[i];
+        enc_media *e = &pm->e;
+        chat_media_stat *ms = &pm->stat;
+        e->rows = out[i].rows;
+        e->n_rows = out[i].n_rows;
+        e->n_frames = out[i].n_frames;
+        e->frame_rows = out[i].frame_rows;
+        e->mmss = out[i].mmss;
+        ms->medium = pm->src.medium;
+        ms->n_rows = out[i].n_rows;
+        ms->n_frames = out[i].n_frames;
+        ms->width = out[i].width;
+        ms->height = out[i].height;
+        ms->cache_hit = out[i].cache_hit;
+        ms->seconds = dt / n; /* the call's time, shared out (a shared encoder batches) */
+    }
+done:
+    if (media != sm) free(media);
+    if (budgets != sb) free(budgets);
+    if (out != so) free(out);
+    return rc;
+}
+
+int chat_media_encode(chat_session *s, plan_medium *pm, char *err, size_t errsz) {
+    return chat_media_encode_all(s, &pm, 1, err, errsz);
 }

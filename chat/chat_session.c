@@ -23,6 +23,7 @@ void chat_options_init(chat_options *o) {
 
 void chat_session_close(chat_session *s) {
     if (!s) return;
+    chat_media_fed(s); /* whatever it encoded will not be decoded now */
     chat_conversation_clear(s);
     free(s->pt);
     free(s->pm);
@@ -84,6 +85,8 @@ static int open_vision(chat_session *s, const chat_options *o, char *err, size_t
                g4v_math_mode_name(s->vinfo.math), g4v_math_mode_name(o->math));
         return CHAT_ERR_USAGE;
     }
+    chat_media_own_vision(s);
+    if (o->vision) return CHAT_OK; /* no context of its own: the encoder given has them */
     g4v_ctx_options co;
     g4v_ctx_options_init(&co);
     co.threads = s->threads;
@@ -113,7 +116,7 @@ static int open_cache(chat_session *s, const chat_options *o, char *err, size_t 
         seterr(err, errsz, "feature cache: %s", msg);
         return CHAT_ERR_USAGE;
     }
-    g4v_ctx_set_cache(s->vctx, s->cache);
+    if (s->vctx) g4v_ctx_set_cache(s->vctx, s->cache);
     return CHAT_OK;
 }
 
@@ -311,13 +314,20 @@ int chat_session_generate(chat_session *s, chat_emit_fn emit, void *user, chat_t
     s->gen_msgs = s->tmpl.n_msgs;
     s->gen_kept_msgs = s->kept_msgs;
     for (int k = 0; s->o.params.max_tokens <= 0 || k < s->o.params.max_tokens; k++) {
+        int gated = chat_engine_gate_enter(s->engine); /* g4v serve's CPU budget */
         llama_token tok = chat_sample(s, err, errsz);
+        chat_engine_gate_leave(s->engine, gated);
         if (tok < 0) {
             rc = CHAT_ERR_INTERNAL;
             break;
         }
         r->n_generated++;
-        if (k == 0) r->ttft_s = fe_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
+        if (k == 0) {
+            r->ttft_s = fe_now_s() - t0; /* from the turn's start: encode + prefill + 1 */
+            /* the prompt's media are decoded and its first token drawn: a shared encoder may
+             * take the cores for the next conversation's (chat_vision.fed) */
+            chat_media_fed(s);
+        }
         if (llama_vocab_is_eog(s->vocab, tok) || (tok == s->tok_response && r->n_tool_calls)) {
             /* after its calls the model would wait for <|tool_response>: the turn ends */
             r->stop = r->n_tool_calls && !in_call ? "tool_calls" : "end_of_turn";
@@ -466,6 +476,7 @@ int chat_session_restart(chat_session *s, const chat_params *o, char *err, size_
     n.params.grammar = NULL; /* the caller's: not kept past this call */
     n.params.tools = NULL;   /* the template keeps its copy */
     s->o = n;
+    chat_media_fed(s); /* the last conversation's media: decoded, or never to be */
     chat_conversation_clear(s);
     if (s->o.no_prompt_reuse) {
         chat_engine_lock(s->engine);

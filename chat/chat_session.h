@@ -24,6 +24,8 @@ enum {
     CHAT_ERR_INTERNAL = 5  /* llama_decode failed, out of memory */
 };
 
+struct chat_vision;
+
 /* The session's constants; what each request asks is chat_params (chat_params.h). */
 typedef struct chat_options {
     const char *lm_path;     /* Gemma 4 text model, GGUF */
@@ -53,6 +55,11 @@ typedef struct chat_options {
                                    opens one of its own (one sequence, n_ctx, threads) */
     int seq;                 /* with engine: the sequence this session's conversation lives in
                                 (no other session may use it) */
+    const struct chat_vision *vision; /* borrowed encoder of the media (g4v serve: the encode
+                                wing's contexts, shared by every slot), or NULL: a g4v_ctx of the
+                                session's own with `threads` threads (g4v chat). The vision model
+                                and feature cache are still the session's (vision_model, cache):
+                                the encoder must use the same ones */
 } chat_options;
 
 void chat_options_init(chat_options *o);
@@ -70,6 +77,40 @@ typedef struct chat_media {
     const char *url;   /* g4v serve --allow-image-urls: where the caller fetches data from
                           before it plans the turn, or NULL; the session never reads it */
 } chat_media;
+
+/* One medium's soft tokens as an encoder gives them (chat_vision): malloc'ed arrays that the
+ * session takes over. */
+typedef struct chat_encoded {
+    float *rows;        /* n_rows x the model's dim */
+    int n_rows;
+    int n_frames;       /* 1 for an image */
+    int *frame_rows;    /* [n_frames] rows per frame */
+    char (*mmss)[16];   /* [n_frames] a video frame's time ("mm:ss"), NULL for an image */
+    int width, height;  /* target size */
+    int cache_hit;      /* served from the feature cache (a video: every frame) */
+} chat_encoded;
+
+/* What encodes a session's media. encode: media[0..n) (one turn's, in order; budgets[i] soft
+ * tokens per image or per video frame, a video sampled in `frames` frames) into out[0..n),
+ * each what libg4v gives for it alone. CHAT_OK, or the first failure's CHAT_ERR_INPUT (the
+ * medium cannot be encoded) or CHAT_ERR_INTERNAL with its message in err (chat_media_error); the
+ * outs before it are filled, the others left zero. fed (optional): what it encoded has been
+ * decoded and the answer's first token drawn, or it never will be (a feed refused, a restart,
+ * the close): g4v serve's encoders hold their next image until then, so that with the cores
+ * busy a conversation gets its first token before the next conversation's image takes them. */
+typedef struct chat_vision {
+    void *ctx;
+    int (*encode)(void *ctx, const struct chat_media *media, const int *budgets, int frames,
+                  int n, chat_encoded *out, char *err, size_t errsz);
+    void (*fed)(void *ctx);
+} chat_vision;
+
+/* The message of a failed encode (libg4v's status st, message msg) as the session words it,
+ * into err: the returned CHAT_ERR_INTERNAL for memory or the library failing, else
+ * CHAT_ERR_INPUT. For encoders other than the session's own. */
+int chat_media_error(const struct chat_media *m, int st, const char *msg, char *err,
+                     size_t errsz);
+void chat_encoded_free(chat_encoded *e);
 
 typedef struct chat_media_stat {
     fe_medium medium;

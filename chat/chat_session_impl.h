@@ -1,6 +1,7 @@
 /* chat_session_impl.h - the inside of a chat session, shared by the files that make it up:
  *   chat_session.c  open, close, information, a new conversation, the answer
- *   chat_media.c    one medium encoded by libg4v (through the feature cache), and its identity
+ *   chat_media.c    the media encoded by libg4v (through the feature cache) by the session's
+ *                   encoder (its own g4v_ctx, or a chat_vision given), and their identity
  *   chat_feed.c     the plan of a prompt (turns rendered and tokenized, images not yet encoded)
  *                   and its feeding: the prefix the context already holds is kept, the rest
  *                   decoded (docs/CHAT.md "Prompt reuse")
@@ -46,7 +47,9 @@ struct chat_session {
     chat_options o;
     int open_budget; /* the budget the session was opened with: a restart's default */
     g4v_model *vm;
-    g4v_ctx *vctx;
+    g4v_ctx *vctx;                  /* the own encoder's (NULL with o.vision) */
+    const chat_vision *vision;      /* o.vision, or own_vision */
+    chat_vision own_vision;         /* over vctx (chat_media.c) */
     g4v_cache *cache;
     char cache_dir[512];
     int cache_private;
@@ -103,7 +106,14 @@ struct chat_session {
 
 /* chat_media.c */
 void chat_enc_free(enc_media *e);
+/* Sets s->vision: o.vision, or the session's own encoder over vctx. */
+void chat_media_own_vision(chat_session *s);
+/* Encodes the media of pms[0..n) through s->vision (one call: a shared encoder may batch them)
+ * into their rows and stats; m alone. CHAT_OK or an error with its message. */
+int chat_media_encode_all(chat_session *s, plan_medium **pms, int n, char *err, size_t errsz);
 int chat_media_encode(chat_session *s, plan_medium *m, char *err, size_t errsz);
+/* Tells the encoder that what it encoded is decoded, or never will be (chat_vision.fed). */
+void chat_media_fed(chat_session *s);
 /* A medium's soft tokens per image (per frame for a video): its own budget, else the session's. */
 int chat_media_budget(const chat_session *s, const chat_media *m);
 /* The content hash of a medium: its bytes (memory or file), kind and budget (frames for a

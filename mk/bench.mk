@@ -7,7 +7,7 @@
 
 .PHONY: bench bench-llama bench-chat bench-report bench-tune bench-int8 bench-python bench-mlx \
   bench-arm64-mca accuracy-bf16 accuracy-int8 q8-granularity unified-long bench-load \
-  bench-llama-backends bench-serve-batch bench-amx accuracy-amx
+  bench-llama-backends bench-serve-batch bench-chat-vision bench-amx accuracy-amx
 
 bench: bench-deps ## whole-encoder table vs PyTorch (BENCH_ARGS), then bench-llama, bench-chat
 	@$(RUN) scripts/make/bench.sh
@@ -35,6 +35,9 @@ bench-load: test-deps ## load time, peak RSS, one-shot encode, shared pages (LOA
 
 bench-serve-batch: test-deps ## g4v serve --batch vs one at a time, 8 clients (SERVE_BATCH_ARGS)
 	$(RUN) scripts/make/bench-serve-batch.sh
+
+bench-chat-vision: test-deps ## serve --lm: 4 image chats at once vs alone, vs a baseline commit
+	$(RUN) scripts/make/bench-chat-vision.sh
 
 # llvm-mca's prediction of the ARM64 GEMM and attention inner loops on Neoverse V1, V2 and Apple
 # M1 (cycles per iteration, bottleneck, share of the instruction's peak), compiled here with the

@@ -184,6 +184,7 @@ static void close_wing(server *s, void *state) {
     (void)s;
     if (!state) return;
     chat_slots_close(state);
+    chat_vision_close(state); /* after the slots: their sessions used it */
     free(state);
 }
 

@@ -225,7 +225,8 @@ static int slot_open(void *ctx, int i, void **state) {
     o.vision_model = s->model;
     o.cache = cw->cache;
     o.n_ctx = a->lm_ctx;
-    o.threads = cw->threads; /* the vision side's: a conversation alone uses every thread */
+    o.threads = cw->threads;
+    o.vision = chat_vision_of(cw, i); /* the encode wing's contexts, not one of its own */
     o.engine = cw->engine;
     o.seq = i;
     o.budget = a->tokens;
@@ -325,12 +326,15 @@ int chat_slots_open(chat_wing *cw) {
                               .step_tokens = a->lm_step_tokens,
                               .one_per_step = a->lm_no_batching,
                               .threads = threads,
-                              .verbose = 0};
+                              .verbose = 0,
+                              .gate = &s->gate}; /* the CPU budget, shared with the encodes */
+    int rc = chat_vision_open(cw);
+    if (rc) return rc;
     if (chat_engine_open(&eo, &cw->engine, msg, sizeof msg)) {
         fprintf(stderr, "g4v serve: --lm %s: %s\n", a->lm, msg);
         return G4V_SERVICE_ERR_MODEL;
     }
-    int rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, 1, &cw->pool);
+    rc = svc_pool_start(s, &chat_kind, cw, a->lm_slots, a->max_queue, 1, &cw->pool);
     if (!rc) rc = chat_cache_use_open(cw);
     if (rc) return rc;
     chat_session_info info; /* what chat_precheck checks requests against */

@@ -17,10 +17,12 @@
  *   chat_responses.c POST /v1/responses: its body into a chat request, the answer as a response
  *                   object or response.* events
  *   chat_fetch.c    an image URL fetched under --allow-image-urls (libcurl)
+ *   chat_vision.c   each slot's encoder of images and videos: the encode wing's contexts
  * Only the slots' files and chat_precheck.c touch libllama (through chat/); without it
  * `--lm` is refused by chat_slots.c. The files call one another in one direction only:
  * routes -> slots -> affinity, routes -> precheck -> request, slots -> responses -> sse ->
- * request, slots -> fetch (the slots: chat_slots.c and the files of chat_slots_impl.h).
+ * request, slots -> fetch, slots -> vision, routes -> vision (the slots: chat_slots.c and the
+ * files of chat_slots_impl.h).
  *
  * Who holds a job: the request (until libmicrohttpd completes it), the queue and then a slot's
  * worker, and a streaming response (until libmicrohttpd frees it); job->refs counts them, and
@@ -166,6 +168,7 @@ typedef struct chat_wing {
     int n_slots;
     uint64_t use_clock;
     g4v_cache *cache; /* shared by the slots: --cache, or a private one */
+    struct chat_slot_vision *vision; /* each slot's encoder: the encode wing's contexts */
     char cache_dir[512];
     int cache_private;
     uint64_t requests, cancelled, timeouts, failed; /* 429s: pool->rejected */
@@ -289,6 +292,13 @@ int chat_affinity_pick(const chat_slot *slots, int n, const chat_job *j);
  * G4V_SERVICE_ERR_* printed; without libllama: --lm refused); closes the private cache. */
 int chat_slots_open(chat_wing *cw);
 void chat_slots_close(chat_wing *cw);
+
+/* chat_vision.c: each slot's encoder of images and videos (chat_vision, chat/chat_session.h):
+ * the encode wing's contexts. Open after the cache (0, or a G4V_SERVICE_ERR_* printed); a
+ * slot's, for its session's options; close after the slots are. */
+int chat_vision_open(chat_wing *cw);
+const struct chat_vision *chat_vision_of(chat_wing *cw, int slot);
+void chat_vision_close(chat_wing *cw);
 
 /* chat_routes.c */
 extern const svc_wing svc_chat_wing;

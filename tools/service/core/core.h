@@ -27,6 +27,7 @@
 #define G4V_SERVICE_CORE_H
 
 #include "core/auth.h"
+#include "cpu_gate.h" /* common/: the CPU budget */
 #include "g4v.h"
 #include "service.h"
 
@@ -155,7 +156,8 @@ struct svc_pool {
     void **state; /* each worker's (size of them, NULL where none opened) */
     pthread_t *th;
     request *head, *tail;
-    int queued, busy; /* waiting; running */
+    int queued, busy; /* waiting (local jobs included); running */
+    int local;        /* of the waiting, local jobs (svc_run_local): not counted for 429 */
     int active;       /* admitted, request not completed yet */
     int exit;
     uint64_t rejected; /* answered 429 */
@@ -181,6 +183,14 @@ int svc_threads_each(int requested, int workers);
 /* Admits job (the request's connection suspended until a worker replies) or refuses it through
  * the kind: 503 while stopping, 429 (Retry-After) when `limit` jobs would wait. */
 enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job);
+/* Jobs without an HTTP request: another wing's work done by this kind's workers (the chat
+ * slots' images, by the encode contexts). qs[0..n) (the caller's, zeroed) and jobs[0..n) are
+ * queued together behind what waits already, in the one FIFO, never refused for the limit (the
+ * caller's own request was admitted) nor while stopping (it may be finishing an admitted one);
+ * the kind's run/run_batch sees them with q->local set and ends each with svc_local_done instead
+ * of svc_reply. Blocks until all are done. 0, or -1 when the pool has stopped. */
+int svc_run_local(svc_pool *p, request *qs, void **jobs, int n);
+void svc_local_done(request *q);
 /* The worker's job is done with: a client that sends its next request as soon as it has this
  * answer finds the worker free. Once per job; later calls do nothing. */
 void svc_worker_free(svc_worker *w);
@@ -246,6 +256,9 @@ struct g4v_service {
     long inflight; /* requests begun and not yet completed */
     uint64_t by_code[SVC_NCODES + 1];
     svc_hist latency; /* answers of SVC_TIMED routes */
+    /* every compute team enters it: the encode contexts' encodes and the text model's decode
+     * calls together never have more threads busy than the cores (docs/SERVICE.md "Threads") */
+    fe_cpu_gate gate;
 };
 
 enum { ST_RECEIVING, ST_QUEUED, ST_DONE, ST_ANSWERED };
@@ -266,6 +279,7 @@ struct request {
     int code;
     const char *cors; /* an allowed origin: Access-Control-Allow-Origin's value, else NULL */
     const char *url;  /* the request's path: valid during the route's begin call only */
+    pthread_cond_t *local; /* a local job's (svc_run_local): signalled when done; else NULL */
     request *next;
 };
 

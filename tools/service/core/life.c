@@ -40,6 +40,7 @@ static server *create(const g4v_service_options *o) {
     s->a = *o;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
+    fe_cpu_gate_init(&s->gate, 0); /* one thread per core (docs/SERVICE.md "Threads") */
     return s;
 }
 
@@ -109,6 +110,7 @@ static void teardown(server *s) {
     svc_auth_free(s);
     pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->mu);
+    fe_cpu_gate_destroy(&s->gate);
     free(s);
 }
 

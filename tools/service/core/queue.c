@@ -4,8 +4,10 @@
  * and taken by one of the kind's workers, each owning a state the kind opened (a g4v_ctx, a chat
  * session); the worker runs it, replies (svc_reply resumes the connection, whose handler then
  * queues the answer) and is free again. Waiting is bounded here, so a kind holds at most
- * workers + limit complete requests. One wait-and-stop path: svc_pools_busy for the drain and
- * g4v_service_wait_idle, svc_pools_stop once the queues are empty. */
+ * workers + limit complete requests. Another wing's work may join the same FIFO without a
+ * request (svc_run_local: the chat slots' images on the encode contexts), not counted against
+ * the limit. One wait-and-stop path: svc_pools_busy for the drain and g4v_service_wait_idle,
+ * svc_pools_stop once the queues are empty. */
 #include "core/core.h"
 
 #include <stdio.h>
@@ -21,7 +23,7 @@ enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job) {
         return p->k->refuse(q, job, MHD_HTTP_SERVICE_UNAVAILABLE, busy, queued, p->limit);
     }
     /* jobs that would wait: those queued plus this one, less the idle workers */
-    if (p->queued + 1 - (p->n - p->busy) > p->limit) {
+    if (p->queued - p->local + 1 - (p->n - p->busy) > p->limit) {
         int queued = p->queued, busy = p->busy;
         p->rejected++;
         pthread_mutex_unlock(&s->mu);
@@ -65,6 +67,49 @@ void svc_reply(request *q, int code, struct MHD_Response *resp) {
     MHD_resume_connection(q->conn); /* MHD calls the handler again: it queues q->resp */
 }
 
+int svc_run_local(svc_pool *p, request *qs, void **jobs, int n) {
+    server *s = p->s;
+    pthread_cond_t done;
+    pthread_cond_init(&done, NULL);
+    pthread_mutex_lock(&s->mu);
+    if (p->exit) {
+        pthread_mutex_unlock(&s->mu);
+        pthread_cond_destroy(&done);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        request *q = &qs[i];
+        q->s = s;
+        q->job = jobs[i];
+        q->pool = p;
+        q->state = ST_QUEUED;
+        q->local = &done;
+        q->next = NULL;
+        if (p->tail)
+            p->tail->next = q;
+        else
+            p->head = q;
+        p->tail = q;
+    }
+    p->queued += n;
+    p->local += n;
+    pthread_cond_broadcast(&p->work);
+    for (int i = 0; i < n; i++)
+        while (qs[i].state != ST_DONE)
+            pthread_cond_wait(&done, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&done);
+    return 0;
+}
+
+void svc_local_done(request *q) {
+    server *s = q->s;
+    pthread_mutex_lock(&s->mu);
+    q->state = ST_DONE;
+    pthread_cond_broadcast(q->local);
+    pthread_mutex_unlock(&s->mu);
+}
+
 typedef struct worker_arg {
     svc_pool *p;
     void *state;
@@ -91,6 +136,7 @@ static void *worker_main(void *arg) {
         while (p->head && n < most) {
             request *q = p->head;
             p->head = q->next;
+            if (q->local) p->local--;
             qs[n] = q;
             jobs[n++] = q->job;
         }

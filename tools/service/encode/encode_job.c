@@ -1,7 +1,8 @@
 /* encode_job.c - the job kind "encode" (core/core.h, svc_kind): K workers (--contexts), each
  * owning one g4v_ctx over the server's model and feature cache; a job is a complete POST
  * /v1/encode request, encoded from its body, answered in the format it asked for
- * (serve_format.c) with the X-G4V-* headers. Refused jobs are answered as every encode error is:
+ * (serve_format.c) with the X-G4V-* headers, or another wing's medium (a local job, q->local:
+ * encode_vision.c). Every encode enters the server's CPU gate. Refused jobs are answered as every encode error is:
  * {"error", "status"} (SERVE_BUSY 429 when --queue requests already wait, SERVE_STOPPING 503). */
 #include "encode/encode_wing.h"
 #include "encode/serve_format.h"
@@ -86,19 +87,48 @@ static void answer(encode_wing *ew, request *q, const encode_params *p, int st, 
 }
 
 static void run(svc_worker *w, request *q, void *job) {
+    if (q->local) { /* another wing's medium (encode_vision.c) */
+        encode_vision_jobs(w, &q, 1);
+        return;
+    }
     g4v_ctx *ctx = w->state;
     g4v_encode_options eo;
     options_of(job, &eo);
     g4v_result r;
+    int gated = encode_gate_enter(w->p->ctx);
     int st = g4v_encode_memory(ctx, q->body, q->len, &eo, &r);
+    encode_gate_leave(w->p->ctx, gated);
     answer(w->p->ctx, q, job, st, g4v_ctx_error(ctx), &r, g4v_ctx_cache_hit(ctx));
     svc_worker_free(w);
     svc_reply(q, q->code, q->resp);
 }
 
+static void run_requests(svc_worker *w, request **qs, void **jobs, int n, int free_first);
+
 /* --batch: the requests taken together go through one g4v_encode_batch, whose every entry is
- * what g4v_encode_memory gives on it alone (answers, headers and errors as run's). */
-static void run_batch(svc_worker *w, request **qs, void **jobs, int n) {
+ * what g4v_encode_memory gives on it alone (answers, headers and errors as run's); the other
+ * wings' media among them through another (encode_vision.c), after the requests are answered. */
+static void run_batch(svc_worker *w, request **all, void **all_jobs, int n_all) {
+    request *qs[SVC_MAX_BATCH], *local[SVC_MAX_BATCH];
+    void *jobs[SVC_MAX_BATCH];
+    int n = 0, n_local = 0;
+    for (int i = 0; i < n_all; i++)
+        if (all[i]->local) {
+            local[n_local++] = all[i];
+        } else {
+            qs[n] = all[i];
+            jobs[n++] = all_jobs[i];
+        }
+    if (n == 1) {
+        run(w, qs[0], jobs[0]);
+    } else if (n > 1) {
+        run_requests(w, qs, jobs, n, !n_local);
+    }
+    if (n_local) encode_vision_jobs(w, local, n_local);
+}
+
+/* free_first: the worker is free once they are encoded (no local job follows). */
+static void run_requests(svc_worker *w, request **qs, void **jobs, int n, int free_first) {
     g4v_ctx *ctx = w->state;
     g4v_encode_options eo[SVC_MAX_BATCH];
     g4v_batch_item it[SVC_MAX_BATCH];
@@ -109,15 +139,17 @@ static void run_batch(svc_worker *w, request **qs, void **jobs, int n) {
         it[i].size = qs[i]->len;
         it[i].opts = &eo[i];
     }
-    g4v_encode_batch(ctx, it, n);
     encode_wing *ew = w->p->ctx;
+    int gated = encode_gate_enter(ew);
+    g4v_encode_batch(ctx, it, n);
+    encode_gate_leave(ew, gated);
     pthread_mutex_lock(&ew->s->mu);
     ew->batched += (uint64_t)n;
     pthread_mutex_unlock(&ew->s->mu);
     for (int i = 0; i < n; i++)
         answer(w->p->ctx, qs[i], jobs[i], it[i].status, it[i].error, &it[i].result,
                it[i].cache_hit);
-    svc_worker_free(w);
+    if (free_first) svc_worker_free(w);
     for (int i = 0; i < n; i++) svc_reply(qs[i], qs[i]->code, qs[i]->resp);
 }
 

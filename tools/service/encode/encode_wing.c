@@ -93,6 +93,7 @@ static int open_wing(server *s, void **state) {
     *state = ew;
     if (!ew) return G4V_SERVICE_ERR_INTERNAL;
     ew->s = s;
+    pthread_cond_init(&ew->fed, NULL);
     ew->threads = svc_threads_each(a->threads, a->contexts);
     int rc = svc_pool_start(s, &encode_kind, ew, a->contexts, a->queue, a->batch, &ew->pool);
     if (rc) return rc;
@@ -103,7 +104,15 @@ static int open_wing(server *s, void **state) {
 
 static void close_wing(server *s, void *state) {
     (void)s;
-    free(state);
+    encode_wing *ew = state;
+    if (ew) pthread_cond_destroy(&ew->fed);
+    free(ew);
+}
+
+encode_wing *encode_wing_of(server *s) {
+    for (int w = 0; w < s->nwings; w++)
+        if (s->wings[w].w == &svc_encode_wing) return s->wings[w].state;
+    return NULL;
 }
 
 static size_t metrics(server *s, void *state, char *b, size_t cap) {
