@@ -1,6 +1,6 @@
 #!/bin/sh
 # chat-compat.sh - make chat-compat: llama.cpp's own server tests, unedited, from the pinned source
-# (tools/server/tests of scripts/build-llama.sh's tree) against `g4v serve --lm` on the synthetic
+# (server/tests in the tools folder of scripts/build-llama.sh's tree) against `g4v serve --lm` on the synthetic
 # e2b models: the suites for chat completions, vision, tool calls, security, streaming and
 # templates (SUITES), through our adaptation tests/chat/compat/conftest.py (theirs is not
 # loaded). The tests that fail are listed in tests/chat/compat/expected_failures.tsv, each with its
@@ -53,7 +53,7 @@ start=$(date +%s)
 set +e
 G4V_BIN=$B/g4v G4V_COMPAT_FIXTURES=$FX G4V_COMPAT_LOGS=$LOGS PYTHONDONTWRITEBYTECODE=1 \
     PYTHONPATH="$ROOT/tests/chat/compat:$TESTS" \
-    "$py" -m pytest --noconftest -p conftest -p no:cacheprovider -q -rfEX \
+    "$py" -P -m pytest --noconftest -p conftest -p no:cacheprovider -q -rfEX \
     --basetemp="$LOGS/tmp" -W ignore::DeprecationWarning "$@"
 rc=$?
 set -e

@@ -1,8 +1,8 @@
 """conftest.py - llama.cpp's own server tests against `g4v serve --lm` (make chat-compat,
 docs/TESTING.md "llama.cpp's server tests").
 
-The tests are llama.cpp's, unedited, from the pinned source (tools/server/tests/unit/*.py of
-scripts/build-llama.sh's tree); their conftest.py is not loaded (pytest --noconftest) and this
+The tests are llama.cpp's, unedited, from the pinned source (server/tests/unit/*.py in the tools
+folder of scripts/build-llama.sh's tree); their conftest.py is not loaded (pytest --noconftest) and this
 file is loaded instead as a plugin (-p conftest, this folder first on PYTHONPATH). It adapts their
 utils.ServerProcess, the one class through which every test starts a server, and nothing else:
 
@@ -51,7 +51,7 @@ os.environ["no_proxy"] = os.environ["NO_PROXY"] = "127.0.0.1,localhost"
 os.environ.pop("SLOW_TESTS", None)
 os.environ.pop("DEBUG_EXTERNAL", None)
 
-import utils  # noqa: E402  (llama.cpp's tools/server/tests/utils.py, on PYTHONPATH)
+import utils  # noqa: E402  (llama.cpp's server/tests/utils.py, on PYTHONPATH)
 
 
 class NotClaimed(Exception):

@@ -1,4 +1,4 @@
-"""wget.py - a stand-in for PyPI's `wget`, which llama.cpp's tests/utils.py imports for
+"""wget.py - a stand-in for PyPI's `wget`, which llama.cpp's server/tests/utils.py imports for
 download_file(): make chat-compat downloads nothing (tests/chat/compat/conftest.py), so a test
 that would download fails here, saying so, the same on every machine."""
 
