@@ -13,8 +13,8 @@ step; an id outside the vocabulary and a bias over 100 refused. logprobs / top_l
 shape (token, logprob, bytes, top_logprobs), non-streamed and streamed, equal within 2e-2 to
 chat_logprobs_ref's log-softmax computed directly with libllama for the same prompt ids.
 Fields: an unknown one, or a penalty that would change the answer, refused naming it, as is a
-key response_format does not take (llama-server's json_object + schema); the harmless ones (user, metadata, store, penalties at 0) accepted. GET /v1/models/{id}: the model,
-and 404 model_not_found for another id. A tool call cut by max_tokens: returned with its partial
+key response_format does not take (llama-server's json_object + schema); the harmless ones
+(user, metadata, store, penalties at 0) accepted. GET /v1/models/{id}: the model, and 404 model_not_found for another id. A tool call cut by max_tokens: returned with its partial
 arguments (a prefix of the whole call's) and finish_reason "length", streamed too. Images by URL
 (--allow-image-urls): fetched, the answer the data: URI's; loopback, private and link-local
 addresses refused after resolving and on a redirect, a host not listed, the size and time limits,

@@ -2,8 +2,9 @@
 docs/TESTING.md "llama.cpp's server tests").
 
 The tests are llama.cpp's, unedited, from the pinned source (server/tests/unit/*.py in the tools
-folder of scripts/build-llama.sh's tree); their conftest.py is not loaded (pytest --noconftest) and this
-file is loaded instead as a plugin (-p conftest, this folder first on PYTHONPATH). It adapts their
+folder of scripts/build-llama.sh's tree); their conftest.py is not loaded (pytest --noconftest,
+python -P so that the current folder, theirs, is not on sys.path) and this file is loaded instead
+as a plugin (-p conftest, this folder first on PYTHONPATH). It adapts their
 utils.ServerProcess, the one class through which every test starts a server, and nothing else:
 
 - start() runs `g4v serve --lm` on the synthetic e2b models (tests/chat/make_fixtures.py) in
