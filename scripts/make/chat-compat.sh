@@ -2,11 +2,11 @@
 # chat-compat.sh - make chat-compat: llama.cpp's own server tests, unedited, from the pinned
 # source (server/tests in the tools folder of scripts/build-llama.sh's tree) against `g4v serve
 # --lm` on the synthetic e2b models: the suites for chat completions, vision, tool calls,
-# security, streaming and templates (SUITES), through our adaptation tests/chat/compat/conftest.py
-# (theirs is not loaded), less the tests they mark slow (real models from Hugging Face), as
-# llama.cpp's own tests.sh leaves them out. The tests that fail are listed in
-# tests/chat/compat/expected_failures.tsv, each with its reason; a failure not listed, a listed
-# test that passes, or an entry that matches no test fails the target (docs/TESTING.md
+# security, streaming, templates and the Responses API (SUITES), through our adaptation
+# tests/chat/compat/conftest.py (theirs is not loaded), less the tests they mark slow (real
+# models from Hugging Face), as llama.cpp's own tests.sh leaves them out. The tests that fail are
+# listed in tests/chat/compat/expected_failures.tsv, each with its reason; a failure not listed, a
+# listed test that passes, or an entry that matches no test fails the target (docs/TESTING.md
 # "llama.cpp's server tests").
 #   usage: make chat-compat [ARGS='pytest arguments'] [SUITES='unit/test_x.py ...']
 #     ARGS     given: passed to pytest instead of the suites (split at spaces), e.g.
@@ -24,7 +24,8 @@ case "${1:-}" in
        exit 1 ;;
 esac
 SUITES=${SUITES:-"unit/test_chat_completion.py unit/test_vision_api.py unit/test_tool_call.py
-  unit/test_security.py unit/test_stream.py unit/test_template.py"}
+  unit/test_security.py unit/test_stream.py unit/test_template.py
+  unit/test_compat_oai_responses.py"}
 ROOT=$(pwd)
 prefix=$(llama_prefix)
 configure "$BUILD" -DG4V_WERROR=ON -DG4V_LLAMA_DIR="$prefix" -DG4V_LLAMA_SRC="$prefix/src" \
