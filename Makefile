@@ -16,7 +16,7 @@ PYTHON ?= /usr/bin/python3
 RUN = BUILD='$(BUILD)' JOBS='$(JOBS)' CMAKE_FLAGS='$(CMAKE_FLAGS)' PYTHON='$(PYTHON)' MAKE='$(MAKE)'
 
 .PHONY: all help deps test-deps bench-deps load-deps build test check test-arm64 chat-test \
-  webui-shots chat-demo demo install hf-parity asan tsan fault fuzz-build fuzz fuzz-merge fuzz-smoke clean
+  chat-compat webui-shots chat-demo demo install hf-parity asan tsan fault fuzz-build fuzz fuzz-merge fuzz-smoke clean
 
 all: build ## configure + build into build/ (the default)
 
@@ -38,7 +38,7 @@ load-deps: ## install wrk too, for make load
 build: ## configure + build into $(BUILD) (CMAKE_FLAGS, JOBS)
 	$(RUN) scripts/make/build.sh
 
-test: check ## everything CI runs (~25-35 min): check, chat-test, test-arm64, asan, tsan, fuzz-smoke, hf-parity
+test: check ## everything CI runs (~25-35 min): check, chat-test, chat-compat, test-arm64, asan, tsan, fuzz-smoke, hf-parity
 	$(RUN) scripts/make/test-all.sh
 
 check: test-deps ## build with -Werror and run the default ctest suite (a few minutes)
@@ -49,6 +49,9 @@ test-arm64: test-deps ## cross-build for ARM64, run kernel/encoder/CLI tests und
 
 chat-test: test-deps ## build llama.cpp once, then g4v chat's tests (ctest -L chat)
 	@$(RUN) scripts/make/chat-test.sh
+
+chat-compat: test-deps ## llama.cpp's own server tests against g4v serve --lm (tests/chat/compat)
+	@$(RUN) scripts/make/chat-compat.sh
 
 webui-shots: test-deps ## screenshots of g4v serve --lm's chat page into build/webui-shots
 	@$(RUN) scripts/make/webui-shots.sh

@@ -6,10 +6,18 @@
 # environment of Debian's Python at ${XDG_CACHE_HOME:-~/.cache}/g4v-pyclient/<hash of the
 # requirements>, wheels only (no build, no install scripts). Idempotent: the same requirements
 # are installed once. The last line printed is the environment's python.
+#   --compat   instead: pytest, openai and requests as tests/chat/compat/requirements.txt pins
+#              them, for llama.cpp's own server tests (make chat-compat)
 # Exit 0 ok; 75 when PyPI cannot be reached (the tests then skip, saying so); 1 otherwise.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 REQ="$SRC/tests/chat/clients/requirements.txt"
+MODULES="openai, pydantic, jsonschema"
+case "${1:-}" in
+    "") ;;
+    --compat) REQ="$SRC/tests/chat/compat/requirements.txt" MODULES="pytest, openai, requests" ;;
+    *) echo "usage: install-py-client.sh [--compat]" >&2; exit 1 ;;
+esac
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "install-py-client: $PY is missing (scripts/install-deps.sh --test)" >&2; exit 1; }
 HASH=$( (cat "$REQ"; "$PY" -c 'import sys; print(sys.version)') | sha256sum | cut -c1-16)
@@ -31,7 +39,7 @@ if ! timeout 600 "$DIR/bin/pip" install -q --disable-pip-version-check --only-bi
     echo "install-py-client: pip install failed in $DIR" >&2
     exit 1
 fi
-"$DIR/bin/python" -c 'import openai, pydantic, jsonschema' ||
+"$DIR/bin/python" -c "import $MODULES" ||
     { echo "install-py-client: the packages do not import" >&2; exit 1; }
 touch "$DIR/installed"
 echo "$DIR/bin/python"

@@ -12,9 +12,9 @@ logit_bias: a -100 on the greedy first token bans it, a +100 on another token fo
 step; an id outside the vocabulary and a bias over 100 refused. logprobs / top_logprobs: OpenAI's
 shape (token, logprob, bytes, top_logprobs), non-streamed and streamed, equal within 2e-2 to
 chat_logprobs_ref's log-softmax computed directly with libllama for the same prompt ids.
-Fields: an unknown one, or a penalty that would change the answer, refused naming it; the
-harmless ones (user, metadata, store, penalties at 0) accepted. GET /v1/models/{id}: the model,
-and 404 model_not_found for another id. A tool call cut by max_tokens: returned with its partial
+Fields: an unknown one, or a penalty that would change the answer, refused naming it, as is a
+key response_format does not take (llama-server's json_object + schema); the harmless ones
+(user, metadata, store, penalties at 0) accepted. GET /v1/models/{id}: the model, and 404 model_not_found for another id. A tool call cut by max_tokens: returned with its partial
 arguments (a prefix of the whole call's) and finish_reason "length", streamed too. Images by URL
 (--allow-image-urls): fetched, the answer the data: URI's; loopback, private and link-local
 addresses refused after resolving and on a redirect, a host not listed, the size and time limits,
@@ -289,6 +289,20 @@ def fields(s):
                     "frequency_penalty": 0, "presence_penalty": 0, "modalities": ["text"],
                     "service_tier": "auto"})
     check(st == 200, f"harmless fields accepted ({st} {str(r)[:200]})")
+    # a key response_format does not take (llama-server's json_object + schema) is refused,
+    # named, not answered as if it were absent; OpenAI's own keys are taken
+    st, r = s.chat({**base, "response_format": {"type": "json_object", "schema": {"const": 1}}})
+    msg = r.get("error", {}).get("message", "")
+    check(st == 400 and code(r) == "invalid_response_format" and '"schema"' in msg,
+          f"response_format json_object + schema: 400 naming it ({st} {msg[:200]})")
+    st, r = s.chat({**base, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "n", "schema": {"const": 1}, "strict": True, "format": "x"}}})
+    msg = r.get("error", {}).get("message", "")
+    check(st == 400 and code(r) == "invalid_response_format" and '"format"' in msg,
+          f"response_format json_schema with an unknown key: 400 naming it ({st} {msg[:200]})")
+    st, r = s.chat({**base, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "n", "description": "d", "schema": {"const": 1}, "strict": True}}})
+    check(st == 200, f"response_format json_schema with all of OpenAI's keys ({st} {str(r)[:200]})")
 
 
 WEATHER = {"type": "function", "function": {

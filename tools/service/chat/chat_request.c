@@ -592,9 +592,9 @@ static int take_thinking(const cJSON *o, chat_job *j, chat_fail *f) {
 }
 
 /* response_format: {"type": "text"}, {"type": "json_object"} (any JSON object), or
- * {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}: the schema kept as
- * text; it is checked and made a grammar before the request waits (chat_precheck.c), where
- * the grammar layer is. */
+ * {"type": "json_schema", "json_schema": {"name", "description", "schema", "strict"}}, no other
+ * key: the schema kept as text; it is checked and made a grammar before the request waits
+ * (chat_precheck.c), where the grammar layer is. */
 static int take_response_format(const cJSON *o, chat_job *j, chat_fail *f) {
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "response_format");
     if (!rf || cJSON_IsNull(rf)) return 0;
@@ -607,6 +607,29 @@ static int take_response_format(const cJSON *o, chat_job *j, chat_fail *f) {
             "{\"name\": ..., \"schema\": {...}}}");
         return -1;
     }
+    /* a key of another server's format (llama-server's {"type": "json_object", "schema": ...})
+     * is refused, named, rather than answered as if it were not there */
+    static const char *const inner[] = {"name", "description", "schema", "strict", NULL};
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+    for (const cJSON *x = rf->child; x; x = x->next) {
+        if (x->string && (!strcmp(x->string, "type") ||
+                          (!strcmp(x->string, "json_schema") && !strcmp(t, "json_schema"))))
+            continue;
+        BAD("invalid_response_format", "\"response_format\": {\"type\": \"%s\"} takes no "
+            "\"%.64s\" (a schema goes in {\"type\": \"json_schema\", \"json_schema\": "
+            "{\"schema\": {...}}})", t, x->string ? x->string : "");
+        return -1;
+    }
+    for (const cJSON *x = cJSON_IsObject(js) ? js->child : NULL; x; x = x->next) {
+        int known = 0;
+        for (int i = 0; inner[i] && !known; i++)
+            known = x->string && !strcmp(x->string, inner[i]);
+        if (known) continue;
+        BAD("invalid_response_format", "\"response_format\": \"json_schema\" takes \"name\", "
+            "\"description\", \"schema\" and \"strict\", not \"%.64s\"",
+            x->string ? x->string : "");
+        return -1;
+    }
     if (!strcmp(t, "text")) return 0;
     if (!strcmp(t, "json_object")) {
         if (!(j->schema = strdup("{\"type\":\"object\"}"))) {
@@ -615,7 +638,6 @@ static int take_response_format(const cJSON *o, chat_job *j, chat_fail *f) {
         }
         return 0;
     }
-    const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(js, "schema");
     if (!cJSON_IsObject(js) || !cJSON_IsObject(sc)) {
         BAD("invalid_response_format",
