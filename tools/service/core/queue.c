@@ -14,6 +14,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* q at the tail of p's FIFO, waiting (under the server's mutex). */
+static void fifo_push(svc_pool *p, request *q) {
+    q->pool = p;
+    q->state = ST_QUEUED;
+    q->next = NULL;
+    if (p->tail)
+        p->tail->next = q;
+    else
+        p->head = q;
+    p->tail = q;
+}
+
 enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job) {
     server *s = q->s;
     pthread_mutex_lock(&s->mu);
@@ -31,14 +43,7 @@ enum MHD_Result svc_enqueue(request *q, svc_pool *p, void *job) {
     }
     if (p->k->admitted) p->k->admitted(q, job);
     q->job = job;
-    q->pool = p;
-    q->state = ST_QUEUED;
-    q->next = NULL;
-    if (p->tail)
-        p->tail->next = q;
-    else
-        p->head = q;
-    p->tail = q;
+    fifo_push(p, q);
     p->queued++;
     p->active++;
     MHD_suspend_connection(q->conn);
@@ -81,15 +86,8 @@ int svc_run_local(svc_pool *p, request *qs, void **jobs, int n) {
         request *q = &qs[i];
         q->s = s;
         q->job = jobs[i];
-        q->pool = p;
-        q->state = ST_QUEUED;
         q->local = &done;
-        q->next = NULL;
-        if (p->tail)
-            p->tail->next = q;
-        else
-            p->head = q;
-        p->tail = q;
+        fifo_push(p, q);
     }
     p->queued += n;
     p->local += n;

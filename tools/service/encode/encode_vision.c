@@ -97,6 +97,14 @@ static void failed(encode_vision_job *j, int st, const char *msg) {
     snprintf(j->error, sizeof j->error, "%s", msg);
 }
 
+static void succeeded(encode_vision_job *j, int width, int height, int cache_hit) {
+    j->width = width;
+    j->height = height;
+    j->cache_hit = cache_hit;
+    j->status = G4V_OK;
+    j->error[0] = 0;
+}
+
 static void image_done(encode_vision_job *j, int st, const char *msg, const g4v_result *r,
                        int cache_hit) {
     if (st) {
@@ -108,11 +116,7 @@ static void image_done(encode_vision_job *j, int st, const char *msg, const g4v_
         return;
     }
     j->frame_rows[0] = r->n_tokens;
-    j->width = r->width;
-    j->height = r->height;
-    j->cache_hit = cache_hit;
-    j->status = G4V_OK;
-    j->error[0] = 0;
+    succeeded(j, r->width, r->height, cache_hit);
 }
 
 static void encode_video(g4v_ctx *ctx, encode_vision_job *j) {
@@ -136,11 +140,7 @@ static void encode_video(g4v_ctx *ctx, encode_vision_job *j) {
         j->frame_rows[k] = r.frames[k].n_tokens;
         memcpy(j->mmss[k], r.frames[k].mmss, sizeof j->mmss[k]);
     }
-    j->width = r.width;
-    j->height = r.height;
-    j->cache_hit = g4v_ctx_cache_hit(ctx); /* every frame from the cache */
-    j->status = G4V_OK;
-    j->error[0] = 0;
+    succeeded(j, r.width, r.height, g4v_ctx_cache_hit(ctx)); /* a hit: every frame cached */
 }
 
 static void encode_image(g4v_ctx *ctx, encode_vision_job *j) {
