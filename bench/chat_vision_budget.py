@@ -16,6 +16,7 @@ Medians over the reps.
 
 usage: chat_vision_budget.py --g4v BIN --base BIN --model DIR --lm GGUF --image FILE
                              [--max-tokens 16] [--reps 1] [--json OUT]
+                             [--serve-arg=ARG ...]   (both servers, e.g. --serve-arg=--lm-ctx=8192)
 """
 import argparse
 import base64
@@ -46,7 +47,8 @@ class Server:
     def __init__(self, binary, a, tmp):
         self.err = open(os.path.join(tmp, os.path.basename(binary) + ".stderr"), "w")
         self.p = subprocess.Popen([binary, "serve", "--port", "0", "--model", a.model, "--lm",
-                                   a.lm, "--lm-slots", "4"], stdout=subprocess.PIPE,
+                                   a.lm, "--lm-slots", "4", *a.serve_arg],
+                                  stdout=subprocess.PIPE,
                                   stderr=self.err, text=True)
         line = self.p.stdout.readline()
         m = re.search(r"http://[^ ]*:(\d+)", line)
@@ -105,6 +107,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--serve-arg", action="append", default=[],
+                    help="one more argument of g4v serve, for both servers (repeat it)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="g4v_chat_vision_")
     seq = iter(range(1, 1 << 20))
