@@ -192,21 +192,27 @@ static void cut_call(gen *g, const chat_turn_result *r) {
     if (g->j->stream) out_call(g->j, g->n_calls - 1, o);
 }
 
+/* *buf at least `need` bytes (doubling from 1 KiB, so a long answer costs log n reallocs); 0, or
+ * -1 out of memory with *buf as it was. */
+static int grow_text(char **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 1024;
+    while (c < need)
+        c *= 2;
+    char *t = realloc(*buf, c);
+    if (!t) return -1;
+    *buf = t;
+    *cap = c;
+    return 0;
+}
+
 /* A piece of the thought: kept, and streamed as far as it ends on a whole character. Stop
  * strings are looked for in the answer only. */
 static int on_thought(gen *g, const char *p, size_t n) {
     chat_job *j = g->j;
-    if (g->th_len + n + 1 > g->th_cap) {
-        size_t cap = g->th_cap ? g->th_cap * 2 : 1024;
-        while (cap < g->th_len + n + 1)
-            cap *= 2;
-        char *t = realloc(g->th, cap);
-        if (!t) {
-            g->why = "out_of_memory";
-            return 1;
-        }
-        g->th = t;
-        g->th_cap = cap;
+    if (grow_text(&g->th, &g->th_cap, g->th_len + n + 1)) {
+        g->why = "out_of_memory";
+        return 1;
     }
     memcpy(g->th + g->th_len, p, n);
     g->th_len += n;
@@ -236,17 +242,9 @@ static int on_piece(const char *p, size_t n, chat_emit_kind kind, void *user) {
         if (on_thought(g, p, n)) return 1;
         n = 0; /* the checks below still run: a hang-up, the deadline */
     }
-    if (g->len + n + 1 > g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 1024;
-        while (cap < g->len + n + 1)
-            cap *= 2;
-        char *t = realloc(g->text, cap);
-        if (!t) {
-            g->why = "out_of_memory";
-            return 1;
-        }
-        g->text = t;
-        g->cap = cap;
+    if (grow_text(&g->text, &g->cap, g->len + n + 1)) {
+        g->why = "out_of_memory";
+        return 1;
     }
     if (n) memcpy(g->text + g->len, p, n);
     g->len += n;
