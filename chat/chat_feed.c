@@ -36,7 +36,7 @@ void chat_plan_clear(chat_session *s) {
 }
 
 static void medium_free(plan_medium *m) {
-    chat_enc_free(&m->e);
+    fe_encoded_free(&m->e);
     free(m->path_copy);
     memset(m, 0, sizeof *m);
 }

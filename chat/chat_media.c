@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void chat_enc_free(enc_media *e) {
-    if (!e) return;
-    free(e->rows);
-    free(e->frame_rows);
-    free(e->mmss);
-    memset(e, 0, sizeof *e);
-}
-
 /* SHA-256 over what decides a medium's rows; its first 8 bytes are the hash. */
 typedef struct hash64 {
     fe_sha256_ctx c;
@@ -85,13 +77,7 @@ int chat_media_error(const chat_media *m, int st, const char *msg, char *err, si
     return st == G4V_ERR_NOMEM || st == G4V_ERR_INTERNAL ? CHAT_ERR_INTERNAL : CHAT_ERR_INPUT;
 }
 
-void chat_encoded_free(chat_encoded *e) {
-    if (!e) return;
-    free(e->rows);
-    free(e->frame_rows);
-    free(e->mmss);
-    memset(e, 0, sizeof *e);
-}
+void chat_encoded_free(chat_encoded *e) { fe_encoded_free(e); }
 
 /* One kind's decoder on the session's own context: encodes m into e. CHAT_OK, or an error with
  * its message; -1 when out of memory. */
@@ -108,17 +94,7 @@ static int encode_image(chat_session *s, const chat_media *m, int budget, int fr
     int st = m->data ? g4v_encode_memory(s->vctx, m->data, m->size, &eo, &r)
                      : g4v_encode_file(s->vctx, m->path, &eo, &r);
     if (st) return chat_media_error(m, st, g4v_ctx_error(s->vctx), err, errsz);
-    size_t n = (size_t)r.n_tokens * (size_t)r.dim;
-    e->rows = malloc(n * sizeof(float));
-    e->frame_rows = malloc(sizeof(int));
-    if (!e->rows || !e->frame_rows) return -1;
-    memcpy(e->rows, r.features, n * sizeof(float));
-    e->n_rows = r.n_tokens;
-    e->n_frames = 1;
-    e->frame_rows[0] = r.n_tokens;
-    e->width = r.width;
-    e->height = r.height;
-    e->cache_hit = g4v_ctx_cache_hit(s->vctx);
+    if (fe_encoded_image(e, &r, g4v_ctx_cache_hit(s->vctx))) return -1;
     return CHAT_OK;
 }
 
@@ -133,21 +109,8 @@ static int encode_video(chat_session *s, const chat_media *m, int budget, int fr
     int st = m->data ? g4v_encode_video_memory(s->vctx, m->data, m->size, &vo, &r)
                      : g4v_encode_video_file(s->vctx, m->path, &vo, &r);
     if (st) return chat_media_error(m, st, g4v_ctx_error(s->vctx), err, errsz);
-    size_t n = (size_t)r.n_tokens * (size_t)r.dim;
-    e->rows = malloc(n * sizeof(float));
-    e->frame_rows = malloc((size_t)r.n_frames * sizeof(int));
-    e->mmss = malloc((size_t)r.n_frames * sizeof *e->mmss);
-    if (!e->rows || !e->frame_rows || !e->mmss) return -1;
-    memcpy(e->rows, r.features, n * sizeof(float));
-    e->n_rows = r.n_tokens;
-    e->n_frames = r.n_frames;
-    for (int k = 0; k < r.n_frames; k++) {
-        e->frame_rows[k] = r.frames[k].n_tokens;
-        memcpy(e->mmss[k], r.frames[k].mmss, sizeof e->mmss[k]);
-    }
-    e->width = r.width;
-    e->height = r.height;
-    e->cache_hit = g4v_ctx_cache_hit(s->vctx); /* every frame from the cache */
+    /* a hit: every frame from the cache */
+    if (fe_encoded_video(e, &r, g4v_ctx_cache_hit(s->vctx))) return -1;
     return CHAT_OK;
 }
 
@@ -215,13 +178,8 @@ int chat_media_encode_all(chat_session *s, plan_medium **pms, int n, char *err, 
     for (int i = 0; i < n; i++) {
         if (!out[i].rows) continue;
         plan_medium *pm = pms[i];
-        enc_media *e = &pm->e;
         chat_media_stat *ms = &pm->stat;
-        e->rows = out[i].rows;
-        e->n_rows = out[i].n_rows;
-        e->n_frames = out[i].n_frames;
-        e->frame_rows = out[i].frame_rows;
-        e->mmss = out[i].mmss;
+        pm->e = out[i]; /* the session takes the arrays over */
         ms->medium = pm->src.medium;
         ms->n_rows = out[i].n_rows;
         ms->n_frames = out[i].n_frames;

@@ -10,7 +10,8 @@
 
 #include "chat_params.h"
 #include "g4v.h"
-#include "medium.h" /* common/: fe_medium */
+#include "encoded.h" /* common/: fe_encoded */
+#include "medium.h"  /* common/: fe_medium */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -80,15 +81,7 @@ typedef struct chat_media {
 
 /* One medium's soft tokens as an encoder gives them (chat_vision): malloc'ed arrays that the
  * session takes over. */
-typedef struct chat_encoded {
-    float *rows;        /* n_rows x the model's dim */
-    int n_rows;
-    int n_frames;       /* 1 for an image */
-    int *frame_rows;    /* [n_frames] rows per frame */
-    char (*mmss)[16];   /* [n_frames] a video frame's time ("mm:ss"), NULL for an image */
-    int width, height;  /* target size */
-    int cache_hit;      /* served from the feature cache (a video: every frame) */
-} chat_encoded;
+typedef fe_encoded chat_encoded; /* common/encoded.h */
 
 /* What encodes a session's media. encode: media[0..n) (one turn's, in order; budgets[i] soft
  * tokens per image or per video frame, a video sampled in `frames` frames) into out[0..n),

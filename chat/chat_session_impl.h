@@ -20,12 +20,7 @@
 #include <stdint.h>
 
 /* One encoded medium: its rows (copied out of the g4v ctx) and, for a video, frame labels. */
-typedef struct enc_media {
-    float *rows;
-    int n_rows, n_frames;
-    int *frame_rows; /* rows per frame */
-    char (*mmss)[16];
-} enc_media;
+typedef fe_encoded enc_media; /* a plan medium's rows (common/encoded.h) */
 
 /* A medium of the plan: where it comes from (borrowed until the feed returns), its identity,
  * and its rows once encoded (an image is encoded only when it must be decoded). */
@@ -105,7 +100,6 @@ struct chat_session {
 };
 
 /* chat_media.c */
-void chat_enc_free(enc_media *e);
 /* Sets s->vision: o.vision, or the session's own encoder over vctx. */
 void chat_media_own_vision(chat_session *s);
 /* Encodes the media of pms[0..n) through s->vision (one call: a shared encoder may batch them)

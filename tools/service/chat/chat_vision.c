@@ -44,20 +44,10 @@ static int encode(void *ctx, const chat_media *media, const int *budgets, int fr
     for (int i = 0; i < n; i++) {
         encode_vision_job *j = &js[i];
         if (!rc && j->status) rc = chat_media_error(&media[i], j->status, j->error, err, errsz);
-        if (rc) { /* this one failed, or one before it: the outs from here on stay empty */
-            free(j->rows);
-            free(j->frame_rows);
-            free(j->mmss);
-            continue;
-        }
-        out[i] = (chat_encoded){.rows = j->rows,
-                                .n_rows = j->n_rows,
-                                .n_frames = j->n_frames,
-                                .frame_rows = j->frame_rows,
-                                .mmss = j->mmss,
-                                .width = j->width,
-                                .height = j->height,
-                                .cache_hit = j->cache_hit};
+        if (rc) /* this one failed, or one before it: the outs from here on stay empty */
+            fe_encoded_free(&j->out);
+        else
+            out[i] = j->out;
     }
     free(js);
     return rc;

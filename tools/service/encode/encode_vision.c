@@ -72,51 +72,25 @@ void encode_vision_fed(encode_client *c) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* The rows of an encoded image (or of a video's frames) copied into the job: libg4v's buffers
- * live until the next encode on the context. 0, or -1 out of memory. */
-static int take_rows(encode_vision_job *j, const float *features, int n_tokens, int dim,
-                     int n_frames) {
-    size_t n = (size_t)n_tokens * (size_t)dim;
-    j->rows = malloc(n ? n * sizeof(float) : 1);
-    j->frame_rows = malloc((size_t)n_frames * sizeof(int));
-    if (!j->rows || !j->frame_rows) return -1;
-    memcpy(j->rows, features, n * sizeof(float));
-    j->n_rows = n_tokens;
-    j->n_frames = n_frames;
-    return 0;
-}
-
 static void failed(encode_vision_job *j, int st, const char *msg) {
-    free(j->rows);
-    free(j->frame_rows);
-    free(j->mmss);
-    j->rows = NULL;
-    j->frame_rows = NULL;
-    j->mmss = NULL;
+    fe_encoded_free(&j->out);
     j->status = st;
     snprintf(j->error, sizeof j->error, "%s", msg);
 }
 
-static void succeeded(encode_vision_job *j, int width, int height, int cache_hit) {
-    j->width = width;
-    j->height = height;
-    j->cache_hit = cache_hit;
+static void succeeded(encode_vision_job *j) {
     j->status = G4V_OK;
     j->error[0] = 0;
 }
 
 static void image_done(encode_vision_job *j, int st, const char *msg, const g4v_result *r,
                        int cache_hit) {
-    if (st) {
+    if (st)
         failed(j, st, msg);
-        return;
-    }
-    if (take_rows(j, r->features, r->n_tokens, r->dim, 1)) {
+    else if (fe_encoded_image(&j->out, r, cache_hit))
         failed(j, G4V_ERR_NOMEM, "out of memory");
-        return;
-    }
-    j->frame_rows[0] = r->n_tokens;
-    succeeded(j, r->width, r->height, cache_hit);
+    else
+        succeeded(j);
 }
 
 static void encode_video(g4v_ctx *ctx, encode_vision_job *j) {
@@ -127,20 +101,12 @@ static void encode_video(g4v_ctx *ctx, encode_vision_job *j) {
     g4v_video_result r;
     int st = j->data ? g4v_encode_video_memory(ctx, j->data, j->size, &vo, &r)
                      : g4v_encode_video_file(ctx, j->path, &vo, &r);
-    if (st) {
+    if (st)
         failed(j, st, g4v_ctx_error(ctx));
-        return;
-    }
-    if (take_rows(j, r.features, r.n_tokens, r.dim, r.n_frames) ||
-        !(j->mmss = malloc((size_t)r.n_frames * sizeof *j->mmss))) {
+    else if (fe_encoded_video(&j->out, &r, g4v_ctx_cache_hit(ctx))) /* a hit: every frame */
         failed(j, G4V_ERR_NOMEM, "out of memory");
-        return;
-    }
-    for (int k = 0; k < r.n_frames; k++) {
-        j->frame_rows[k] = r.frames[k].n_tokens;
-        memcpy(j->mmss[k], r.frames[k].mmss, sizeof j->mmss[k]);
-    }
-    succeeded(j, r.width, r.height, g4v_ctx_cache_hit(ctx)); /* a hit: every frame cached */
+    else
+        succeeded(j);
 }
 
 static void encode_image(g4v_ctx *ctx, encode_vision_job *j) {

@@ -14,7 +14,8 @@
 #define G4V_SERVICE_ENCODE_WING_H
 
 #include "core/core.h"
-#include "medium.h" /* common/: fe_medium */
+#include "encoded.h" /* common/: fe_encoded */
+#include "medium.h"  /* common/: fe_medium */
 
 /* The wing's state: its pool of contexts (--contexts, --queue) and what it counts. */
 typedef struct encode_wing {
@@ -58,11 +59,7 @@ typedef struct encode_vision_job {
     /* out */
     int status;         /* G4V_OK or libg4v's status */
     char error[512];    /* its message */
-    float *rows;        /* malloc'ed n_rows x dim, the caller's */
-    int n_rows, n_frames;
-    int *frame_rows;    /* malloc'ed [n_frames] */
-    char (*mmss)[16];   /* malloc'ed [n_frames] for a video, else NULL */
-    int width, height, cache_hit;
+    fe_encoded out;     /* its soft tokens (G4V_OK), the caller's to free */
 } encode_vision_job;
 
 /* One user of the contexts (a chat slot): its feature cache, its jobs in flight, and whether the
